@@ -1,0 +1,671 @@
+//! The load-balancing core: which uplink a northbound packet leaves on.
+//!
+//! In a fat tree the only freedom is on the way up; the way down is fixed by the destination.
+//! This module makes that one choice, for every algorithm ofan implements or is measured
+//! against, as a pure function of its inputs:
+//!
+//! | input | type |
+//! |---|---|
+//! | the switch's shared state and the pipe's own state | [`SwitchBalancer`], [`PipeBalancer`] |
+//! | destination key (destination edge switch at an edge, destination pod at an aggregation switch) | [`DestKey`] |
+//! | size class (data / ACK, from the frame length) | [`SizeClass`] |
+//! | the up-ports that still reach the destination | [`PortMask`] |
+//! | local egress queue lengths of the up-ports | [`PortLoad`] slice |
+//! | a flow hash (5-tuple) | `u32` |
+//! | a seeded random generator | [`LbRng`], owned by the pipe |
+//!
+//! No clock, no I/O, no allocation per packet: the AF_XDP worker, the property tests and the
+//! deterministic model all run exactly this code. Southbound forwarding is not a choice and
+//! never comes here.
+//!
+//! ## Pointers (Ofan, pOfan, Simple RR)
+//! A rotation pointer is a packet counter `n`. The packet that draws value `n` from a pointer
+//! with valid up-port set `V` (|V| = v) takes the `(n mod v)`-th valid port in the pointer's
+//! port order. With every port valid that is the paper's pointer position `n mod w` mapped
+//! through the F.2 permutation; with failed ports it is the paper's "skip ports that cannot
+//! reach the destination": each of the `v` valid ports receives exactly one packet in every `v`
+//! consecutive packets. Counting packets rather than positions is what lets several workers
+//! share a pointer without a lock: a batch reserves `g` consecutive values with a single
+//! `fetch_add(g)` and hands one to each of its packets ([`PipeBalancer::choose_batch`], the
+//! software form of the combining pipeline of paper §7).
+//!
+//! Data pointers start at a seeded random value in `0..w`; the ACK pointer of the same key
+//! starts `⌊w/2⌋` after it. The pointer id that selects the port permutation is
+//! `key + keys · class` (paper F.2: `id = d + N_d · t`).
+
+mod order;
+mod rng;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub use ofan_topology::DestKey;
+pub use order::{
+    distinct_cyclic_orders, id_bits, OrderId, PortOrder, BASIS, BASIS_ORDER_COUNTS, MAX_PORTS,
+};
+pub use rng::{mix64, LbRng};
+
+/// The load-balancing algorithms of the switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    /// 5-tuple hash with a per-switch salt: every packet of a flow takes the same port.
+    Ecmp,
+    /// Randomized switch queueing: a uniformly random valid port per packet (equivalent to
+    /// host random packet spraying).
+    Rsq,
+    /// Simple RR: one destination-oblivious round-robin pointer for the whole switch.
+    Rr,
+    /// Join the shortest queue (bytes), random tie-break.
+    Jsq,
+    /// Adaptive routing: JSQ on the queue quantized to 4 levels (<5 %, <10 %, <20 %, ≥20 % of
+    /// the buffer), random tie-break.
+    Ar,
+    /// DRILL(d = 2, m = 1): the shortest of two random samples and the port chosen last time.
+    Drill,
+    /// Ofan: one rotation pointer per (destination key, size class), shared by the switch.
+    Ofan,
+    /// pOfan: Ofan's pointers kept independently by each pipe.
+    Pofan,
+}
+
+impl Algorithm {
+    /// Every algorithm, in the order of the paper's tables.
+    pub const ALL: [Algorithm; 8] = [
+        Algorithm::Ecmp,
+        Algorithm::Rsq,
+        Algorithm::Rr,
+        Algorithm::Jsq,
+        Algorithm::Ar,
+        Algorithm::Drill,
+        Algorithm::Ofan,
+        Algorithm::Pofan,
+    ];
+
+    /// The name used on command lines and in configuration files.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ecmp => "ecmp",
+            Algorithm::Rsq => "rsq",
+            Algorithm::Rr => "rr",
+            Algorithm::Jsq => "jsq",
+            Algorithm::Ar => "ar",
+            Algorithm::Drill => "drill",
+            Algorithm::Ofan => "ofan",
+            Algorithm::Pofan => "pofan",
+        }
+    }
+
+    /// Whether the algorithm reads the local egress queue lengths.
+    pub const fn uses_queues(self) -> bool {
+        matches!(self, Algorithm::Jsq | Algorithm::Ar | Algorithm::Drill)
+    }
+
+    /// Whether the algorithm keeps per-destination pointers (it is destination-based).
+    pub const fn is_destination_based(self) -> bool {
+        matches!(self, Algorithm::Ofan | Algorithm::Pofan)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = LbError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| LbError::UnknownAlgorithm { name: s.to_owned() })
+    }
+}
+
+/// Errors in a load-balancer configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LbError {
+    /// The name is not one of [`Algorithm::ALL`].
+    #[error("unknown load-balancing algorithm `{name}` (expected one of: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan)")]
+    UnknownAlgorithm {
+        /// What was asked for.
+        name: String,
+    },
+    /// The number of up-ports is outside `1..=64`.
+    #[error("a switch balances over 1 to {max} up-ports, not {up_ports}")]
+    UpPorts {
+        /// What was asked for.
+        up_ports: usize,
+        /// [`MAX_PORTS`].
+        max: usize,
+    },
+    /// A switch needs at least one pipe.
+    #[error("a switch needs at least one pipe")]
+    NoPipes,
+    /// A pipe index past the configured number of pipes.
+    #[error("pipe {pipe} does not exist (the switch has {pipes} pipes)")]
+    NoSuchPipe {
+        /// What was asked for.
+        pipe: u16,
+        /// Configured number of pipes.
+        pipes: u16,
+    },
+}
+
+/// The packet size classes that get separate pointers (paper §4.1 "ACKs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum SizeClass {
+    /// Full-size data frames.
+    Data = 0,
+    /// Small frames: acknowledgements.
+    Ack = 1,
+}
+
+impl SizeClass {
+    /// Number of size classes.
+    pub const COUNT: u32 = 2;
+
+    /// Frames of at most this many bytes (Ethernet header to end of payload) are ACKs by default.
+    pub const DEFAULT_ACK_MAX_FRAME: u32 = 128;
+
+    /// Quantizes a frame length into its class: `frame_len ≤ ack_max_frame` is an ACK.
+    #[inline]
+    pub const fn of_frame(frame_len: u32, ack_max_frame: u32) -> Self {
+        if frame_len <= ack_max_frame {
+            SizeClass::Ack
+        } else {
+            SizeClass::Data
+        }
+    }
+}
+
+/// A set of up-port positions `0..w` (bit `i` = the `i`-th up-port of the switch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PortMask(pub u64);
+
+impl PortMask {
+    /// No port.
+    pub const EMPTY: PortMask = PortMask(0);
+
+    /// All of the first `width` ports.
+    pub const fn all(width: u8) -> Self {
+        if width as usize >= MAX_PORTS {
+            PortMask(u64::MAX)
+        } else {
+            PortMask((1u64 << width) - 1)
+        }
+    }
+
+    /// Whether `port` is in the set.
+    #[inline]
+    pub const fn contains(self, port: u8) -> bool {
+        port < 64 && self.0 & (1u64 << port) != 0
+    }
+
+    /// The set with `port` added.
+    pub const fn with(self, port: u8) -> Self {
+        PortMask(self.0 | (1u64 << port))
+    }
+
+    /// The set with `port` removed.
+    pub const fn without(self, port: u8) -> Self {
+        PortMask(self.0 & !(1u64 << port))
+    }
+
+    /// Number of ports in the set.
+    #[inline]
+    pub const fn count(self) -> u32 {
+        self.0.count_ones()
+    }
+
+    /// Whether the set is empty.
+    #[inline]
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The `rank`-th port of the set in increasing order (`rank` < count).
+    #[inline]
+    pub fn nth(self, rank: u32) -> u8 {
+        debug_assert!(rank < self.count());
+        let mut bits = self.0;
+        for _ in 0..rank {
+            bits &= bits - 1;
+        }
+        bits.trailing_zeros() as u8
+    }
+
+    /// The ports of the set in increasing order.
+    pub fn iter(self) -> impl Iterator<Item = u8> {
+        let mut bits = self.0;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let port = bits.trailing_zeros() as u8;
+                bits &= bits - 1;
+                port
+            })
+        })
+    }
+}
+
+/// The position of an up-port among the switch's up-ports (`0..w`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UpPort(pub u8);
+
+/// The local egress queue of one up-port, as the algorithm sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortLoad {
+    /// Frames queued.
+    pub packets: u32,
+    /// Bytes queued.
+    pub bytes: u32,
+}
+
+/// What the core needs to know about one northbound packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Northbound {
+    /// Destination key (paper §4.1 consolidation), `< dest_keys` of the switch.
+    pub key: DestKey,
+    /// Size class of the frame.
+    pub class: SizeClass,
+    /// Up-ports that still reach the destination.
+    pub valid: PortMask,
+    /// Hash of the flow's 5-tuple (used by ECMP only).
+    pub flow_hash: u32,
+    /// Frame length in bytes (added to the chosen port's queue for queue-aware algorithms).
+    pub frame_len: u32,
+}
+
+/// The configuration of one switch's load balancer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LbConfig {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// Number of up-ports `w` (1..=64).
+    pub up_ports: u8,
+    /// Number of destination keys (edge switches at an edge switch, pods at an aggregation
+    /// switch). Keys are `0..dest_keys`.
+    pub dest_keys: u32,
+    /// Number of pipes; each pipe's worker owns a [`PipeBalancer`].
+    pub pipes: u16,
+    /// Per-port buffer in bytes (AR quantizes queues against it).
+    pub buffer_bytes: u32,
+    /// Seed of every random choice of this switch (pointer starts, hash salt, pipe generators).
+    pub seed: u64,
+}
+
+impl LbConfig {
+    fn validate(&self) -> Result<(), LbError> {
+        if self.up_ports == 0 || usize::from(self.up_ports) > MAX_PORTS {
+            return Err(LbError::UpPorts {
+                up_ports: usize::from(self.up_ports),
+                max: MAX_PORTS,
+            });
+        }
+        if self.pipes == 0 {
+            return Err(LbError::NoPipes);
+        }
+        Ok(())
+    }
+}
+
+/// The part of a switch's balancer that all its pipes share: configuration, port orders, the
+/// Ofan pointers and the Simple RR pointer (atomics, so workers share them without locks).
+#[derive(Debug)]
+pub struct SwitchBalancer {
+    config: LbConfig,
+    order: PortOrder,
+    /// `id₁, id₂` of every pointer slot, precomputed (slot = key · 2 + class).
+    order_ids: Box<[OrderId]>,
+    /// Ofan pointers, one per slot; empty for other algorithms.
+    shared_pointers: Box<[AtomicU64]>,
+    /// The Simple RR pointer.
+    rr_pointer: AtomicU64,
+    /// ECMP hash salt of this switch.
+    salt: u32,
+}
+
+impl SwitchBalancer {
+    /// Builds a switch's shared balancer state.
+    ///
+    /// # Errors
+    /// [`LbError::UpPorts`] or [`LbError::NoPipes`] for an invalid configuration.
+    pub fn new(config: LbConfig) -> Result<Arc<Self>, LbError> {
+        config.validate()?;
+        let order = PortOrder::new(config.up_ports);
+        let slots = config.dest_keys as usize * SizeClass::COUNT as usize;
+        let order_ids = (0..slots)
+            .map(|slot| order.id(pointer_id(slot, config.dest_keys)))
+            .collect();
+        let shared_pointers = if config.algorithm == Algorithm::Ofan {
+            (0..slots)
+                .map(|slot| AtomicU64::new(pointer_start(config.seed, 0, slot, config.up_ports)))
+                .collect()
+        } else {
+            Box::default()
+        };
+        let rr_start = mix64(config.seed ^ 0x7272) % u64::from(config.up_ports);
+        Ok(Arc::new(Self {
+            salt: mix64(config.seed ^ 0x6563_6d70) as u32,
+            rr_pointer: AtomicU64::new(rr_start),
+            order,
+            order_ids,
+            shared_pointers,
+            config,
+        }))
+    }
+
+    /// The configuration this balancer was built from.
+    pub fn config(&self) -> &LbConfig {
+        &self.config
+    }
+
+    /// Number of pointers this switch holds in total (shared plus every pipe's own).
+    pub fn pointer_count(&self) -> usize {
+        let slots = self.config.dest_keys as usize * SizeClass::COUNT as usize;
+        match self.config.algorithm {
+            Algorithm::Ofan => slots,
+            Algorithm::Pofan => slots * usize::from(self.config.pipes),
+            Algorithm::Rr => 1,
+            _ => 0,
+        }
+    }
+
+    /// The balancer of pipe `pipe`, to be owned by that pipe's worker.
+    ///
+    /// # Errors
+    /// [`LbError::NoSuchPipe`] when `pipe` ≥ the configured number of pipes.
+    pub fn pipe(self: &Arc<Self>, pipe: u16) -> Result<PipeBalancer, LbError> {
+        if pipe >= self.config.pipes {
+            return Err(LbError::NoSuchPipe {
+                pipe,
+                pipes: self.config.pipes,
+            });
+        }
+        let slots = self.order_ids.len();
+        let own_pointers = if self.config.algorithm == Algorithm::Pofan {
+            (0..slots)
+                .map(|slot| pointer_start(self.config.seed, pipe, slot, self.config.up_ports))
+                .collect()
+        } else {
+            Box::default()
+        };
+        Ok(PipeBalancer {
+            switch: Arc::clone(self),
+            own_pointers,
+            rng: LbRng::new(mix64(self.config.seed ^ 0x7069_7065) ^ u64::from(pipe)),
+            drill_last: None,
+        })
+    }
+
+    /// The pointer value a packet with ordinal `n` turns into a port, for pointer `slot`.
+    #[inline]
+    fn pointer_port(&self, n: u64, slot: usize, valid: PortMask) -> u8 {
+        let width = self.config.up_ports;
+        let id = self.order_ids[slot];
+        if valid == PortMask::all(width) {
+            return self.order.port_at((n % u64::from(width)) as u8, id);
+        }
+        // Skip the ports that cannot reach the destination: take the (n mod v)-th valid port in
+        // this pointer's order.
+        let mut rank = n % u64::from(valid.count());
+        for position in 0..width {
+            let port = self.order.port_at(position, id);
+            if valid.contains(port) {
+                if rank == 0 {
+                    return port;
+                }
+                rank -= 1;
+            }
+        }
+        unreachable!("rank < number of valid ports")
+    }
+
+    /// Maps an ordinal of the Simple RR pointer onto a valid port (identity order).
+    #[inline]
+    fn rr_port(n: u64, valid: PortMask) -> u8 {
+        valid.nth((n % u64::from(valid.count())) as u32)
+    }
+}
+
+/// The pointer id that selects a slot's port permutation: `key + keys · class`.
+fn pointer_id(slot: usize, dest_keys: u32) -> u32 {
+    let key = (slot / SizeClass::COUNT as usize) as u32;
+    let class = (slot % SizeClass::COUNT as usize) as u32;
+    key.wrapping_add(dest_keys.wrapping_mul(class))
+}
+
+/// Seeded start of a pointer: data pointers uniform in `0..w`, the ACK pointer `⌊w/2⌋` after the
+/// data pointer of the same key (and pipe).
+fn pointer_start(seed: u64, pipe: u16, slot: usize, width: u8) -> u64 {
+    let key = (slot / SizeClass::COUNT as usize) as u64;
+    let data_start = mix64(seed ^ mix64((u64::from(pipe) << 40) ^ key)) % u64::from(width);
+    if slot % SizeClass::COUNT as usize == SizeClass::Ack as usize {
+        (data_start + u64::from(width / 2)) % u64::from(width)
+    } else {
+        data_start
+    }
+}
+
+/// The slot of the pointer for `(key, class)`.
+#[inline]
+fn slot_of(key: DestKey, class: SizeClass) -> usize {
+    key.0 as usize * SizeClass::COUNT as usize + class as usize
+}
+
+/// AR's quantization of a queue against the buffer: 0 below 5 %, 1 below 10 %, 2 below 20 %,
+/// 3 at or above 20 %.
+#[inline]
+pub fn ar_level(queue_bytes: u32, buffer_bytes: u32) -> u8 {
+    let scaled = u64::from(queue_bytes) * 100;
+    let buffer = u64::from(buffer_bytes.max(1));
+    if scaled < 5 * buffer {
+        0
+    } else if scaled < 10 * buffer {
+        1
+    } else if scaled < 20 * buffer {
+        2
+    } else {
+        3
+    }
+}
+
+/// The most packets one call of [`PipeBalancer::choose_batch`] combines at once.
+pub const MAX_BATCH: usize = 64;
+
+/// The balancer state a pipe's worker owns: its pOfan pointers, its random generator and DRILL's
+/// memory, plus a handle on the switch's shared state.
+#[derive(Debug)]
+pub struct PipeBalancer {
+    switch: Arc<SwitchBalancer>,
+    own_pointers: Box<[u64]>,
+    rng: LbRng,
+    drill_last: Option<u8>,
+}
+
+impl PipeBalancer {
+    /// The switch this pipe belongs to.
+    pub fn switch(&self) -> &Arc<SwitchBalancer> {
+        &self.switch
+    }
+
+    /// Chooses the up-port of one northbound packet; `None` when no port is valid.
+    ///
+    /// `loads` holds the local egress queue of each up-port (index = up-port position) and must
+    /// have `w` entries for the queue-aware algorithms ([`Algorithm::uses_queues`]); the chosen
+    /// port's entry is increased by this packet so that later decisions see it. Other
+    /// algorithms ignore `loads` (it may be empty).
+    #[inline]
+    pub fn choose(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
+        if packet.valid.is_empty() {
+            return None;
+        }
+        let switch = &*self.switch;
+        let port = match switch.config.algorithm {
+            Algorithm::Ecmp => {
+                let hash = mix64(u64::from(packet.flow_hash ^ switch.salt));
+                packet
+                    .valid
+                    .nth((hash % u64::from(packet.valid.count())) as u32)
+            }
+            Algorithm::Rsq => packet.valid.nth(self.rng.below(packet.valid.count())),
+            Algorithm::Rr => {
+                let n = switch.rr_pointer.fetch_add(1, Ordering::Relaxed);
+                SwitchBalancer::rr_port(n, packet.valid)
+            }
+            Algorithm::Jsq => shortest(&mut self.rng, packet.valid, loads, |load| load.bytes),
+            Algorithm::Ar => {
+                let buffer = switch.config.buffer_bytes;
+                shortest(&mut self.rng, packet.valid, loads, |load| {
+                    u32::from(ar_level(load.bytes, buffer))
+                })
+            }
+            Algorithm::Drill => drill(&mut self.rng, &mut self.drill_last, packet.valid, loads),
+            Algorithm::Ofan => {
+                let slot = slot_of(packet.key, packet.class);
+                let n = switch.shared_pointers[slot].fetch_add(1, Ordering::Relaxed);
+                switch.pointer_port(n, slot, packet.valid)
+            }
+            Algorithm::Pofan => {
+                let slot = slot_of(packet.key, packet.class);
+                let n = self.own_pointers[slot];
+                self.own_pointers[slot] = n.wrapping_add(1);
+                switch.pointer_port(n, slot, packet.valid)
+            }
+        };
+        if switch.config.algorithm.uses_queues() {
+            let load = &mut loads[usize::from(port)];
+            load.packets += 1;
+            load.bytes = load.bytes.saturating_add(packet.frame_len);
+        }
+        Some(UpPort(port))
+    }
+
+    /// Chooses the up-ports of a batch of packets, in order; `out[i]` is the choice for
+    /// `packets[i]`.
+    ///
+    /// The decisions are exactly those of calling [`choose`](Self::choose) on each packet in
+    /// turn, except that for `ofan` each shared pointer is advanced once per batch (chunks of
+    /// [`MAX_BATCH`]) by the number of packets that use it, with one atomic `fetch_add`, and each
+    /// packet gets its own value out of the reserved range. Concurrent workers therefore never
+    /// lose or repeat a pointer value.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `packets`.
+    pub fn choose_batch(
+        &mut self,
+        packets: &[Northbound],
+        loads: &mut [PortLoad],
+        out: &mut [Option<UpPort>],
+    ) {
+        assert!(
+            out.len() >= packets.len(),
+            "output slice shorter than the batch"
+        );
+        if self.switch.config.algorithm != Algorithm::Ofan {
+            for (packet, choice) in packets.iter().zip(out.iter_mut()) {
+                *choice = self.choose(packet, loads);
+            }
+            return;
+        }
+        for (chunk, out_chunk) in packets.chunks(MAX_BATCH).zip(out.chunks_mut(MAX_BATCH)) {
+            self.switch.combine_ofan(chunk, out_chunk);
+        }
+    }
+}
+
+/// Shortest queue among `valid` by `metric`, ties broken uniformly at random.
+#[inline]
+fn shortest(
+    rng: &mut LbRng,
+    valid: PortMask,
+    loads: &[PortLoad],
+    metric: impl Fn(&PortLoad) -> u32,
+) -> u8 {
+    let mut best = 0u8;
+    let mut best_value = u32::MAX;
+    let mut ties = 0u32;
+    for port in valid.iter() {
+        let value = metric(&loads[usize::from(port)]);
+        if value < best_value {
+            best = port;
+            best_value = value;
+            ties = 1;
+        } else if value == best_value {
+            // Reservoir sampling: the k-th tied port replaces the pick with probability 1/k.
+            ties += 1;
+            if rng.below(ties) == 0 {
+                best = port;
+            }
+        }
+    }
+    best
+}
+
+/// DRILL(2, 1): two random valid ports and the remembered one; the least loaded wins (ties at
+/// random) and is remembered.
+#[inline]
+fn drill(rng: &mut LbRng, last: &mut Option<u8>, valid: PortMask, loads: &[PortLoad]) -> u8 {
+    let count = valid.count();
+    let mut candidates = PortMask::EMPTY
+        .with(valid.nth(rng.below(count)))
+        .with(valid.nth(rng.below(count)));
+    if let Some(remembered) = last.filter(|&port| valid.contains(port)) {
+        candidates = candidates.with(remembered);
+    }
+    let port = shortest(rng, candidates, loads, |load| load.bytes);
+    *last = Some(port);
+    port
+}
+
+impl SwitchBalancer {
+    /// Ofan's combining step for one chunk of at most [`MAX_BATCH`] packets: group by pointer,
+    /// one `fetch_add` per group, then each packet takes base + its rank within its group.
+    fn combine_ofan(&self, packets: &[Northbound], out: &mut [Option<UpPort>]) {
+        debug_assert!(packets.len() <= MAX_BATCH);
+        let mut group_slot = [0usize; MAX_BATCH];
+        let mut group_size = [0u64; MAX_BATCH];
+        let mut groups = 0usize;
+        let mut packet_group = [0u8; MAX_BATCH];
+        let mut packet_rank = [0u64; MAX_BATCH];
+        for (i, packet) in packets.iter().enumerate() {
+            if packet.valid.is_empty() {
+                continue;
+            }
+            let slot = slot_of(packet.key, packet.class);
+            // Batches carry few distinct destinations; a linear scan over the groups seen so
+            // far beats hashing at these sizes.
+            let group = match group_slot[..groups].iter().position(|&s| s == slot) {
+                Some(group) => group,
+                None => {
+                    group_slot[groups] = slot;
+                    groups += 1;
+                    groups - 1
+                }
+            };
+            packet_group[i] = group as u8;
+            packet_rank[i] = group_size[group];
+            group_size[group] += 1;
+        }
+        let mut group_base = [0u64; MAX_BATCH];
+        for group in 0..groups {
+            group_base[group] = self.shared_pointers[group_slot[group]]
+                .fetch_add(group_size[group], Ordering::Relaxed);
+        }
+        for (i, packet) in packets.iter().enumerate() {
+            out[i] = (!packet.valid.is_empty()).then(|| {
+                let group = usize::from(packet_group[i]);
+                let n = group_base[group].wrapping_add(packet_rank[i]);
+                UpPort(self.pointer_port(n, group_slot[group], packet.valid))
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1 @@
+//! Workspace-level tests live in `tests/`; this library is intentionally empty.
