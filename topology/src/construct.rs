@@ -1,0 +1,203 @@
+//! Building the canonical node and link lists of a topology kind.
+//!
+//! Links are created in link-id order and each creation appends one port to each end, so the
+//! order of link creation *is* the port numbering contract: host links first (every edge gets
+//! its hosts as ports `0..k/2`), then edge up-links in (edge, up) order (edges get ports
+//! `k/2..k`, aggregations get their edges as ports `0..k/2` in edge order), then aggregation
+//! up-links in (pod, aggregation, up) order (aggregations get ports `k/2..k`, and every core gets
+//! one port per pod in pod order).
+
+use std::net::Ipv4Addr;
+
+use crate::addressing::{self, LINK_PREFIX_LEN};
+use crate::model::{Link, LinkId, Node, NodeId, Port, PortDirection, PortIndex, Role};
+use crate::shape::Shape;
+
+/// Builds the canonical nodes and links of `shape`.
+pub(crate) fn build(shape: &Shape) -> (Vec<Node>, Vec<Link>) {
+    let mut builder = Builder {
+        nodes: Vec::with_capacity(shape.num_nodes() as usize),
+        links: Vec::with_capacity(shape.num_links() as usize),
+    };
+    add_nodes(shape, &mut builder.nodes);
+
+    // Host links.
+    for edge_number in 0..shape.num_edges() {
+        let (pod, edge) = (
+            edge_number / shape.edges_per_pod,
+            edge_number % shape.edges_per_pod,
+        );
+        for slot in 0..shape.hosts_per_edge() {
+            builder.connect(
+                shape.host(pod, edge, slot),
+                shape.edge(edge_number),
+                addressing::host_link_address(pod, edge, slot, false),
+                addressing::host_link_address(pod, edge, slot, true),
+            );
+        }
+    }
+    // Switch-to-switch links, numbered for addressing from 0.
+    let mut number = 0;
+    let mut connect_switches = |builder: &mut Builder, lower: NodeId, upper: NodeId| {
+        builder.connect(
+            lower,
+            upper,
+            addressing::switch_link_address(number, false),
+            addressing::switch_link_address(number, true),
+        );
+        number += 1;
+    };
+    for edge_number in 0..shape.num_edges() {
+        let pod = edge_number / shape.edges_per_pod;
+        for up in 0..shape.half {
+            let upper = if shape.is_fat_tree() {
+                shape.agg(pod, up)
+            } else {
+                shape.core(up)
+            };
+            connect_switches(&mut builder, shape.edge(edge_number), upper);
+        }
+    }
+    for pod in 0..shape.pods {
+        for agg in 0..shape.aggs_per_pod {
+            for up in 0..shape.half {
+                connect_switches(
+                    &mut builder,
+                    shape.agg(pod, agg),
+                    shape.core(agg * shape.half + up),
+                );
+            }
+        }
+    }
+    (builder.nodes, builder.links)
+}
+
+/// Creates every node, without ports, in id order.
+fn add_nodes(shape: &Shape, nodes: &mut Vec<Node>) {
+    let fat_tree = shape.is_fat_tree();
+    let mut push = |role, name, pod: Option<u32>, index: u32, loopback| {
+        nodes.push(Node {
+            id: NodeId(u32::try_from(nodes.len()).expect("at most 70 656 nodes")),
+            role,
+            name,
+            pod: pod.map(narrow),
+            index: narrow(index),
+            loopback,
+            ports: Vec::new(),
+        });
+    };
+    for pod in 0..shape.pods {
+        for edge in 0..shape.edges_per_pod {
+            for slot in 0..shape.hosts_per_edge() {
+                let name = if fat_tree {
+                    format!("h-p{pod}-e{edge}-h{slot}")
+                } else {
+                    format!("h-l{edge}-h{slot}")
+                };
+                let address = addressing::host_link_address(pod, edge, slot, false);
+                let index = edge * shape.hosts_per_edge() + slot;
+                push(Role::Host, name, Some(pod), index, address);
+            }
+        }
+    }
+    let mut switch_number = 0;
+    let mut next_loopback = || {
+        let address = addressing::loopback(switch_number);
+        switch_number += 1;
+        address
+    };
+    for pod in 0..shape.pods {
+        for edge in 0..shape.edges_per_pod {
+            let name = if fat_tree {
+                format!("e-p{pod}-{edge}")
+            } else {
+                format!("leaf-{edge}")
+            };
+            push(Role::Edge, name, Some(pod), edge, next_loopback());
+        }
+    }
+    for pod in 0..shape.pods {
+        for agg in 0..shape.aggs_per_pod {
+            let name = format!("a-p{pod}-{agg}");
+            push(Role::Aggregation, name, Some(pod), agg, next_loopback());
+        }
+    }
+    for core in 0..shape.cores {
+        let name = if fat_tree {
+            format!("c-{core}")
+        } else {
+            format!("spine-{core}")
+        };
+        push(Role::Core, name, None, core, next_loopback());
+    }
+}
+
+struct Builder {
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+}
+
+impl Builder {
+    /// Appends a link between the next free ports of `lower` (an up port) and `upper` (a down
+    /// port).
+    fn connect(
+        &mut self,
+        lower: NodeId,
+        upper: NodeId,
+        lower_addr: Ipv4Addr,
+        upper_addr: Ipv4Addr,
+    ) {
+        let link = LinkId(u32::try_from(self.links.len()).expect("at most 327 680 links"));
+        let lower_port = self.next_port(lower);
+        let upper_port = self.next_port(upper);
+        self.nodes[lower.index()].ports.push(port(
+            lower_port,
+            PortDirection::Up,
+            link,
+            (upper, upper_port),
+            lower_addr,
+        ));
+        self.nodes[upper.index()].ports.push(port(
+            upper_port,
+            PortDirection::Down,
+            link,
+            (lower, lower_port),
+            upper_addr,
+        ));
+        self.links.push(Link {
+            id: link,
+            a: (lower, lower_port),
+            b: (upper, upper_port),
+        });
+    }
+
+    fn next_port(&self, node: NodeId) -> PortIndex {
+        PortIndex(narrow(
+            u32::try_from(self.nodes[node.index()].ports.len()).expect("at most 64 ports"),
+        ))
+    }
+}
+
+fn port(
+    index: PortIndex,
+    direction: PortDirection,
+    link: LinkId,
+    (peer, peer_port): (NodeId, PortIndex),
+    address: Ipv4Addr,
+) -> Port {
+    Port {
+        index,
+        direction,
+        link,
+        peer,
+        peer_port,
+        address,
+        prefix_len: LINK_PREFIX_LEN,
+        ifname: format!("p{}", index.0),
+    }
+}
+
+/// Narrows a pod, index or port number, all of which are below 2¹⁶ for k <= 64.
+fn narrow(value: u32) -> u16 {
+    u16::try_from(value).expect("pods, indices and ports fit in u16 for k <= 64")
+}
