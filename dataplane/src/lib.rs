@@ -19,9 +19,11 @@
 #![cfg_attr(not(feature = "afxdp"), forbid(unsafe_code))]
 #![cfg_attr(feature = "afxdp", deny(unsafe_code))]
 
+pub mod egress;
 pub mod fib;
 pub mod forward;
 pub mod lb;
+pub mod telemetry;
 pub mod wire;
 
 #[cfg(feature = "afxdp")]

@@ -185,13 +185,9 @@ mod tests {
 
     #[test]
     fn every_basis_is_a_permutation_of_its_width() {
-        for width in 1..=MAX_PORTS {
-            assert_eq!(BASIS[width].len(), width);
-            assert!(
-                is_permutation(BASIS[width]),
-                "w = {width}: {:?}",
-                BASIS[width]
-            );
+        for (width, basis) in BASIS.iter().enumerate().skip(1) {
+            assert_eq!(basis.len(), width);
+            assert!(is_permutation(basis), "w = {width}: {basis:?}");
         }
     }
 

@@ -1,0 +1,518 @@
+//! The FIB mirror: what the kernel of the switch's namespace forwards by, the data path forwards
+//! by.
+//!
+//! A control thread dumps links, addresses, routes, next-hop objects and neighbours over
+//! rtnetlink, turns them into an immutable [`Fib`] and publishes it with one atomic swap; the
+//! workers pick it up at their next batch. It then listens to the kernel's change notifications
+//! and rebuilds whenever one arrives (after a 2 ms pause that lets a burst of changes settle),
+//! and at least once a second. Whoever writes the kernel FIB — `ip route`, the lab, FRR's zebra
+//! for BGP — is thereby the data path's routing source.
+//!
+//! Next hops whose MAC address the kernel does not know yet are resolved through the kernel: the
+//! mirror asks for a *managed* neighbour entry (the kernel resolves it and keeps it fresh) and, if
+//! the kernel refuses that, sends a one-off UDP probe out of the port.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ofan_dataplane::fib::{
+    Fib, FibError, IpPrefix, NextHop, Port, PortId, PortRole, RouteTarget, SharedFib,
+};
+use ofan_dataplane::lb::DestKey;
+
+use crate::netlink::{
+    self, KernelState, RouteHop, RouteKind, NLMSG_DONE, NLMSG_ERROR, RTM_GETADDR, RTM_GETLINK,
+    RTM_GETNEIGH, RTM_GETNEXTHOP, RTM_GETROUTE,
+};
+use crate::sys::{self, NetlinkSocket};
+
+/// One port as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortConfig {
+    /// Interface name.
+    pub name: String,
+    /// Where it leads.
+    pub role: PortRole,
+}
+
+/// What the mirror needs besides the kernel's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorConfig {
+    /// The switch's ports, in `PortId` order.
+    pub ports: Vec<PortConfig>,
+    /// Destination prefix → key (paper §4.1 consolidation).
+    pub keys: Vec<(IpPrefix, DestKey)>,
+    /// Number of destination keys.
+    pub dest_keys: u32,
+}
+
+/// Why the mirror could not build a table.
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorError {
+    /// Netlink I/O failed.
+    #[error("rtnetlink: {0}")]
+    Netlink(#[from] io::Error),
+    /// A configured port does not exist in the namespace.
+    #[error("port `{name}` does not exist in this network namespace")]
+    NoSuchPort {
+        /// The interface name.
+        name: String,
+    },
+    /// The table is inconsistent.
+    #[error("cannot build the forwarding table: {0}")]
+    Fib(#[from] FibError),
+}
+
+/// The mirror's view of itself, for `stats` and tests.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct MirrorStatus {
+    /// Tables published so far.
+    pub generation: u64,
+    /// Routes in the current table (IPv4, IPv6).
+    pub routes: (usize, usize),
+    /// Next-hop groups in the current table.
+    pub groups: usize,
+    /// Next hops whose MAC address is not known yet.
+    pub unresolved: Vec<String>,
+    /// Routes skipped because none of their hops leaves through a port.
+    pub routes_not_via_ports: usize,
+    /// The last error, if the latest rebuild failed.
+    pub last_error: Option<String>,
+}
+
+/// Dumps everything the mirror reads.
+///
+/// # Errors
+/// Netlink errors.
+pub fn dump(socket: &NetlinkSocket) -> io::Result<KernelState> {
+    let mut state = KernelState::default();
+    let mut buffer = vec![0u8; 1 << 16];
+    let requests: [(u16, usize, u8); 6] = [
+        (RTM_GETLINK, 16, 0),
+        (RTM_GETADDR, 8, 0),
+        (RTM_GETNEXTHOP, 8, 0),
+        (RTM_GETROUTE, 12, 2),
+        (RTM_GETROUTE, 12, 10),
+        (RTM_GETNEIGH, 12, 0),
+    ];
+    for (seq, &(kind, header_len, family)) in requests.iter().enumerate() {
+        let seq = seq as u32 + 1;
+        socket.send(&netlink::dump_request(kind, seq, header_len, family))?;
+        'dump: loop {
+            let received = socket.recv(&mut buffer, 2000)?;
+            if received == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "rtnetlink dump timed out",
+                ));
+            }
+            for message in netlink::messages(&buffer[..received]) {
+                if message.seq != seq {
+                    continue;
+                }
+                match message.kind {
+                    NLMSG_DONE => break 'dump,
+                    NLMSG_ERROR => {
+                        // Next-hop objects need kernel 5.3; an older kernel just has none.
+                        if kind == RTM_GETNEXTHOP {
+                            break 'dump;
+                        }
+                        let code = netlink::error_code(message.payload).unwrap_or(0);
+                        return Err(io::Error::from_raw_os_error(-code));
+                    }
+                    _ => state.absorb(&message),
+                }
+            }
+        }
+    }
+    Ok(state)
+}
+
+/// What [`build_fib`] produced besides the table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildNotes {
+    /// `(interface index, interface name, gateway)` of hops without a MAC address.
+    pub unresolved: Vec<(u32, String, IpAddr)>,
+    /// Routes none of whose hops leaves through a port.
+    pub routes_not_via_ports: usize,
+}
+
+/// Turns the kernel's state into the data path's table.
+///
+/// # Errors
+/// [`MirrorError::NoSuchPort`] for a configured port the namespace lacks, [`MirrorError::Fib`]
+/// if the result is inconsistent.
+pub fn build_fib(
+    state: &KernelState,
+    config: &MirrorConfig,
+) -> Result<(Fib, BuildNotes), MirrorError> {
+    let mut builder = Fib::builder();
+    let mut port_of_ifindex = HashMap::new();
+    let mut up_position = 0u8;
+    for (id, port) in config.ports.iter().enumerate() {
+        let link = state
+            .links
+            .values()
+            .find(|link| link.name == port.name)
+            .ok_or_else(|| MirrorError::NoSuchPort {
+                name: port.name.clone(),
+            })?;
+        let position = (port.role == PortRole::Up).then(|| {
+            up_position += 1;
+            up_position - 1
+        });
+        builder.port(
+            PortId(id as u16),
+            Port {
+                ifindex: link.index,
+                mac: link.mac,
+                role: port.role,
+                up_position: position,
+                oper_up: link.oper_up,
+            },
+        );
+        port_of_ifindex.insert(link.index, (PortId(id as u16), link.name.clone()));
+    }
+    for address in &state.addresses {
+        builder.local_address(address.addr);
+    }
+    for &(prefix, key) in &config.keys {
+        builder.dest_key(prefix, key);
+    }
+    builder.dest_keys(config.dest_keys);
+
+    let mut notes = BuildNotes::default();
+    // Among routes to the same prefix, the lowest metric wins (as in the kernel).
+    let mut best: BTreeMap<IpPrefix, (u32, RouteTarget)> = BTreeMap::new();
+    let mut groups: HashMap<Vec<HopKey>, ofan_dataplane::fib::GroupId> = HashMap::new();
+    let key_of = |hops: &[NextHop]| -> Vec<HopKey> {
+        hops.iter().map(|h| (h.port.0, h.gateway, h.mac)).collect()
+    };
+    fn offer(
+        best: &mut BTreeMap<IpPrefix, (u32, RouteTarget)>,
+        prefix: IpPrefix,
+        metric: u32,
+        target: RouteTarget,
+    ) {
+        match best.get(&prefix) {
+            Some(&(existing, _)) if existing <= metric => {}
+            _ => {
+                best.insert(prefix, (metric, target));
+            }
+        }
+    }
+    for route in &state.routes {
+        let Ok(prefix) = IpPrefix::new(route.dst, route.prefix_len) else {
+            continue;
+        };
+        match &route.kind {
+            RouteKind::Local => offer(&mut best, prefix, 0, RouteTarget::Local),
+            RouteKind::Reject => offer(&mut best, prefix, route.metric, RouteTarget::Unreachable),
+            RouteKind::Other => {}
+            RouteKind::Unicast { hops, nh_id } => {
+                let Some(hops) = state.hops_of(hops, *nh_id) else {
+                    offer(&mut best, prefix, route.metric, RouteTarget::Unreachable);
+                    continue;
+                };
+                let mut next_hops = Vec::new();
+                for hop in &hops {
+                    let Some((port, name)) = port_of_ifindex.get(&hop.ifindex) else {
+                        continue;
+                    };
+                    let Some(gateway) = gateway_of(state, &prefix, hop) else {
+                        // A connected subnet wider than a point-to-point link: its neighbours get
+                        // host routes below.
+                        continue;
+                    };
+                    let mac = state
+                        .neighbors
+                        .get(&(hop.ifindex, gateway))
+                        .copied()
+                        .flatten();
+                    if mac.is_none() {
+                        notes.unresolved.push((hop.ifindex, name.clone(), gateway));
+                    }
+                    next_hops.push(NextHop {
+                        port: *port,
+                        gateway,
+                        mac,
+                    });
+                }
+                if next_hops.is_empty() {
+                    notes.routes_not_via_ports += 1;
+                    continue;
+                }
+                next_hops.sort_by_key(|hop| (hop.port, hop.gateway));
+                next_hops.dedup();
+                let group = *groups
+                    .entry(key_of(&next_hops))
+                    .or_insert_with(|| builder.group(next_hops.iter().copied()));
+                offer(&mut best, prefix, route.metric, RouteTarget::Group(group));
+            }
+        }
+    }
+    // Neighbours on connected multi-access subnets: host routes, unless a route exists.
+    for (&(ifindex, addr), &mac) in &state.neighbors {
+        let (Some((port, _)), Some(mac)) = (port_of_ifindex.get(&ifindex), mac) else {
+            continue;
+        };
+        let prefix = IpPrefix::host(addr);
+        if best.contains_key(&prefix) || is_link_local(addr) {
+            continue;
+        }
+        let hop = NextHop {
+            port: *port,
+            gateway: addr,
+            mac: Some(mac),
+        };
+        let group = *groups
+            .entry(key_of(&[hop]))
+            .or_insert_with(|| builder.group([hop]));
+        offer(&mut best, prefix, u32::MAX, RouteTarget::Group(group));
+    }
+    for (prefix, (_, target)) in best {
+        builder.route(prefix, target);
+    }
+    notes.unresolved.sort();
+    notes.unresolved.dedup();
+    Ok((builder.build()?, notes))
+}
+
+/// A next hop as a hashable key, to share one group between routes with the same hops.
+type HopKey = (u16, IpAddr, Option<[u8; 6]>);
+
+fn is_link_local(addr: IpAddr) -> bool {
+    match addr {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
+    }
+}
+
+/// The neighbour a hop forwards to: its gateway, or for a directly connected point-to-point
+/// prefix (/31, /32, /127, /128) the other end of the link.
+fn gateway_of(state: &KernelState, prefix: &IpPrefix, hop: &RouteHop) -> Option<IpAddr> {
+    if let Some(gateway) = hop.gateway {
+        return Some(gateway);
+    }
+    match (prefix.addr(), prefix.prefix_len()) {
+        (IpAddr::V4(_), 32) | (IpAddr::V6(_), 128) => Some(prefix.addr()),
+        (IpAddr::V4(_), 31) | (IpAddr::V6(_), 127) => {
+            // The peer is the address of the pair that is not ours.
+            let ours = state
+                .addresses
+                .iter()
+                .find(|a| a.index == hop.ifindex && prefix.contains(a.addr))?
+                .addr;
+            Some(match ours {
+                IpAddr::V4(v4) => IpAddr::V4((v4.to_bits() ^ 1).into()),
+                IpAddr::V6(v6) => IpAddr::V6((v6.to_bits() ^ 1).into()),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A running mirror thread.
+#[derive(Debug)]
+pub struct Mirror {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    status: Arc<Mutex<MirrorStatus>>,
+}
+
+impl Mirror {
+    /// Builds the first table (so the data path starts with the kernel's routes), publishes it
+    /// into `shared`, and starts the thread that follows the kernel from then on.
+    ///
+    /// # Errors
+    /// Netlink errors, or a first table that cannot be built.
+    pub fn start(config: MirrorConfig, shared: Arc<SharedFib>) -> Result<Self, MirrorError> {
+        let events = NetlinkSocket::open(&[
+            netlink::RTNLGRP_LINK,
+            netlink::RTNLGRP_NEIGH,
+            netlink::RTNLGRP_IPV4_IFADDR,
+            netlink::RTNLGRP_IPV4_ROUTE,
+            netlink::RTNLGRP_IPV6_IFADDR,
+            netlink::RTNLGRP_IPV6_ROUTE,
+            netlink::RTNLGRP_NEXTHOP,
+        ])?;
+        let requests = NetlinkSocket::open(&[])?;
+        let state = dump(&requests)?;
+        let (fib, notes) = build_fib(&state, &config)?;
+        shared.store(Arc::new(fib));
+        let status = Arc::new(Mutex::new(MirrorStatus::default()));
+        let mut follower = Follower {
+            config,
+            shared,
+            requests,
+            events,
+            status: Arc::clone(&status),
+            last_state: state,
+            resolving: HashMap::new(),
+            seq: 1000,
+            last_refresh: Instant::now(),
+        };
+        follower.note(&notes, None);
+        follower.resolve(&notes);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("ofan-control".into())
+            .spawn(move || follower.run(&thread_stop))?;
+        Ok(Self {
+            stop,
+            handle: Some(handle),
+            status,
+        })
+    }
+
+    /// A handle on the mirror's status that other threads can read.
+    pub fn status_handle(&self) -> Arc<Mutex<MirrorStatus>> {
+        Arc::clone(&self.status)
+    }
+
+    /// The mirror's current status.
+    pub fn status(&self) -> MirrorStatus {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Stops the thread.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Mirror {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+struct Follower {
+    config: MirrorConfig,
+    shared: Arc<SharedFib>,
+    requests: NetlinkSocket,
+    events: NetlinkSocket,
+    status: Arc<Mutex<MirrorStatus>>,
+    last_state: KernelState,
+    /// When each unresolved neighbour was last asked for.
+    resolving: HashMap<(u32, IpAddr), Instant>,
+    seq: u32,
+    last_refresh: Instant,
+}
+
+impl Follower {
+    fn run(&mut self, stop: &AtomicBool) {
+        let mut buffer = vec![0u8; 1 << 16];
+        while !stop.load(Ordering::Relaxed) {
+            // Wait for a change (or resync once a second); then let the burst settle.
+            match self.events.recv(&mut buffer, 200) {
+                Ok(0) if self.last_refresh.elapsed() >= Duration::from_secs(1) => {}
+                Ok(0) => continue,
+                Ok(_) | Err(_) => {
+                    std::thread::sleep(Duration::from_millis(2));
+                    while matches!(self.events.recv(&mut buffer, 0), Ok(n) if n > 0) {}
+                }
+            }
+            self.refresh();
+        }
+    }
+
+    fn refresh(&mut self) {
+        self.last_refresh = Instant::now();
+        let state = match dump(&self.requests) {
+            Ok(state) => state,
+            Err(error) => {
+                tracing::warn!(%error, "rtnetlink dump failed");
+                return;
+            }
+        };
+        if state == self.last_state {
+            return;
+        }
+        match build_fib(&state, &self.config) {
+            Ok((fib, notes)) => {
+                self.shared.store(Arc::new(fib));
+                self.note(&notes, None);
+                self.resolve(&notes);
+                self.last_state = state;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot build the forwarding table; keeping the previous one");
+                self.note(&BuildNotes::default(), Some(error.to_string()));
+            }
+        }
+    }
+
+    fn note(&self, notes: &BuildNotes, error: Option<String>) {
+        let fib = self.shared.load();
+        if let Ok(mut status) = self.status.lock() {
+            if error.is_none() {
+                status.generation += 1;
+            }
+            status.routes = fib.route_count();
+            status.groups = fib.groups().len();
+            status.unresolved = notes
+                .unresolved
+                .iter()
+                .map(|(_, name, gateway)| format!("{gateway} on {name}"))
+                .collect();
+            status.routes_not_via_ports = notes.routes_not_via_ports;
+            status.last_error = error;
+        }
+    }
+
+    /// Asks the kernel to resolve next hops without a MAC address (at most once a second each).
+    fn resolve(&mut self, notes: &BuildNotes) {
+        let now = Instant::now();
+        for (ifindex, name, gateway) in &notes.unresolved {
+            let key = (*ifindex, *gateway);
+            if self
+                .resolving
+                .get(&key)
+                .is_some_and(|asked| now.duration_since(*asked) < Duration::from_secs(1))
+            {
+                continue;
+            }
+            self.resolving.insert(key, now);
+            self.seq = self.seq.wrapping_add(1);
+            let managed = netlink::managed_neighbor_request(self.seq, *ifindex, *gateway);
+            if self.requests.send(&managed).is_err() || !self.acked() {
+                if let Err(error) = sys::probe_neighbor(name, *gateway) {
+                    tracing::debug!(%error, %gateway, port = %name, "neighbour probe failed");
+                }
+            }
+        }
+    }
+
+    /// Reads the kernel's answer to the last request: whether it succeeded.
+    fn acked(&self) -> bool {
+        let mut buffer = [0u8; 4096];
+        for _ in 0..4 {
+            let Ok(received) = self.requests.recv(&mut buffer, 100) else {
+                return false;
+            };
+            if received == 0 {
+                return false;
+            }
+            for message in netlink::messages(&buffer[..received]) {
+                if message.kind == NLMSG_ERROR && message.seq == self.seq {
+                    return netlink::error_code(message.payload) == Some(0);
+                }
+            }
+        }
+        false
+    }
+}

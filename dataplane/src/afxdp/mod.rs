@@ -1,0 +1,559 @@
+//! AF_XDP I/O: the XDP steering program, one UMEM shared by every socket of the switch, one
+//! worker per pipe, egress queues with link emulation, telemetry.
+//!
+//! ```text
+//!            ┌──────────── kernel ────────────┐
+//!  NIC/veth ─┤ XDP ofan_steer ── XDP_PASS ──► │ stack (ARP, ND, BGP, ICMP to the switch, TTL ≤ 1)
+//!            │      │ bpf_redirect_map(XSKS)  │
+//!            └──────┼─────────────────────────┘
+//!                   ▼ RX ring (frame in the shared UMEM)
+//!   worker of the ingress port's pipe: parse → FIB (LPM) → lb choice → TTL/checksum/MACs
+//!                   │ same pipe                  │ other pipe
+//!                   ▼                            ▼ owner's inbox (lock-free)
+//!             egress queue (FIFO, tail drop, ECN, shaper at --link-rate)
+//!                   ▼ TX ring of the egress port ──► wire; completion ring ──► free frames
+//! ```
+//!
+//! [`Runtime::start`] sets everything up and spawns the workers; [`Runtime::stop`] stops them,
+//! detaches the program and checks that every frame is accounted for.
+
+mod frames;
+pub mod redirect;
+pub mod steer;
+#[allow(unsafe_code)]
+mod sys;
+mod worker;
+
+use std::io;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_queue::ArrayQueue;
+use xdpilone::{IfInfo, Socket, SocketConfig, UmemConfig};
+
+pub use frames::FrameCensus;
+pub use steer::{Steering, XdpMode};
+pub use sys::{ifindex, monotonic_ns};
+
+use crate::egress::{EgressConfig, EgressQueue};
+use crate::fib::{PortId, SharedFib};
+use crate::forward::{Forwarder, ForwarderConfig};
+use crate::lb::{LbConfig, SwitchBalancer};
+use crate::telemetry::SwitchTelemetry;
+use frames::{FrameCache, FramePool};
+use sys::{EventFd, UmemArea};
+use worker::{OwnedPort, QueueRings, Worker};
+
+/// How the AF_XDP sockets bind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BindMode {
+    /// Zero-copy when the driver offers it, else copy.
+    Auto,
+    /// Copy mode (veth only offers this).
+    Copy,
+    /// Zero-copy or fail.
+    ZeroCopy,
+}
+
+impl BindMode {
+    /// `Auto` becomes zero-copy for interfaces backed by a device (a NIC whose driver may offer
+    /// it) and copy for virtual ones (veth refuses zero-copy). A socket's rings cannot be set up
+    /// twice, so the choice is made before binding rather than by trying.
+    pub fn resolve(self, ifname: &str) -> BindMode {
+        match self {
+            BindMode::Auto
+                if std::path::Path::new("/sys/class/net")
+                    .join(ifname)
+                    .join("device")
+                    .exists() =>
+            {
+                BindMode::ZeroCopy
+            }
+            BindMode::Auto => BindMode::Copy,
+            mode => mode,
+        }
+    }
+}
+
+/// How workers wait for work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PollMode {
+    /// Sleep in epoll when idle (an idle switch uses no CPU): for labs.
+    Wakeup,
+    /// Spin on pinned cores: for line rate.
+    Busy,
+}
+
+/// One port of the switch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSpec {
+    /// Interface name.
+    pub name: String,
+    /// Number of RX queues to bind (one socket each).
+    pub queues: u32,
+    /// Egress queue and link emulation settings.
+    pub egress: EgressConfig,
+}
+
+/// Everything the runtime needs.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Ports, in `PortId` order (the FIB uses the same ids).
+    pub ports: Vec<PortSpec>,
+    /// Ports of each pipe; every port in exactly one pipe.
+    pub pipes: Vec<Vec<PortId>>,
+    /// Up-port position → port (what `PortMask` bits mean), for queue-aware balancing.
+    pub up_ports: Vec<PortId>,
+    /// Load balancer (its `pipes` must equal `pipes.len()`).
+    pub lb: LbConfig,
+    /// Frames up to this length are ACKs.
+    pub ack_max_frame: u32,
+    /// XDP attach mode.
+    pub xdp_mode: XdpMode,
+    /// Socket bind mode.
+    pub bind_mode: BindMode,
+    /// Worker wait mode.
+    pub poll: PollMode,
+    /// CPUs to pin workers to in busy mode (worker i → `cpus[i % len]`); empty = no pinning.
+    pub cpus: Vec<usize>,
+    /// UMEM frame size (2048 or 4096).
+    pub frame_size: u32,
+    /// UMEM frames per port.
+    pub frames_per_port: u32,
+    /// Ring sizes (fill, completion, RX, TX), a power of two.
+    pub ring_size: u32,
+}
+
+/// Why the runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// Bad configuration.
+    #[error("invalid runtime configuration: {0}")]
+    Config(String),
+    /// The UMEM could not be mapped or registered.
+    #[error("cannot set up the UMEM ({frames} frames of {frame_size} B): {source}")]
+    Umem {
+        /// Frames asked for.
+        frames: u32,
+        /// Frame size.
+        frame_size: u32,
+        /// Cause.
+        source: io::Error,
+    },
+    /// A socket could not be created or bound.
+    #[error("cannot open the AF_XDP socket of {port} queue {queue} ({step}): {source}")]
+    Socket {
+        /// Interface.
+        port: String,
+        /// Queue.
+        queue: u32,
+        /// What failed.
+        step: &'static str,
+        /// Cause.
+        source: io::Error,
+    },
+    /// The steering program failed.
+    #[error(transparent)]
+    Steer(#[from] steer::SteerError),
+    /// The balancer configuration is invalid.
+    #[error(transparent)]
+    Lb(#[from] crate::lb::LbError),
+    /// A thread could not be spawned.
+    #[error("cannot spawn worker {index}: {source}")]
+    Spawn {
+        /// Worker index.
+        index: usize,
+        /// Cause.
+        source: io::Error,
+    },
+}
+
+fn errno(error: xdpilone::Errno) -> io::Error {
+    io::Error::from_raw_os_error(error.get_raw())
+}
+
+/// What `stop` found.
+#[derive(Debug, Clone, Copy)]
+pub struct StopReport {
+    /// Frames in the UMEM.
+    pub frames: u64,
+    /// Where they were after the workers stopped.
+    pub census: FrameCensus,
+}
+
+impl StopReport {
+    /// Whether every frame was accounted for.
+    pub fn frames_balanced(&self) -> bool {
+        self.census.total() == self.frames
+    }
+}
+
+/// A running switch data path.
+pub struct Runtime {
+    workers: Vec<JoinHandle<worker::WorkerExit>>,
+    stop: Arc<AtomicBool>,
+    wakers: Arc<[EventFd]>,
+    telemetry: Arc<SwitchTelemetry>,
+    pool: Arc<FramePool>,
+    inboxes: Arc<[Arc<ArrayQueue<worker::Handoff>>]>,
+    steering: Option<Steering>,
+    balancer: Arc<SwitchBalancer>,
+    // Dropped last: the sockets (owned by the workers) must be closed before the UMEM goes.
+    _umem: xdpilone::Umem,
+    _area: Arc<UmemArea>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Sets up the UMEM, the sockets and the steering program, and starts one worker per pipe.
+    ///
+    /// # Errors
+    /// [`RuntimeError`] naming the step, port and queue that failed.
+    pub fn start(config: RuntimeConfig, fib: Arc<SharedFib>) -> Result<Self, RuntimeError> {
+        validate(&config)?;
+        let frames = config.frames_per_port * config.ports.len() as u32;
+        let area =
+            UmemArea::new(frames, config.frame_size).map_err(|source| RuntimeError::Umem {
+                frames,
+                frame_size: config.frame_size,
+                source,
+            })?;
+        let area = Arc::new(area);
+        let umem = sys::register_umem(
+            &area,
+            UmemConfig {
+                fill_size: config.ring_size,
+                complete_size: config.ring_size,
+                frame_size: config.frame_size,
+                headroom: 0,
+                flags: 0,
+            },
+        )
+        .map_err(|e| RuntimeError::Umem {
+            frames,
+            frame_size: config.frame_size,
+            source: errno(e),
+        })?;
+
+        let mut steering = Steering::load(config.xdp_mode)?;
+        let mut port_rings: Vec<Vec<QueueRings>> = Vec::new();
+        let mut first = true;
+        for (index, port) in config.ports.iter().enumerate() {
+            let mut queues = Vec::new();
+            for queue in 0..port.queues {
+                let rings = open_queue(
+                    &umem,
+                    port,
+                    queue,
+                    first,
+                    config.bind_mode,
+                    config.ring_size,
+                )?;
+                first = false;
+                steering.register_socket(index as u16, queue, rings.rx.as_raw_fd())?;
+                queues.push(rings);
+            }
+            port_rings.push(queues);
+        }
+        for (index, port) in config.ports.iter().enumerate() {
+            steering.attach(&port.name, index as u16)?;
+        }
+
+        let balancer = SwitchBalancer::new(config.lb.clone())?;
+        let worker_count = config.pipes.len();
+        let telemetry = Arc::new(SwitchTelemetry::new(
+            config.ports.iter().map(|p| p.name.clone()).collect(),
+            worker_count,
+            worker::counter_names(),
+        ));
+        let pool = Arc::new(FramePool::new(frames, config.frame_size));
+        let inboxes: Arc<[_]> = (0..worker_count)
+            .map(|_| Arc::new(ArrayQueue::new(config.ring_size as usize * 4)))
+            .collect();
+        let wakers: Arc<[EventFd]> = (0..worker_count)
+            .map(|_| EventFd::new())
+            .collect::<io::Result<Vec<_>>>()
+            .map_err(|source| RuntimeError::Spawn { index: 0, source })?
+            .into();
+        let sleeping: Arc<[AtomicBool]> =
+            (0..worker_count).map(|_| AtomicBool::new(false)).collect();
+        let mut owner_of = vec![(0usize, 0usize); config.ports.len()];
+        for (pipe, ports) in config.pipes.iter().enumerate() {
+            for (local, port) in ports.iter().enumerate() {
+                owner_of[usize::from(port.0)] = (pipe, local);
+            }
+        }
+        let owner_of: Arc<[(usize, usize)]> = owner_of.into();
+        let up_ports: Arc<[PortId]> = config.up_ports.clone().into();
+        let stop = Arc::new(AtomicBool::new(false));
+
+        let mut rings_by_port: Vec<Option<Vec<QueueRings>>> =
+            port_rings.into_iter().map(Some).collect();
+        let mut workers = Vec::new();
+        for (index, ports) in config.pipes.iter().enumerate() {
+            let owned = ports
+                .iter()
+                .map(|&id| OwnedPort {
+                    id,
+                    queues: rings_by_port[usize::from(id.0)]
+                        .take()
+                        .expect("each port in one pipe"),
+                    egress: EgressQueue::new(
+                        config.ports[usize::from(id.0)].egress,
+                        config.ring_size as usize,
+                    ),
+                    rx_packets: 0,
+                    rx_bytes: 0,
+                })
+                .collect();
+            let worker = Worker {
+                index,
+                ports: owned,
+                owner_of: Arc::clone(&owner_of),
+                up_ports: Arc::clone(&up_ports),
+                forwarder: Forwarder::new(
+                    balancer.pipe(index as u16)?,
+                    ForwarderConfig {
+                        ack_max_frame: config.ack_max_frame,
+                        // Copy mode delivers at most frame size − 256 bytes per frame.
+                        max_frame_len: config.frame_size - 256,
+                    },
+                ),
+                fib: Arc::clone(&fib),
+                umem: Arc::clone(&area),
+                pool: Arc::clone(&pool),
+                cache: FrameCache::new(256),
+                inbox: Arc::clone(&inboxes[index]),
+                inboxes: Arc::clone(&inboxes),
+                wakers: Arc::clone(&wakers),
+                sleeping: Arc::clone(&sleeping),
+                telemetry: Arc::clone(&telemetry),
+                stop: Arc::clone(&stop),
+                poll: config.poll,
+                fill_target: config.ring_size,
+                tx_ring_size: config.ring_size,
+                counter_scratch: Vec::new(),
+            };
+            let cpu = (!config.cpus.is_empty() && config.poll == PollMode::Busy)
+                .then(|| config.cpus[index % config.cpus.len()]);
+            let handle = std::thread::Builder::new()
+                .name(format!("ofan-worker-{index}"))
+                .spawn(move || {
+                    if let Some(cpu) = cpu {
+                        if let Err(error) = sys::pin_to_cpu(cpu) {
+                            tracing::warn!(worker = index, cpu, %error, "cannot pin worker");
+                        }
+                    }
+                    worker.run()
+                })
+                .map_err(|source| RuntimeError::Spawn { index, source })?;
+            workers.push(handle);
+        }
+        Ok(Self {
+            workers,
+            stop,
+            wakers,
+            telemetry,
+            pool,
+            inboxes,
+            steering: Some(steering),
+            balancer,
+            _umem: umem,
+            _area: area,
+        })
+    }
+
+    /// The published telemetry.
+    pub fn telemetry(&self) -> &Arc<SwitchTelemetry> {
+        &self.telemetry
+    }
+
+    /// The switch's balancer (shared state).
+    pub fn balancer(&self) -> &Arc<SwitchBalancer> {
+        &self.balancer
+    }
+
+    /// Counters of the steering program, by name.
+    pub fn steering_counters(&self) -> Vec<(&'static str, u64)> {
+        self.steering
+            .as_ref()
+            .map(Steering::stats)
+            .unwrap_or_default()
+    }
+
+    /// Stops the workers, detaches the XDP program and counts the frames.
+    pub fn stop(mut self) -> StopReport {
+        self.stop.store(true, Ordering::SeqCst);
+        for waker in self.wakers.iter() {
+            waker.notify();
+        }
+        let mut census = FrameCensus::default();
+        for handle in self.workers.drain(..) {
+            match handle.join() {
+                Ok(exit) => census.add(&exit.census),
+                Err(_) => tracing::error!("a worker panicked"),
+            }
+        }
+        if let Some(mut steering) = self.steering.take() {
+            if let Err(error) = steering.detach_all() {
+                tracing::error!(%error, "cannot detach the steering program");
+            }
+        }
+        census.inbox = self.inboxes.iter().map(|inbox| inbox.len() as u64).sum();
+        census.pool = self.pool.len() as u64;
+        StopReport {
+            frames: u64::from(self.pool.total()),
+            census,
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for waker in self.wakers.iter() {
+            waker.notify();
+        }
+        for handle in self.workers.drain(..) {
+            let _ = handle.join();
+        }
+        if let Some(mut steering) = self.steering.take() {
+            let _ = steering.detach_all();
+        }
+    }
+}
+
+fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
+    let bad = |message: String| Err(RuntimeError::Config(message));
+    if config.ports.is_empty() {
+        return bad("no ports".into());
+    }
+    if !config.ring_size.is_power_of_two() || config.ring_size < 64 {
+        return bad(format!(
+            "ring size {} must be a power of two ≥ 64",
+            config.ring_size
+        ));
+    }
+    if ![2048, 4096].contains(&config.frame_size) {
+        return bad(format!(
+            "frame size {} must be 2048 or 4096",
+            config.frame_size
+        ));
+    }
+    if config.frames_per_port < 2 * config.ring_size {
+        return bad(format!(
+            "{} frames per port cannot keep a ring of {} filled (need at least twice the ring)",
+            config.frames_per_port, config.ring_size
+        ));
+    }
+    let mut seen = vec![false; config.ports.len()];
+    for port in config.pipes.iter().flatten() {
+        match seen.get_mut(usize::from(port.0)) {
+            Some(slot) if !*slot => *slot = true,
+            Some(_) => return bad(format!("port {} is in two pipes", port.0)),
+            None => {
+                return bad(format!(
+                    "pipe names port {} but there are {}",
+                    port.0,
+                    config.ports.len()
+                ))
+            }
+        }
+    }
+    if let Some(missing) = seen.iter().position(|s| !s) {
+        return bad(format!(
+            "port {} ({}) is in no pipe",
+            missing, config.ports[missing].name
+        ));
+    }
+    if usize::from(config.lb.pipes) != config.pipes.len() {
+        return bad(format!(
+            "balancer has {} pipes, runtime {}",
+            config.lb.pipes,
+            config.pipes.len()
+        ));
+    }
+    Ok(())
+}
+
+fn open_queue(
+    umem: &xdpilone::Umem,
+    port: &PortSpec,
+    queue: u32,
+    first: bool,
+    bind_mode: BindMode,
+    ring_size: u32,
+) -> Result<QueueRings, RuntimeError> {
+    let fail = |step: &'static str| {
+        move |error: xdpilone::Errno| RuntimeError::Socket {
+            port: port.name.clone(),
+            queue,
+            step,
+            source: errno(error),
+        }
+    };
+    let mut info = IfInfo::invalid();
+    let name = std::ffi::CString::new(port.name.as_str()).map_err(|_| RuntimeError::Socket {
+        port: port.name.clone(),
+        queue,
+        step: "interface name",
+        source: io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"),
+    })?;
+    info.from_name(&name).map_err(fail("look up interface"))?;
+    info.set_queue(queue);
+    let socket = if first {
+        Socket::with_shared(&info, umem)
+    } else {
+        Socket::new(&info)
+    }
+    .map_err(fail("create socket"))?;
+    let device = umem.fq_cq(&socket).map_err(fail("fill/completion rings"))?;
+    let ring = NonZeroU32::new(ring_size);
+    let bind = |flags: u16| -> Result<xdpilone::User, RuntimeError> {
+        let user = umem
+            .rx_tx(
+                &socket,
+                &SocketConfig {
+                    rx_size: ring,
+                    tx_size: ring,
+                    bind_flags: flags,
+                },
+            )
+            .map_err(fail("rx/tx rings"))?;
+        umem.bind(&user).map_err(fail("bind"))?;
+        Ok(user)
+    };
+    // Sockets sharing the UMEM inherit the first socket's flags and must not repeat them.
+    let user = if !first {
+        bind(0)?
+    } else {
+        let copy = SocketConfig::XDP_BIND_COPY | SocketConfig::XDP_BIND_NEED_WAKEUP;
+        let zero_copy = SocketConfig::XDP_BIND_ZEROCOPY | SocketConfig::XDP_BIND_NEED_WAKEUP;
+        match bind_mode.resolve(&port.name) {
+            BindMode::ZeroCopy => bind(zero_copy)?,
+            _ => bind(copy)?,
+        }
+    };
+    let rx = user.map_rx().map_err(fail("map rx ring"))?;
+    let tx = user.map_tx().map_err(fail("map tx ring"))?;
+    Ok(QueueRings {
+        queue,
+        device,
+        rx,
+        tx: (queue == 0).then_some(tx),
+        _user: user,
+        fill_outstanding: 0,
+        tx_outstanding: 0,
+    })
+}

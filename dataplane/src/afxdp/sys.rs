@@ -1,0 +1,380 @@
+//! Every `unsafe` of the AF_XDP I/O layer lives here: the UMEM mapping and frame access, and the
+//! few Linux calls the workers make directly (clock, epoll, eventfd, timerfd).
+//!
+//! Each function states its preconditions; callers outside this module stay safe.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+
+/// The UMEM: one anonymous, page-aligned mapping shared by every socket of the switch.
+#[derive(Debug)]
+pub struct UmemArea {
+    base: NonNull<u8>,
+    len: usize,
+    frame_size: u32,
+}
+
+// SAFETY: the mapping is plain memory owned by this value until drop. Frames inside it are handed
+// out by index; the frame accounting guarantees each frame is held by exactly one owner at a time
+// (a ring, a queue, or one worker's batch), so sharing the base pointer between threads creates no
+// aliasing `&mut`.
+unsafe impl Send for UmemArea {}
+// SAFETY: see `Send`: `&UmemArea` only exposes frame access through `frame_mut`, whose contract
+// requires exclusive ownership of the frame.
+unsafe impl Sync for UmemArea {}
+
+impl UmemArea {
+    /// Maps `frames × frame_size` bytes of anonymous memory (populated up front so the first
+    /// packets do not fault).
+    ///
+    /// # Errors
+    /// The `mmap` error.
+    pub fn new(frames: u32, frame_size: u32) -> io::Result<Self> {
+        let len = frames as usize * frame_size as usize;
+        // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
+        // result is checked for MAP_FAILED below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self {
+            base: NonNull::new(ptr.cast()).expect("mmap returned a non-null mapping"),
+            len,
+            frame_size,
+        })
+    }
+
+    /// The whole area, for registering it as a UMEM.
+    pub fn as_slice_ptr(&self) -> NonNull<[u8]> {
+        NonNull::slice_from_raw_parts(self.base, self.len)
+    }
+
+    /// Size of one frame.
+    pub fn frame_size(&self) -> u32 {
+        self.frame_size
+    }
+
+    /// Whether `addr .. addr + len` lies inside the area and inside one frame.
+    fn holds(&self, addr: u64, len: u32) -> bool {
+        let frame_size = u64::from(self.frame_size);
+        let end = addr.saturating_add(u64::from(len));
+        end <= self.len as u64 && (addr / frame_size + 1) * frame_size >= end
+    }
+
+    /// The bytes of a frame this thread owns.
+    #[inline]
+    pub fn data<'a>(&'a self, frame: &'a mut OwnedFrame) -> &'a mut [u8] {
+        debug_assert!(self.holds(frame.addr, frame.len));
+        // SAFETY: an `OwnedFrame` is only made by `receive` from a descriptor the kernel handed
+        // back on an RX ring and checked by `holds` to lie in this area and one frame; the kernel
+        // never hands out a frame twice, `OwnedFrame` is neither `Clone` nor `Copy`, and the slice
+        // borrows it mutably, so no other slice of this frame can exist while this one lives.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.base.as_ptr().add(frame.addr as usize),
+                frame.len as usize,
+            )
+        }
+    }
+}
+
+/// A received frame, owned by whoever holds this value: the only handle through which its bytes
+/// can be read or written. It is consumed when the frame goes back to the kernel (TX) or to the
+/// free frames.
+#[derive(Debug, PartialEq, Eq)]
+pub struct OwnedFrame {
+    addr: u64,
+    len: u32,
+}
+
+impl OwnedFrame {
+    /// Frame length in bytes.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// The TX descriptor that sends this frame (the frame now belongs to the TX ring).
+    pub fn into_tx(self) -> xdpilone::xdp::XdpDesc {
+        xdpilone::xdp::XdpDesc {
+            addr: self.addr,
+            len: self.len,
+            options: 0,
+        }
+    }
+
+    /// The frame's address, to free it.
+    pub fn into_addr(self) -> u64 {
+        self.addr
+    }
+}
+
+/// Reads up to `out.len()` descriptors from an RX ring into owned frames. Returns how many were
+/// read and how many the kernel handed back that do not lie inside the UMEM (never expected;
+/// counted, not used).
+pub fn receive(
+    rx: &mut xdpilone::RingRx,
+    umem: &UmemArea,
+    out: &mut [Option<OwnedFrame>],
+) -> (usize, usize) {
+    let mut reader = rx.receive(out.len() as u32);
+    let mut count = 0;
+    let mut bad = 0;
+    while let Some(desc) = reader.read() {
+        if umem.holds(desc.addr, desc.len) {
+            out[count] = Some(OwnedFrame {
+                addr: desc.addr,
+                len: desc.len,
+            });
+            count += 1;
+        } else {
+            bad += 1;
+        }
+    }
+    reader.release();
+    (count, bad)
+}
+
+/// Registers the area as the switch's UMEM with the kernel.
+///
+/// # Errors
+/// The kernel's error for `XDP_UMEM_REG`.
+pub fn register_umem(
+    area: &UmemArea,
+    config: xdpilone::UmemConfig,
+) -> Result<xdpilone::Umem, xdpilone::Errno> {
+    // SAFETY: the area is a page-aligned mapping (mmap) of `len` bytes that lives as long as the
+    // runtime, which drops every socket using the UMEM before the area.
+    unsafe { xdpilone::Umem::new(config, area.as_slice_ptr()) }
+}
+
+impl Drop for UmemArea {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` are exactly the mapping created in `new`, unmapped once. Sockets
+        // that referenced it are closed before the area is dropped (the runtime drops them
+        // first).
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock of the shaper and of the timerfd deadlines.
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
+    let fd = check(fd)?;
+    // SAFETY: `fd` was just returned by the kernel, is valid, and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// An eventfd a worker sleeps on and other threads write to wake it.
+#[derive(Debug)]
+pub struct EventFd(OwnedFd);
+
+impl EventFd {
+    /// A non-blocking eventfd.
+    ///
+    /// # Errors
+    /// The `eventfd` error.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: no pointer arguments.
+        owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) }).map(Self)
+    }
+
+    /// Wakes the sleeper (adds 1).
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to an eventfd we own. A full counter (EAGAIN)
+        // means the sleeper is already due to wake, so the result is deliberately ignored.
+        unsafe {
+            libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8);
+        }
+    }
+
+    /// Clears pending notifications.
+    pub fn drain(&self) {
+        let mut value: u64 = 0;
+        // SAFETY: reads 8 bytes into a valid u64; EAGAIN (nothing pending) is fine.
+        unsafe {
+            libc::read(self.0.as_raw_fd(), (&mut value as *mut u64).cast(), 8);
+        }
+    }
+}
+
+impl AsRawFd for EventFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// A `CLOCK_MONOTONIC` timerfd armed with absolute nanosecond deadlines.
+#[derive(Debug)]
+pub struct TimerFd(OwnedFd);
+
+impl TimerFd {
+    /// A non-blocking, disarmed timer.
+    ///
+    /// # Errors
+    /// The `timerfd_create` error.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: no pointer arguments.
+        owned(unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        })
+        .map(Self)
+    }
+
+    /// Fires at the absolute monotonic time `deadline_ns` (0 disarms).
+    pub fn arm_at(&self, deadline_ns: u64) {
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: valid itimerspec, null old-value pointer is allowed. A deadline in the past
+        // fires immediately, which is what we want.
+        unsafe {
+            libc::timerfd_settime(
+                self.0.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            );
+        }
+    }
+
+    /// Clears an expiry.
+    pub fn drain(&self) {
+        let mut expirations: u64 = 0;
+        // SAFETY: reads 8 bytes into a valid u64; EAGAIN (not expired) is fine.
+        unsafe {
+            libc::read(self.0.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8);
+        }
+    }
+}
+
+impl AsRawFd for TimerFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// An epoll set whose events carry a caller-chosen `u64` token.
+#[derive(Debug)]
+pub struct Epoll(OwnedFd);
+
+impl Epoll {
+    /// An empty epoll set.
+    ///
+    /// # Errors
+    /// The `epoll_create1` error.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: no pointer arguments.
+        owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) }).map(Self)
+    }
+
+    /// Watches `fd` for readability, reporting `token`.
+    ///
+    /// # Errors
+    /// The `epoll_ctl` error.
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: `event` is valid for the call; the kernel copies it.
+        check(unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) })
+            .map(drop)
+    }
+
+    /// Waits up to `timeout_ms` (−1 = forever) and returns how many events arrived (their tokens
+    /// are not needed: the worker polls every source after waking).
+    pub fn wait(&self, timeout_ms: i32) -> usize {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
+        // SAFETY: the buffer holds 16 events and we pass 16; EINTR returns −1, treated as 0.
+        let ready = unsafe {
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as i32,
+                timeout_ms,
+            )
+        };
+        ready.max(0) as usize
+    }
+}
+
+/// Pins the calling thread to one CPU.
+///
+/// # Errors
+/// The `sched_setaffinity` error.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        ))
+        .map(drop)
+    }
+}
+
+/// The interface index of `name` in the current network namespace.
+///
+/// # Errors
+/// `NotFound` when no such interface exists.
+pub fn ifindex(name: &str) -> io::Result<u32> {
+    let cname = std::ffi::CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
+    // SAFETY: `cname` is a valid NUL-terminated string for the duration of the call.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface named `{name}`"),
+        ))
+    } else {
+        Ok(index)
+    }
+}

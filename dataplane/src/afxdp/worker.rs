@@ -1,0 +1,560 @@
+//! A pipe's worker: receives on its ports, decides, queues, transmits.
+//!
+//! One worker runs each pipe. It owns its ports' sockets (fill, completion, RX and TX rings),
+//! their egress queues and its pipe's balancer, so none of that needs a lock. A frame forwarded to
+//! a port of another pipe is handed to that port's owner through the owner's inbox, a lock-free
+//! bounded queue; the owner queues and transmits it. One loop iteration:
+//!
+//! 1. inbox: frames other workers handed over → egress queues;
+//! 2. receive a batch (≤ 64) per socket, decide it ([`Forwarder::process_batch`]), queue or hand
+//!    off each forwarded frame, free the others;
+//! 3. egress: each owned port sends what its shaper allows into its TX ring, and kicks the kernel;
+//! 4. completions → free frames; top the fill rings up;
+//! 5. publish telemetry now and then;
+//! 6. idle → sleep in epoll (wakeup mode) until a socket, the inbox or the shaper's next deadline
+//!    needs it; busy mode spins.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
+use xdpilone::{DeviceQueue, RingRx, RingTx, User};
+
+use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
+use super::sys::{self, monotonic_ns, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
+use super::PollMode;
+use crate::egress::{ecn, Admission, EgressQueue};
+use crate::fib::{PortId, SharedFib};
+use crate::forward::{Counters, DropReason, Forwarder, FrameRef, KernelReason, Verdict};
+use crate::lb::{PortLoad, MAX_BATCH};
+use crate::telemetry::{SocketDrops, SwitchTelemetry};
+
+/// A frame handed from one worker to the owner of its egress port.
+#[derive(Debug)]
+pub struct Handoff {
+    /// Egress port.
+    pub port: PortId,
+    /// The frame.
+    pub frame: OwnedFrame,
+}
+
+/// The rings of one (port, queue) socket.
+pub struct QueueRings {
+    /// The port's queue index.
+    pub queue: u32,
+    /// Fill and completion rings of this device queue.
+    pub device: DeviceQueue,
+    /// Receive ring.
+    pub rx: RingRx,
+    /// Transmit ring (the port transmits on its queue 0 only).
+    pub tx: Option<RingTx>,
+    /// Keeps the socket's ring mappings alive.
+    pub _user: User,
+    /// Frames given to the fill ring and not received back.
+    pub fill_outstanding: u32,
+    /// Frames given to the TX ring and not completed.
+    pub tx_outstanding: u32,
+}
+
+impl std::fmt::Debug for QueueRings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueRings")
+            .field("queue", &self.queue)
+            .field("fill_outstanding", &self.fill_outstanding)
+            .field("tx_outstanding", &self.tx_outstanding)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A port owned by this worker.
+#[derive(Debug)]
+pub struct OwnedPort {
+    /// The port's id in the switch.
+    pub id: PortId,
+    /// Its sockets, one per queue.
+    pub queues: Vec<QueueRings>,
+    /// Its egress queue.
+    pub egress: EgressQueue<OwnedFrame>,
+    /// Frames received on this port.
+    pub rx_packets: u64,
+    /// Bytes received on this port.
+    pub rx_bytes: u64,
+}
+
+/// Everything one worker owns or shares.
+pub struct Worker {
+    /// Worker (pipe) index.
+    pub index: usize,
+    /// The ports it owns.
+    pub ports: Vec<OwnedPort>,
+    /// For each switch port: (owning worker, index in that worker's `ports`).
+    pub owner_of: Arc<[(usize, usize)]>,
+    /// Up-port position → switch port, for reading queue lengths.
+    pub up_ports: Arc<[PortId]>,
+    /// Parse, lookup and balance.
+    pub forwarder: Forwarder,
+    /// The published forwarding table.
+    pub fib: Arc<SharedFib>,
+    /// UMEM memory.
+    pub umem: Arc<UmemArea>,
+    /// Free frames shared by the workers.
+    pub pool: Arc<FramePool>,
+    /// This worker's free frames.
+    pub cache: FrameCache,
+    /// Frames handed to this worker.
+    pub inbox: Arc<ArrayQueue<Handoff>>,
+    /// Every worker's inbox.
+    pub inboxes: Arc<[Arc<ArrayQueue<Handoff>>]>,
+    /// Every worker's wake-up eventfd.
+    pub wakers: Arc<[EventFd]>,
+    /// Every worker's "sleeping" flag.
+    pub sleeping: Arc<[AtomicBool]>,
+    /// Telemetry.
+    pub telemetry: Arc<SwitchTelemetry>,
+    /// Stop request.
+    pub stop: Arc<AtomicBool>,
+    /// How the worker waits.
+    pub poll: PollMode,
+    /// Fill ring level to keep per socket.
+    pub fill_target: u32,
+    /// TX ring size.
+    pub tx_ring_size: u32,
+    /// Reused buffer for publishing the forwarding counters.
+    pub counter_scratch: Vec<u64>,
+}
+
+/// The names of the forwarding counters a worker publishes, in [`counter_values`] order.
+pub fn counter_names() -> &'static [&'static str] {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names: Vec<&'static str> = vec![
+            "frames",
+            "forwarded",
+            "northbound",
+            "no_key",
+            "key_out_of_range",
+        ];
+        // Built once per process: the prefixed names live as long as the program.
+        names.extend(
+            DropReason::ALL
+                .iter()
+                .map(|r| &*Box::leak(format!("drop_{}", r.name()).into_boxed_str())),
+        );
+        names.extend(
+            KernelReason::ALL
+                .iter()
+                .map(|r| &*Box::leak(format!("kernel_{}", r.name()).into_boxed_str())),
+        );
+        names
+    })
+}
+
+/// The counters' values in [`counter_names`] order.
+pub fn counter_values(counters: &Counters, out: &mut Vec<u64>) {
+    out.clear();
+    out.extend([
+        counters.frames,
+        counters.forwarded,
+        counters.northbound,
+        counters.no_key,
+        counters.key_out_of_range,
+    ]);
+    out.extend_from_slice(&counters.drops);
+    out.extend_from_slice(&counters.to_kernel);
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("index", &self.index)
+            .field("ports", &self.ports)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a worker leaves behind: its frame census once its rings have been drained.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WorkerExit {
+    /// Where this worker's frames were at exit.
+    pub census: FrameCensus,
+}
+
+const PUBLISH_EVERY_NS: u64 = 1_000_000;
+const TOKEN_SOCKET: u64 = 0;
+
+impl Worker {
+    /// Runs until a stop is requested, then drains and reports.
+    pub fn run(mut self) -> WorkerExit {
+        let epoll = match self.poll {
+            PollMode::Wakeup => Some(self.setup_epoll().expect("epoll setup")),
+            PollMode::Busy => None,
+        };
+        let timer = TimerFd::new().expect("timerfd");
+        if let Some(epoll) = &epoll {
+            epoll
+                .add(std::os::fd::AsRawFd::as_raw_fd(&timer), 2)
+                .expect("timerfd in epoll");
+        }
+        let mut last_publish = 0u64;
+        let mut unpublished = false;
+        let mut reset_epoch = self.telemetry.reset_epoch();
+        self.refill_all();
+        while !self.stop.load(Ordering::Relaxed) {
+            let mut work = self.drain_inbox();
+            work += self.receive_all();
+            work += self.transmit_all();
+            work += self.complete_all();
+            self.refill_all();
+            unpublished |= work > 0;
+
+            let now = monotonic_ns();
+            let epoch = self.telemetry.reset_epoch();
+            if epoch != reset_epoch {
+                reset_epoch = epoch;
+                for port in &mut self.ports {
+                    port.egress.reset_peaks();
+                }
+                unpublished = true;
+            }
+            // Publish at most every millisecond while busy, and always before going idle, so
+            // readers never see stale counters of a quiet switch.
+            if unpublished && (work == 0 || now - last_publish >= PUBLISH_EVERY_NS) {
+                self.publish();
+                last_publish = now;
+                unpublished = false;
+            }
+            if work == 0 {
+                if let Some(epoll) = &epoll {
+                    self.sleep(epoll, &timer);
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        self.publish();
+        self.shutdown()
+    }
+
+    fn setup_epoll(&self) -> std::io::Result<Epoll> {
+        let epoll = Epoll::new()?;
+        for port in &self.ports {
+            for queue in &port.queues {
+                epoll.add(queue.rx.as_raw_fd(), TOKEN_SOCKET)?;
+            }
+        }
+        epoll.add(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[self.index]), 1)?;
+        Ok(epoll)
+    }
+
+    /// Sleeps until a socket has frames, another worker hands some over, or the earliest
+    /// shaper deadline of the owned ports has come.
+    fn sleep(&mut self, epoll: &Epoll, timer: &TimerFd) {
+        let deadline = self
+            .ports
+            .iter()
+            .filter_map(|port| port.egress.next_departure_ns())
+            .min();
+        let sleeping = &self.sleeping[self.index];
+        sleeping.store(true, Ordering::SeqCst);
+        // Re-check after announcing the sleep: a hand-off that raced with the flag is seen now.
+        if !self.inbox.is_empty() || self.stop.load(Ordering::Relaxed) {
+            sleeping.store(false, Ordering::SeqCst);
+            return;
+        }
+        // Half a millisecond at most, so stop requests and telemetry never wait long.
+        let timeout_ms = match deadline {
+            Some(deadline) => {
+                timer.arm_at(deadline);
+                100
+            }
+            None => 100,
+        };
+        epoll.wait(timeout_ms);
+        sleeping.store(false, Ordering::SeqCst);
+        timer.drain();
+        self.wakers[self.index].drain();
+    }
+
+    fn drain_inbox(&mut self) -> usize {
+        let now = monotonic_ns();
+        let mut moved = 0;
+        while let Some(handoff) = self.inbox.pop() {
+            self.enqueue_local(handoff.port, handoff.frame, now);
+            moved += 1;
+        }
+        moved
+    }
+
+    fn enqueue_local(&mut self, port: PortId, mut frame: OwnedFrame, now: u64) {
+        let local = self.owner_of[usize::from(port.0)].1;
+        let capable = ecn::is_capable(self.umem.data(&mut frame));
+        let len = frame.len();
+        match self.ports[local].egress.admit(len, capable) {
+            Admission::Queue { mark_ce } => {
+                let marked = mark_ce && ecn::set_ce(self.umem.data(&mut frame));
+                self.ports[local].egress.push(frame, len, marked, now);
+            }
+            Admission::Drop => {
+                self.ports[local].egress.reject();
+                self.free(frame.into_addr());
+            }
+        }
+    }
+
+    #[inline]
+    fn free(&mut self, addr: u64) {
+        let frame = FrameAddr::base(addr, self.umem.frame_size());
+        self.cache.give(frame, &self.pool);
+    }
+
+    fn receive_all(&mut self) -> usize {
+        let mut total = 0;
+        for port_index in 0..self.ports.len() {
+            for queue_index in 0..self.ports[port_index].queues.len() {
+                total += self.receive(port_index, queue_index);
+            }
+        }
+        total
+    }
+
+    fn receive(&mut self, port_index: usize, queue_index: usize) -> usize {
+        let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
+        let (received, _bad) = {
+            let queue = &mut self.ports[port_index].queues[queue_index];
+            let (count, bad) = sys::receive(&mut queue.rx, &self.umem, &mut frames);
+            queue.fill_outstanding -= (count + bad) as u32;
+            (count, bad)
+        };
+        if received == 0 {
+            return 0;
+        }
+        let ingress = self.ports[port_index].id;
+        let port = &mut self.ports[port_index];
+        port.rx_packets += received as u64;
+        port.rx_bytes += frames[..received]
+            .iter()
+            .flatten()
+            .map(|f| u64::from(f.len()))
+            .sum::<u64>();
+
+        // Queue lengths of the up-ports, for the queue-aware balancers.
+        let mut loads = [PortLoad::default(); crate::lb::MAX_PORTS];
+        for (position, &port) in self.up_ports.iter().enumerate() {
+            let (owner, local) = self.owner_of[usize::from(port.0)];
+            loads[position] = if owner == self.index {
+                let stats = self.ports[local].egress.stats();
+                PortLoad {
+                    packets: stats.depth_packets,
+                    bytes: stats.depth_bytes,
+                }
+            } else {
+                let (packets, bytes) = self.telemetry.port(usize::from(port.0)).depth();
+                PortLoad { packets, bytes }
+            };
+        }
+
+        let mut verdicts = [Verdict::Drop(DropReason::ALL[0]); MAX_BATCH];
+        {
+            let fib = self.fib.load();
+            let umem = &*self.umem;
+            let mut refs: [FrameRef<'_>; MAX_BATCH] = std::array::from_fn(|_| FrameRef {
+                ingress,
+                data: &mut [],
+            });
+            for (slot, frame) in refs.iter_mut().zip(frames[..received].iter_mut().flatten()) {
+                *slot = FrameRef {
+                    ingress,
+                    data: umem.data(frame),
+                };
+            }
+            self.forwarder.process_batch(
+                &fib,
+                &mut refs[..received],
+                &mut loads[..self.up_ports.len()],
+                &mut verdicts[..received],
+            );
+        }
+
+        let now = monotonic_ns();
+        for (frame, verdict) in frames[..received].iter_mut().zip(&verdicts[..received]) {
+            let frame = frame.take().expect("received frames are all present");
+            match *verdict {
+                Verdict::Forward { port } => {
+                    let (owner, _) = self.owner_of[usize::from(port.0)];
+                    if owner == self.index {
+                        self.enqueue_local(port, frame, now);
+                    } else {
+                        self.hand_off(owner, Handoff { port, frame });
+                    }
+                }
+                _ => self.free(frame.into_addr()),
+            }
+        }
+        received
+    }
+
+    fn hand_off(&mut self, owner: usize, handoff: Handoff) {
+        match self.inboxes[owner].push(handoff) {
+            Ok(()) => {
+                if self.sleeping[owner].load(Ordering::SeqCst) {
+                    self.wakers[owner].notify();
+                }
+            }
+            Err(handoff) => {
+                self.telemetry
+                    .port(usize::from(handoff.port.0))
+                    .add_handoff_drops(1);
+                self.free(handoff.frame.into_addr());
+            }
+        }
+    }
+
+    fn transmit_all(&mut self) -> usize {
+        let now = monotonic_ns();
+        let mut total = 0;
+        for port in &mut self.ports {
+            let queue = &mut port.queues[0];
+            let Some(tx) = queue.tx.as_mut() else {
+                continue;
+            };
+            let room = self.tx_ring_size.saturating_sub(queue.tx_outstanding);
+            let mut sent = 0u32;
+            if room > 0 && !port.egress.is_empty() {
+                let mut writer = tx.transmit(room.min(MAX_BATCH as u32));
+                let capacity = writer.capacity() as usize;
+                port.egress.dequeue(now, capacity, |frame, _len| {
+                    let inserted = writer.insert_once(frame.into_tx());
+                    debug_assert!(inserted, "reserved TX slots are guaranteed");
+                    sent += 1;
+                });
+                writer.commit();
+            }
+            queue.tx_outstanding += sent;
+            total += sent as usize;
+            // Copy mode needs a kick for every 32 descriptors (one sendto sends at most 32).
+            let mut kicks = 0;
+            while tx.pending() > 0 && kicks < 8 {
+                tx.wake();
+                kicks += 1;
+            }
+        }
+        total
+    }
+
+    fn complete_all(&mut self) -> usize {
+        let mut total = 0;
+        for port_index in 0..self.ports.len() {
+            for queue_index in 0..self.ports[port_index].queues.len() {
+                let mut completed = [0u64; MAX_BATCH * 2];
+                let count = {
+                    let queue = &mut self.ports[port_index].queues[queue_index];
+                    if queue.tx_outstanding == 0 {
+                        continue;
+                    }
+                    let mut reader = queue.device.complete(completed.len() as u32);
+                    let mut count = 0;
+                    while let Some(addr) = reader.read() {
+                        completed[count] = addr;
+                        count += 1;
+                    }
+                    reader.release();
+                    queue.tx_outstanding -= count as u32;
+                    count
+                };
+                for &addr in &completed[..count] {
+                    self.free(addr);
+                }
+                total += count;
+            }
+        }
+        total
+    }
+
+    fn refill_all(&mut self) {
+        for port_index in 0..self.ports.len() {
+            for queue_index in 0..self.ports[port_index].queues.len() {
+                let missing = self
+                    .fill_target
+                    .saturating_sub(self.ports[port_index].queues[queue_index].fill_outstanding);
+                if missing < 16 {
+                    continue;
+                }
+                let mut frames = [0u64; 256];
+                let mut taken = 0;
+                while taken < (missing as usize).min(frames.len()) {
+                    match self.cache.take(&self.pool) {
+                        Some(frame) => {
+                            frames[taken] = frame.0;
+                            taken += 1;
+                        }
+                        None => break,
+                    }
+                }
+                let queue = &mut self.ports[port_index].queues[queue_index];
+                let mut writer = queue.device.fill(taken as u32);
+                let filled = writer.insert(frames[..taken].iter().copied()) as usize;
+                writer.commit();
+                drop(writer);
+                queue.fill_outstanding += filled as u32;
+                if queue.device.needs_wakeup() {
+                    queue.device.wake();
+                }
+                for &addr in &frames[filled..taken] {
+                    self.cache.give(FrameAddr(addr), &self.pool);
+                }
+            }
+        }
+    }
+
+    fn publish(&mut self) {
+        for port in &mut self.ports {
+            port.egress.integrate(monotonic_ns());
+            let telemetry = self.telemetry.port(usize::from(port.id.0));
+            telemetry.publish_rx(port.rx_packets, port.rx_bytes);
+            let mut drops = SocketDrops::default();
+            for queue in &port.queues {
+                if let Ok(stats) = queue.device.statistics_v2() {
+                    drops.rx_dropped += stats.rx_dropped;
+                    drops.rx_ring_full += stats.rx_ring_full;
+                    drops.fill_ring_empty += stats.rx_fill_ring_empty_descs;
+                    drops.invalid_descs += stats.rx_invalid_descs + stats.tx_invalid_descs;
+                }
+            }
+            telemetry.publish_socket_drops(&drops);
+            telemetry.publish_egress(port.egress.stats());
+        }
+        counter_values(self.forwarder.counters(), &mut self.counter_scratch);
+        self.telemetry
+            .worker(self.index)
+            .publish(&self.counter_scratch);
+    }
+
+    /// Stops: frees what the worker can reclaim (egress queues, inbox, cache) and counts what
+    /// the kernel still holds (fill and TX rings).
+    fn shutdown(mut self) -> WorkerExit {
+        let now = monotonic_ns();
+        // Completions that arrived meanwhile.
+        self.complete_all();
+        let mut freed = Vec::new();
+        for port in &mut self.ports {
+            port.egress
+                .drain(now, |frame| freed.push(frame.into_addr()));
+        }
+        while let Some(handoff) = self.inbox.pop() {
+            freed.push(handoff.frame.into_addr());
+        }
+        for addr in freed {
+            self.free(addr);
+        }
+        let mut census = FrameCensus::default();
+        for port in &self.ports {
+            for queue in &port.queues {
+                census.fill += u64::from(queue.fill_outstanding);
+                census.tx += u64::from(queue.tx_outstanding);
+            }
+        }
+        self.cache.return_all(&self.pool);
+        census.caches = self.cache.len() as u64;
+        WorkerExit { census }
+    }
+}

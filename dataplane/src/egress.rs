@@ -1,0 +1,713 @@
+//! Egress queues with link emulation: a FIFO per output port, tail drop at a byte limit, ECN
+//! marking above a threshold, and a shaper that serializes frames at the emulated link rate.
+//!
+//! The queue is pure: it holds opaque descriptors (`D`, a UMEM frame address in the data path)
+//! and is told the time; it never reads a clock. That keeps it testable to the nanosecond and
+//! lets the same code serve the AF_XDP worker and the tests.
+//!
+//! ## Shaping
+//! A frame of `len` bytes occupies an emulated link of rate `R` for `(len + 20) · 8 / R`
+//! seconds (20 bytes of preamble, start delimiter and inter-frame gap). The shaper keeps the
+//! time the link becomes free (`next_free`). The head frame departs at
+//! `scheduled = max(next_free, arrival)`; the worker calls [`EgressQueue::dequeue`] when that
+//! time has come, usually somewhat late. A late shaper **never bursts**: the frame leaves *now*
+//! and the link is busy until `now + serialization`, i.e. it continues at line rate from the
+//! moment it woke up, exactly like a NIC that was starved. How late it was (`now − scheduled`)
+//! is recorded: it is the fidelity of the emulation.
+//!
+//! With a rate of 0 the queue does not shape: every queued frame may leave as soon as the
+//! device takes it, and the device's own ring is the bottleneck.
+
+use std::collections::VecDeque;
+
+/// Bytes on the wire beyond the frame: 7 preamble, 1 start-of-frame delimiter, 12 inter-frame
+/// gap.
+pub const WIRE_OVERHEAD_BYTES: u64 = 20;
+
+/// The settings of one egress port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EgressConfig {
+    /// Emulated link rate in bits per second; 0 = no shaping.
+    pub link_rate_bps: u64,
+    /// Queue limit in bytes; a frame that does not fit is dropped (tail drop).
+    pub buffer_bytes: u32,
+    /// Mark ECN-capable frames with CE when the queue holds more than this many bytes.
+    pub ecn_threshold_bytes: Option<u32>,
+}
+
+impl EgressConfig {
+    /// Time a frame of `frame_len` bytes occupies the link, in nanoseconds (0 when unshaped).
+    #[inline]
+    pub fn serialization_ns(&self, frame_len: u32) -> u64 {
+        if self.link_rate_bps == 0 {
+            return 0;
+        }
+        let bits = (u64::from(frame_len) + WIRE_OVERHEAD_BYTES) * 8;
+        (u128::from(bits) * 1_000_000_000).div_ceil(u128::from(self.link_rate_bps)) as u64
+    }
+}
+
+/// What happened to a frame offered to the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued<D> {
+    /// Queued; `mark_ce` says the caller must set the ECN CE codepoint (only for ECN-capable
+    /// frames above the threshold).
+    Queued {
+        /// Set CE in the frame before it leaves.
+        mark_ce: bool,
+    },
+    /// The buffer is full: the descriptor comes back to be freed.
+    Dropped(D),
+}
+
+/// Whether a frame may join the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// It fits; mark it CE first if `mark_ce`.
+    Queue {
+        /// Set the ECN CE codepoint before queueing.
+        mark_ce: bool,
+    },
+    /// The buffer is full: tail drop.
+    Drop,
+}
+
+/// A log₂ histogram: bucket `i` counts values in `[2^(i−1), 2^i)`, bucket 0 counts zeros.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Log2Histogram {
+    /// Bucket counts.
+    pub buckets: [u64; 65],
+}
+
+impl Default for Log2Histogram {
+    fn default() -> Self {
+        Self { buckets: [0; 65] }
+    }
+}
+
+impl Log2Histogram {
+    /// Counts one value.
+    #[inline]
+    pub fn record(&mut self, value: u64) {
+        self.buckets[Self::bucket(value)] += 1;
+    }
+
+    /// The bucket a value falls in.
+    #[inline]
+    pub const fn bucket(value: u64) -> usize {
+        (u64::BITS - value.leading_zeros()) as usize
+    }
+
+    /// The upper bound of bucket `i` (exclusive), i.e. `2^i`; 1 for bucket 0.
+    pub const fn upper_bound(bucket: usize) -> u64 {
+        if bucket >= 64 {
+            u64::MAX
+        } else {
+            1u64 << bucket
+        }
+    }
+
+    /// Total number of values.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// An upper bound for the `q`-quantile (0 ≤ q ≤ 1): the upper edge of the bucket holding it.
+    pub fn quantile_upper_bound(&self, q: f64) -> u64 {
+        let total = self.count();
+        if total == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (bucket, &count) in self.buckets.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return if bucket == 0 {
+                    0
+                } else {
+                    Self::upper_bound(bucket) - 1
+                };
+            }
+        }
+        u64::MAX
+    }
+
+    /// Adds another histogram into this one.
+    pub fn merge(&mut self, other: &Log2Histogram) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(other.buckets.iter()) {
+            *mine += theirs;
+        }
+    }
+}
+
+/// What an egress queue has seen since it was created (monotonic counters) and its state now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EgressStats {
+    /// Frames accepted into the queue.
+    pub enqueued_packets: u64,
+    /// Bytes accepted into the queue.
+    pub enqueued_bytes: u64,
+    /// Frames that left the queue.
+    pub departed_packets: u64,
+    /// Bytes that left the queue.
+    pub departed_bytes: u64,
+    /// Frames dropped because the buffer was full.
+    pub drops_buffer: u64,
+    /// Frames marked CE.
+    pub ecn_marked: u64,
+    /// Frames queued now.
+    pub depth_packets: u32,
+    /// Bytes queued now.
+    pub depth_bytes: u32,
+    /// Largest depth seen, in frames.
+    pub max_depth_packets: u32,
+    /// Largest depth seen, in bytes.
+    pub max_depth_bytes: u32,
+    /// ∫ depth dt, in frame·nanoseconds (divide by elapsed time for the time average).
+    pub depth_packet_ns: u128,
+    /// ∫ depth dt, in byte·nanoseconds.
+    pub depth_byte_ns: u128,
+    /// Time of the last depth change (start of the current integration step), ns.
+    pub last_change_ns: u64,
+    /// Queue depth in frames seen by each arriving frame (before it joins).
+    pub arrival_depth: Log2Histogram,
+    /// How late the shaper sent each frame, in nanoseconds.
+    pub lateness_ns: Log2Histogram,
+    /// Largest lateness seen, ns.
+    pub max_lateness_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Queued<D> {
+    desc: D,
+    len: u32,
+    arrival_ns: u64,
+}
+
+/// One output port's queue and shaper.
+#[derive(Debug, Clone)]
+pub struct EgressQueue<D> {
+    config: EgressConfig,
+    fifo: VecDeque<Queued<D>>,
+    next_free_ns: u64,
+    stats: EgressStats,
+}
+
+impl<D> EgressQueue<D> {
+    /// An empty queue; `capacity_hint` frames are preallocated so the hot path does not grow it.
+    pub fn new(config: EgressConfig, capacity_hint: usize) -> Self {
+        Self {
+            config,
+            fifo: VecDeque::with_capacity(capacity_hint),
+            next_free_ns: 0,
+            stats: EgressStats::default(),
+        }
+    }
+
+    /// The port's settings.
+    pub fn config(&self) -> &EgressConfig {
+        &self.config
+    }
+
+    /// Changes the settings; frames already queued stay.
+    pub fn set_config(&mut self, config: EgressConfig) {
+        self.config = config;
+    }
+
+    /// Statistics so far.
+    pub fn stats(&self) -> &EgressStats {
+        &self.stats
+    }
+
+    /// Frames queued.
+    pub fn len(&self) -> usize {
+        self.fifo.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.fifo.is_empty()
+    }
+
+    /// Whether a frame of `len` bytes would be accepted now, and marked CE if it is
+    /// `ecn_capable`. Counts nothing; [`push`](Self::push) or [`reject`](Self::reject) follows.
+    #[inline]
+    pub fn admit(&self, len: u32, ecn_capable: bool) -> Admission {
+        let depth_bytes = self.stats.depth_bytes;
+        if u64::from(depth_bytes) + u64::from(len) > u64::from(self.config.buffer_bytes) {
+            return Admission::Drop;
+        }
+        let mark_ce = ecn_capable
+            && self
+                .config
+                .ecn_threshold_bytes
+                .is_some_and(|threshold| depth_bytes > threshold);
+        Admission::Queue { mark_ce }
+    }
+
+    /// Counts a frame refused by [`admit`](Self::admit) (tail drop).
+    #[inline]
+    pub fn reject(&mut self) {
+        self.stats
+            .arrival_depth
+            .record(u64::from(self.stats.depth_packets));
+        self.stats.drops_buffer += 1;
+    }
+
+    /// Queues a frame accepted by [`admit`](Self::admit) (`marked`: it was marked CE).
+    #[inline]
+    pub fn push(&mut self, desc: D, len: u32, marked: bool, now_ns: u64) {
+        self.stats
+            .arrival_depth
+            .record(u64::from(self.stats.depth_packets));
+        if marked {
+            self.stats.ecn_marked += 1;
+        }
+        self.integrate(now_ns);
+        self.fifo.push_back(Queued {
+            desc,
+            len,
+            arrival_ns: now_ns,
+        });
+        let stats = &mut self.stats;
+        stats.enqueued_packets += 1;
+        stats.enqueued_bytes += u64::from(len);
+        stats.depth_packets += 1;
+        stats.depth_bytes += len;
+        stats.max_depth_packets = stats.max_depth_packets.max(stats.depth_packets);
+        stats.max_depth_bytes = stats.max_depth_bytes.max(stats.depth_bytes);
+    }
+
+    /// Offers a frame of `len` bytes at time `now_ns`: [`admit`](Self::admit), then
+    /// [`push`](Self::push) or [`reject`](Self::reject).
+    #[inline]
+    pub fn enqueue(&mut self, desc: D, len: u32, ecn_capable: bool, now_ns: u64) -> Enqueued<D> {
+        match self.admit(len, ecn_capable) {
+            Admission::Drop => {
+                self.reject();
+                Enqueued::Dropped(desc)
+            }
+            Admission::Queue { mark_ce } => {
+                self.push(desc, len, mark_ce, now_ns);
+                Enqueued::Queued { mark_ce }
+            }
+        }
+    }
+
+    /// When the head frame is due to leave, if any (ns). `None` when the queue is empty.
+    #[inline]
+    pub fn next_departure_ns(&self) -> Option<u64> {
+        self.fifo
+            .front()
+            .map(|head| head.arrival_ns.max(self.next_free_ns))
+    }
+
+    /// Takes the frames that may leave at `now_ns`, at most `max`, handing each to `send` as
+    /// `(descriptor, length)`. Returns how many left.
+    ///
+    /// Shaped: at most one frame per call whose departure time has come (the next one is due a
+    /// serialization time later). Unshaped: up to `max`.
+    #[inline]
+    pub fn dequeue(&mut self, now_ns: u64, max: usize, mut send: impl FnMut(D, u32)) -> usize {
+        let mut sent = 0;
+        while sent < max {
+            let Some(scheduled) = self.next_departure_ns() else {
+                break;
+            };
+            if now_ns < scheduled {
+                break;
+            }
+            let head = self.fifo.pop_front().expect("next_departure_ns saw a head");
+            self.integrate(now_ns);
+            if self.config.link_rate_bps != 0 {
+                let late = now_ns - scheduled;
+                self.stats.lateness_ns.record(late);
+                self.stats.max_lateness_ns = self.stats.max_lateness_ns.max(late);
+                // No burst: the link is busy from *now*, whatever the schedule said.
+                self.next_free_ns = now_ns + self.config.serialization_ns(head.len);
+            }
+            let stats = &mut self.stats;
+            stats.departed_packets += 1;
+            stats.departed_bytes += u64::from(head.len);
+            stats.depth_packets -= 1;
+            stats.depth_bytes -= head.len;
+            send(head.desc, head.len);
+            sent += 1;
+        }
+        sent
+    }
+
+    /// Puts a frame that could not be handed to the device back at the head of the queue, as if
+    /// it had never left (the departure is undone in the counters; lateness stays recorded).
+    pub fn requeue_front(&mut self, desc: D, len: u32, now_ns: u64) {
+        self.integrate(now_ns);
+        self.fifo.push_front(Queued {
+            desc,
+            len,
+            arrival_ns: now_ns,
+        });
+        let stats = &mut self.stats;
+        stats.departed_packets -= 1;
+        stats.departed_bytes -= u64::from(len);
+        stats.depth_packets += 1;
+        stats.depth_bytes += len;
+        self.next_free_ns = now_ns;
+    }
+
+    /// Removes every queued frame (on shutdown), handing the descriptors to `free`.
+    pub fn drain(&mut self, now_ns: u64, mut free: impl FnMut(D)) {
+        self.integrate(now_ns);
+        for queued in self.fifo.drain(..) {
+            free(queued.desc);
+        }
+        self.stats.depth_packets = 0;
+        self.stats.depth_bytes = 0;
+    }
+
+    /// Clears the maxima and histograms (a new measurement period starts); counters stay.
+    pub fn reset_peaks(&mut self) {
+        let stats = &mut self.stats;
+        stats.max_depth_packets = stats.depth_packets;
+        stats.max_depth_bytes = stats.depth_bytes;
+        stats.max_lateness_ns = 0;
+        stats.lateness_ns = Log2Histogram::default();
+        stats.arrival_depth = Log2Histogram::default();
+    }
+
+    /// Brings the time integrals of the depth up to `now_ns`.
+    #[inline]
+    pub fn integrate(&mut self, now_ns: u64) {
+        let stats = &mut self.stats;
+        let elapsed = u128::from(now_ns.saturating_sub(stats.last_change_ns));
+        stats.depth_packet_ns += u128::from(stats.depth_packets) * elapsed;
+        stats.depth_byte_ns += u128::from(stats.depth_bytes) * elapsed;
+        stats.last_change_ns = stats.last_change_ns.max(now_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MBIT: u64 = 1_000_000;
+
+    fn shaped(rate_bps: u64) -> EgressQueue<u32> {
+        EgressQueue::new(
+            EgressConfig {
+                link_rate_bps: rate_bps,
+                buffer_bytes: 10_000,
+                ecn_threshold_bytes: Some(3_000),
+            },
+            16,
+        )
+    }
+
+    #[test]
+    fn serialization_counts_preamble_and_gap() {
+        let config = EgressConfig {
+            link_rate_bps: 100 * MBIT,
+            buffer_bytes: 0,
+            ecn_threshold_bytes: None,
+        };
+        // (1500 + 20) · 8 bits at 100 Mbit/s = 121.6 µs.
+        assert_eq!(config.serialization_ns(1500), 121_600);
+        // 84 bytes on the wire at 100 Mbit/s = 6.72 µs.
+        assert_eq!(config.serialization_ns(64), 6_720);
+        assert_eq!(
+            EgressConfig {
+                link_rate_bps: 0,
+                ..config
+            }
+            .serialization_ns(1500),
+            0
+        );
+    }
+
+    #[test]
+    fn shaper_spaces_frames_by_their_serialization_time() {
+        let mut queue = shaped(100 * MBIT);
+        for desc in 0..3 {
+            assert_eq!(
+                queue.enqueue(desc, 1500, false, 0),
+                Enqueued::Queued { mark_ce: false }
+            );
+        }
+        let mut out = Vec::new();
+        // At t = 0 exactly one frame may leave.
+        assert_eq!(queue.dequeue(0, 64, |d, _| out.push(d)), 1);
+        assert_eq!(queue.next_departure_ns(), Some(121_600));
+        assert_eq!(queue.dequeue(121_599, 64, |d, _| out.push(d)), 0);
+        assert_eq!(queue.dequeue(121_600, 64, |d, _| out.push(d)), 1);
+        assert_eq!(out, vec![0, 1]);
+        assert_eq!(queue.stats().max_lateness_ns, 0);
+    }
+
+    #[test]
+    fn a_late_shaper_never_bursts_and_records_its_lateness() {
+        let mut queue = shaped(100 * MBIT);
+        for desc in 0..3 {
+            queue.enqueue(desc, 1500, false, 0);
+        }
+        // Woken 1 ms late: one frame leaves now, the next one a serialization time later.
+        assert_eq!(queue.dequeue(1_000_000, 64, |_, _| {}), 1);
+        assert_eq!(queue.stats().max_lateness_ns, 1_000_000);
+        assert_eq!(queue.next_departure_ns(), Some(1_000_000 + 121_600));
+        assert_eq!(queue.dequeue(1_000_000 + 121_600, 64, |_, _| {}), 1);
+        assert_eq!(queue.stats().lateness_ns.count(), 2);
+    }
+
+    #[test]
+    fn an_idle_link_sends_a_new_frame_at_its_arrival() {
+        let mut queue = shaped(100 * MBIT);
+        queue.enqueue(1, 1500, false, 0);
+        queue.dequeue(0, 1, |_, _| {});
+        // Arrives long after the link went idle: due at its arrival, not at next_free.
+        queue.enqueue(2, 1500, false, 5_000_000);
+        assert_eq!(queue.next_departure_ns(), Some(5_000_000));
+        queue.dequeue(5_000_010, 1, |_, _| {});
+        assert_eq!(queue.stats().max_lateness_ns, 10);
+    }
+
+    #[test]
+    fn unshaped_queue_releases_everything_at_once() {
+        let mut queue = shaped(0);
+        for desc in 0..5 {
+            queue.enqueue(desc, 100, false, 0);
+        }
+        assert_eq!(queue.dequeue(0, 3, |_, _| {}), 3);
+        assert_eq!(queue.dequeue(0, 64, |_, _| {}), 2);
+        assert!(queue.is_empty());
+        assert_eq!(queue.stats().lateness_ns.count(), 0);
+    }
+
+    #[test]
+    fn tail_drop_at_the_byte_limit() {
+        let mut queue = shaped(MBIT);
+        for desc in 0..6 {
+            assert!(matches!(
+                queue.enqueue(desc, 1500, false, 0),
+                Enqueued::Queued { .. }
+            ));
+        }
+        // 6 · 1500 = 9000 B queued; one more does not fit in 10,000 B.
+        assert_eq!(queue.enqueue(6, 1500, false, 0), Enqueued::Dropped(6));
+        assert!(matches!(
+            queue.enqueue(7, 1000, false, 0),
+            Enqueued::Queued { .. }
+        ));
+        let stats = queue.stats();
+        assert_eq!(stats.drops_buffer, 1);
+        assert_eq!((stats.depth_packets, stats.depth_bytes), (7, 10_000));
+        assert_eq!(
+            (stats.max_depth_packets, stats.max_depth_bytes),
+            (7, 10_000)
+        );
+    }
+
+    #[test]
+    fn ecn_marks_capable_frames_above_the_threshold_only() {
+        let mut queue = shaped(MBIT);
+        assert_eq!(
+            queue.enqueue(0, 1500, true, 0),
+            Enqueued::Queued { mark_ce: false }
+        );
+        assert_eq!(
+            queue.enqueue(1, 1500, true, 0),
+            Enqueued::Queued { mark_ce: false }
+        );
+        // 3000 B queued: not above the 3000 B threshold yet.
+        assert_eq!(
+            queue.enqueue(2, 1500, true, 0),
+            Enqueued::Queued { mark_ce: false }
+        );
+        assert_eq!(
+            queue.enqueue(3, 1500, true, 0),
+            Enqueued::Queued { mark_ce: true }
+        );
+        assert_eq!(
+            queue.enqueue(4, 1500, false, 0),
+            Enqueued::Queued { mark_ce: false }
+        );
+        assert_eq!(queue.stats().ecn_marked, 1);
+    }
+
+    #[test]
+    fn time_average_depth_integrates_over_time() {
+        let mut queue = shaped(0);
+        queue.enqueue(0, 100, false, 0);
+        queue.enqueue(1, 100, false, 0);
+        // Two frames for 1000 ns, then one for 1000 ns, then none.
+        queue.dequeue(1_000, 1, |_, _| {});
+        queue.dequeue(2_000, 1, |_, _| {});
+        queue.integrate(4_000);
+        let stats = queue.stats();
+        assert_eq!(stats.depth_packet_ns, 2 * 1_000 + 1_000);
+        assert_eq!(stats.depth_byte_ns, 200 * 1_000 + 100 * 1_000);
+        // Over 4 µs the time-averaged depth is 0.75 frames.
+        assert_eq!(stats.depth_packet_ns as f64 / 4_000.0, 0.75);
+    }
+
+    #[test]
+    fn requeue_puts_the_frame_back_first() {
+        let mut queue = shaped(0);
+        queue.enqueue(1, 100, false, 0);
+        queue.enqueue(2, 100, false, 0);
+        let mut taken = None;
+        queue.dequeue(0, 1, |d, len| taken = Some((d, len)));
+        let (desc, len) = taken.unwrap();
+        queue.requeue_front(desc, len, 0);
+        let mut order = Vec::new();
+        queue.dequeue(0, 64, |d, _| order.push(d));
+        assert_eq!(order, vec![1, 2]);
+        assert_eq!(queue.stats().departed_packets, 2);
+    }
+
+    #[test]
+    fn histogram_quantiles_are_bucket_upper_bounds() {
+        let mut histogram = Log2Histogram::default();
+        for value in [0, 1, 2, 3, 100, 100, 100, 5_000] {
+            histogram.record(value);
+        }
+        assert_eq!(histogram.count(), 8);
+        assert_eq!(histogram.quantile_upper_bound(0.1), 0);
+        assert_eq!(histogram.quantile_upper_bound(0.5), 3);
+        assert_eq!(histogram.quantile_upper_bound(0.75), 127);
+        assert_eq!(histogram.quantile_upper_bound(1.0), 8_191);
+    }
+}
+
+/// ECN codepoints in the IP header of an Ethernet frame (Ethernet II, optional 802.1Q tag).
+pub mod ecn {
+    const ETHERTYPE_IPV4: u16 = 0x0800;
+    const ETHERTYPE_IPV6: u16 = 0x86dd;
+    const ETHERTYPE_VLAN: u16 = 0x8100;
+
+    /// Congestion experienced.
+    pub const CE: u8 = 0b11;
+
+    fn l3(frame: &[u8]) -> Option<(u16, usize)> {
+        let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+        if ethertype == ETHERTYPE_VLAN {
+            Some((u16::from_be_bytes([*frame.get(16)?, *frame.get(17)?]), 18))
+        } else {
+            Some((ethertype, 14))
+        }
+    }
+
+    /// The ECN field of the frame's IP header, or `None` for non-IP or truncated frames.
+    pub fn codepoint(frame: &[u8]) -> Option<u8> {
+        match l3(frame)? {
+            (ETHERTYPE_IPV4, offset) => Some(frame.get(offset + 1)? & 0b11),
+            (ETHERTYPE_IPV6, offset) => Some((frame.get(offset + 1)? >> 4) & 0b11),
+            _ => None,
+        }
+    }
+
+    /// Whether the frame is ECN-capable (ECT(0), ECT(1)) or already marked.
+    pub fn is_capable(frame: &[u8]) -> bool {
+        codepoint(frame).is_some_and(|ecn| ecn != 0)
+    }
+
+    /// Sets CE on an ECN-capable frame; IPv4's header checksum is updated incrementally
+    /// (RFC 1624). Returns whether the frame was changed.
+    pub fn set_ce(frame: &mut [u8]) -> bool {
+        let Some((ethertype, offset)) = l3(frame) else {
+            return false;
+        };
+        match ethertype {
+            ETHERTYPE_IPV4 if frame.len() >= offset + 20 => {
+                let old = u16::from_be_bytes([frame[offset], frame[offset + 1]]);
+                if old & 0b11 == 0 || old & 0b11 == u16::from(CE) {
+                    return false;
+                }
+                let new = old | u16::from(CE);
+                frame[offset + 1] |= CE;
+                let checksum = u16::from_be_bytes([frame[offset + 10], frame[offset + 11]]);
+                // HC' = ~(~HC + ~m + m')
+                let mut sum = u32::from(!checksum) + u32::from(!old) + u32::from(new);
+                sum = (sum & 0xffff) + (sum >> 16);
+                sum = (sum & 0xffff) + (sum >> 16);
+                frame[offset + 10..offset + 12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+                true
+            }
+            ETHERTYPE_IPV6 if frame.len() >= offset + 40 => {
+                let ecn = (frame[offset + 1] >> 4) & 0b11;
+                if ecn == 0 || ecn == CE {
+                    return false;
+                }
+                frame[offset + 1] |= CE << 4;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn ipv4_checksum(header: &[u8]) -> u16 {
+            let mut sum: u32 = header
+                .chunks(2)
+                .map(|pair| u32::from(u16::from_be_bytes([pair[0], pair[1]])))
+                .sum();
+            while sum > 0xffff {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            !(sum as u16)
+        }
+
+        fn ipv4_frame(tos: u8) -> Vec<u8> {
+            let mut frame = vec![0u8; 14 + 20];
+            frame[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+            let ip = &mut frame[14..];
+            ip[0] = 0x45;
+            ip[1] = tos;
+            ip[2..4].copy_from_slice(&20u16.to_be_bytes());
+            ip[8] = 64;
+            ip[9] = 17;
+            ip[12..16].copy_from_slice(&[10, 0, 0, 1]);
+            ip[16..20].copy_from_slice(&[10, 1, 0, 3]);
+            let checksum = ipv4_checksum(ip);
+            ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+            frame
+        }
+
+        #[test]
+        fn marks_ect_ipv4_and_keeps_the_checksum_valid() {
+            for tos in [0b01u8, 0b10, 0xb8 | 0b10] {
+                let mut frame = ipv4_frame(tos);
+                assert!(is_capable(&frame));
+                assert!(set_ce(&mut frame));
+                assert_eq!(codepoint(&frame), Some(CE));
+                assert_eq!(frame[15] & !0b11, tos & !0b11, "DSCP kept");
+                assert_eq!(ipv4_checksum(&frame[14..34]), 0, "tos {tos:#x}");
+            }
+        }
+
+        #[test]
+        fn leaves_not_ect_and_non_ip_alone() {
+            let mut frame = ipv4_frame(0);
+            assert!(!is_capable(&frame));
+            assert!(!set_ce(&mut frame));
+            assert_eq!(frame, ipv4_frame(0));
+            let mut arp = vec![0u8; 42];
+            arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+            assert_eq!(codepoint(&arp), None);
+            assert!(!set_ce(&mut arp));
+            assert!(!set_ce(&mut [0u8; 5]));
+        }
+
+        #[test]
+        fn marks_ipv6_traffic_class() {
+            let mut frame = vec![0u8; 14 + 40];
+            frame[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+            frame[14] = 0x60;
+            frame[15] = 0b0010_0000; // ECT(0) in the traffic class's low bits
+            assert!(is_capable(&frame));
+            assert!(set_ce(&mut frame));
+            assert_eq!(codepoint(&frame), Some(CE));
+        }
+    }
+}

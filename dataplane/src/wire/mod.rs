@@ -1,0 +1,365 @@
+//! Checked views of the frames the switch reads and rewrites.
+//!
+//! # Contract
+//! - Views in the smoltcp style ([`EthernetFrame`], [`Ipv4Packet`], [`Ipv6Packet`]): a view
+//!   wraps any `T: AsRef<[u8]>`; `new_checked` does every length check once, after which no
+//!   accessor can panic (`new_unchecked` skips the checks and then may). Setters need
+//!   `T: AsMut<[u8]>` too.
+//! - [`parse`] applies the forwarding fast path's policy on top of the views and returns the
+//!   few facts the forwarder needs as a [`ParsedFrame`] (offsets, addresses, hop limit,
+//!   protocol, ports, flow hash), or the one [`ParseError`] that names why the frame is not
+//!   for the fast path. It allocates nothing and reads each header once.
+//! - Accepted: Ethernet II with at most one 802.1Q tag; IPv4 without options, not a fragment,
+//!   with a correct header checksum (RFC 1812 §5.2.2: a router verifies it); IPv6 with any next
+//!   header. Bytes after the IP packet (Ethernet padding) are allowed and ignored.
+//! - L4 ports are read when the protocol (for IPv6: the next header itself, no extension
+//!   header walk) is TCP or UDP and the minimal L4 header (20 and 8 bytes) is present.
+//! - [`forward_rewrite`] is the forwarding rewrite: MACs, TTL with the IPv4 header checksum
+//!   updated incrementally (RFC 1624), or the IPv6 hop limit.
+
+pub mod checksum;
+mod ethernet;
+mod ipv4;
+mod ipv6;
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+pub use ethernet::{
+    EtherType, EthernetFrame, MacAddr, VlanTag, HEADER_LEN as ETHERNET_HEADER_LEN,
+    TAGGED_HEADER_LEN as ETHERNET_TAGGED_HEADER_LEN,
+};
+pub use ipv4::{Ipv4Packet, HEADER_LEN as IPV4_HEADER_LEN};
+pub use ipv6::{Ipv6Packet, HEADER_LEN as IPV6_HEADER_LEN};
+
+/// An IP protocol number (IPv4 protocol, IPv6 next header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IpProtocol(pub u8);
+
+impl IpProtocol {
+    /// ICMP.
+    pub const ICMP: IpProtocol = IpProtocol(1);
+    /// TCP.
+    pub const TCP: IpProtocol = IpProtocol(6);
+    /// UDP.
+    pub const UDP: IpProtocol = IpProtocol(17);
+    /// ICMPv6.
+    pub const ICMPV6: IpProtocol = IpProtocol(58);
+}
+
+/// Minimal TCP header length.
+pub const TCP_HEADER_LEN: usize = 20;
+/// UDP header length.
+pub const UDP_HEADER_LEN: usize = 8;
+
+/// Why a frame is not for the forwarding fast path. Each variant is one counter
+/// ([`as_index`](Self::as_index) `< COUNT`, [`name`](Self::name) for metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[repr(u8)]
+pub enum ParseError {
+    /// Shorter than its Ethernet header (tag included), or than the fixed IP header.
+    #[error("frame truncated")]
+    Truncated = 0,
+    /// Neither IPv4 nor IPv6 (ARP, LLDP, …) after at most one 802.1Q tag.
+    #[error("unknown Ethernet type")]
+    UnknownEtherType,
+    /// A second tag (QinQ) or an 802.1ad service tag.
+    #[error("stacked or 802.1ad VLAN tag")]
+    UnsupportedVlan,
+    /// The IP version does not match the Ethernet type.
+    #[error("IP version does not match the Ethernet type")]
+    BadVersion,
+    /// IHL below 5, or total length below the header length or beyond the frame.
+    #[error("malformed IPv4 header")]
+    BadIpv4Header,
+    /// IHL above 5: options are not forwarded on the fast path.
+    #[error("IPv4 options")]
+    Ipv4Options,
+    /// The IPv4 header checksum is wrong.
+    #[error("bad IPv4 header checksum")]
+    BadIpv4Checksum,
+    /// More-fragments set or fragment offset not zero.
+    #[error("IPv4 fragment")]
+    Fragment,
+    /// The IPv6 payload length runs past the frame.
+    #[error("malformed IPv6 header")]
+    BadIpv6Header,
+}
+
+impl ParseError {
+    /// Number of variants (counter slots).
+    pub const COUNT: usize = 9;
+
+    /// Every variant, in index order.
+    pub const ALL: [ParseError; Self::COUNT] = [
+        ParseError::Truncated,
+        ParseError::UnknownEtherType,
+        ParseError::UnsupportedVlan,
+        ParseError::BadVersion,
+        ParseError::BadIpv4Header,
+        ParseError::Ipv4Options,
+        ParseError::BadIpv4Checksum,
+        ParseError::Fragment,
+        ParseError::BadIpv6Header,
+    ];
+
+    /// Counter index, `0..COUNT`.
+    #[inline]
+    pub const fn as_index(self) -> usize {
+        self as usize
+    }
+
+    /// Metric name (snake_case).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ParseError::Truncated => "truncated",
+            ParseError::UnknownEtherType => "unknown_ether_type",
+            ParseError::UnsupportedVlan => "unsupported_vlan",
+            ParseError::BadVersion => "bad_version",
+            ParseError::BadIpv4Header => "bad_ipv4_header",
+            ParseError::Ipv4Options => "ipv4_options",
+            ParseError::BadIpv4Checksum => "bad_ipv4_checksum",
+            ParseError::Fragment => "fragment",
+            ParseError::BadIpv6Header => "bad_ipv6_header",
+        }
+    }
+}
+
+/// Source and destination ports of a TCP or UDP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct L4Ports {
+    /// Source port.
+    pub src: u16,
+    /// Destination port.
+    pub dst: u16,
+}
+
+/// IP version of a parsed frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IpVersion {
+    /// IPv4.
+    V4,
+    /// IPv6.
+    V6,
+}
+
+/// What the forwarder needs to know about a frame, from [`parse`].
+///
+/// Offsets are from the start of the frame; `src` and `dst` are of the same family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedFrame {
+    /// The 802.1Q tag, if any.
+    pub vlan: Option<VlanTag>,
+    /// Ethernet type of the L3 packet (after the tag): `IPV4` or `IPV6`.
+    pub ethertype: EtherType,
+    /// Offset of the IP header (14 or 18).
+    pub l3_offset: usize,
+    /// Offset of the L4 header (the IPv6 payload, extension headers included).
+    pub l4_offset: usize,
+    /// End of the IP packet; bytes past it are link padding.
+    pub l3_end: usize,
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// IPv4 TTL or IPv6 hop limit.
+    pub hop_limit: u8,
+    /// IPv4 protocol or IPv6 next header.
+    pub protocol: IpProtocol,
+    /// TCP or UDP ports, when the header is present.
+    pub ports: Option<L4Ports>,
+    /// Hash of the 5-tuple (ports 0 when absent).
+    pub flow_hash: u32,
+}
+
+impl ParsedFrame {
+    /// IP version.
+    #[inline]
+    pub fn version(&self) -> IpVersion {
+        if self.ethertype == EtherType::IPV6 {
+            IpVersion::V6
+        } else {
+            IpVersion::V4
+        }
+    }
+}
+
+impl fmt::Display for ParsedFrame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ports = self.ports.unwrap_or_default();
+        write!(
+            f,
+            "{}:{} -> {}:{} proto {} hop limit {}",
+            self.src, ports.src, self.dst, ports.dst, self.protocol.0, self.hop_limit
+        )
+    }
+}
+
+/// Parses a frame for the forwarding fast path.
+///
+/// # Errors
+/// The [`ParseError`] that names why the frame is not for the fast path.
+#[inline]
+pub fn parse(frame: &[u8]) -> Result<ParsedFrame, ParseError> {
+    let eth = EthernetFrame::new_checked(frame)?;
+    let vlan = eth.vlan();
+    let l3_offset = eth.header_len();
+    let ethertype = eth.ethertype();
+    match ethertype {
+        EtherType::IPV4 => {
+            let ip = Ipv4Packet::new_checked(eth.payload())?;
+            if ip.header_len() != IPV4_HEADER_LEN {
+                return Err(ParseError::Ipv4Options);
+            }
+            if !ip.verify_checksum() {
+                return Err(ParseError::BadIpv4Checksum);
+            }
+            if ip.is_fragment() {
+                return Err(ParseError::Fragment);
+            }
+            let (src, dst, protocol) = (ip.src_addr(), ip.dst_addr(), ip.protocol());
+            let ports = l4_ports(protocol, ip.payload());
+            Ok(ParsedFrame {
+                vlan,
+                ethertype,
+                l3_offset,
+                l4_offset: l3_offset + IPV4_HEADER_LEN,
+                l3_end: l3_offset + usize::from(ip.total_len()),
+                src: IpAddr::V4(src),
+                dst: IpAddr::V4(dst),
+                hop_limit: ip.ttl(),
+                protocol,
+                ports,
+                flow_hash: flow_hash_v4(src, dst, protocol, ports),
+            })
+        }
+        EtherType::IPV6 => {
+            let ip = Ipv6Packet::new_checked(eth.payload())?;
+            let (src, dst, protocol) = (ip.src_addr(), ip.dst_addr(), ip.next_header());
+            let ports = l4_ports(protocol, ip.payload());
+            Ok(ParsedFrame {
+                vlan,
+                ethertype,
+                l3_offset,
+                l4_offset: l3_offset + IPV6_HEADER_LEN,
+                l3_end: l3_offset + IPV6_HEADER_LEN + usize::from(ip.payload_len()),
+                src: IpAddr::V6(src),
+                dst: IpAddr::V6(dst),
+                hop_limit: ip.hop_limit(),
+                protocol,
+                ports,
+                flow_hash: flow_hash_v6(src, dst, protocol, ports),
+            })
+        }
+        EtherType::VLAN | EtherType::QINQ => Err(ParseError::UnsupportedVlan),
+        _ => Err(ParseError::UnknownEtherType),
+    }
+}
+
+/// The ports of a TCP or UDP header at the start of `l4`, if the protocol is one of them and
+/// its minimal header is there.
+#[inline]
+fn l4_ports(protocol: IpProtocol, l4: &[u8]) -> Option<L4Ports> {
+    let min_len = match protocol {
+        IpProtocol::TCP => TCP_HEADER_LEN,
+        IpProtocol::UDP => UDP_HEADER_LEN,
+        _ => return None,
+    };
+    match l4 {
+        [s0, s1, d0, d1, ..] if l4.len() >= min_len => Some(L4Ports {
+            src: u16::from_be_bytes([*s0, *s1]),
+            dst: u16::from_be_bytes([*d0, *d1]),
+        }),
+        _ => None,
+    }
+}
+
+/// The SplitMix64 finalizer (same function as `lb::mix64`; repeated so that `wire` stays below
+/// `lb`).
+#[inline]
+const fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Ports and protocol in one word, plus a constant so that an all-zero tuple does not hash
+/// to zero.
+#[inline]
+fn ports_word(protocol: IpProtocol, ports: Option<L4Ports>) -> u64 {
+    let ports = ports.unwrap_or_default();
+    (u64::from(ports.src) << 48 | u64::from(ports.dst) << 32 | u64::from(protocol.0))
+        ^ 0x6f66_616e_0000_0100
+}
+
+/// Flow hash of an IPv4 5-tuple: two SplitMix64 rounds over the 104 bits.
+#[inline]
+pub fn flow_hash_v4(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    protocol: IpProtocol,
+    ports: Option<L4Ports>,
+) -> u32 {
+    let addresses = u64::from(src.to_bits()) << 32 | u64::from(dst.to_bits());
+    (mix64(addresses ^ mix64(ports_word(protocol, ports))) >> 32) as u32
+}
+
+/// Flow hash of an IPv6 5-tuple: each address folded to 64 bits, three SplitMix64 rounds.
+#[inline]
+pub fn flow_hash_v6(
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    protocol: IpProtocol,
+    ports: Option<L4Ports>,
+) -> u32 {
+    let fold = |addr: Ipv6Addr| {
+        let bits = addr.to_bits();
+        ((bits >> 64) as u64) ^ (bits as u64).rotate_left(32)
+    };
+    let h = mix64(fold(dst) ^ mix64(ports_word(protocol, ports)));
+    (mix64(fold(src) ^ h) >> 32) as u32
+}
+
+/// The forwarding rewrite of a frame: source and destination MAC, then the IPv4 TTL (with the
+/// header checksum updated incrementally, RFC 1624) or the IPv6 hop limit decremented by one.
+///
+/// `l3_offset` and `version` are [`parse`]'s [`ParsedFrame::l3_offset`] and
+/// [`ParsedFrame::version`] for this very frame, unchanged since; the caller has already refused
+/// hop limits ≤ 1. If the frame does not match them (a caller bug), the IP header is left alone
+/// and the function does not panic.
+#[inline]
+pub fn forward_rewrite(
+    frame: &mut [u8],
+    l3_offset: usize,
+    version: IpVersion,
+    src_mac: MacAddr,
+    dst_mac: MacAddr,
+) {
+    let Ok(mut eth) = EthernetFrame::new_checked(&mut *frame) else {
+        debug_assert!(false, "frame no longer parses as Ethernet");
+        return;
+    };
+    eth.set_dst_addr(dst_mac);
+    eth.set_src_addr(src_mac);
+    let Some(l3) = frame.get_mut(l3_offset..) else {
+        debug_assert!(false, "L3 offset past the frame");
+        return;
+    };
+    match version {
+        IpVersion::V4 => {
+            if let Ok(mut ip) = Ipv4Packet::new_checked(l3) {
+                ip.decrement_ttl();
+            }
+        }
+        IpVersion::V6 => {
+            if let Ok(mut ip) = Ipv6Packet::new_checked(l3) {
+                ip.decrement_hop_limit();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,161 @@
+//! # ofan-ebpf-common — what the XDP programs and their loader agree on
+//!
+//! The XDP programs in `ebpf/programs` (package `ofan-ebpf`, built for `bpfel-unknown-none`) and
+//! the loader in `ofan_dataplane::afxdp` both depend on this crate, so map names, map sizes, key
+//! layouts and counter indices are written down exactly once.
+//!
+//! Maps of the steering program `ofan_steer`:
+//!
+//! | map | kind | key | value |
+//! |---|---|---|---|
+//! | [`PORTS_MAP`] | hash | ingress ifindex (`u32`) | [`PortId`] |
+//! | [`LOCAL_V4_MAP`] | hash | IPv4 address, network byte order ([`LocalV4`]) | `u8` (1) |
+//! | [`LOCAL_V6_MAP`] | hash | IPv6 address ([`LocalV6`]) | `u8` (1) |
+//! | [`XSKS_MAP`] | XSKMAP | [`xsk_index`]`(port, rx queue)` | AF_XDP socket fd |
+//! | [`STATS_MAP`] | per-CPU array | [`StatIndex`] | `u64` packet count |
+//!
+//! Map of the benchmark program `ofan_redirect`: [`REDIRECT_MAP`], a devmap-hash from ingress
+//! ifindex to egress ifindex.
+//!
+//! With the `user` feature the key types implement `aya::Pod`; the eBPF side builds without it.
+#![no_std]
+#![deny(unsafe_code)]
+
+/// Kernel name of the steering program (at most 15 bytes: the kernel keeps 16 with the NUL).
+pub const STEER_PROGRAM: &str = "ofan_steer";
+/// Kernel name of the plain XDP_REDIRECT benchmark program.
+pub const REDIRECT_PROGRAM: &str = "ofan_redirect";
+
+/// Name of the map from ingress ifindex to switch port.
+pub const PORTS_MAP: &str = "PORTS";
+/// Name of the set of the switch's own IPv4 addresses.
+pub const LOCAL_V4_MAP: &str = "LOCAL_V4";
+/// Name of the set of the switch's own IPv6 addresses.
+pub const LOCAL_V6_MAP: &str = "LOCAL_V6";
+/// Name of the XSKMAP the steering program redirects into.
+pub const XSKS_MAP: &str = "XSKS";
+/// Name of the per-CPU counter array of the steering program.
+pub const STATS_MAP: &str = "STATS";
+/// Name of the ingress-ifindex → egress-ifindex devmap of `ofan_redirect`.
+pub const REDIRECT_MAP: &str = "REDIRECT";
+
+/// Largest number of switch ports one steering program serves.
+pub const MAX_PORTS: u32 = 64;
+/// Largest number of RX queues per port that can have an AF_XDP socket.
+pub const MAX_QUEUES: u32 = 8;
+/// Entries of the XSKMAP: one slot per (port, queue).
+pub const XSKS_ENTRIES: u32 = MAX_PORTS * MAX_QUEUES;
+/// Entries of each of the local-address sets.
+pub const MAX_LOCAL_ADDRS: u32 = 256;
+/// Entries of the `ofan_redirect` devmap.
+pub const REDIRECT_ENTRIES: u32 = 256;
+
+/// A switch port number, `0..MAX_PORTS`: the value of the [`PORTS_MAP`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortId(pub u32);
+
+/// An IPv4 address as it appears in the packet (network byte order), key of [`LOCAL_V4_MAP`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LocalV4(pub [u8; 4]);
+
+/// An IPv6 address as it appears in the packet, key of [`LOCAL_V6_MAP`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LocalV6(pub [u8; 16]);
+
+/// The XSKMAP slot of RX queue `queue` of port `port`: `port * MAX_QUEUES + queue`.
+///
+/// `None` when the port or the queue is out of range.
+#[inline(always)]
+pub const fn xsk_index(port: u32, queue: u32) -> Option<u32> {
+    if port < MAX_PORTS && queue < MAX_QUEUES {
+        Some(port * MAX_QUEUES + queue)
+    } else {
+        None
+    }
+}
+
+macro_rules! stat_indices {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal,)+) => {
+        /// What the steering program decided for a frame: one per-CPU counter each.
+        ///
+        /// Every frame increments exactly one of these, so they sum to the frames seen.
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum StatIndex {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl StatIndex {
+            /// Every counter, in index order.
+            pub const ALL: &'static [StatIndex] = &[$(StatIndex::$variant,)+];
+            /// Number of counters: the size of the [`STATS_MAP`].
+            pub const COUNT: u32 = Self::ALL.len() as u32;
+
+            /// The counter's name as shown in telemetry (`snake_case`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(StatIndex::$variant => $name,)+
+                }
+            }
+
+            /// Index into the [`STATS_MAP`].
+            #[inline(always)]
+            pub const fn index(self) -> u32 {
+                self as u32
+            }
+        }
+    };
+}
+
+stat_indices! {
+    /// `bpf_redirect_map` into the XSKMAP succeeded: an AF_XDP socket is bound at the slot.
+    Redirected = "redirected",
+    /// A redirect candidate whose XSKMAP slot holds no socket: fell back to the kernel.
+    PassNoSocket = "pass_no_socket",
+    /// The port is not below `MAX_PORTS` or the RX queue not below `MAX_QUEUES`: no XSKMAP slot,
+    /// to the kernel.
+    PassNoXskSlot = "pass_no_xsk_slot",
+    /// ARP: to the kernel.
+    PassArp = "pass_arp",
+    /// IPv6 neighbour discovery / router discovery / redirect (ICMPv6 133–137): to the kernel.
+    PassNd = "pass_nd",
+    /// BGP (TCP source or destination port 179), IPv4 or IPv6: to the kernel.
+    PassBgp = "pass_bgp",
+    /// Addressed to one of the switch's own addresses: to the kernel.
+    PassLocal = "pass_local",
+    /// IPv4 TTL ≤ 1 or IPv6 hop limit ≤ 1: to the kernel, which answers ICMP time exceeded.
+    PassTtl = "pass_ttl",
+    /// IPv4 with options (IHL > 5) or a fragment: to the kernel.
+    PassIpv4OptionsOrFragment = "pass_ipv4_options_or_fragment",
+    /// IPv4 multicast, reserved or broadcast destination (224.0.0.0/3), or IPv6 multicast
+    /// (ff00::/8) that is not ND, e.g. MLD: to the kernel (the data path routes unicast only).
+    PassMulticast = "pass_multicast",
+    /// IPv6 with a hop-by-hop options header (router alert, jumbograms): to the kernel.
+    PassV6HopByHop = "pass_v6_hop_by_hop",
+    /// Neither IPv4 nor IPv6 (after at most one 802.1Q tag): to the kernel.
+    PassNonIp = "pass_non_ip",
+    /// Ingress ifindex not in the [`PORTS_MAP`]: to the kernel.
+    PassUnknownPort = "pass_unknown_port",
+    /// Too short for the headers its type announces, or a bad IP version: to the kernel.
+    PassMalformed = "pass_malformed",
+}
+
+/// `aya::Pod` for the map key and value types, so the loader can read and write the maps.
+#[cfg(feature = "user")]
+#[allow(unsafe_code)]
+mod pod {
+    use super::{LocalV4, LocalV6, PortId};
+
+    // SAFETY: `PortId` is `#[repr(C)]` around one `u32`: `Copy`, no padding, every bit pattern
+    // is a valid value.
+    unsafe impl aya::Pod for PortId {}
+    // SAFETY: `LocalV4` is `#[repr(C)]` around `[u8; 4]`: `Copy`, no padding, every bit pattern
+    // is a valid value.
+    unsafe impl aya::Pod for LocalV4 {}
+    // SAFETY: `LocalV6` is `#[repr(C)]` around `[u8; 16]`: `Copy`, no padding, every bit pattern
+    // is a valid value.
+    unsafe impl aya::Pod for LocalV6 {}
+}

@@ -1,0 +1,292 @@
+//! What to simulate: topology, link parameters, workload, load-balancing scheme, seed.
+//!
+//! A [`ModelConfig`] is plain data; [`ModelConfig::validate`] checks it once and
+//! [`crate::run`] relies on it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use ofan_dataplane::lb::Algorithm;
+use ofan_topology::{LinkParams, TopologyKind};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ModelError;
+
+/// Who balances northbound packets, and how.
+///
+/// The switch-based schemes run the dataplane's [`Algorithm`] at every edge and aggregation
+/// switch. The host-based schemes run `ecmp` at the switches and steer from the host:
+/// `spray` and `reps` pick a per-packet entropy that enters the ECMP hash, `drb` source-routes
+/// each packet through a waypoint of the lowest common layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// A switch-based algorithm of the load-balancing core.
+    Switch(Algorithm),
+    /// Random packet spraying (RPS): a fresh random entropy per packet.
+    Spray,
+    /// REPS (recycled entropy packet spraying): reuse entropies whose ACKs came back unmarked.
+    Reps,
+    /// DRB: per-(destination, size class) round-robin over the lowest common layer, at the host.
+    Drb,
+}
+
+impl Scheme {
+    /// Every scheme: the switch algorithms in the core's order, then spray, reps, drb.
+    pub const ALL: [Scheme; 11] = [
+        Scheme::Switch(Algorithm::Ecmp),
+        Scheme::Switch(Algorithm::Rsq),
+        Scheme::Switch(Algorithm::Rr),
+        Scheme::Switch(Algorithm::Jsq),
+        Scheme::Switch(Algorithm::Ar),
+        Scheme::Switch(Algorithm::Drill),
+        Scheme::Switch(Algorithm::Ofan),
+        Scheme::Switch(Algorithm::Pofan),
+        Scheme::Spray,
+        Scheme::Reps,
+        Scheme::Drb,
+    ];
+
+    /// The command-line name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Scheme::Switch(algorithm) => algorithm.name(),
+            Scheme::Spray => "spray",
+            Scheme::Reps => "reps",
+            Scheme::Drb => "drb",
+        }
+    }
+
+    /// The algorithm the switches run: the scheme's own, or `ecmp` under a host-based scheme.
+    #[must_use]
+    pub const fn switch_algorithm(self) -> Algorithm {
+        match self {
+            Scheme::Switch(algorithm) => algorithm,
+            Scheme::Spray | Scheme::Reps | Scheme::Drb => Algorithm::Ecmp,
+        }
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Scheme {
+    type Err = ModelError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Scheme::ALL
+            .into_iter()
+            .find(|scheme| scheme.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| ModelError::UnknownScheme { name: s.to_owned() })
+    }
+}
+
+impl Serialize for Scheme {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Scheme {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One flow of an explicit traffic matrix: host indices (positions in
+/// [`ofan_topology::Topology::hosts`]) and a message size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowSpec {
+    /// Source host index.
+    pub src: u32,
+    /// Destination host index.
+    pub dst: u32,
+    /// Message size in bytes.
+    pub bytes: u64,
+}
+
+/// The traffic matrix of the collective.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Workload {
+    /// A random derangement: every host sends one message to a distinct other host.
+    Permutation,
+    /// A random permutation in which every flow crosses pods (crosses leaves in leaf-spine),
+    /// as in paper Fig. 3.
+    InterPodPermutation,
+    /// Every host sends one message to every other host.
+    AllToAll,
+    /// Host `i` sends to host `(i + stride) mod n`, in host order.
+    Ring {
+        /// Distance to the next host of the ring.
+        stride: u32,
+    },
+    /// Explicit flows, e.g. read from a file with [`crate::workload::parse_matrix`].
+    Matrix {
+        /// The flows (a pair listed twice is one flow carrying the sum).
+        flows: Vec<FlowSpec>,
+    },
+}
+
+impl Workload {
+    /// Short name for reports.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Workload::Permutation => "permutation",
+            Workload::InterPodPermutation => "inter_pod_permutation",
+            Workload::AllToAll => "all_to_all",
+            Workload::Ring { .. } => "ring",
+            Workload::Matrix { .. } => "matrix",
+        }
+    }
+}
+
+/// How fast hosts send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pacing {
+    /// At `load` × line rate.
+    Offered,
+    /// At `load` × ρ_max, the highest rate every flow can sustain under the failures (paper
+    /// §2.2, §6.2).
+    RhoMax,
+}
+
+/// Which switch-to-switch links are down.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Failures {
+    /// None.
+    None,
+    /// Each edge–aggregation and aggregation–core link fails independently with this
+    /// probability, drawn from the run's seed; a sample that disconnects a flow is redrawn.
+    Random {
+        /// Failure probability per link, in `[0, 1)`.
+        probability: f64,
+    },
+    /// These link ids (positions in [`ofan_topology::Topology::links`]).
+    Links {
+        /// Failed link ids.
+        links: Vec<u32>,
+    },
+}
+
+/// Everything one run depends on. Same config → bit-identical [`crate::RunReport`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// Fat tree or leaf-spine, and its radix.
+    pub topology: TopologyKind,
+    /// Line rate, propagation, packet framing.
+    pub link: LinkParams,
+    /// Per-output-port buffer of every switch port, bytes (frames without the inter-frame gap).
+    pub buffer_bytes: u64,
+    /// A data packet is marked CE when the queue it joins already holds at least this many
+    /// bytes (REPS reacts to it; every scheme counts marks).
+    pub ecn_threshold_bytes: u64,
+    /// Offered load as a fraction of the pacing reference, in `(0, 1]`.
+    pub load: f64,
+    /// The pacing reference (line rate or ρ_max).
+    pub pacing: Pacing,
+    /// Message size of every generated flow, bytes.
+    pub message_bytes: u64,
+    /// The traffic matrix.
+    pub workload: Workload,
+    /// The load-balancing scheme.
+    pub scheme: Scheme,
+    /// Ports per pipe (pOfan's pipe size; every algorithm's state is per pipe, pipe = ingress
+    /// port / pipe size).
+    pub pipe_ports: u16,
+    /// Failed links.
+    pub failures: Failures,
+    /// Seed of every random choice: workload, failures, switches, hosts.
+    pub seed: u64,
+}
+
+impl ModelConfig {
+    /// The paper's defaults (§6): k = 12 fat tree, [`LinkParams::paper`], 800 KB buffers, 80 KB
+    /// ECN threshold, full line rate, 1 MiB permutation, `ofan`, pipes of 4 ports, no failures.
+    #[must_use]
+    pub fn paper() -> Self {
+        Self {
+            topology: TopologyKind::FatTree { k: 12 },
+            link: LinkParams::paper(),
+            buffer_bytes: 800_000,
+            ecn_threshold_bytes: 80_000,
+            load: 1.0,
+            pacing: Pacing::Offered,
+            message_bytes: 1 << 20,
+            workload: Workload::Permutation,
+            scheme: Scheme::Switch(Algorithm::Ofan),
+            pipe_ports: 4,
+            failures: Failures::None,
+            seed: 1,
+        }
+    }
+
+    /// Checks every value once.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidConfig`] naming the first field out of range.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        let invalid = |field, value: String, reason| {
+            Err(ModelError::InvalidConfig {
+                field,
+                value,
+                reason,
+            })
+        };
+        if !(self.load > 0.0 && self.load <= 1.0) {
+            return invalid("load", self.load.to_string(), "expected 0 < load <= 1");
+        }
+        if self.link.rate_bps == 0 {
+            return invalid("rate_bps", "0".into(), "links need a rate");
+        }
+        if self.link.payload_bytes == 0 {
+            return invalid("payload_bytes", "0".into(), "packets need a payload");
+        }
+        let data_frame = u64::from(self.link.payload_bytes) + u64::from(self.link.header_bytes);
+        if data_frame > u64::from(u32::MAX / 2) {
+            return invalid(
+                "payload_bytes",
+                data_frame.to_string(),
+                "frames are at most 2 GiB",
+            );
+        }
+        if self.link.ack_bytes == 0 {
+            return invalid("ack_bytes", "0".into(), "ACKs need a size");
+        }
+        if self.buffer_bytes < data_frame {
+            return invalid(
+                "buffer_bytes",
+                self.buffer_bytes.to_string(),
+                "a buffer must hold one data frame",
+            );
+        }
+        if self.message_bytes == 0 {
+            return invalid("message_bytes", "0".into(), "messages need a size");
+        }
+        if self.pipe_ports == 0 {
+            return invalid("pipe_ports", "0".into(), "pipes hold at least one port");
+        }
+        if let Workload::Ring { stride } = self.workload {
+            if stride == 0 {
+                return invalid("ring stride", "0".into(), "a ring needs a non-zero stride");
+            }
+        }
+        if let Failures::Random { probability } = self.failures {
+            if !(0.0..1.0).contains(&probability) {
+                return invalid(
+                    "failure probability",
+                    probability.to_string(),
+                    "expected 0 <= p < 1",
+                );
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,684 @@
+//! The paper's figures as sweeps of independent runs: each point is the mean (± standard error)
+//! over seeds `1..=seeds`, every run deterministic.
+//!
+//! | function | paper | x | metrics |
+//! |---|---|---|---|
+//! | [`load_sweep`] | Fig. 1 | offered load | utilization, max queue, CCT |
+//! | [`link_overload`] | Fig. 3 | stage (E→A, A→C, C→A, A→E) | worst link overload |
+//! | [`message_sizes`] | Fig. 4 | message size | max queue, CCT increase; fitted growth exponents |
+//! | [`network_sizes`] | Fig. 6 / 17 | hosts | CCT increase of pOfan pipe sizes and DRB; DRB/Ofan max-queue ratio |
+//! | [`failures`] | Fig. 9 (§6.2) | link-failure probability | CCT increase at ρ_max pacing |
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use ofan_dataplane::lb::Algorithm;
+use ofan_topology::TopologyKind;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Failures, ModelConfig, Pacing, Scheme, Workload};
+use crate::error::ModelError;
+use crate::report::{RunReport, Stage};
+use crate::run_many;
+use crate::svg::{LinePlot, Series};
+
+/// How to run a sweep.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// The configuration every run starts from.
+    pub base: ModelConfig,
+    /// Seeds `1..=seeds` per point.
+    pub seeds: u64,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// Mean, standard error of the mean, min and max of one metric over the seeds of a point.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Mean.
+    pub mean: f64,
+    /// Standard error of the mean (0 for one run).
+    pub sem: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Number of runs.
+    pub runs: usize,
+}
+
+impl Summary {
+    fn of(values: &[f64]) -> Self {
+        let n = values.len().max(1) as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let var = if values.len() > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        Self {
+            mean,
+            sem: (var / n).sqrt(),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            runs: values.len(),
+        }
+    }
+}
+
+/// One point of one series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Series (scheme, or variant) name.
+    pub series: String,
+    /// X value.
+    pub x: f64,
+    /// Metric name → summary over seeds.
+    pub metrics: BTreeMap<String, Summary>,
+}
+
+/// A least-squares fit of log(metric) against log(x): the growth exponent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    /// Series.
+    pub series: String,
+    /// Fitted metric.
+    pub metric: String,
+    /// Slope of log(metric) vs log(x).
+    pub exponent: f64,
+    /// Coefficient of determination of the fit.
+    pub r_squared: f64,
+}
+
+/// A metric to plot and tabulate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Panel {
+    /// Metric name (key of [`Point::metrics`]).
+    pub metric: String,
+    /// Axis label.
+    pub label: String,
+    /// Log-scale y axis.
+    pub log_y: bool,
+}
+
+/// A reproduced figure: all points, fits and notes; renders tables and SVG plots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// Short name (`fig4`, …), used for file names.
+    pub name: String,
+    /// Title.
+    pub title: String,
+    /// X-axis label.
+    pub x_label: String,
+    /// Log-scale x axis.
+    pub log_x: bool,
+    /// Category names of x = 0, 1, … (empty for numeric x).
+    pub x_categories: Vec<String>,
+    /// The panels (one plot each).
+    pub panels: Vec<Panel>,
+    /// Every point.
+    pub points: Vec<Point>,
+    /// Growth-exponent fits, if the figure has any.
+    pub fits: Vec<Fit>,
+    /// Closing notes (interpretation, checks).
+    pub notes: Vec<String>,
+    /// The base configuration of the sweep.
+    pub base: ModelConfig,
+    /// Seeds per point.
+    pub seeds: u64,
+}
+
+impl Figure {
+    fn series_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for point in &self.points {
+            if !names.contains(&point.series) {
+                names.push(point.series.clone());
+            }
+        }
+        names
+    }
+
+    fn xs(&self) -> Vec<f64> {
+        let mut xs: Vec<f64> = Vec::new();
+        for point in &self.points {
+            if !xs.contains(&point.x) {
+                xs.push(point.x);
+            }
+        }
+        xs.sort_by(f64::total_cmp);
+        xs
+    }
+
+    fn x_name(&self, x: f64) -> String {
+        if let Some(name) = self.x_categories.get(x as usize) {
+            return name.clone();
+        }
+        if self.log_x && x >= 1024.0 {
+            let kib = x / 1024.0;
+            return if kib >= 1024.0 {
+                format!("{}MB", kib / 1024.0)
+            } else {
+                format!("{kib}KB")
+            };
+        }
+        format!("{x}")
+    }
+
+    /// A text table of `panel` (series × x), then the fits and notes.
+    #[must_use]
+    pub fn table(&self, panel: &Panel) -> String {
+        let xs = self.xs();
+        let mut out = String::new();
+        let _ = writeln!(out, "{} — {}", self.title, panel.label);
+        let _ = write!(out, "{:>10}", "");
+        for &x in &xs {
+            let _ = write!(out, " {:>12}", self.x_name(x));
+        }
+        out.push('\n');
+        for series in self.series_names() {
+            let _ = write!(out, "{series:>10}");
+            for &x in &xs {
+                let value = self
+                    .points
+                    .iter()
+                    .find(|p| p.series == series && p.x == x)
+                    .and_then(|p| p.metrics.get(&panel.metric));
+                match value {
+                    Some(summary) => {
+                        let _ = write!(out, " {:>12}", format_value(summary.mean));
+                    }
+                    None => {
+                        let _ = write!(out, " {:>12}", "-");
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Every panel's table, then the fits and the notes.
+    #[must_use]
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for panel in &self.panels {
+            out.push_str(&self.table(panel));
+            out.push('\n');
+        }
+        if !self.fits.is_empty() {
+            let _ = writeln!(out, "Fitted growth exponents (least squares on log-log):");
+            let _ = writeln!(
+                out,
+                "{:>10} {:>14} {:>9} {:>6}",
+                "series", "metric", "exponent", "R²"
+            );
+            for fit in &self.fits {
+                let _ = writeln!(
+                    out,
+                    "{:>10} {:>14} {:>9.3} {:>6.3}",
+                    fit.series, fit.metric, fit.exponent, fit.r_squared
+                );
+            }
+            out.push('\n');
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
+        out
+    }
+
+    /// One SVG plot per panel: `(file suffix, document)`.
+    #[must_use]
+    pub fn plots(&self) -> Vec<(String, String)> {
+        self.panels
+            .iter()
+            .map(|panel| {
+                let series = self
+                    .series_names()
+                    .into_iter()
+                    .map(|name| Series {
+                        points: self
+                            .points
+                            .iter()
+                            .filter(|p| p.series == name)
+                            .filter_map(|p| Some((p.x, p.metrics.get(&panel.metric)?.mean)))
+                            .collect(),
+                        name,
+                    })
+                    .collect();
+                let plot = LinePlot {
+                    title: self.title.clone(),
+                    x_label: self.x_label.clone(),
+                    y_label: panel.label.clone(),
+                    log_x: self.log_x,
+                    log_y: panel.log_y,
+                    x_categories: self.x_categories.clone(),
+                    series,
+                };
+                (panel.metric.clone(), plot.render())
+            })
+            .collect()
+    }
+}
+
+fn format_value(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The metrics every run contributes.
+fn metrics_of(report: &RunReport) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    m.insert(
+        "max_queue_kb".into(),
+        report.max_queue_bytes as f64 / 1000.0,
+    );
+    m.insert(
+        "max_queue_packets".into(),
+        f64::from(report.max_queue_packets),
+    );
+    m.insert("utilization".into(), report.utilization);
+    if let (Some(cct), Some(increase)) = (report.cct_ps, report.cct_increase) {
+        m.insert("cct_us".into(), cct as f64 / 1e6);
+        m.insert("cct_increase_pct".into(), increase * 100.0);
+    }
+    m.insert(
+        "edge_up_max_data".into(),
+        f64::from(report.edge_uplink.max_data_packets),
+    );
+    m.insert("drops".into(), report.packets.drops_buffer as f64);
+    if let Some(rho) = report.rho_max {
+        m.insert("rho_max".into(), rho);
+    }
+    for stage in Stage::ALL {
+        let stats = report.stage(stage);
+        m.insert(
+            format!("overload_{stage:?}").to_lowercase(),
+            stats.link_overload * 100.0,
+        );
+        m.insert(
+            format!("mean_queue_{stage:?}").to_lowercase(),
+            stats.mean_packets,
+        );
+    }
+    m
+}
+
+/// A run to do: which series and x it belongs to.
+struct Job {
+    series: String,
+    x: f64,
+    config: ModelConfig,
+}
+
+/// Runs every job over the seeds and summarizes per (series, x), in job order.
+fn sweep(jobs: Vec<Job>, settings: &Sweep) -> Result<Vec<Point>, ModelError> {
+    let mut configs = Vec::new();
+    for job in &jobs {
+        for seed in 1..=settings.seeds {
+            let mut config = job.config.clone();
+            config.seed = seed;
+            configs.push(config);
+        }
+    }
+    let mut results = run_many(&configs, settings.threads).into_iter();
+    let mut points = Vec::new();
+    for job in jobs {
+        let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for _ in 0..settings.seeds {
+            let report = results.next().expect("one result per config")?;
+            for (name, value) in metrics_of(&report) {
+                values.entry(name).or_default().push(value);
+            }
+        }
+        points.push(Point {
+            series: job.series,
+            x: job.x,
+            metrics: values
+                .into_iter()
+                .map(|(name, values)| (name, Summary::of(&values)))
+                .collect(),
+        });
+    }
+    Ok(points)
+}
+
+/// Least-squares slope of log(y) on log(x) over the points of `series` with `metric` > 0.
+#[must_use]
+pub fn fit_exponent(points: &[Point], series: &str, metric: &str) -> Option<Fit> {
+    let pairs: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.series == series && p.x > 0.0)
+        .filter_map(|p| {
+            let y = p.metrics.get(metric)?.mean;
+            (y > 0.0).then(|| (p.x.ln(), y.ln()))
+        })
+        .collect();
+    if pairs.len() < 2 {
+        return None;
+    }
+    let n = pairs.len() as f64;
+    let mx = pairs.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pairs.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxy: f64 = pairs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = pairs.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let syy: f64 = pairs.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let slope = sxy / sxx;
+    let r_squared = if syy > 0.0 {
+        sxy * sxy / (sxx * syy)
+    } else {
+        1.0
+    };
+    Some(Fit {
+        series: series.to_owned(),
+        metric: metric.to_owned(),
+        exponent: slope,
+        r_squared,
+    })
+}
+
+fn panel(metric: &str, label: &str, log_y: bool) -> Panel {
+    Panel {
+        metric: metric.into(),
+        label: label.into(),
+        log_y,
+    }
+}
+
+fn figure(name: &str, title: &str, x_label: &str, log_x: bool, settings: &Sweep) -> Figure {
+    Figure {
+        name: name.into(),
+        title: title.into(),
+        x_label: x_label.into(),
+        log_x,
+        x_categories: Vec::new(),
+        panels: Vec::new(),
+        points: Vec::new(),
+        fits: Vec::new(),
+        notes: Vec::new(),
+        base: settings.base.clone(),
+        seeds: settings.seeds,
+    }
+}
+
+/// Fig. 1: utilization, max queue and CCT as the offered load grows.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn load_sweep(
+    settings: &Sweep,
+    loads: &[f64],
+    schemes: &[Scheme],
+) -> Result<Figure, ModelError> {
+    let mut jobs = Vec::new();
+    for &scheme in schemes {
+        for &load in loads {
+            let mut config = settings.base.clone();
+            config.scheme = scheme;
+            config.load = load;
+            jobs.push(Job {
+                series: scheme.name().into(),
+                x: load,
+                config,
+            });
+        }
+    }
+    let mut fig = figure(
+        "fig1",
+        "Fig. 1: permutation vs offered load",
+        "offered load",
+        false,
+        settings,
+    );
+    fig.points = sweep(jobs, settings)?;
+    fig.panels = vec![
+        panel("utilization", "utilization", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+        panel("cct_us", "CCT (µs)", false),
+    ];
+    fig.notes.push(
+        "utilization = data bits delivered / (line rate × sum of receivers' delivery windows); \
+         an ideal balancer follows y = load"
+            .into(),
+    );
+    Ok(fig)
+}
+
+/// Fig. 3: worst-case link overload per inter-switch stage, inter-pod permutation.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn link_overload(settings: &Sweep, schemes: &[Scheme]) -> Result<Figure, ModelError> {
+    let stages = [Stage::EdgeUp, Stage::AggUp, Stage::CoreDown, Stage::AggDown];
+    let mut jobs = Vec::new();
+    for &scheme in schemes {
+        let mut config = settings.base.clone();
+        config.scheme = scheme;
+        config.workload = Workload::InterPodPermutation;
+        jobs.push(Job {
+            series: scheme.name().into(),
+            x: 0.0,
+            config,
+        });
+    }
+    let runs = sweep(jobs, settings)?;
+    let mut fig = figure(
+        "fig3",
+        "Fig. 3: worst-case link overload per stage",
+        "stage",
+        false,
+        settings,
+    );
+    fig.x_categories = stages.iter().map(|s| s.label().to_owned()).collect();
+    for run in runs {
+        for (index, stage) in stages.iter().enumerate() {
+            let key = format!("overload_{stage:?}").to_lowercase();
+            let mut metrics = BTreeMap::new();
+            if let Some(summary) = run.metrics.get(&key) {
+                metrics.insert("overload_pct".to_owned(), *summary);
+            }
+            fig.points.push(Point {
+                series: run.series.clone(),
+                x: index as f64,
+                metrics,
+            });
+        }
+    }
+    fig.panels = vec![panel("overload_pct", "worst link overload (%)", false)];
+    fig.notes.push(
+        "overload = data frames on the busiest link of the stage / mean over the stage's links − 1"
+            .into(),
+    );
+    Ok(fig)
+}
+
+/// Fig. 4: max queue and CCT increase vs message size, with fitted growth exponents of the max
+/// queue (≈ 0.5 for random spraying, ≈ 1 for Simple RR and JSQ, ≈ 0 for destination-based
+/// rotation).
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn message_sizes(
+    settings: &Sweep,
+    sizes: &[u64],
+    schemes: &[Scheme],
+) -> Result<Figure, ModelError> {
+    let mut jobs = Vec::new();
+    for &scheme in schemes {
+        for &size in sizes {
+            let mut config = settings.base.clone();
+            config.scheme = scheme;
+            config.message_bytes = size;
+            jobs.push(Job {
+                series: scheme.name().into(),
+                x: size as f64,
+                config,
+            });
+        }
+    }
+    let mut fig = figure(
+        "fig4",
+        "Fig. 4: permutation vs message size",
+        "message size (bytes)",
+        true,
+        settings,
+    );
+    fig.points = sweep(jobs, settings)?;
+    fig.panels = vec![
+        panel("max_queue_kb", "max queue (KB)", true),
+        panel("cct_increase_pct", "CCT increase (%)", true),
+    ];
+    fig.fits = schemes
+        .iter()
+        .filter_map(|scheme| fit_exponent(&fig.points, scheme.name(), "max_queue_kb"))
+        .collect();
+    fig.notes.push(
+        "expected classes (paper §3.3, Fig. 4b): ≈0.5 rsq/spray/reps/ar, ≈1 rr/jsq, ≈0 ofan/pofan/drb"
+            .into(),
+    );
+    Ok(fig)
+}
+
+/// Fig. 6 and Fig. 17: CCT increase of pOfan with several pipe sizes, Ofan and DRB as the
+/// network grows, and the ratio of DRB's max queue to Ofan's.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn network_sizes(
+    settings: &Sweep,
+    ks: &[u16],
+    pipe_sizes: &[u16],
+) -> Result<Figure, ModelError> {
+    let mut jobs = Vec::new();
+    let mut variants: Vec<(String, Scheme, u16)> = pipe_sizes
+        .iter()
+        .map(|&p| (format!("{p}ofan"), Scheme::Switch(Algorithm::Pofan), p))
+        .collect();
+    variants.push((
+        "ofan".into(),
+        Scheme::Switch(Algorithm::Ofan),
+        settings.base.pipe_ports,
+    ));
+    variants.push(("drb".into(), Scheme::Drb, settings.base.pipe_ports));
+    for &k in ks {
+        let hosts = f64::from(k).powi(3) / 4.0;
+        for (name, scheme, pipe) in &variants {
+            let mut config = settings.base.clone();
+            config.topology = TopologyKind::FatTree { k };
+            config.scheme = *scheme;
+            config.pipe_ports = *pipe;
+            jobs.push(Job {
+                series: name.clone(),
+                x: hosts,
+                config,
+            });
+        }
+    }
+    let mut fig = figure(
+        "fig6_17",
+        "Fig. 6 / 17: pOfan pipe sizes and DRB vs network size",
+        "hosts",
+        true,
+        settings,
+    );
+    fig.points = sweep(jobs, settings)?;
+    let xs = fig.xs();
+    for x in xs {
+        let get = |series: &str| {
+            fig.points
+                .iter()
+                .find(|p| p.series == series && p.x == x)
+                .and_then(|p| p.metrics.get("max_queue_kb"))
+                .map(|s| s.mean)
+        };
+        if let (Some(drb), Some(ofan)) = (get("drb"), get("ofan")) {
+            let ratio = drb / ofan;
+            let mut metrics = BTreeMap::new();
+            metrics.insert(
+                "queue_ratio".to_owned(),
+                Summary {
+                    mean: ratio,
+                    sem: 0.0,
+                    min: ratio,
+                    max: ratio,
+                    runs: settings.seeds as usize,
+                },
+            );
+            fig.points.push(Point {
+                series: "drb/ofan".into(),
+                x,
+                metrics,
+            });
+        }
+    }
+    fig.panels = vec![
+        panel("cct_increase_pct", "CCT increase (%)", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+        panel("queue_ratio", "DRB / Ofan max queue (Fig. 17)", false),
+    ];
+    fig.notes.push(
+        "Npofan = pOfan with N ports per pipe; queue_ratio = mean DRB max queue / mean Ofan max queue"
+            .into(),
+    );
+    Ok(fig)
+}
+
+/// §6.2 (Fig. 9): CCT increase over the failure-free lower bound vs the probability that each
+/// edge–aggregation and aggregation–core link fails, hosts paced at ρ_max.
+///
+/// # Errors
+/// The first run that fails to set up (e.g. every failure sample disconnected a flow).
+pub fn failures(
+    settings: &Sweep,
+    probabilities: &[f64],
+    schemes: &[Scheme],
+) -> Result<Figure, ModelError> {
+    let mut jobs = Vec::new();
+    for &scheme in schemes {
+        for &p in probabilities {
+            let mut config = settings.base.clone();
+            config.scheme = scheme;
+            config.pacing = Pacing::RhoMax;
+            config.failures = if p > 0.0 {
+                Failures::Random { probability: p }
+            } else {
+                Failures::None
+            };
+            jobs.push(Job {
+                series: scheme.name().into(),
+                x: p,
+                config,
+            });
+        }
+    }
+    let mut fig = figure(
+        "failures",
+        "§6.2: CCT increase vs link-failure probability (ρ_max pacing)",
+        "link failure probability",
+        false,
+        settings,
+    );
+    fig.points = sweep(jobs, settings)?;
+    fig.panels = vec![
+        panel(
+            "cct_increase_pct",
+            "CCT increase over failure-free bound (%)",
+            false,
+        ),
+        panel("rho_max", "ρ_max", false),
+    ];
+    fig.notes.push(
+        "each seed draws its own failure sample (resampled while some flow is disconnected); all \
+         schemes see the same samples"
+            .into(),
+    );
+    Ok(fig)
+}

@@ -1,0 +1,1048 @@
+//! The discrete-event loop: output-queued store-and-forward switches, constant-rate hosts.
+//!
+//! # Time and queues
+//! Time is integer picoseconds. Every output port is a FIFO served at line rate, and a frame
+//! occupies the wire for the serialization time of its bytes plus the inter-frame gap. Because
+//! a FIFO never reorders, a frame's departure is known the moment it is enqueued:
+//! `start = max(now, port free)`, `finish = start + serialization`; it then arrives at the peer
+//! (fully received, store-and-forward) at `finish + propagation`. So each hop costs one event
+//! (the arrival), and the port keeps the finish times of its backlog to answer "how long is
+//! this queue now" exactly (JSQ, AR, DRILL, drops, ECN, statistics) by discarding the frames
+//! whose transmission ended. The time-averaged queue is exact too: each frame adds
+//! `finish − enqueue time` to the port's queue-time area.
+//!
+//! Events are ordered by (time, sequence number of insertion), so ties resolve the same way in
+//! every run.
+//!
+//! # Hosts
+//! A host's NIC is an output port like any other. Received data frames are acknowledged at
+//! once (one ACK per data frame, enqueued on the NIC). The sender injects its next data frame
+//! only when the NIC is idle and the pacer allows (at most one frame per serialization time /
+//! rate), taking its flows in round-robin order: the NIC pulls data, so queued ACKs go first and
+//! a host at full rate sends data at line rate minus its ACK traffic.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+use ofan_dataplane::lb::{
+    mix64, Algorithm, DestKey, LbConfig, LbRng, Northbound, PipeBalancer, PortLoad, PortMask,
+    SizeClass, SwitchBalancer,
+};
+use ofan_topology::{
+    FailedLinks, NodeId, PortDirection, Role, Topology, TopologyKind, TrafficMatrix,
+};
+
+use crate::config::{Failures, FlowSpec, ModelConfig, Pacing, Scheme, Workload};
+use crate::error::ModelError;
+use crate::report::{EdgeUplinkInvariant, PacketCounts, QueueStats, RunReport, Stage};
+use crate::workload;
+
+/// `via` of a packet that is not source-routed.
+const NO_VIA: u16 = u16::MAX;
+/// Salt of the per-switch load-balancer seeds.
+const SWITCH_SALT: u64 = 0x7377_6974_6368;
+/// Salt of the per-host generators.
+const HOST_SALT: u64 = 0x686f_7374;
+/// Salt of DRB pointer starts.
+const DRB_SALT: u64 = 0x0064_7262;
+/// How many failure samples to draw before giving up on a connected one.
+const FAILURE_ATTEMPTS: u32 = 1000;
+
+/// Flag bits of [`Packet::seq_flags`].
+const ACK_FLAG: u32 = 1 << 31;
+const ECN_FLAG: u32 = 1 << 30;
+/// Sequence numbers use the low 30 bits.
+const SEQ_MASK: u32 = ECN_FLAG - 1;
+
+/// A frame in flight: 16 bytes, `Copy`, stored inline in the ports' wire queues.
+#[derive(Debug, Clone, Copy)]
+struct Packet {
+    flow: u32,
+    /// Sequence number (low 30 bits), [`ACK_FLAG`], [`ECN_FLAG`] (CE mark; echoed by ACKs).
+    seq_flags: u32,
+    /// Frame bytes (header + payload, or the ACK), without the inter-frame gap.
+    frame: u32,
+    /// Host-chosen entropy (spray, reps; echoed by ACKs), 0 otherwise.
+    entropy: u16,
+    /// DRB source route: low byte = edge up-port position, high byte = aggregation up-port
+    /// position; [`NO_VIA`] when the switches decide.
+    via: u16,
+}
+
+impl Packet {
+    #[inline]
+    const fn is_ack(&self) -> bool {
+        self.seq_flags & ACK_FLAG != 0
+    }
+
+    #[inline]
+    const fn ecn(&self) -> bool {
+        self.seq_flags & ECN_FLAG != 0
+    }
+
+    #[inline]
+    const fn seq(&self) -> u32 {
+        self.seq_flags & SEQ_MASK
+    }
+}
+
+/// A frame in an output port: queued, being transmitted, or propagating; it reaches the peer at
+/// `arrival` and finished transmission at `arrival − propagation`.
+#[derive(Debug, Clone, Copy)]
+struct Flight {
+    arrival: u64,
+    packet: Packet,
+}
+
+/// The next arrival off the wire of output port `target` (`wake == false`), or the pacer timer
+/// of host `target`. The heap holds at most one event per port (the head of its wire) and per
+/// host, so it stays small however many frames are in flight.
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    time: u64,
+    order: u64,
+    target: u32,
+    wake: bool,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.order) == (other.time, other.order)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    /// Reversed, so that the max-heap pops the earliest (time, order) first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.time, other.order).cmp(&(self.time, self.order))
+    }
+}
+
+#[derive(Debug)]
+struct Port {
+    /// Every frame enqueued and not yet arrived at the peer, in order; the first `sent` have
+    /// finished transmission, the rest form the queue.
+    wire: VecDeque<Flight>,
+    sent: u32,
+    /// When the last enqueued frame finishes transmission.
+    free_at: u64,
+    /// Bytes and data frames in the queue.
+    bytes: u64,
+    data: u32,
+    peer: u32,
+    peer_port: u16,
+    stage: Stage,
+    max_packets: u32,
+    max_data: u32,
+    max_bytes: u64,
+    data_carried: u64,
+    area_packets: u128,
+    area_bytes: u128,
+    link: u32,
+}
+
+impl Port {
+    /// Moves the frames whose transmission ended by `now` out of the queue.
+    #[inline]
+    fn purge(&mut self, now: u64, propagation: u64) {
+        while let Some(flight) = self.wire.get(self.sent as usize) {
+            if flight.arrival - propagation > now {
+                break;
+            }
+            self.bytes -= u64::from(flight.packet.frame);
+            self.data -= u32::from(!flight.packet.is_ack());
+            self.sent += 1;
+        }
+    }
+
+    /// Frames in the queue (after [`Port::purge`]).
+    #[inline]
+    fn queued(&self) -> u32 {
+        self.wire.len() as u32 - self.sent
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct NodeInfo {
+    role: Role,
+    pod: u16,
+    port_base: u32,
+    /// Port index of the first up-port.
+    up_first: u16,
+    up_count: u8,
+    /// First pipe balancer of the switch in `Sim::balancers`.
+    lb_base: u32,
+    /// First valid mask of the switch in `Sim::masks`.
+    mask_base: u32,
+}
+
+#[derive(Debug)]
+struct Host {
+    edge: u32,
+    edge_number: u32,
+    edge_in_pod: u16,
+    slot: u16,
+    pod: u16,
+    /// Flows with data left to send, in round-robin order.
+    active: Vec<u32>,
+    cursor: usize,
+    rng: LbRng,
+}
+
+#[derive(Debug)]
+struct Flow {
+    src: u32,
+    dst: u32,
+    packets: u32,
+    last_frame: u32,
+    next_seq: u32,
+    received: u32,
+    seq_sum: u64,
+    acked: u32,
+    drb_data: u64,
+    drb_ack: u64,
+    done_at: Option<u64>,
+    /// REPS: entropies whose ACKs came back unmarked, oldest first.
+    recycled: VecDeque<u16>,
+}
+
+struct Sim<'a> {
+    topology: &'a Topology,
+    config: &'a ModelConfig,
+    scheme: Scheme,
+    uses_queues: bool,
+    fat_tree: bool,
+    w: u8,
+    nodes: Vec<NodeInfo>,
+    ports: Vec<Port>,
+    hosts: Vec<Host>,
+    flows: Vec<Flow>,
+    balancers: Vec<PipeBalancer>,
+    /// Valid up-port masks per (switch, key) under failures; empty without failures.
+    masks: Vec<u64>,
+    /// Per link id: failed.
+    dead: Vec<bool>,
+    failed: bool,
+    heap: BinaryHeap<Event>,
+    order: u64,
+    data_frame: u32,
+    ack_frame: u32,
+    ser_data: u64,
+    ser_ack: u64,
+    rate_ppm: u64,
+    propagation: u64,
+    buffer: u64,
+    ecn: u64,
+    pipe_ports: u16,
+    counts: PacketCounts,
+    edge_bound: u32,
+    edge_violations: u64,
+    edge_max_data: u32,
+    /// Per host: first and last data arrival (first = `u64::MAX` before any).
+    deliveries: Vec<(u64, u64)>,
+    delivered_wire_bytes: u64,
+    events: u64,
+    now: u64,
+}
+
+/// Runs one configuration to completion.
+///
+/// # Errors
+/// As [`ModelConfig::validate`], plus topology, workload, failure and load-balancer setup
+/// errors.
+pub fn run(config: &ModelConfig) -> Result<RunReport, ModelError> {
+    config.validate()?;
+    let topology = Topology::new(config.topology)?;
+    run_on(&topology, config)
+}
+
+/// Runs one configuration on an already built topology (which must be `config.topology`).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_on(topology: &Topology, config: &ModelConfig) -> Result<RunReport, ModelError> {
+    config.validate()?;
+    let specs = workload::flows(
+        topology,
+        &config.workload,
+        config.message_bytes,
+        config.seed,
+    )?;
+    let matrix = host_weighted_matrix(topology, &specs);
+    let (failures, rho_max) = choose_failures(topology, config, &matrix)?;
+    let rho_max = match (config.pacing, rho_max) {
+        (_, Some(rho)) => Some(rho),
+        (Pacing::RhoMax, None) => Some(topology.rho_max(&failures, &matrix)?),
+        (Pacing::Offered, None) => None,
+    };
+    let send_rate = match config.pacing {
+        Pacing::Offered => config.load,
+        Pacing::RhoMax => config.load * rho_max.unwrap_or(1.0),
+    };
+    let mut sim = Sim::new(topology, config, &failures, &specs, send_rate)?;
+    sim.start();
+    sim.run_loop();
+    Ok(sim.report(&failures, &specs, send_rate, rho_max))
+}
+
+/// Flows weighted so that every source host's flows sum to its line rate: ρ_max is then the
+/// fraction of line rate a host can send at.
+fn host_weighted_matrix(topology: &Topology, specs: &[FlowSpec]) -> TrafficMatrix {
+    let mut per_host = vec![0u32; topology.hosts().len()];
+    for spec in specs {
+        per_host[spec.src as usize] += 1;
+    }
+    let mut matrix = TrafficMatrix::new();
+    for spec in specs {
+        matrix.push(
+            NodeId(spec.src),
+            NodeId(spec.dst),
+            1.0 / f64::from(per_host[spec.src as usize]),
+        );
+    }
+    matrix
+}
+
+fn choose_failures(
+    topology: &Topology,
+    config: &ModelConfig,
+    matrix: &TrafficMatrix,
+) -> Result<(FailedLinks, Option<f64>), ModelError> {
+    match &config.failures {
+        Failures::None => Ok((FailedLinks::new(), None)),
+        Failures::Links { links } => {
+            let failures = workload::explicit_failures(topology, links)?;
+            let rho = topology.rho_max(&failures, matrix)?;
+            Ok((failures, Some(rho)))
+        }
+        Failures::Random { probability } => {
+            for attempt in 0..FAILURE_ATTEMPTS {
+                let failures =
+                    workload::sample_failures(topology, *probability, config.seed, attempt);
+                match topology.rho_max(&failures, matrix) {
+                    Ok(rho) => return Ok((failures, Some(rho))),
+                    Err(ofan_topology::TopologyError::NoValidPath { .. }) => continue,
+                    Err(other) => return Err(other.into()),
+                }
+            }
+            Err(ModelError::Disconnected {
+                probability: *probability,
+                attempts: FAILURE_ATTEMPTS,
+            })
+        }
+    }
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        topology: &'a Topology,
+        config: &'a ModelConfig,
+        failures: &FailedLinks,
+        specs: &[FlowSpec],
+        send_rate: f64,
+    ) -> Result<Self, ModelError> {
+        let k = topology.k();
+        let w = u8::try_from(k / 2).expect("k <= 64");
+        let fat_tree = matches!(topology.kind(), TopologyKind::FatTree { .. });
+        let scheme = config.scheme;
+        let algorithm = scheme.switch_algorithm();
+        let pipes = k.div_ceil(config.pipe_ports);
+        let first_edge = topology.edges()[0].id.0;
+        let first_agg = topology.aggregations().first().map(|node| node.id.0);
+
+        let mut nodes = Vec::with_capacity(topology.nodes().len());
+        let mut ports = Vec::new();
+        let mut balancers = Vec::new();
+        let mut masks = Vec::new();
+        for node in topology.nodes() {
+            let up_first = node
+                .ports
+                .iter()
+                .position(|port| port.direction == PortDirection::Up)
+                .unwrap_or(node.ports.len());
+            let balances = matches!(node.role, Role::Edge | Role::Aggregation);
+            let lb_base = balancers.len() as u32;
+            let mask_base = masks.len() as u32;
+            if balances {
+                let up_count = (node.ports.len() - up_first) as u8;
+                let dest_keys = topology.dest_key_count(node.id);
+                let lb = SwitchBalancer::new(LbConfig {
+                    algorithm,
+                    up_ports: up_count,
+                    dest_keys,
+                    pipes,
+                    buffer_bytes: u32::try_from(config.buffer_bytes).unwrap_or(u32::MAX),
+                    seed: mix64(config.seed ^ mix64(SWITCH_SALT ^ u64::from(node.id.0))),
+                })?;
+                for pipe in 0..pipes {
+                    balancers.push(lb.pipe(pipe)?);
+                }
+                if !failures.is_empty() {
+                    for key in 0..dest_keys {
+                        masks.push(topology.valid_up_mask(failures, node.id, DestKey(key)));
+                    }
+                }
+            }
+            nodes.push(NodeInfo {
+                role: node.role,
+                pod: node.pod.unwrap_or(0),
+                port_base: ports.len() as u32,
+                up_first: up_first as u16,
+                up_count: (node.ports.len() - up_first) as u8,
+                lb_base,
+                mask_base,
+            });
+            for port in &node.ports {
+                let stage = match (node.role, port.direction) {
+                    (Role::Host, _) => Stage::HostUp,
+                    (Role::Edge, PortDirection::Up) => Stage::EdgeUp,
+                    (Role::Edge, PortDirection::Down) => Stage::EdgeDown,
+                    (Role::Aggregation, PortDirection::Up) => Stage::AggUp,
+                    (Role::Aggregation, PortDirection::Down) => Stage::AggDown,
+                    (Role::Core, _) => Stage::CoreDown,
+                };
+                ports.push(Port {
+                    wire: VecDeque::with_capacity(16),
+                    sent: 0,
+                    free_at: 0,
+                    bytes: 0,
+                    data: 0,
+                    peer: port.peer.0,
+                    peer_port: port.peer_port.0,
+                    stage,
+                    max_packets: 0,
+                    max_data: 0,
+                    max_bytes: 0,
+                    data_carried: 0,
+                    area_packets: 0,
+                    area_bytes: 0,
+                    link: port.link.0,
+                });
+            }
+        }
+
+        let mut hosts: Vec<Host> = topology
+            .hosts()
+            .iter()
+            .map(|node| {
+                let edge = topology.host_edge(node.id);
+                let edge_node = topology.node(edge);
+                Host {
+                    edge: edge.0,
+                    edge_number: edge.0 - first_edge,
+                    edge_in_pod: edge_node.index,
+                    slot: node.ports[0].peer_port.0,
+                    pod: node.pod.unwrap_or(0),
+                    active: Vec::new(),
+                    cursor: 0,
+                    rng: LbRng::new(mix64(config.seed ^ mix64(HOST_SALT ^ u64::from(node.id.0)))),
+                }
+            })
+            .collect();
+        let _ = first_agg;
+
+        let payload = u64::from(config.link.payload_bytes);
+        let header = config.link.header_bytes;
+        let data_frame = config.link.payload_bytes + header;
+        let mut flows = Vec::with_capacity(specs.len());
+        for (index, spec) in specs.iter().enumerate() {
+            let packets = spec.bytes.div_ceil(payload);
+            let packets = u32::try_from(packets)
+                .ok()
+                .filter(|&packets| packets <= SEQ_MASK)
+                .ok_or_else(|| ModelError::InvalidConfig {
+                    field: "message_bytes",
+                    value: spec.bytes.to_string(),
+                    reason: "a flow holds at most 2^30 packets",
+                })?;
+            let last_payload = spec.bytes - (u64::from(packets) - 1) * payload;
+            let start =
+                |class: u64| mix64(config.seed ^ mix64(DRB_SALT ^ (index as u64) << 1 ^ class));
+            flows.push(Flow {
+                src: spec.src,
+                dst: spec.dst,
+                packets,
+                last_frame: last_payload as u32 + header,
+                next_seq: 0,
+                received: 0,
+                seq_sum: 0,
+                acked: 0,
+                drb_data: start(0),
+                drb_ack: start(1),
+                done_at: None,
+                recycled: VecDeque::new(),
+            });
+            hosts[spec.src as usize].active.push(index as u32);
+        }
+
+        let mut dead = vec![false; topology.links().len()];
+        for link in failures.iter() {
+            dead[link.index()] = true;
+        }
+        let rate_ppm = ((send_rate * 1e6).round() as u64).clamp(1, 1_000_000);
+        let wire = |frame: u32| {
+            config
+                .link
+                .serialization_ps(u64::from(frame) + u64::from(config.link.gap_bytes))
+        };
+        let host_count = hosts.len();
+        Ok(Self {
+            topology,
+            config,
+            scheme,
+            uses_queues: algorithm.uses_queues(),
+            fat_tree,
+            w,
+            nodes,
+            ports,
+            hosts,
+            flows,
+            balancers,
+            masks,
+            dead,
+            failed: !failures.is_empty(),
+            heap: BinaryHeap::with_capacity(host_count * 64),
+            order: 0,
+            data_frame,
+            ack_frame: config.link.ack_bytes,
+            ser_data: wire(data_frame),
+            ser_ack: wire(config.link.ack_bytes),
+            rate_ppm,
+            propagation: config.link.propagation_ps,
+            buffer: config.buffer_bytes,
+            ecn: config.ecn_threshold_bytes,
+            pipe_ports: config.pipe_ports,
+            counts: PacketCounts {
+                flows: specs.len() as u64,
+                ..PacketCounts::default()
+            },
+            edge_bound: u32::from(w) + 1,
+            edge_violations: 0,
+            edge_max_data: 0,
+            deliveries: vec![(u64::MAX, 0); host_count],
+            delivered_wire_bytes: 0,
+            events: 0,
+            now: 0,
+        })
+    }
+
+    #[inline]
+    fn push(&mut self, time: u64, target: u32, wake: bool) {
+        self.order += 1;
+        self.heap.push(Event {
+            time,
+            order: self.order,
+            target,
+            wake,
+        });
+    }
+
+    fn start(&mut self) {
+        // Collectives are synchronous (paper §2.1): every host starts at t = 0.
+        for host in 0..self.hosts.len() as u32 {
+            if !self.hosts[host as usize].active.is_empty() {
+                self.push(0, host, true);
+            }
+        }
+    }
+
+    fn run_loop(&mut self) {
+        while let Some(event) = self.heap.pop() {
+            self.now = event.time;
+            self.events += 1;
+            if event.wake {
+                self.wake(event.target);
+                continue;
+            }
+            let propagation = self.propagation;
+            let port = &mut self.ports[event.target as usize];
+            port.purge(event.time, propagation);
+            let flight = port.wire.pop_front().expect("a wire event has a frame");
+            debug_assert_eq!(flight.arrival, event.time);
+            port.sent -= 1;
+            let packet = flight.packet;
+            let (node, in_port) = (port.peer, port.peer_port);
+            if let Some(next) = port.wire.front() {
+                let next = next.arrival;
+                self.push(next, event.target, false);
+            }
+            if self.nodes[node as usize].role == Role::Host {
+                self.receive(node, packet);
+            } else {
+                self.forward(node, in_port, packet);
+            }
+        }
+    }
+
+    #[inline]
+    fn serialization(&self, frame: u32) -> u64 {
+        if frame == self.data_frame {
+            self.ser_data
+        } else if frame == self.ack_frame {
+            self.ser_ack
+        } else {
+            self.config
+                .link
+                .serialization_ps(u64::from(frame) + u64::from(self.config.link.gap_bytes))
+        }
+    }
+
+    /// The pacer: time between the starts of consecutive data frames of a host.
+    #[inline]
+    fn paced(&self, serialization: u64) -> u64 {
+        if self.rate_ppm == 1_000_000 {
+            serialization
+        } else {
+            (u128::from(serialization) * 1_000_000).div_ceil(u128::from(self.rate_ppm)) as u64
+        }
+    }
+
+    /// A host's pacer fires: inject the next data frame if the NIC is idle.
+    fn wake(&mut self, host: u32) {
+        let now = self.now;
+        let nic = self.nodes[host as usize].port_base as usize;
+        let free_at = self.ports[nic].free_at;
+        if free_at > now {
+            self.push(free_at, host, true);
+            return;
+        }
+        let state = &mut self.hosts[host as usize];
+        if state.active.is_empty() {
+            return;
+        }
+        if state.cursor >= state.active.len() {
+            state.cursor = 0;
+        }
+        let flow_id = state.active[state.cursor];
+        let flow = &mut self.flows[flow_id as usize];
+        let seq = flow.next_seq;
+        flow.next_seq += 1;
+        let frame = if flow.next_seq == flow.packets {
+            state.active.remove(state.cursor);
+            flow.last_frame
+        } else {
+            state.cursor += 1;
+            self.data_frame
+        };
+        let (entropy, drb) = match self.scheme {
+            Scheme::Switch(_) => (0, None),
+            Scheme::Spray => (state.rng.next_u64() as u16, None),
+            Scheme::Reps => {
+                let fresh = &mut state.rng;
+                (
+                    flow.recycled
+                        .pop_front()
+                        .unwrap_or_else(|| fresh.next_u64() as u16),
+                    None,
+                )
+            }
+            Scheme::Drb => {
+                let n = flow.drb_data;
+                flow.drb_data = n.wrapping_add(1);
+                (0, Some((flow.src, flow.dst, n)))
+            }
+        };
+        let via = drb.map_or(NO_VIA, |(src, dst, n)| self.drb_waypoint(src, dst, n));
+        let more = !self.hosts[host as usize].active.is_empty();
+        self.counts.data_sent += 1;
+        let packet = Packet {
+            flow: flow_id,
+            seq_flags: seq,
+            frame,
+            entropy,
+            via,
+        };
+        self.enqueue(nic, packet);
+        if more {
+            let next = now + self.paced(self.serialization(frame));
+            self.push(next, host, true);
+        }
+    }
+
+    /// A frame reaches its destination host.
+    fn receive(&mut self, host: u32, packet: Packet) {
+        let now = self.now;
+        let flow = &mut self.flows[packet.flow as usize];
+        if packet.is_ack() {
+            debug_assert_eq!(flow.src, host);
+            flow.acked += 1;
+            self.counts.acks_delivered += 1;
+            if self.scheme == Scheme::Reps && !packet.ecn() {
+                flow.recycled.push_back(packet.entropy);
+            }
+            if flow.acked == flow.packets {
+                flow.done_at = Some(now);
+            }
+            return;
+        }
+        {
+            {
+                debug_assert_eq!(flow.dst, host);
+                flow.received += 1;
+                flow.seq_sum += u64::from(packet.seq());
+                let n = flow.drb_ack;
+                flow.drb_ack = n.wrapping_add(1);
+                let src = flow.src;
+                self.counts.data_delivered += 1;
+                self.delivered_wire_bytes +=
+                    u64::from(packet.frame) + u64::from(self.config.link.gap_bytes);
+                let window = &mut self.deliveries[host as usize];
+                window.0 = window.0.min(now);
+                window.1 = now;
+                let via = if self.scheme == Scheme::Drb {
+                    self.drb_waypoint(host, src, n)
+                } else {
+                    NO_VIA
+                };
+                let ack = Packet {
+                    flow: packet.flow,
+                    seq_flags: packet.seq_flags | ACK_FLAG,
+                    frame: self.ack_frame,
+                    entropy: packet.entropy,
+                    via,
+                };
+                self.counts.acks_sent += 1;
+                let nic = self.nodes[host as usize].port_base as usize;
+                self.enqueue(nic, ack);
+            }
+        }
+    }
+
+    /// A switch forwards a frame it has fully received on `in_port`.
+    fn forward(&mut self, node: u32, in_port: u16, packet: Packet) {
+        let info = self.nodes[node as usize];
+        let flow = &self.flows[packet.flow as usize];
+        let dst = if packet.is_ack() { flow.src } else { flow.dst };
+        let target = &self.hosts[dst as usize];
+        let down = match info.role {
+            Role::Edge => (target.edge == node).then_some(target.slot),
+            Role::Aggregation => (target.pod == info.pod).then_some(target.edge_in_pod),
+            Role::Core => Some(if self.fat_tree {
+                target.pod
+            } else {
+                target.edge_number as u16
+            }),
+            Role::Host => unreachable!("hosts receive, they do not forward"),
+        };
+        let out = match down {
+            Some(port) => port,
+            None => {
+                let key = if info.role == Role::Edge {
+                    target.edge_number
+                } else {
+                    u32::from(target.pod)
+                };
+                match self.choose_up(info, in_port, key, &packet) {
+                    Some(position) => info.up_first + u16::from(position),
+                    None => {
+                        self.counts.drops_no_route += 1;
+                        return;
+                    }
+                }
+            }
+        };
+        self.enqueue((info.port_base + u32::from(out)) as usize, packet);
+    }
+
+    /// The northbound decision: the DRB source route, or the load-balancing core.
+    #[inline]
+    fn choose_up(&mut self, info: NodeInfo, in_port: u16, key: u32, packet: &Packet) -> Option<u8> {
+        if packet.via != NO_VIA {
+            return Some(if info.role == Role::Edge {
+                packet.via as u8
+            } else {
+                (packet.via >> 8) as u8
+            });
+        }
+        let valid = if self.failed {
+            PortMask(self.masks[(info.mask_base + key) as usize])
+        } else {
+            PortMask::all(info.up_count)
+        };
+        let class = if packet.is_ack() {
+            SizeClass::Ack
+        } else {
+            SizeClass::of_frame(packet.frame, SizeClass::DEFAULT_ACK_MAX_FRAME)
+        };
+        let kind_bit = u64::from(packet.is_ack());
+        let flow_hash =
+            mix64(u64::from(packet.flow) << 24 ^ kind_bit << 16 ^ u64::from(packet.entropy)) as u32;
+        let northbound = Northbound {
+            key: DestKey(key),
+            class,
+            valid,
+            flow_hash,
+            frame_len: packet.frame,
+        };
+        let mut loads = [PortLoad::default(); 64];
+        let loads = if self.uses_queues {
+            let (now, propagation) = (self.now, self.propagation);
+            let first = (info.port_base + u32::from(info.up_first)) as usize;
+            for (load, port) in loads
+                .iter_mut()
+                .zip(&mut self.ports[first..first + usize::from(info.up_count)])
+            {
+                port.purge(now, propagation);
+                *load = PortLoad {
+                    packets: port.queued(),
+                    bytes: u32::try_from(port.bytes).unwrap_or(u32::MAX),
+                };
+            }
+            &mut loads[..usize::from(info.up_count)]
+        } else {
+            &mut []
+        };
+        let pipe = in_port / self.pipe_ports;
+        let balancer = &mut self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+        balancer.choose(&northbound, loads).map(|port| port.0)
+    }
+
+    /// DRB: the `n`-th waypoint of the (src, dst) pointer, in the interleaved order that
+    /// visits every aggregation switch once per w packets and every core once per w² packets,
+    /// skipping waypoints whose path has a failed link. [`NO_VIA`] when the hosts share an
+    /// edge switch (no choice) or no waypoint is alive.
+    fn drb_waypoint(&self, src: u32, dst: u32, n: u64) -> u16 {
+        let (from, to) = (&self.hosts[src as usize], &self.hosts[dst as usize]);
+        if from.edge == to.edge {
+            return NO_VIA;
+        }
+        let w = u64::from(self.w);
+        let inter_pod = self.fat_tree && from.pod != to.pod;
+        let count = if inter_pod { w * w } else { w };
+        let via_of = |i: u64| -> u16 {
+            let agg = (i % w) as u16;
+            let core_port = if inter_pod { (i / w) as u16 } else { 0xff };
+            agg | core_port << 8
+        };
+        if !self.failed {
+            return via_of(n % count);
+        }
+        let alive = |i: u64| self.drb_alive(from, to, (i % w) as u8, (i / w) as u8, inter_pod);
+        let valid = (0..count).filter(|&i| alive(i)).count() as u64;
+        if valid == 0 {
+            return NO_VIA;
+        }
+        let rank = n % valid;
+        (0..count)
+            .filter(|&i| alive(i))
+            .nth(rank as usize)
+            .map_or(NO_VIA, via_of)
+    }
+
+    fn drb_alive(&self, from: &Host, to: &Host, agg: u8, core_port: u8, inter_pod: bool) -> bool {
+        let up_link = |node: u32, position: u8| {
+            let info = &self.nodes[node as usize];
+            let port = info.port_base + u32::from(info.up_first) + u32::from(position);
+            self.dead[self.ports[port as usize].link as usize]
+        };
+        if up_link(from.edge, agg) || up_link(to.edge, agg) {
+            return false;
+        }
+        if !inter_pod {
+            return true;
+        }
+        let w = u32::from(self.w);
+        let first_agg = self.topology.aggregations()[0].id.0;
+        let agg_of = |pod: u16| first_agg + u32::from(pod) * w + u32::from(agg);
+        !(up_link(agg_of(from.pod), core_port) || up_link(agg_of(to.pod), core_port))
+    }
+
+    /// Puts `packet` on output port `port_id` at the current time (or drops it).
+    #[inline]
+    fn enqueue(&mut self, port_id: usize, mut packet: Packet) {
+        let (now, propagation) = (self.now, self.propagation);
+        let serialization = self.serialization(packet.frame);
+        let port = &mut self.ports[port_id];
+        port.purge(now, propagation);
+        let frame = u64::from(packet.frame);
+        let data = !packet.is_ack();
+        if port.stage.is_switch() {
+            if port.bytes + frame > self.buffer {
+                self.counts.drops_buffer += 1;
+                return;
+            }
+            if data && port.bytes >= self.ecn {
+                packet.seq_flags |= ECN_FLAG;
+                self.counts.ecn_marks += 1;
+            }
+        }
+        let finish = now.max(port.free_at) + serialization;
+        port.free_at = finish;
+        port.bytes += frame;
+        port.data += u32::from(data);
+        port.data_carried += u64::from(data);
+        let arrival = finish + propagation;
+        let idle = port.wire.is_empty();
+        port.wire.push_back(Flight { arrival, packet });
+        let packets = port.queued();
+        port.max_packets = port.max_packets.max(packets);
+        port.max_data = port.max_data.max(port.data);
+        port.max_bytes = port.max_bytes.max(port.bytes);
+        let residence = u128::from(finish - now);
+        port.area_packets += residence;
+        port.area_bytes += residence * u128::from(frame);
+        if data && port.stage == Stage::EdgeUp {
+            self.edge_max_data = self.edge_max_data.max(port.data);
+            if port.data > self.edge_bound {
+                self.edge_violations += 1;
+            }
+        }
+        if idle {
+            self.push(arrival, port_id as u32, false);
+        }
+    }
+
+    fn report(
+        mut self,
+        failures: &FailedLinks,
+        specs: &[FlowSpec],
+        send_rate: f64,
+        rho_max: Option<f64>,
+    ) -> RunReport {
+        let end = self.now;
+        let mut cct = Some(0u64);
+        for flow in &self.flows {
+            let n = u64::from(flow.packets);
+            let exact = flow.received == flow.packets && flow.seq_sum == n * (n - 1) / 2;
+            match flow.done_at {
+                Some(done) if exact && flow.acked == flow.packets => {
+                    self.counts.flows_complete += 1;
+                    cct = cct.map(|cct| cct.max(done));
+                }
+                _ => cct = None,
+            }
+        }
+        let lower_bound = lower_bound_ps(self.topology, self.config, specs);
+        let queues: Vec<QueueStats> = Stage::ALL
+            .iter()
+            .map(|&stage| stage_stats(&self.ports, stage, end))
+            .collect();
+        let switch_stages = queues
+            .iter()
+            .filter(|stats| stats.stage.is_some_and(Stage::is_switch));
+        let max_queue_bytes = switch_stages
+            .clone()
+            .map(|s| s.max_bytes)
+            .max()
+            .unwrap_or(0);
+        let max_queue_packets = switch_stages.map(|s| s.max_packets).max().unwrap_or(0);
+        // Each receiver's window runs from its first data arrival to its last plus one frame
+        // time, so that latency differences between near and far flows do not count.
+        let window_ps: u64 = self
+            .deliveries
+            .iter()
+            .filter(|(first, _)| *first != u64::MAX)
+            .map(|(first, last)| last - first + self.ser_data)
+            .sum();
+        let utilization = if window_ps == 0 {
+            0.0
+        } else {
+            let bits = self.delivered_wire_bytes as f64 * 8.0;
+            bits / (self.config.link.rate_bps as f64 * window_ps as f64 * 1e-12)
+        };
+        let one_flow_each = {
+            let mut sends = vec![0u8; self.hosts.len()];
+            let mut recvs = vec![0u8; self.hosts.len()];
+            specs.iter().all(|spec| {
+                sends[spec.src as usize] += 1;
+                recvs[spec.dst as usize] += 1;
+                sends[spec.src as usize] == 1 && recvs[spec.dst as usize] == 1
+            })
+        };
+        let applies = self.scheme == Scheme::Switch(Algorithm::Ofan)
+            && failures.is_empty()
+            && one_flow_each
+            && !matches!(self.config.workload, Workload::AllToAll);
+        RunReport {
+            schema: "ofan.run/1".to_owned(),
+            source: "model".to_owned(),
+            config: self.config.clone(),
+            hosts: self.hosts.len() as u32,
+            failed_links: failures.iter().map(|link| link.0).collect(),
+            send_rate,
+            rho_max,
+            cct_ps: cct,
+            lower_bound_ps: lower_bound,
+            cct_increase: cct.map(|cct| cct as f64 / lower_bound as f64 - 1.0),
+            utilization,
+            max_queue_bytes,
+            max_queue_packets,
+            queues,
+            packets: self.counts.clone(),
+            edge_uplink: EdgeUplinkInvariant {
+                applies,
+                bound_data_packets: self.edge_bound,
+                max_data_packets: self.edge_max_data,
+                violations: self.edge_violations,
+            },
+            events: self.events,
+            end_ps: end,
+        }
+    }
+}
+
+fn stage_stats(ports: &[Port], stage: Stage, end: u64) -> QueueStats {
+    let mut stats = QueueStats {
+        stage: Some(stage),
+        ..QueueStats::default()
+    };
+    let (mut area_packets, mut area_bytes) = (0u128, 0u128);
+    let (mut carried, mut busiest) = (0u64, 0u64);
+    for port in ports.iter().filter(|port| port.stage == stage) {
+        stats.ports += 1;
+        stats.max_packets = stats.max_packets.max(port.max_packets);
+        stats.max_data_packets = stats.max_data_packets.max(port.max_data);
+        stats.max_bytes = stats.max_bytes.max(port.max_bytes);
+        area_packets += port.area_packets;
+        area_bytes += port.area_bytes;
+        carried += port.data_carried;
+        busiest = busiest.max(port.data_carried);
+    }
+    if stats.ports > 0 && end > 0 {
+        let span = f64::from(stats.ports) * end as f64;
+        stats.mean_packets = area_packets as f64 / span;
+        stats.mean_bytes = area_bytes as f64 / span;
+    }
+    if carried > 0 {
+        let mean = carried as f64 / f64::from(stats.ports);
+        stats.link_overload = busiest as f64 / mean - 1.0;
+    }
+    stats
+}
+
+/// The CCT lower bound at full line rate without failures: the topology's per-flow bound
+/// (paper A) and, for hosts that send or receive several flows, their serialization bound.
+fn lower_bound_ps(topology: &Topology, config: &ModelConfig, specs: &[FlowSpec]) -> u64 {
+    let link = &config.link;
+    let payload = u64::from(link.payload_bytes);
+    let full =
+        link.serialization_ps(payload + u64::from(link.header_bytes) + u64::from(link.gap_bytes));
+    let hosts = topology.hosts().len();
+    // Per host: packets out/in and the longest tail (bound minus own serialization).
+    let mut out = vec![(0u64, 0u64); hosts];
+    let mut inn = vec![(0u64, 0u64); hosts];
+    let mut bound = 0u64;
+    for spec in specs {
+        let pair = [(NodeId(spec.src), NodeId(spec.dst))];
+        let flow_bound = topology.cct_lower_bound_ps(link, &pair, spec.bytes);
+        bound = bound.max(flow_bound);
+        let packets = spec.bytes.div_ceil(payload);
+        let tail = flow_bound.saturating_sub((packets - 1) * full);
+        for (side, host) in [(&mut out, spec.src), (&mut inn, spec.dst)] {
+            let entry = &mut side[host as usize];
+            entry.0 += packets;
+            entry.1 = entry.1.max(tail);
+        }
+    }
+    for (packets, tail) in out.into_iter().chain(inn) {
+        if packets > 0 {
+            bound = bound.max((packets - 1) * full + tail);
+        }
+    }
+    bound
+}

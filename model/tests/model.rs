@@ -1,0 +1,350 @@
+//! Properties of the model, at small scale (k = 4…8, small messages) so that they run fast
+//! unoptimized.
+
+use ofan_dataplane::lb::Algorithm;
+use ofan_model::{
+    run, run_many, workload, Failures, FlowSpec, ModelConfig, Pacing, RunReport, Scheme, Stage,
+    Workload,
+};
+use ofan_topology::{LinkParams, Topology, TopologyKind};
+
+fn config(k: u16, message_bytes: u64, scheme: Scheme) -> ModelConfig {
+    let mut config = ModelConfig::paper();
+    config.topology = TopologyKind::FatTree { k };
+    config.message_bytes = message_bytes;
+    config.scheme = scheme;
+    config
+}
+
+fn ofan() -> Scheme {
+    Scheme::Switch(Algorithm::Ofan)
+}
+
+fn rsq() -> Scheme {
+    Scheme::Switch(Algorithm::Rsq)
+}
+
+fn json(report: &RunReport) -> String {
+    serde_json::to_string(report).expect("reports serialize")
+}
+
+#[test]
+fn same_seed_is_bit_identical_and_seeds_differ() {
+    for scheme in [ofan(), rsq(), Scheme::Reps, Scheme::Switch(Algorithm::Jsq)] {
+        let base = config(4, 128 * 1024, scheme);
+        let a = run(&base).unwrap();
+        let b = run(&base).unwrap();
+        assert_eq!(json(&a), json(&b), "{scheme}");
+        let mut other = base.clone();
+        other.seed = 2;
+        let c = run(&other).unwrap();
+        assert_ne!(
+            json(&a),
+            json(&c),
+            "{scheme}: seeds 1 and 2 gave the same run"
+        );
+    }
+}
+
+#[test]
+fn parallel_runs_equal_sequential_runs() {
+    let configs: Vec<ModelConfig> = [ofan(), rsq(), Scheme::Drb]
+        .into_iter()
+        .map(|scheme| config(4, 64 * 1024, scheme))
+        .collect();
+    let parallel = run_many(&configs, 3);
+    for (config, result) in configs.iter().zip(parallel) {
+        assert_eq!(json(&result.unwrap()), json(&run(config).unwrap()));
+    }
+}
+
+/// Every data frame is delivered exactly once and every ACK returns, for every scheme, when
+/// buffers are large enough.
+#[test]
+fn large_buffers_conserve_every_packet() {
+    for workload in [
+        Workload::Permutation,
+        Workload::AllToAll,
+        Workload::Ring { stride: 3 },
+    ] {
+        for scheme in Scheme::ALL {
+            let mut config = config(4, 20_000, scheme);
+            config.workload = workload.clone();
+            config.buffer_bytes = 1 << 30;
+            let report = run(&config).unwrap();
+            let flows = match workload {
+                Workload::AllToAll => 16 * 15,
+                _ => 16,
+            };
+            let packets = flows * 20_000u64.div_ceil(4096);
+            let counts = &report.packets;
+            assert_eq!(counts.flows, flows, "{scheme} {workload:?}");
+            assert_eq!(counts.flows_complete, flows, "{scheme} {workload:?}");
+            assert_eq!(counts.data_sent, packets, "{scheme} {workload:?}");
+            assert_eq!(counts.data_delivered, packets, "{scheme} {workload:?}");
+            assert_eq!(counts.acks_sent, packets, "{scheme} {workload:?}");
+            assert_eq!(counts.acks_delivered, packets, "{scheme} {workload:?}");
+            assert_eq!(counts.drops_buffer + counts.drops_no_route, 0);
+            assert!(report.cct_ps.unwrap() >= report.lower_bound_ps, "{scheme}");
+        }
+    }
+}
+
+#[test]
+fn cct_is_never_below_the_lower_bound() {
+    for k in [4, 6] {
+        for scheme in Scheme::ALL {
+            let report = run(&config(k, 100_000, scheme)).unwrap();
+            let cct = report.cct_ps.unwrap();
+            assert!(
+                cct >= report.lower_bound_ps,
+                "k={k} {scheme}: {cct} < bound"
+            );
+            assert!(report.cct_increase.unwrap() >= 0.0);
+        }
+    }
+}
+
+/// A single flow meets no contention: its CCT is the lower bound (within one frame time) when
+/// its frames all have the same size. A shorter last frame cannot overtake the full frame ahead
+/// of it in a FIFO, which the bound (paper A) ignores: then the CCT exceeds it by at most
+/// (h − 1) frame times.
+#[test]
+fn a_lone_flow_completes_at_the_lower_bound() {
+    let frame = LinkParams::paper().serialization_ps(4096 + 62 + 20);
+    for (dst, bytes, slack) in [
+        (15, 1 << 20, frame),
+        (3, 1 << 20, frame),
+        (1, 40_960, frame),
+        (1, 10_000, frame),
+        (15, 4096 * 7 + 5, 5 * frame),
+    ] {
+        for scheme in Scheme::ALL {
+            let mut config = config(4, bytes, scheme);
+            config.workload = Workload::Matrix {
+                flows: vec![FlowSpec { src: 0, dst, bytes }],
+            };
+            let report = run(&config).unwrap();
+            let topology = Topology::fat_tree(4).unwrap();
+            let hosts = topology.hosts();
+            let bound = topology.cct_lower_bound_ps(
+                &config.link,
+                &[(hosts[0].id, hosts[dst as usize].id)],
+                bytes,
+            );
+            assert_eq!(report.lower_bound_ps, bound);
+            let cct = report.cct_ps.unwrap();
+            assert!(
+                cct >= bound && cct - bound <= slack,
+                "{scheme} to {dst}: {cct} vs {bound}"
+            );
+        }
+    }
+}
+
+/// Paper F.4: under Ofan, a permutation at full rate with equal-size data frames never queues
+/// more than w + 1 data frames at an edge uplink, whatever the message size.
+#[test]
+fn ofan_edge_uplinks_stay_within_w_plus_one() {
+    for (k, sizes) in [
+        (4u16, &[64 * 1024, 1 << 20][..]),
+        (6, &[64 * 1024, 512 * 1024][..]),
+        (8, &[32 * 1024, 256 * 1024][..]),
+    ] {
+        for &bytes in sizes {
+            for seed in 1..=3 {
+                let mut config = config(k, bytes, ofan());
+                config.seed = seed;
+                let report = run(&config).unwrap();
+                let invariant = &report.edge_uplink;
+                assert!(invariant.applies);
+                assert_eq!(invariant.bound_data_packets, u32::from(k / 2) + 1);
+                assert_eq!(
+                    invariant.violations, 0,
+                    "k={k} m={bytes} seed={seed}: {invariant:?}"
+                );
+                assert!(invariant.max_data_packets <= invariant.bound_data_packets);
+            }
+        }
+    }
+}
+
+/// The invariant is only claimed where its conditions hold.
+#[test]
+fn the_edge_bound_does_not_apply_outside_its_conditions() {
+    let mut all_to_all = config(4, 8192, ofan());
+    all_to_all.workload = Workload::AllToAll;
+    assert!(!run(&all_to_all).unwrap().edge_uplink.applies);
+    assert!(!run(&config(4, 8192, rsq())).unwrap().edge_uplink.applies);
+}
+
+/// Small-scale Fig. 4 classes: Ofan's max queue stays flat as messages grow 16×, RSQ's grows.
+#[test]
+fn ofan_queues_stay_flat_while_rsq_queues_grow() {
+    let max_queue = |scheme, bytes| -> f64 {
+        (1..=3)
+            .map(|seed| {
+                let mut config = config(6, bytes, scheme);
+                config.seed = seed;
+                run(&config).unwrap().max_queue_bytes as f64
+            })
+            .sum::<f64>()
+            / 3.0
+    };
+    let (small, large) = (64 * 1024, 1 << 20);
+    let ofan_growth = max_queue(ofan(), large) / max_queue(ofan(), small);
+    let rsq_growth = max_queue(rsq(), large) / max_queue(rsq(), small);
+    assert!(ofan_growth < 1.5, "ofan grew {ofan_growth}×");
+    assert!(rsq_growth > 2.0, "rsq grew only {rsq_growth}×");
+    assert!(max_queue(ofan(), large) * 3.0 < max_queue(rsq(), large));
+}
+
+#[test]
+fn small_buffers_drop_and_count() {
+    let mut config = config(4, 256 * 1024, Scheme::Switch(Algorithm::Ecmp));
+    config.buffer_bytes = 2 * (4096 + 62);
+    let report = run(&config).unwrap();
+    let counts = &report.packets;
+    assert!(counts.drops_buffer > 0);
+    assert!(counts.flows_complete < counts.flows);
+    assert_eq!(report.cct_ps, None);
+    assert_eq!(
+        counts.data_sent + counts.acks_sent,
+        counts.data_delivered + counts.acks_delivered + counts.drops_buffer + counts.drops_no_route
+    );
+    assert!(report
+        .queues
+        .iter()
+        .filter(|stats| stats.stage.is_some_and(Stage::is_switch))
+        .all(|stats| stats.max_bytes <= config.buffer_bytes));
+}
+
+#[test]
+fn failed_links_are_avoided_and_paced_at_rho_max() {
+    let topology = Topology::fat_tree(4).unwrap();
+    // The first edge's first up-link and one aggregation-core link of pod 1.
+    let edge_up = topology.hosts().len() as u32;
+    let agg_core = edge_up + 16 + 5;
+    for scheme in [
+        ofan(),
+        Scheme::Switch(Algorithm::Pofan),
+        Scheme::Drb,
+        Scheme::Reps,
+        rsq(),
+    ] {
+        let mut config = config(4, 64 * 1024, scheme);
+        config.failures = Failures::Links {
+            links: vec![edge_up, agg_core],
+        };
+        config.pacing = Pacing::RhoMax;
+        let report = run(&config).unwrap();
+        let rho = report.rho_max.unwrap();
+        assert!(rho < 1.0 && rho > 0.0, "{rho}");
+        assert_eq!(report.send_rate, rho);
+        assert_eq!(report.packets.drops_no_route, 0, "{scheme}");
+        assert_eq!(report.packets.flows_complete, 16, "{scheme}");
+        assert_eq!(report.failed_links, vec![edge_up, agg_core]);
+    }
+}
+
+#[test]
+fn random_failures_are_reproducible() {
+    let mut config = config(6, 32 * 1024, ofan());
+    config.failures = Failures::Random { probability: 0.05 };
+    config.pacing = Pacing::RhoMax;
+    let a = run(&config).unwrap();
+    assert_eq!(json(&a), json(&run(&config).unwrap()));
+    assert_eq!(a.packets.flows_complete, a.packets.flows);
+}
+
+#[test]
+fn leaf_spine_runs_every_scheme() {
+    for scheme in Scheme::ALL {
+        let mut config = config(6, 64 * 1024, scheme);
+        config.topology = TopologyKind::LeafSpine { k: 6 };
+        let report = run(&config).unwrap();
+        assert_eq!(report.packets.flows_complete, 18, "{scheme}");
+        assert_eq!(report.stage(Stage::AggUp).ports, 0);
+        if scheme == ofan() {
+            assert_eq!(report.edge_uplink.violations, 0);
+        }
+    }
+}
+
+#[test]
+fn lower_load_paces_hosts() {
+    let mut config = config(4, 256 * 1024, ofan());
+    config.load = 0.5;
+    let half = run(&config).unwrap();
+    let full = run(&self::config(4, 256 * 1024, ofan())).unwrap();
+    // 64 frames at half rate take 63 extra frame times (the propagation part is unchanged).
+    let frame = LinkParams::paper().serialization_ps(4096 + 62 + 20);
+    assert!(half.cct_ps.unwrap() >= full.cct_ps.unwrap() + 60 * frame);
+    assert!(
+        (half.utilization - 0.5).abs() < 0.05,
+        "{}",
+        half.utilization
+    );
+    assert!(full.utilization > 0.9, "{}", full.utilization);
+}
+
+#[test]
+fn workloads_have_their_shape() {
+    let topology = Topology::fat_tree(6).unwrap();
+    let hosts = topology.hosts();
+    let perm = workload::flows(&topology, &Workload::Permutation, 1000, 7).unwrap();
+    assert_eq!(perm.len(), hosts.len());
+    let mut dsts: Vec<u32> = perm.iter().map(|flow| flow.dst).collect();
+    dsts.sort_unstable();
+    assert_eq!(dsts, (0..hosts.len() as u32).collect::<Vec<_>>());
+    assert!(perm.iter().all(|flow| flow.src != flow.dst));
+    let inter = workload::flows(&topology, &Workload::InterPodPermutation, 1000, 7).unwrap();
+    assert_eq!(inter.len(), hosts.len());
+    assert!(inter
+        .iter()
+        .all(|flow| hosts[flow.src as usize].pod != hosts[flow.dst as usize].pod));
+    let matrix = workload::parse_matrix("# comment\n0 5 100\n0 5 50\n\n3 4\n", 7).unwrap();
+    assert_eq!(matrix.len(), 3);
+    let flows = workload::flows(&topology, &Workload::Matrix { flows: matrix }, 0, 1).unwrap();
+    assert_eq!(
+        flows,
+        vec![
+            FlowSpec {
+                src: 0,
+                dst: 5,
+                bytes: 150
+            },
+            FlowSpec {
+                src: 3,
+                dst: 4,
+                bytes: 7
+            }
+        ]
+    );
+    assert!(workload::parse_matrix("0 x", 1).is_err());
+    assert!(workload::flows(
+        &topology,
+        &Workload::Matrix {
+            flows: vec![FlowSpec {
+                src: 0,
+                dst: 999,
+                bytes: 1
+            }]
+        },
+        0,
+        1
+    )
+    .is_err());
+}
+
+#[test]
+fn invalid_configurations_are_rejected() {
+    let mut bad = config(4, 1000, ofan());
+    bad.load = 1.5;
+    assert!(run(&bad).is_err());
+    let mut bad = config(4, 1000, ofan());
+    bad.buffer_bytes = 100;
+    assert!(run(&bad).is_err());
+    assert!("nope".parse::<Scheme>().is_err());
+    assert_eq!("DRB".parse::<Scheme>().unwrap(), Scheme::Drb);
+}

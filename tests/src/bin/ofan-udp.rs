@@ -1,0 +1,111 @@
+//! `ofan-udp`: a small UDP traffic tool for the integration tests.
+//!
+//! ```text
+//! ofan-udp send --to 10.0.1.1:9000 --count 100000 --size 200 --rate 50000 [--flows 4]
+//! ofan-udp recv --bind 0.0.0.0:9000 --count 100000 --timeout-ms 5000
+//! ```
+//! Datagrams carry a sequence number; the receiver reports `received=… unique=… duplicates=…`
+//! so a test can check that every datagram arrived exactly once.
+
+use std::collections::HashSet;
+use std::net::{SocketAddr, UdpSocket};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: Option<T>) -> T {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .or(default)
+        .unwrap_or_else(|| {
+            eprintln!("ofan-udp: missing or bad {name}");
+            std::process::exit(2)
+        })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("send") => send(&args),
+        Some("recv") => recv(&args),
+        _ => {
+            eprintln!("usage: ofan-udp send --to ADDR:PORT --count N [--size B] [--rate PPS] [--flows F]\n       ofan-udp recv --bind ADDR:PORT --count N [--timeout-ms T]");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn send(args: &[String]) -> ExitCode {
+    let to: SocketAddr = arg(args, "--to", None);
+    let count: u64 = arg(args, "--count", None);
+    let size: usize = arg(args, "--size", Some(200));
+    let rate: u64 = arg(args, "--rate", Some(0));
+    let flows: usize = arg(args, "--flows", Some(1));
+    let bind = if to.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+    let sockets: Vec<UdpSocket> = (0..flows.max(1))
+        .map(|_| UdpSocket::bind(bind).expect("bind"))
+        .collect();
+    let mut payload = vec![0u8; size.max(8)];
+    let start = Instant::now();
+    let mut sent = 0u64;
+    let mut errors = 0u64;
+    for seq in 0..count {
+        if let Some(offset) = (seq * 1_000_000_000).checked_div(rate) {
+            let due = start + Duration::from_nanos(offset);
+            while Instant::now() < due {
+                std::hint::spin_loop();
+            }
+        }
+        payload[..8].copy_from_slice(&seq.to_be_bytes());
+        match sockets[(seq as usize) % sockets.len()].send_to(&payload, to) {
+            Ok(_) => sent += 1,
+            Err(_) => errors += 1,
+        }
+    }
+    println!(
+        "sent={sent} errors={errors} seconds={:.3}",
+        start.elapsed().as_secs_f64()
+    );
+    ExitCode::SUCCESS
+}
+
+fn recv(args: &[String]) -> ExitCode {
+    let bind: SocketAddr = arg(args, "--bind", None);
+    let count: u64 = arg(args, "--count", None);
+    let timeout = Duration::from_millis(arg(args, "--timeout-ms", Some(5000)));
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(bind),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )
+    .expect("socket");
+    let _ = socket.set_recv_buffer_size(64 << 20);
+    socket.bind(&bind.into()).expect("bind");
+    let socket: UdpSocket = socket.into();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
+    println!("ready");
+    let mut seen = HashSet::new();
+    let (mut received, mut duplicates, mut bytes) = (0u64, 0u64, 0u64);
+    let mut buffer = [0u8; 65536];
+    let mut last = Instant::now();
+    while received < count && last.elapsed() < timeout {
+        if let Ok(len) = socket.recv(&mut buffer) {
+            last = Instant::now();
+            received += 1;
+            bytes += len as u64;
+            if len >= 8
+                && !seen.insert(u64::from_be_bytes(buffer[..8].try_into().expect("8 bytes")))
+            {
+                duplicates += 1;
+            }
+        }
+    }
+    println!(
+        "received={received} unique={} duplicates={duplicates} bytes={bytes}",
+        seen.len()
+    );
+    ExitCode::SUCCESS
+}
