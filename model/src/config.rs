@@ -157,6 +157,17 @@ pub enum Pacing {
     RhoMax,
 }
 
+/// Whether a full buffer drops frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BufferLimit {
+    /// Drop-tail at `buffer_bytes` (paper §6).
+    Enforced,
+    /// Queues grow without limit (the analysis of paper §2.2, §3.3: "large buffers"); AR still
+    /// quantizes against `buffer_bytes`.
+    Unlimited,
+}
+
 /// Which switch-to-switch links are down.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -185,6 +196,8 @@ pub struct ModelConfig {
     pub link: LinkParams,
     /// Per-output-port buffer of every switch port, bytes (frames without the inter-frame gap).
     pub buffer_bytes: u64,
+    /// Whether the buffer drops when full.
+    pub buffer_limit: BufferLimit,
     /// A data packet is marked CE when the queue it joins already holds at least this many
     /// bytes (REPS reacts to it; every scheme counts marks).
     pub ecn_threshold_bytes: u64,
@@ -209,13 +222,14 @@ pub struct ModelConfig {
 
 impl ModelConfig {
     /// The paper's defaults (§6): k = 12 fat tree, [`LinkParams::paper`], 800 KB buffers, 80 KB
-    /// ECN threshold, full line rate, 1 MiB permutation, `ofan`, pipes of 4 ports, no failures.
+    /// ECN threshold, drop-tail, full line rate, 1 MiB permutation, `ofan`, pipes of 4 ports, no failures.
     #[must_use]
     pub fn paper() -> Self {
         Self {
             topology: TopologyKind::FatTree { k: 12 },
             link: LinkParams::paper(),
             buffer_bytes: 800_000,
+            buffer_limit: BufferLimit::Enforced,
             ecn_threshold_bytes: 80_000,
             load: 1.0,
             pacing: Pacing::Offered,

@@ -8,6 +8,10 @@
 //! | [`message_sizes`] | Fig. 4 | message size | max queue, CCT increase; fitted growth exponents |
 //! | [`network_sizes`] | Fig. 6 / 17 | hosts | CCT increase of pOfan pipe sizes and DRB; DRB/Ofan max-queue ratio |
 //! | [`failures`] | Fig. 9 (§6.2) | link-failure probability | CCT increase at ρ_max pacing |
+//!
+//! Figs. 3, 4 and 6/17 follow the analysis of paper §3.3 and run with unlimited buffers
+//! ([`BufferLimit::Unlimited`]), so that queues show their growth instead of drops (the model
+//! has no loss recovery); Fig. 1 and the failure sweep keep the configured limit.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -16,7 +20,7 @@ use ofan_dataplane::lb::Algorithm;
 use ofan_topology::TopologyKind;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Failures, ModelConfig, Pacing, Scheme, Workload};
+use crate::config::{BufferLimit, Failures, ModelConfig, Pacing, Scheme, Workload};
 use crate::error::ModelError;
 use crate::report::{RunReport, Stage};
 use crate::run_many;
@@ -463,6 +467,7 @@ pub fn link_overload(settings: &Sweep, schemes: &[Scheme]) -> Result<Figure, Mod
         let mut config = settings.base.clone();
         config.scheme = scheme;
         config.workload = Workload::InterPodPermutation;
+        config.buffer_limit = BufferLimit::Unlimited;
         jobs.push(Job {
             series: scheme.name().into(),
             x: 0.0,
@@ -517,6 +522,7 @@ pub fn message_sizes(
             let mut config = settings.base.clone();
             config.scheme = scheme;
             config.message_bytes = size;
+            config.buffer_limit = BufferLimit::Unlimited;
             jobs.push(Job {
                 series: scheme.name().into(),
                 x: size as f64,
@@ -575,6 +581,7 @@ pub fn network_sizes(
             config.topology = TopologyKind::FatTree { k };
             config.scheme = *scheme;
             config.pipe_ports = *pipe;
+            config.buffer_limit = BufferLimit::Unlimited;
             jobs.push(Job {
                 series: name.clone(),
                 x: hosts,

@@ -46,6 +46,7 @@
 pub mod config;
 mod error;
 pub mod figures;
+mod queue;
 pub mod report;
 pub mod sim;
 pub mod svg;
@@ -54,7 +55,7 @@ pub mod workload;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-pub use config::{Failures, FlowSpec, ModelConfig, Pacing, Scheme, Workload};
+pub use config::{BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme, Workload};
 pub use error::ModelError;
 pub use report::{QueueStats, RunReport, Stage};
 pub use sim::{run, run_on};

@@ -21,8 +21,7 @@
 //! rate), taking its flows in round-robin order: the NIC pulls data, so queued ACKs go first and
 //! a host at full rate sends data at line rate minus its ACK traffic.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use ofan_dataplane::lb::{
     mix64, Algorithm, DestKey, LbConfig, LbRng, Northbound, PipeBalancer, PortLoad, PortMask,
@@ -32,8 +31,9 @@ use ofan_topology::{
     FailedLinks, NodeId, PortDirection, Role, Topology, TopologyKind, TrafficMatrix,
 };
 
-use crate::config::{Failures, FlowSpec, ModelConfig, Pacing, Scheme, Workload};
+use crate::config::{BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme, Workload};
 use crate::error::ModelError;
+use crate::queue::EventQueue;
 use crate::report::{EdgeUplinkInvariant, PacketCounts, QueueStats, RunReport, Stage};
 use crate::workload;
 
@@ -92,35 +92,6 @@ impl Packet {
 struct Flight {
     arrival: u64,
     packet: Packet,
-}
-
-/// The next arrival off the wire of output port `target` (`wake == false`), or the pacer timer
-/// of host `target`. The heap holds at most one event per port (the head of its wire) and per
-/// host, so it stays small however many frames are in flight.
-#[derive(Debug, Clone, Copy)]
-struct Event {
-    time: u64,
-    order: u64,
-    target: u32,
-    wake: bool,
-}
-
-impl PartialEq for Event {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.order) == (other.time, other.order)
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Event {
-    /// Reversed, so that the max-heap pops the earliest (time, order) first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.order).cmp(&(self.time, self.order))
-    }
 }
 
 #[derive(Debug)]
@@ -228,8 +199,7 @@ struct Sim<'a> {
     /// Per link id: failed.
     dead: Vec<bool>,
     failed: bool,
-    heap: BinaryHeap<Event>,
-    order: u64,
+    queue: EventQueue,
     data_frame: u32,
     ack_frame: u32,
     ser_data: u64,
@@ -506,15 +476,17 @@ impl<'a> Sim<'a> {
             masks,
             dead,
             failed: !failures.is_empty(),
-            heap: BinaryHeap::with_capacity(host_count * 64),
-            order: 0,
+            queue: EventQueue::new(),
             data_frame,
             ack_frame: config.link.ack_bytes,
             ser_data: wire(data_frame),
             ser_ack: wire(config.link.ack_bytes),
             rate_ppm,
             propagation: config.link.propagation_ps,
-            buffer: config.buffer_bytes,
+            buffer: match config.buffer_limit {
+                BufferLimit::Enforced => config.buffer_bytes,
+                BufferLimit::Unlimited => u64::MAX,
+            },
             ecn: config.ecn_threshold_bytes,
             pipe_ports: config.pipe_ports,
             counts: PacketCounts {
@@ -533,13 +505,7 @@ impl<'a> Sim<'a> {
 
     #[inline]
     fn push(&mut self, time: u64, target: u32, wake: bool) {
-        self.order += 1;
-        self.heap.push(Event {
-            time,
-            order: self.order,
-            target,
-            wake,
-        });
+        self.queue.push(time, target, wake);
     }
 
     fn start(&mut self) {
@@ -552,19 +518,23 @@ impl<'a> Sim<'a> {
     }
 
     fn run_loop(&mut self) {
-        while let Some(event) = self.heap.pop() {
+        while let Some(event) = self.queue.pop() {
             self.now = event.time;
             self.events += 1;
             if event.wake {
                 self.wake(event.target);
                 continue;
             }
-            let propagation = self.propagation;
             let port = &mut self.ports[event.target as usize];
-            port.purge(event.time, propagation);
             let flight = port.wire.pop_front().expect("a wire event has a frame");
             debug_assert_eq!(flight.arrival, event.time);
-            port.sent -= 1;
+            if port.sent > 0 {
+                port.sent -= 1;
+            } else {
+                // Not purged yet: it leaves the queue now.
+                port.bytes -= u64::from(flight.packet.frame);
+                port.data -= u32::from(!flight.packet.is_ack());
+            }
             let packet = flight.packet;
             let (node, in_port) = (port.peer, port.peer_port);
             if let Some(next) = port.wire.front() {
@@ -862,7 +832,7 @@ impl<'a> Sim<'a> {
         let frame = u64::from(packet.frame);
         let data = !packet.is_ack();
         if port.stage.is_switch() {
-            if port.bytes + frame > self.buffer {
+            if port.bytes.saturating_add(frame) > self.buffer {
                 self.counts.drops_buffer += 1;
                 return;
             }

@@ -14,7 +14,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use ofan_model::figures::{self, Figure, Sweep};
 use ofan_model::{
-    default_threads, run_many, workload, Failures, ModelConfig, Pacing, RunReport, Scheme, Stage,
+    default_threads, run_many, workload, BufferLimit, Failures, ModelConfig, Pacing, RunReport, Scheme, Stage,
     Workload,
 };
 use ofan_topology::TopologyKind;
@@ -58,6 +58,12 @@ enum WorkloadKind {
     AllToAll,
     Ring,
     Matrix,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BufferLimitArg {
+    Enforced,
+    Unlimited,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -111,6 +117,9 @@ struct Common {
     /// Per-port buffer (bytes; suffixes allowed; decimal `800000` is the paper's 800 KB).
     #[arg(long, default_value = "800000", value_parser = parse_size)]
     buffer: u64,
+    /// Whether full buffers drop (figures 3, 4 and 6 always run unlimited).
+    #[arg(long, value_enum, default_value = "enforced")]
+    buffer_limit: BufferLimitArg,
     /// ECN marking threshold (bytes); default 10 % of the buffer.
     #[arg(long, value_parser = parse_size)]
     ecn: Option<u64>,
@@ -246,6 +255,10 @@ impl Common {
         config.link.ack_bytes = self.ack;
         config.link.gap_bytes = self.gap;
         config.buffer_bytes = self.buffer;
+        config.buffer_limit = match self.buffer_limit {
+            BufferLimitArg::Enforced => BufferLimit::Enforced,
+            BufferLimitArg::Unlimited => BufferLimit::Unlimited,
+        };
         config.ecn_threshold_bytes = self.ecn.unwrap_or(self.buffer / 10);
         config.load = self.load;
         config.pacing = match self.pacing {

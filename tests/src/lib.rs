@@ -14,6 +14,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds the machine for one measuring test: tests that forward traffic and measure rates or
+/// loss take this first, so they never compete with each other for the two cores.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Whether the tests run as root; prints why a test is skipped otherwise.
 pub fn require_root(test: &str) -> bool {

@@ -266,10 +266,6 @@ impl Runtime {
             }
             port_rings.push(queues);
         }
-        for (index, port) in config.ports.iter().enumerate() {
-            steering.attach(&port.name, index as u16)?;
-        }
-
         let balancer = SwitchBalancer::new(config.lb.clone())?;
         let worker_count = config.pipes.len();
         let telemetry = Arc::new(SwitchTelemetry::new(
@@ -350,6 +346,7 @@ impl Runtime {
             let handle = std::thread::Builder::new()
                 .name(format!("ofan-worker-{index}"))
                 .spawn(move || {
+                    sys::minimize_timer_slack();
                     if let Some(cpu) = cpu {
                         if let Err(error) = sys::pin_to_cpu(cpu) {
                             tracing::warn!(worker = index, cpu, %error, "cannot pin worker");
@@ -360,18 +357,26 @@ impl Runtime {
                 .map_err(|source| RuntimeError::Spawn { index, source })?;
             workers.push(handle);
         }
-        Ok(Self {
+        // Attach last: the workers have filled their fill rings by the time frames arrive.
+        let mut runtime = Self {
             workers,
             stop,
             wakers,
             telemetry,
             pool,
             inboxes,
-            steering: Some(steering),
+            steering: None,
             balancer,
             _umem: umem,
             _area: area,
-        })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        for (index, port) in config.ports.iter().enumerate() {
+            // On error, dropping `runtime` stops the workers and `steering` detaches.
+            steering.attach(&port.name, index as u16)?;
+        }
+        runtime.steering = Some(steering);
+        Ok(runtime)
     }
 
     /// The published telemetry.

@@ -53,8 +53,13 @@ fn send(args: &[String]) -> ExitCode {
     for seq in 0..count {
         if let Some(offset) = (seq * 1_000_000_000).checked_div(rate) {
             let due = start + Duration::from_nanos(offset);
-            while Instant::now() < due {
-                std::hint::spin_loop();
+            // Sleep through long waits (other processes need the CPU), spin the last stretch.
+            while let Some(wait) = due.checked_duration_since(Instant::now()) {
+                if wait > Duration::from_micros(300) {
+                    std::thread::sleep(wait - Duration::from_micros(200));
+                } else {
+                    std::hint::spin_loop();
+                }
             }
         }
         payload[..8].copy_from_slice(&seq.to_be_bytes());
