@@ -19,3 +19,5 @@ pub mod mirror;
 pub mod netlink;
 #[allow(unsafe_code)]
 mod sys;
+
+pub use sys::NetlinkSocket;

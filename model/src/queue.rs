@@ -1,20 +1,13 @@
-//! The event queue: a timing wheel ordered by (time, insertion sequence number).
+//! The event queue: a binary heap ordered by (time, insertion sequence number), so that events
+//! due at the same picosecond (collectives run in lockstep, so there are many) pop in the order
+//! they were scheduled, the same way in every run.
 //!
-//! Almost every event of the model is due within one frame time plus one propagation delay of
-//! the present (the head arrival of each port's wire, each host's pacer), so a wheel of
-//! [`WHEEL`] buckets of 2^[`SHIFT`] ps holds them all and pushing or popping touches one or two
-//! cache lines, where a binary heap of thousands of events walks a dozen levels. Events further
-//! ahead wait in an overflow heap and enter the wheel when its window reaches them. Within a
-//! bucket the earliest (time, sequence) event is found by a scan, so the order is exactly that
-//! of a heap keyed by (time, sequence).
+//! The heap stays small however many frames are in flight: it holds one event per busy output
+//! port (the next arrival off its wire) and one per sending host (its pacer). A timing wheel was
+//! tried and measured no faster: lockstep traffic puts hundreds of events in one bucket.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-
-/// log₂ of the bucket width in ps (1.024 ns).
-const SHIFT: u32 = 10;
-/// Buckets in the wheel (a window of ≈ 4.2 µs).
-const WHEEL: u64 = 4096;
 
 /// One event: the next arrival off the wire of output port `target` (`wake == false`), or the
 /// pacer timer of host `target`.
@@ -53,22 +46,14 @@ impl Ord for Event {
 
 #[derive(Debug)]
 pub(crate) struct EventQueue {
-    buckets: Vec<Vec<Event>>,
-    /// Bucket number (`time >> SHIFT`) of the present: every event in the wheel has a bucket
-    /// number in `cursor..cursor + WHEEL`, so slot `n % WHEEL` holds only bucket `n`.
-    cursor: u64,
-    in_wheel: usize,
-    overflow: BinaryHeap<Event>,
+    heap: BinaryHeap<Event>,
     order: u64,
 }
 
 impl EventQueue {
     pub(crate) fn new() -> Self {
         Self {
-            buckets: (0..WHEEL).map(|_| Vec::with_capacity(8)).collect(),
-            cursor: 0,
-            in_wheel: 0,
-            overflow: BinaryHeap::new(),
+            heap: BinaryHeap::with_capacity(4096),
             order: 0,
         }
     }
@@ -77,52 +62,18 @@ impl EventQueue {
     #[inline]
     pub(crate) fn push(&mut self, time: u64, target: u32, wake: bool) {
         self.order += 1;
-        let event = Event {
+        self.heap.push(Event {
             time,
             order: self.order,
             target,
             wake,
-        };
-        let bucket = time >> SHIFT;
-        debug_assert!(bucket >= self.cursor, "events are never scheduled in the past");
-        if bucket < self.cursor + WHEEL {
-            self.buckets[(bucket % WHEEL) as usize].push(event);
-            self.in_wheel += 1;
-        } else {
-            self.overflow.push(event);
-        }
+        });
     }
 
     /// The earliest event by (time, sequence number).
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<Event> {
-        loop {
-            let bucket = &mut self.buckets[(self.cursor % WHEEL) as usize];
-            if !bucket.is_empty() {
-                let mut best = 0;
-                for (index, event) in bucket.iter().enumerate().skip(1) {
-                    if event.key() < bucket[best].key() {
-                        best = index;
-                    }
-                }
-                self.in_wheel -= 1;
-                return Some(bucket.swap_remove(best));
-            }
-            if self.in_wheel == 0 {
-                self.cursor = self.overflow.peek()?.time >> SHIFT;
-            } else {
-                self.cursor += 1;
-            }
-            while let Some(event) = self.overflow.peek() {
-                let bucket = event.time >> SHIFT;
-                if bucket >= self.cursor + WHEEL {
-                    break;
-                }
-                let event = self.overflow.pop().expect("peeked");
-                self.buckets[(bucket % WHEEL) as usize].push(event);
-                self.in_wheel += 1;
-            }
-        }
+        self.heap.pop()
     }
 }
 
@@ -131,8 +82,7 @@ mod tests {
     use super::*;
     use ofan_dataplane::lb::LbRng;
 
-    /// The wheel pops exactly what a binary heap keyed by (time, sequence) pops, including
-    /// events far beyond the window and events pushed into the current bucket.
+    /// Events pop by (time, sequence): ties in time pop in scheduling order.
     #[test]
     fn pops_in_heap_order() {
         let mut rng = LbRng::new(3);

@@ -4,6 +4,8 @@
 //! Each subcommand lives in its own module; `main` only parses the command line and reports
 //! errors (one line, exit code 2 for bad input, 1 for failures while running).
 
+mod bench;
+mod lab;
 mod model_cli;
 mod topo_cli;
 
@@ -25,6 +27,10 @@ enum Command {
     Topo(topo_cli::TopoArgs),
     /// Deterministic packet-level model: run one experiment or reproduce a paper figure.
     Model(model_cli::ModelArgs),
+    #[command(flatten)]
+    Lab(lab::Command),
+    #[command(flatten)]
+    Bench(bench::Command),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +38,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topo(args) => topo_cli::run(args),
         Command::Model(args) => model_cli::run(args),
+        Command::Lab(command) => lab::run(command),
+        Command::Bench(command) => bench::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

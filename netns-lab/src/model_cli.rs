@@ -14,8 +14,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use ofan_model::figures::{self, Figure, Sweep};
 use ofan_model::{
-    default_threads, run_many, workload, BufferLimit, Failures, ModelConfig, Pacing, RunReport, Scheme, Stage,
-    Workload,
+    default_threads, run_many, workload, BufferLimit, Failures, ModelConfig, Pacing, RunReport,
+    Scheme, Stage, Workload,
 };
 use ofan_topology::TopologyKind;
 

@@ -48,8 +48,8 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   poll = "wakeup" | "busy"        workers sleep when idle (labs) or spin pinned (line rate)
   cpus = [0, 1]                   CPUs for busy workers (worker i on cpus[i % len])
   frame_size = 2048               UMEM frame size, 2048 or 4096 (largest frame: size - 256)
-  frames_per_port = 4096          UMEM frames per port
-  ring_size = 1024                fill/completion/RX/TX ring size (power of two)
+  frames_per_port = 8192          UMEM frames per port (default 4 x ring_size)
+  ring_size = 2048                fill/completion/RX/TX ring size (power of two)
 
   [keys]                          destination prefix -> key (paper 4.1 consolidation)
   count = 8                       number of keys (default: largest key + 1)
@@ -233,6 +233,12 @@ pub struct Overrides {
     /// Prometheus endpoint address (ADDR:PORT) or "off".
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Benchmark mode: port 2i ↔ 2i+1 without lookup, balancing or rewrite.
+    #[arg(long)]
+    pub bare: bool,
+    /// UMEM/ring size (overrides xdp.ring_size).
+    #[arg(long, value_name = "N")]
+    pub ring_size: Option<u32>,
 }
 
 /// AF_XDP bind mode as a flag.
@@ -455,7 +461,7 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
             format!("{frame_size} must be 2048 or 4096"),
         ));
     }
-    let ring_size = file.xdp.ring_size.unwrap_or(1024);
+    let ring_size = flags.ring_size.or(file.xdp.ring_size).unwrap_or(2048);
     if !ring_size.is_power_of_two() || !(64..=16384).contains(&ring_size) {
         return Err(error(
             "xdp.ring_size",
@@ -579,6 +585,7 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
         frame_size,
         frames_per_port,
         ring_size,
+        bare: flags.bare,
     };
     let mirror = MirrorConfig {
         ports: ports

@@ -126,6 +126,9 @@ pub struct RuntimeConfig {
     pub frames_per_port: u32,
     /// Ring sizes (fill, completion, RX, TX), a power of two.
     pub ring_size: u32,
+    /// Bare port-to-port mode for benchmarks: frames from port 2i leave on port 2i+1 and back,
+    /// with no parsing, lookup, balancing or rewrite (the egress queue still applies).
+    pub bare: bool,
 }
 
 /// Why the runtime could not start.
@@ -340,6 +343,7 @@ impl Runtime {
                 fill_target: config.ring_size,
                 tx_ring_size: config.ring_size,
                 counter_scratch: Vec::new(),
+                bare: config.bare,
             };
             let cpu = (!config.cpus.is_empty() && config.poll == PollMode::Busy)
                 .then(|| config.cpus[index % config.cpus.len()]);
@@ -460,6 +464,12 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
         return bad(format!(
             "{} frames per port cannot keep a ring of {} filled (need at least twice the ring)",
             config.frames_per_port, config.ring_size
+        ));
+    }
+    if config.bare && config.ports.len() % 2 != 0 {
+        return bad(format!(
+            "bare mode pairs ports (0↔1, 2↔3…) but there are {}",
+            config.ports.len()
         ));
     }
     let mut seen = vec![false; config.ports.len()];

@@ -121,6 +121,8 @@ pub struct Worker {
     pub tx_ring_size: u32,
     /// Reused buffer for publishing the forwarding counters.
     pub counter_scratch: Vec<u64>,
+    /// Bare port-to-port mode (see `RuntimeConfig::bare`).
+    pub bare: bool,
 }
 
 /// The names of the forwarding counters a worker publishes, in [`counter_values`] order.
@@ -354,25 +356,30 @@ impl Worker {
         }
 
         let mut verdicts = [Verdict::Drop(DropReason::ALL[0]); MAX_BATCH];
-        {
-            let fib = self.fib.load();
-            let umem = &*self.umem;
-            let mut refs: [FrameRef<'_>; MAX_BATCH] = std::array::from_fn(|_| FrameRef {
-                ingress,
-                data: &mut [],
-            });
-            for (slot, frame) in refs.iter_mut().zip(frames[..received].iter_mut().flatten()) {
-                *slot = FrameRef {
+        if self.bare {
+            let peer = PortId(ingress.0 ^ 1);
+            verdicts[..received].fill(Verdict::Forward { port: peer });
+        } else {
+            {
+                let fib = self.fib.load();
+                let umem = &*self.umem;
+                let mut refs: [FrameRef<'_>; MAX_BATCH] = std::array::from_fn(|_| FrameRef {
                     ingress,
-                    data: umem.data(frame),
-                };
+                    data: &mut [],
+                });
+                for (slot, frame) in refs.iter_mut().zip(frames[..received].iter_mut().flatten()) {
+                    *slot = FrameRef {
+                        ingress,
+                        data: umem.data(frame),
+                    };
+                }
+                self.forwarder.process_batch(
+                    &fib,
+                    &mut refs[..received],
+                    &mut loads[..self.up_ports.len()],
+                    &mut verdicts[..received],
+                );
             }
-            self.forwarder.process_batch(
-                &fib,
-                &mut refs[..received],
-                &mut loads[..self.up_ports.len()],
-                &mut verdicts[..received],
-            );
         }
 
         let now = monotonic_ns();
