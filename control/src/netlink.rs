@@ -537,6 +537,261 @@ impl KernelState {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Requests that change kernel state (used by `ofan-lab` to build labs in bulk).
+// ---------------------------------------------------------------------------------------------
+
+/// `RTM_DELROUTE`.
+pub const RTM_DELROUTE: u16 = 25;
+
+const NLM_F_EXCL: u16 = 0x200;
+const NLA_F_NESTED: u16 = 0x8000;
+const RTPROT_STATIC: u8 = 4;
+const RTN_UNICAST: u8 = 1;
+const RT_SCOPE_UNIVERSE: u8 = 0;
+const RT_SCOPE_NOWHERE: u8 = 255;
+
+/// A request under construction: the netlink header, a fixed family header and attributes,
+/// possibly nested. The length fields are filled in by [`RequestBuilder::finish`] and
+/// [`RequestBuilder::end_nest`].
+#[derive(Debug, Clone)]
+pub struct RequestBuilder {
+    message: Vec<u8>,
+    nests: Vec<usize>,
+}
+
+impl RequestBuilder {
+    /// Starts a request of `kind` with `NLM_F_REQUEST | NLM_F_ACK` plus `extra_flags`, followed
+    /// by the family header `header` (e.g. a 16-byte `ifinfomsg`).
+    #[must_use]
+    pub fn new(kind: u16, extra_flags: u16, seq: u32, header: &[u8]) -> Self {
+        let mut message = Vec::with_capacity(128);
+        message.extend_from_slice(&0u32.to_ne_bytes());
+        message.extend_from_slice(&kind.to_ne_bytes());
+        message.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK | extra_flags).to_ne_bytes());
+        message.extend_from_slice(&seq.to_ne_bytes());
+        message.extend_from_slice(&0u32.to_ne_bytes());
+        message.extend_from_slice(header);
+        message.resize(align(message.len()), 0);
+        Self {
+            message,
+            nests: Vec::new(),
+        }
+    }
+
+    /// Appends attribute `kind` with raw `value`.
+    pub fn attr(&mut self, kind: u16, value: &[u8]) -> &mut Self {
+        push_attr(&mut self.message, kind, value);
+        self
+    }
+
+    /// Appends a NUL-terminated string attribute.
+    pub fn attr_str(&mut self, kind: u16, value: &str) -> &mut Self {
+        let mut bytes = value.as_bytes().to_vec();
+        bytes.push(0);
+        self.attr(kind, &bytes)
+    }
+
+    /// Appends a `u32` attribute.
+    pub fn attr_u32(&mut self, kind: u16, value: u32) -> &mut Self {
+        self.attr(kind, &value.to_ne_bytes())
+    }
+
+    /// Opens a nested attribute; close it with [`RequestBuilder::end_nest`].
+    pub fn begin_nest(&mut self, kind: u16) -> &mut Self {
+        self.nests.push(self.message.len());
+        self.message.extend_from_slice(&0u16.to_ne_bytes());
+        self.message
+            .extend_from_slice(&(kind | NLA_F_NESTED).to_ne_bytes());
+        self
+    }
+
+    /// Appends raw bytes inside the current nest (a family header inside a nested message,
+    /// such as the peer's `ifinfomsg` of a veth).
+    pub fn raw(&mut self, bytes: &[u8]) -> &mut Self {
+        self.message.extend_from_slice(bytes);
+        self.message.resize(align(self.message.len()), 0);
+        self
+    }
+
+    /// Closes the innermost open nest.
+    ///
+    /// # Panics
+    ///
+    /// If no nest is open.
+    pub fn end_nest(&mut self) -> &mut Self {
+        let start = self.nests.pop().expect("end_nest without begin_nest");
+        let len = (self.message.len() - start) as u16;
+        self.message[start..start + 2].copy_from_slice(&len.to_ne_bytes());
+        self
+    }
+
+    /// The finished message.
+    ///
+    /// # Panics
+    ///
+    /// If a nest is still open.
+    #[must_use]
+    pub fn finish(&mut self) -> Vec<u8> {
+        assert!(self.nests.is_empty(), "unclosed nested attribute");
+        let len = self.message.len() as u32;
+        self.message[0..4].copy_from_slice(&len.to_ne_bytes());
+        std::mem::take(&mut self.message)
+    }
+}
+
+/// A 16-byte `ifinfomsg`: family unspecified, interface `index` (0 = none/new), `IFF_UP` set in
+/// the flags when `up`, with `IFF_UP` in the change mask when `set_up` is true.
+fn ifinfomsg(index: i32, up: bool, set_up: bool) -> [u8; 16] {
+    let mut header = [0u8; 16];
+    header[4..8].copy_from_slice(&index.to_ne_bytes());
+    header[8..12].copy_from_slice(&(if up { IFF_UP } else { 0 }).to_ne_bytes());
+    header[12..16].copy_from_slice(&(if set_up { IFF_UP } else { 0 }).to_ne_bytes());
+    header
+}
+
+/// One end of a veth pair to create: its name and the network namespace (an open file
+/// descriptor of `/run/netns/NAME`) it is created in.
+#[derive(Debug, Clone, Copy)]
+pub struct VethEnd<'a> {
+    /// Interface name in its namespace (at most 15 bytes).
+    pub name: &'a str,
+    /// File descriptor of the target network namespace.
+    pub netns_fd: i32,
+}
+
+/// `RTM_NEWLINK` creating a veth pair whose ends are created directly in their namespaces
+/// (`IFLA_NET_NS_FD` for both), with MTU `mtu`. Both ends start administratively down (the
+/// kernel refuses `IFF_UP` at creation: an end cannot open before its peer is attached); bring
+/// them up with [`set_link_up_request`].
+#[must_use]
+pub fn veth_pair_request(seq: u32, first: VethEnd<'_>, peer: VethEnd<'_>, mtu: u32) -> Vec<u8> {
+    const IFLA_IFNAME: u16 = 3;
+    const IFLA_MTU: u16 = 4;
+    const IFLA_LINKINFO: u16 = 18;
+    const IFLA_NET_NS_FD: u16 = 28;
+    const IFLA_INFO_KIND: u16 = 1;
+    const IFLA_INFO_DATA: u16 = 2;
+    const VETH_INFO_PEER: u16 = 1;
+    let mut request = RequestBuilder::new(
+        RTM_NEWLINK,
+        NLM_F_CREATE | NLM_F_EXCL,
+        seq,
+        &ifinfomsg(0, false, false),
+    );
+    request
+        .attr_str(IFLA_IFNAME, first.name)
+        .attr_u32(IFLA_MTU, mtu)
+        .attr_u32(IFLA_NET_NS_FD, first.netns_fd as u32)
+        .begin_nest(IFLA_LINKINFO)
+        .attr_str(IFLA_INFO_KIND, "veth")
+        .begin_nest(IFLA_INFO_DATA)
+        .begin_nest(VETH_INFO_PEER)
+        .raw(&ifinfomsg(0, false, false))
+        .attr_str(IFLA_IFNAME, peer.name)
+        .attr_u32(IFLA_MTU, mtu)
+        .attr_u32(IFLA_NET_NS_FD, peer.netns_fd as u32)
+        .end_nest()
+        .end_nest()
+        .end_nest();
+    request.finish()
+}
+
+/// `RTM_NEWLINK` setting interface `ifindex` administratively up or down.
+#[must_use]
+pub fn set_link_up_request(seq: u32, ifindex: u32, up: bool) -> Vec<u8> {
+    RequestBuilder::new(RTM_NEWLINK, 0, seq, &ifinfomsg(ifindex as i32, up, true)).finish()
+}
+
+/// `RTM_NEWADDR` adding IPv4 `addr/prefix_len` to interface `ifindex` (replacing an identical
+/// address).
+#[must_use]
+pub fn add_address_request(seq: u32, ifindex: u32, addr: Ipv4Addr, prefix_len: u8) -> Vec<u8> {
+    const IFA_ADDRESS: u16 = 1;
+    const IFA_LOCAL: u16 = 2;
+    // struct ifaddrmsg { family, prefixlen, flags, scope, index }
+    let mut header = [0u8; 8];
+    header[0] = AF_INET;
+    header[1] = prefix_len;
+    header[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    RequestBuilder::new(RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, seq, &header)
+        .attr(IFA_LOCAL, &addr.octets())
+        .attr(IFA_ADDRESS, &addr.octets())
+        .finish()
+}
+
+fn rtmsg(prefix_len: u8, scope: u8, kind: u8) -> [u8; 12] {
+    // struct rtmsg { family, dst_len, src_len, tos, table, protocol, scope, type, flags }
+    let mut header = [0u8; 12];
+    header[0] = AF_INET;
+    header[1] = prefix_len;
+    header[4] = RT_TABLE_MAIN as u8;
+    header[5] = RTPROT_STATIC;
+    header[6] = scope;
+    header[7] = kind;
+    header
+}
+
+/// `RTM_NEWROUTE` installing (or replacing) a static IPv4 route to `dst/prefix_len` in the
+/// main table: through one gateway, or an ECMP route (`RTA_MULTIPATH`, equal weights) through
+/// several. Every hop must have an IPv4 gateway.
+///
+/// # Panics
+///
+/// If `hops` is empty.
+#[must_use]
+pub fn route_request(seq: u32, dst: Ipv4Addr, prefix_len: u8, hops: &[(u32, Ipv4Addr)]) -> Vec<u8> {
+    const RTA_DST: u16 = 1;
+    const RTA_OIF: u16 = 4;
+    const RTA_GATEWAY: u16 = 5;
+    const RTA_MULTIPATH: u16 = 9;
+    assert!(!hops.is_empty(), "a route needs at least one next hop");
+    let mut request = RequestBuilder::new(
+        RTM_NEWROUTE,
+        NLM_F_CREATE | NLM_F_REPLACE,
+        seq,
+        &rtmsg(prefix_len, RT_SCOPE_UNIVERSE, RTN_UNICAST),
+    );
+    if prefix_len > 0 {
+        request.attr(RTA_DST, &dst.octets());
+    }
+    if let [(ifindex, gateway)] = hops {
+        request
+            .attr(RTA_GATEWAY, &gateway.octets())
+            .attr_u32(RTA_OIF, *ifindex);
+    } else {
+        // RTA_MULTIPATH: a sequence of struct rtnexthop { len u16, flags u8, hops u8,
+        // ifindex i32 } each followed by its own attributes.
+        let mut nexthops = Vec::with_capacity(hops.len() * 16);
+        for (ifindex, gateway) in hops {
+            let len: u16 = 8 + 8;
+            nexthops.extend_from_slice(&len.to_ne_bytes());
+            nexthops.push(0); // flags
+            nexthops.push(0); // weight - 1
+            nexthops.extend_from_slice(&(*ifindex as i32).to_ne_bytes());
+            push_attr(&mut nexthops, RTA_GATEWAY, &gateway.octets());
+        }
+        request.attr(RTA_MULTIPATH, &nexthops);
+    }
+    request.finish()
+}
+
+/// `RTM_DELROUTE` removing the main-table IPv4 route to `dst/prefix_len` (whatever its hops).
+#[must_use]
+pub fn delete_route_request(seq: u32, dst: Ipv4Addr, prefix_len: u8) -> Vec<u8> {
+    const RTA_DST: u16 = 1;
+    let mut request = RequestBuilder::new(
+        RTM_DELROUTE,
+        0,
+        seq,
+        &rtmsg(prefix_len, RT_SCOPE_NOWHERE, 0),
+    );
+    if prefix_len > 0 {
+        request.attr(RTA_DST, &dst.octets());
+    }
+    request.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
