@@ -4,6 +4,7 @@
 //! Each subcommand lives in its own module; `main` only parses the command line and reports
 //! errors (one line, exit code 2 for bad input, 1 for failures while running).
 
+mod agent;
 mod bench;
 mod lab;
 mod model_cli;
@@ -31,6 +32,8 @@ enum Command {
     Lab(lab::Command),
     #[command(flatten)]
     Bench(bench::Command),
+    #[command(flatten)]
+    Agent(agent::Command),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Command::Model(args) => model_cli::run(args),
         Command::Lab(command) => lab::run(command),
         Command::Bench(command) => bench::run(command),
+        Command::Agent(command) => agent::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
