@@ -38,6 +38,15 @@ pub fn require_root(test: &str) -> bool {
     root
 }
 
+/// For a measuring root test: `None` (skip, with a message) unless root, else the machine.
+///
+/// ```ignore
+/// let Some(_machine) = ofan_tests::root_serial("my_test") else { return };
+/// ```
+pub fn root_serial(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    require_root(test).then(serial)
+}
+
 /// Path of a workspace binary built by cargo: `$OFAN_BIN_DIR/<name>` when set, else
 /// `target/<profile>/<name>` of the running test (build them first: `cargo build --bins`).
 pub fn binary(name: &str) -> PathBuf {

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use ofan_tests::{binary, key_values, require_root, serial, Lab};
+use ofan_tests::{binary, key_values, root_serial, Lab};
 use serde_json::Value;
 
 /// host h1 — switch — host h2, the switch's ports on 10.0.0.0/31 and 10.0.1.0/31.
@@ -191,10 +191,9 @@ fn udp_burst(
 
 #[test]
 fn host_switch_host_ping_udp_and_tcp() {
-    if !require_root("host_switch_host_ping_udp_and_tcp") {
+    let Some(_machine) = root_serial("host_switch_host_ping_udp_and_tcp") else {
         return;
-    }
-    let _machine = serial();
+    };
     let mut lab = Lab::new("fwd");
     two_hosts(&mut lab, &[]);
     assert!(
@@ -259,10 +258,9 @@ fn host_switch_host_ping_udp_and_tcp() {
 
 #[test]
 fn restart_after_kill_9_works() {
-    if !require_root("restart_after_kill_9_works") {
+    let Some(_machine) = root_serial("restart_after_kill_9_works") else {
         return;
-    }
-    let _machine = serial();
+    };
     let mut lab = Lab::new("kill");
     two_hosts(&mut lab, &[]);
     assert!(ping(&lab, "h1", "10.0.1.1", 2));
@@ -284,10 +282,9 @@ fn restart_after_kill_9_works() {
 
 #[test]
 fn shaped_port_runs_at_the_link_rate_and_queues_build_under_contention() {
-    if !require_root("shaped_port_runs_at_the_link_rate") {
+    let Some(_machine) = root_serial("shaped_port_runs_at_the_link_rate") else {
         return;
-    }
-    let _machine = serial();
+    };
     let mut lab = Lab::new("shape");
     lab.add_ns("h1");
     lab.add_ns("h3");
@@ -414,10 +411,9 @@ fn shaped_port_runs_at_the_link_rate_and_queues_build_under_contention() {
 /// h1 — s1 — s2 — s3 — h2, each switch routing by static routes in its namespace.
 #[test]
 fn routed_chain_of_three_switches_and_traceroute() {
-    if !require_root("routed_chain_of_three_switches_and_traceroute") {
+    let Some(_machine) = root_serial("routed_chain_of_three_switches_and_traceroute") else {
         return;
-    }
-    let _machine = serial();
+    };
     let mut lab = Lab::new("chain");
     for ns in ["h1", "s1", "s2", "s3", "h2"] {
         lab.add_ns(ns);
@@ -592,10 +588,10 @@ fn send_udp(lab: &Lab, to: &str, count: u64, flows: u32) {
 
 #[test]
 fn each_algorithm_splits_an_ecmp_group_by_its_definition() {
-    if !require_root("each_algorithm_splits_an_ecmp_group_by_its_definition") {
+    let Some(_machine) = root_serial("each_algorithm_splits_an_ecmp_group_by_its_definition")
+    else {
         return;
-    }
-    let _machine = serial();
+    };
     for (algorithm, pipe_size) in [
         ("ofan", "5"),
         ("pofan", "1"),
@@ -665,10 +661,9 @@ fn each_algorithm_splits_an_ecmp_group_by_its_definition() {
 
 #[test]
 fn route_changes_and_link_down_take_effect_within_100ms() {
-    if !require_root("route_changes_and_link_down_take_effect_within_100ms") {
+    let Some(_machine) = root_serial("route_changes_and_link_down_take_effect_within_100ms") else {
         return;
-    }
-    let _machine = serial();
+    };
     let mut lab = Lab::new("reroute");
     fan_out(&mut lab, "ofan", &[]);
     let udp = binary("ofan-udp");
@@ -773,10 +768,9 @@ fn quiet_within(lab: &Lab, indexes: &[usize], limit: Duration) -> bool {
 
 #[test]
 fn malformed_frames_are_counted_and_good_traffic_flows() {
-    if !require_root("malformed_frames_are_counted_and_good_traffic_flows") {
+    let Some(_machine) = root_serial("malformed_frames_are_counted_and_good_traffic_flows") else {
         return;
-    }
-    let _machine = serial();
+    };
     let mut lab = Lab::new("bad");
     two_hosts(&mut lab, &[]);
     assert!(ping(&lab, "h1", "10.0.1.1", 2));

@@ -1,0 +1,377 @@
+//! Root end-to-end tests of `ofan-lab`: whole fat trees of namespaces with one `ofan-switch` per
+//! switch, built and removed by the lab itself.
+//!
+//! Every test owns its lab through [`LabGuard`], which runs `ofan-lab down --name …` and checks
+//! that no namespace of the lab is left, also when the test fails. Lab names carry the test
+//! process id, so they never collide with a developer's labs or a concurrent run. Skipped (with
+//! a message) when not run as root.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use ofan_tests::{binary, namespaces_with_prefix, require_root, serial};
+use ofan_topology::{Role, Topology};
+use serde_json::Value;
+
+/// A lab built by `ofan-lab up`, removed (and checked) on drop.
+struct LabGuard {
+    name: String,
+}
+
+impl LabGuard {
+    /// A unique lab name for this test process.
+    fn new(tag: &str) -> Self {
+        Self {
+            name: format!("t{}{tag}", std::process::id()),
+        }
+    }
+
+    /// Runs `ofan-lab <args> --name <lab>` (the name goes before `--` if there is one).
+    fn lab(&self, args: &[&str]) -> Output {
+        let mut full: Vec<&str> = Vec::new();
+        let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+        full.extend_from_slice(&args[..split]);
+        full.extend_from_slice(&["--name", &self.name]);
+        full.extend_from_slice(&args[split..]);
+        let lab = binary("ofan-lab");
+        assert!(
+            lab.exists(),
+            "build the binaries first: cargo build --release --workspace --bins"
+        );
+        Command::new(lab)
+            .args(&full)
+            .output()
+            .expect("cannot run ofan-lab")
+    }
+
+    /// Like [`LabGuard::lab`], panicking with the output unless it succeeds.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.lab(args);
+        assert!(
+            output.status.success(),
+            "ofan-lab {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn prefix(&self) -> String {
+        format!("ofan-{}-", self.name)
+    }
+
+    fn state_dir(&self) -> PathBuf {
+        PathBuf::from("/run/ofan/labs").join(&self.name)
+    }
+
+    fn state(&self) -> Value {
+        let text =
+            std::fs::read_to_string(self.state_dir().join("state.json")).expect("state.json");
+        serde_json::from_str(&text).expect("state JSON")
+    }
+
+    fn switch_pids(&self) -> Vec<u32> {
+        self.state()["processes"]
+            .as_array()
+            .expect("processes")
+            .iter()
+            .map(|p| p["pid"].as_u64().unwrap() as u32)
+            .collect()
+    }
+
+    /// `ofan-switch stats --json` of switch `node`.
+    fn stats(&self, node: &str) -> Value {
+        let socket = self.state_dir().join("sock").join(format!("{node}.sock"));
+        let output = Command::new(binary("ofan-switch"))
+            .args(["stats", "--json", "--socket"])
+            .arg(&socket)
+            .output()
+            .expect("ofan-switch stats");
+        assert!(output.status.success(), "stats of {node} failed");
+        serde_json::from_slice(&output.stdout).expect("stats JSON")
+    }
+
+    /// Removes the lab and checks that nothing of it is left.
+    fn down_and_check(&self, pids: &[u32]) {
+        let started = Instant::now();
+        self.ok(&["down"]);
+        eprintln!(
+            "lab {}: down in {:.2} s",
+            self.name,
+            started.elapsed().as_secs_f64()
+        );
+        assert_nothing_left(&self.prefix(), &self.state_dir(), pids);
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            let after = &stat[stat.rfind(')').unwrap_or(0) + 1..];
+            after.split_whitespace().next() != Some("Z")
+        })
+        .unwrap_or(false)
+}
+
+fn assert_nothing_left(prefix: &str, state_dir: &std::path::Path, pids: &[u32]) {
+    let namespaces = namespaces_with_prefix(prefix);
+    assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
+    let links = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .expect("ip link");
+    let links = String::from_utf8_lossy(&links.stdout);
+    assert!(
+        !links.contains(prefix),
+        "links named {prefix}* left in the root namespace:\n{links}"
+    );
+    let running: Vec<u32> = pids.iter().copied().filter(|pid| alive(*pid)).collect();
+    assert!(running.is_empty(), "switch processes left: {running:?}");
+    assert!(!state_dir.exists(), "{} left", state_dir.display());
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = self.lab(&["down"]);
+        if !std::thread::panicking() {
+            assert!(
+                namespaces_with_prefix(&self.prefix()).is_empty(),
+                "lab {} left namespaces behind",
+                self.name
+            );
+        }
+    }
+}
+
+fn pingall_passes(lab: &LabGuard, pairs: usize) -> String {
+    let output = lab.lab(&["pingall"]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "pingall failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("{pairs}/{pairs} ordered pairs reachable")),
+        "{stdout}"
+    );
+    stdout
+}
+
+fn counter(stats: &Value, name: &str) -> u64 {
+    stats["data_path"]["counters"]
+        .as_array()
+        .and_then(|pairs| pairs.iter().find(|pair| pair[0] == name))
+        .and_then(|pair| pair[1].as_u64())
+        .unwrap_or(0)
+}
+
+/// rx + tx packets of port `ifname` of switch `node`.
+fn port_packets(lab: &LabGuard, node: &str, ifname: &str) -> u64 {
+    let stats = lab.stats(node);
+    let port = stats["data_path"]["ports"]
+        .as_array()
+        .and_then(|ports| ports.iter().find(|p| p["name"] == ifname))
+        .unwrap_or_else(|| panic!("no port {ifname} at {node}"));
+    port["rx_packets"].as_u64().unwrap() + port["tx_packets"].as_u64().unwrap()
+}
+
+/// The k=4 lab end to end: up, all 240 ordered pairs ping, traceroute across pods shows
+/// edge–aggregation–core–aggregation–edge, the data path (not the kernel) forwarded, and down
+/// leaves no namespace, link, process or XDP program.
+#[test]
+fn k4_lab_up_pingall_traceroute_down() {
+    if !require_root("k4_lab_up_pingall_traceroute_down") {
+        return;
+    }
+    let _machine = serial();
+    let lab = LabGuard::new("a");
+    let started = Instant::now();
+    lab.ok(&["up", "--topo", "fat-tree", "--k", "4"]);
+    eprintln!("k=4 lab up in {:.2} s", started.elapsed().as_secs_f64());
+    let pids = lab.switch_pids();
+    assert_eq!(pids.len(), 20);
+
+    let before =
+        counter(&lab.stats("c-0"), "forwarded") + counter(&lab.stats("e-p0-0"), "forwarded");
+    pingall_passes(&lab, 240);
+    let after =
+        counter(&lab.stats("c-0"), "forwarded") + counter(&lab.stats("e-p0-0"), "forwarded");
+    assert!(
+        after - before >= 30,
+        "the data path forwarded only {} frames",
+        after - before
+    );
+
+    // Across pods: 5 switch hops, then the host.
+    let topology = Topology::fat_tree(4).unwrap();
+    let dst = topology.hosts().last().unwrap();
+    let trace = lab.ok(&[
+        "exec",
+        "--",
+        "h-p0-e0-h0",
+        "traceroute",
+        "-n",
+        "-q",
+        "1",
+        "-w",
+        "2",
+        &dst.loopback.to_string(),
+    ]);
+    let roles: Vec<Role> = trace
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split_whitespace().nth(1)?.parse().ok())
+        .map(|addr| topology.role(topology.node_by_addr(addr).expect("a lab address")))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            Role::Edge,
+            Role::Aggregation,
+            Role::Core,
+            Role::Aggregation,
+            Role::Edge,
+            Role::Host
+        ],
+        "{trace}"
+    );
+
+    // Status: every switch running, faithful or not is reported.
+    let status = lab.ok(&["status"]);
+    assert!(
+        status.contains("20/20 switches running, 0 crashed"),
+        "{status}"
+    );
+
+    // The XDP program is attached inside the lab before down.
+    let xdp = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{}e-p0-0", lab.prefix()),
+            "ip",
+            "-d",
+            "link",
+            "show",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&xdp.stdout).contains("xdp"));
+    lab.down_and_check(&pids);
+    // Idempotent.
+    lab.ok(&["down"]);
+}
+
+/// A link taken down: pingall still passes (routes avoid it) and its counters stop; back up,
+/// pingall passes again.
+#[test]
+fn link_down_is_routed_around_and_its_counters_stop() {
+    if !require_root("link_down_is_routed_around_and_its_counters_stop") {
+        return;
+    }
+    let _machine = serial();
+    let lab = LabGuard::new("b");
+    lab.ok(&["up", "--topo", "fat-tree", "--k", "4"]);
+    pingall_passes(&lab, 240);
+    let out = lab.lab(&["link", "e-p0-0", "a-p0-0", "down"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // e-p0-0's port 2 leads to a-p0-0's port 0.
+    std::thread::sleep(Duration::from_millis(300));
+    let (edge_before, agg_before) = (
+        port_packets(&lab, "e-p0-0", "p2"),
+        port_packets(&lab, "a-p0-0", "p0"),
+    );
+    pingall_passes(&lab, 240);
+    pingall_passes(&lab, 240);
+    let (edge_after, agg_after) = (
+        port_packets(&lab, "e-p0-0", "p2"),
+        port_packets(&lab, "a-p0-0", "p0"),
+    );
+    assert_eq!(
+        edge_before, edge_after,
+        "traffic crossed the dead link at e-p0-0:p2"
+    );
+    assert_eq!(
+        agg_before, agg_after,
+        "traffic crossed the dead link at a-p0-0:p0"
+    );
+    let status = lab.ok(&["status"]);
+    assert!(status.contains("1 links down"), "{status}");
+
+    lab.ok(&["link", "e-p0-0", "a-p0-0", "up"]);
+    std::thread::sleep(Duration::from_millis(500));
+    pingall_passes(&lab, 240);
+    assert!(
+        port_packets(&lab, "e-p0-0", "p2") > edge_after,
+        "the restored link carries no traffic"
+    );
+    let pids = lab.switch_pids();
+    lab.down_and_check(&pids);
+}
+
+/// `kill -9` of every switch process: status shows them crashed, and down still removes
+/// everything. Then an `up` killed halfway: down removes what it had made.
+#[test]
+fn down_after_kill_9_of_every_switch_and_of_up_itself() {
+    if !require_root("down_after_kill_9_of_every_switch_and_of_up_itself") {
+        return;
+    }
+    let _machine = serial();
+    let lab = LabGuard::new("c");
+    lab.ok(&["up", "--topo", "fat-tree", "--k", "4"]);
+    let pids = lab.switch_pids();
+    for pid in &pids {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let status = lab.ok(&["status"]);
+    assert!(
+        status.contains("0/20 switches running, 20 crashed"),
+        "{status}"
+    );
+    lab.down_and_check(&pids);
+
+    // `up` killed while building (after 0.15 s, 0.3 s, … whatever it had made by then).
+    for delay_ms in [150u64, 400] {
+        let mut up = Command::new(binary("ofan-lab"))
+            .args(["up", "--k", "4", "--name", &lab.name])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = up.kill();
+        let _ = up.wait();
+        let pids = if lab.state_dir().join("state.json").exists() {
+            lab.switch_pids()
+        } else {
+            Vec::new()
+        };
+        lab.down_and_check(&pids);
+    }
+}
+
+/// Two labs with different names at once: both work; removing one leaves the other intact.
+#[test]
+fn two_labs_at_once() {
+    if !require_root("two_labs_at_once") {
+        return;
+    }
+    let _machine = serial();
+    let first = LabGuard::new("d");
+    let second = LabGuard::new("e");
+    first.ok(&["up", "--topo", "leaf-spine", "--k", "4"]);
+    second.ok(&["up", "--topo", "fat-tree", "--k", "4", "--lb", "ecmp"]);
+    pingall_passes(&first, 56);
+    pingall_passes(&second, 240);
+    let pids = first.switch_pids();
+    first.down_and_check(&pids);
+    pingall_passes(&second, 240);
+    let pids = second.switch_pids();
+    second.down_and_check(&pids);
+}
