@@ -139,23 +139,21 @@ impl Lab {
 
     /// Links `a:a_if` and `b:b_if` with a veth pair, both ends up.
     pub fn link(&self, a: &str, a_if: &str, b: &str, b_if: &str) {
+        self.link_queues(a, a_if, b, b_if, 1);
+    }
+
+    /// Links `a:a_if` and `b:b_if` with a veth pair of `queues` RX and TX queues per end.
+    pub fn link_queues(&self, a: &str, a_if: &str, b: &str, b_if: &str, queues: u32) {
         let (a_ns, b_ns) = (self.ns(a), self.ns(b));
-        run(
-            "ip",
-            &[
-                "link",
-                "add",
-                "ofan-tmp-a",
-                "netns",
-                &a_ns,
-                "type",
-                "veth",
-                "peer",
-                "ofan-tmp-b",
-                "netns",
-                &b_ns,
-            ],
-        );
+        let queues = queues.to_string();
+        let q = queues.as_str();
+        #[rustfmt::skip]
+        let args = [
+            "link", "add", "ofan-tmp-a", "numrxqueues", q, "numtxqueues", q, "netns", &a_ns,
+            "type", "veth", "peer", "name", "ofan-tmp-b", "numrxqueues", q, "numtxqueues", q,
+            "netns", &b_ns,
+        ];
+        run("ip", &args);
         self.exec(a, &["ip", "link", "set", "ofan-tmp-a", "name", a_if]);
         self.exec(b, &["ip", "link", "set", "ofan-tmp-b", "name", b_if]);
         self.exec(a, &["ip", "link", "set", a_if, "up"]);

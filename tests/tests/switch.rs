@@ -869,3 +869,40 @@ print('injected', 10 * len(frames))
         "the switch must survive malformed input"
     );
 }
+
+#[test]
+fn multi_queue_ports_bind_one_socket_per_queue() {
+    let Some(_machine) = root_serial("multi_queue_ports_bind_one_socket_per_queue") else {
+        return;
+    };
+    let mut lab = Lab::new("mq");
+    for ns in ["h1", "sw", "h2"] {
+        lab.add_ns(ns);
+    }
+    lab.link_queues("h1", "eth0", "sw", "p0", 2);
+    lab.link_queues("h2", "eth0", "sw", "p1", 2);
+    lab.addr("sw", "p0", "10.0.0.0/31");
+    lab.addr("sw", "p1", "10.0.1.0/31");
+    lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    lab.host("h1", "eth0", "10.0.0.1/31", "10.0.0.0");
+    lab.host("h2", "eth0", "10.0.1.1/31", "10.0.1.0");
+    let config = lab.dir().join("mq.toml");
+    std::fs::write(
+        &config,
+        "[[ports]]\nname = \"p0\"\nrole = \"host\"\nqueues = 2\n[[ports]]\nname = \"p1\"\nrole = \"host\"\nqueues = 2\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    start_switch(&mut lab, "sw", &["--config", &config], &[]);
+    // Many flows, so the sender's transmit queues (and thus the switch's RX queues) both carry
+    // traffic; every datagram must arrive whichever queue it came in on.
+    let report = udp_burst(&mut lab, "h1", "h2", "10.0.1.1", 20_000, 20_000);
+    assert_eq!(report["received"], "20000", "{report:?}");
+    assert_eq!(
+        lab.signal("switch-sw", "TERM"),
+        Some(0),
+        "{}",
+        lab.log("switch-sw")
+    );
+    assert!(lab.log("switch-sw").contains("every frame accounted for"));
+}
