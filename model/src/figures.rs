@@ -117,6 +117,8 @@ pub struct Figure {
     pub x_label: String,
     /// Log-scale x axis.
     pub log_x: bool,
+    /// X values are byte counts (printed as KB / MB, binary).
+    pub x_bytes: bool,
     /// Category names of x = 0, 1, … (empty for numeric x).
     pub x_categories: Vec<String>,
     /// The panels (one plot each).
@@ -159,7 +161,7 @@ impl Figure {
         if let Some(name) = self.x_categories.get(x as usize) {
             return name.clone();
         }
-        if self.log_x && x >= 1024.0 {
+        if self.x_bytes && x >= 1024.0 {
             let kib = x / 1024.0;
             return if kib >= 1024.0 {
                 format!("{}MB", kib / 1024.0)
@@ -403,6 +405,7 @@ fn figure(name: &str, title: &str, x_label: &str, log_x: bool, settings: &Sweep)
         title: title.into(),
         x_label: x_label.into(),
         log_x,
+        x_bytes: false,
         x_categories: Vec::new(),
         panels: Vec::new(),
         points: Vec::new(),
@@ -537,6 +540,7 @@ pub fn message_sizes(
         true,
         settings,
     );
+    fig.x_bytes = true;
     fig.points = sweep(jobs, settings)?;
     fig.panels = vec![
         panel("max_queue_kb", "max queue (KB)", true),

@@ -101,11 +101,19 @@ mod tests {
                 };
                 order += 1;
                 wheel.push(now + ahead, step, false);
-                heap.push(Event { time: now + ahead, order, target: step, wake: false });
+                heap.push(Event {
+                    time: now + ahead,
+                    order,
+                    target: step,
+                    wake: false,
+                });
             }
             if rng.below(2) == 0 {
                 let (a, b) = (wheel.pop(), heap.pop());
-                assert_eq!(a.map(|e| (e.time, e.order, e.target)), b.map(|e| (e.time, e.order, e.target)));
+                assert_eq!(
+                    a.map(|e| (e.time, e.order, e.target)),
+                    b.map(|e| (e.time, e.order, e.target))
+                );
                 if let Some(event) = a {
                     now = event.time;
                 }

@@ -377,12 +377,17 @@ fn print_reports(reports: &[RunReport]) {
             r.utilization,
             r.max_queue_bytes as f64 / 1000.0,
             stages.join(" "),
-            format!(
-                "{}/{}{}",
-                edge.max_data_packets,
-                edge.bound_data_packets,
-                if edge.violations > 0 { "!" } else { "" }
-            ),
+            if edge.applies {
+                format!(
+                    "{}/{}{}",
+                    edge.max_data_packets,
+                    edge.bound_data_packets,
+                    if edge.violations > 0 { "!" } else { "" }
+                )
+            } else {
+                // The bound is only claimed for Ofan on a permutation without failures.
+                format!("{} (n/a)", edge.max_data_packets)
+            },
             r.packets.drops_buffer + r.packets.drops_no_route,
         );
     }
