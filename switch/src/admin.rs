@@ -99,28 +99,25 @@ pub fn serve(
         std::fs::remove_file(path)
             .with_context(|| format!("cannot remove stale {}", path.display()))?;
     }
-    let listener = UnixListener::bind(path)
-        .with_context(|| format!("cannot bind admin socket {}", path.display()))?;
-    listener.set_nonblocking(true)?;
-    std::thread::Builder::new()
-        .name("ofan-admin".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let _ = answer(stream, &state);
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                }
+    let listener = UnixListener::bind(path).with_context(|| format!("cannot bind admin socket {}", path.display()))?;
+    // A blocking accept: an idle switch must not wake up to poll. The thread ends with the
+    // process; `stop` is checked after each connection.
+    std::thread::Builder::new().name("ofan-admin".into()).spawn(move || {
+        for stream in listener.incoming() {
+            if stop.load(Ordering::Relaxed) {
+                break;
             }
-        })?;
+            if let Ok(stream) = stream {
+                let _ = answer(stream, &state);
+            }
+        }
+    })?;
     Ok(AdminSocket {
         path: path.to_owned(),
     })
 }
 
 fn answer(stream: UnixStream, state: &AdminState) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line)?;

@@ -209,8 +209,8 @@ fn k4_lab_up_pingall_traceroute_down() {
     let dst = topology.hosts().last().unwrap();
     let trace = lab.ok(&[
         "exec",
-        "--",
         "h-p0-e0-h0",
+        "--",
         "traceroute",
         "-n",
         "-q",

@@ -1,0 +1,231 @@
+//! The per-lab state directory `/run/ofan/labs/<name>/`: `state.json` (every namespace, veth,
+//! process and file the lab created, written as soon as each is created), `topo.json`, `logs/` and
+//! `sock/`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Root of all lab state directories.
+pub const LABS_DIR: &str = "/run/ofan/labs";
+
+/// How far a lab got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// `up` is (or was, if it crashed) building it.
+    Building,
+    /// `up` finished.
+    Up,
+}
+
+/// How a lab was built (what `up` was asked for, resolved).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Params {
+    /// What `--topo` said (fat-tree, leaf-spine or a file) and k.
+    pub topo: String,
+    /// Load-balancing algorithm.
+    pub lb: String,
+    /// Ports per pipe.
+    pub pipe_size: u16,
+    /// Link rate as given to the switches.
+    pub link_rate: String,
+    /// The same in bits per second.
+    pub link_rate_bps: u64,
+    /// Egress buffer per port.
+    pub buffer: String,
+    /// MTU of every link.
+    pub mtu: u32,
+    /// Seed of the switches.
+    pub seed: u64,
+    /// Where routes come from.
+    pub routing: String,
+    /// The `ofan-switch` binary.
+    pub switch_bin: PathBuf,
+}
+
+/// A process the lab started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    /// Node it serves.
+    pub node: String,
+    /// Process id.
+    pub pid: u32,
+    /// Start time (`/proc/PID/stat` field 22, clock ticks since boot): with the pid, identifies
+    /// the process even after the pid is reused.
+    pub start_time: u64,
+}
+
+/// Everything a lab created, in creation order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabState {
+    /// Lab name.
+    pub name: String,
+    /// How far `up` got.
+    pub phase: Phase,
+    /// What was asked for.
+    pub params: Params,
+    /// Namespaces (recorded before each is created).
+    pub namespaces: Vec<String>,
+    /// Veth ends as `namespace/ifname` (recorded before each pair is created).
+    pub veths: Vec<String>,
+    /// Switch processes, one per running switch.
+    pub processes: Vec<Process>,
+    /// Links taken down with `link A B down` (link ids).
+    pub failed_links: Vec<u32>,
+    /// Switches stopped with `node SWITCH stop`.
+    pub stopped: Vec<String>,
+    /// Files outside the state directory's fixed layout (captures).
+    pub files: Vec<PathBuf>,
+    /// Seconds `up` took.
+    pub up_seconds: Option<f64>,
+}
+
+impl LabState {
+    /// A fresh state for lab `name`.
+    pub fn new(name: &str, params: Params) -> Self {
+        Self {
+            name: name.to_owned(),
+            phase: Phase::Building,
+            params,
+            namespaces: Vec::new(),
+            veths: Vec::new(),
+            processes: Vec::new(),
+            failed_links: Vec::new(),
+            stopped: Vec::new(),
+            files: Vec::new(),
+            up_seconds: None,
+        }
+    }
+}
+
+/// The state directory of one lab.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    root: PathBuf,
+}
+
+/// Reading or writing a state directory failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// `state.json` is not a lab state.
+    #[error("{path}: not a lab state file: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: serde_json::Error,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
+    move |source| StateError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl StateDir {
+    /// The state directory of lab `name` (it need not exist).
+    pub fn of(name: &str) -> Self {
+        Self {
+            root: Path::new(LABS_DIR).join(name),
+        }
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the lab has a state directory.
+    pub fn exists(&self) -> bool {
+        self.root.join("state.json").exists()
+    }
+
+    /// Creates the directory and its subdirectories.
+    ///
+    /// # Errors
+    /// When a directory cannot be created.
+    pub fn create(&self) -> Result<(), StateError> {
+        for sub in ["logs", "sock"] {
+            let dir = self.root.join(sub);
+            std::fs::create_dir_all(&dir).map_err(io_error(&dir))?;
+        }
+        Ok(())
+    }
+
+    /// `topo.json`.
+    pub fn topology_file(&self) -> PathBuf {
+        self.root.join("topo.json")
+    }
+
+    /// The log of node `node`.
+    pub fn log(&self, node: &str) -> PathBuf {
+        self.root.join("logs").join(format!("{node}.log"))
+    }
+
+    /// The admin socket of switch `node`.
+    pub fn socket(&self, node: &str) -> PathBuf {
+        self.root.join("sock").join(format!("{node}.sock"))
+    }
+
+    /// Reads `state.json`.
+    ///
+    /// # Errors
+    /// When it is missing or unreadable.
+    pub fn load(&self) -> Result<LabState, StateError> {
+        let path = self.root.join("state.json");
+        let text = std::fs::read_to_string(&path).map_err(io_error(&path))?;
+        serde_json::from_str(&text).map_err(|source| StateError::Parse { path, source })
+    }
+
+    /// Writes `state.json` atomically (temporary file, then rename), so a crash leaves either
+    /// the old or the new state.
+    ///
+    /// # Errors
+    /// When it cannot be written.
+    pub fn save(&self, state: &LabState) -> Result<(), StateError> {
+        let path = self.root.join("state.json");
+        let temporary = self.root.join("state.json.tmp");
+        let text = serde_json::to_string_pretty(state).expect("the lab state always serializes");
+        std::fs::write(&temporary, text).map_err(io_error(&temporary))?;
+        std::fs::rename(&temporary, &path).map_err(io_error(&path))
+    }
+
+    /// Removes the whole directory (logs included).
+    ///
+    /// # Errors
+    /// When it cannot be removed.
+    pub fn remove(&self) -> Result<(), StateError> {
+        match std::fs::remove_dir_all(&self.root) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                Err(io_error(&self.root)(error))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The names of every lab with a state directory.
+    pub fn all_labs() -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(LABS_DIR)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|entry| entry.path().is_dir())
+                    .filter_map(|entry| entry.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
