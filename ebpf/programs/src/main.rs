@@ -8,6 +8,8 @@
 //!   increments exactly one per-CPU counter ([`StatIndex`]) naming the decision.
 //! - `ofan_redirect`: plain `XDP_REDIRECT` from the ingress ifindex to the egress ifindex of a
 //!   devmap: the no-user-space ceiling for forwarding benchmarks.
+//! - `ofan_sink` ([`sink`]): counts every frame per CPU and drops it: the receiving end of the
+//!   forwarding benchmark.
 //!
 //! Maps, names and counter indices come from `ofan-ebpf-common`. All `unsafe` lives in [`raw`].
 //! Built by `ofan-dataplane`'s `build.rs` (feature `afxdp`) with nightly for `bpfel-unknown-none`.
@@ -16,6 +18,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod raw;
+mod sink;
 
 use aya_ebpf::{
     bindings::xdp_action::XDP_PASS,

@@ -1,0 +1,23 @@
+//! Building blocks of the forwarding benchmark (`ofan-lab bench forward`): a traffic generator
+//! and a sink of the project's own, both AF_XDP/XDP based, so a benchmark needs nothing but the
+//! kernel (Debian's `xdp-trafficgen` fails on the kernels ofan targets, and pktgen is often not
+//! built).
+//!
+//! - [`frame`]: the frames the generator sends — prebuilt Ethernet/IPv4/UDP frames with valid
+//!   checksums, one per flow (flows differ in their UDP source port). Pure.
+//! - [`gen`]: [`gen::TrafficGen`], a TX-only AF_XDP socket (copy mode) that sends the prebuilt
+//!   frames round-robin as fast as the kernel takes them.
+//! - [`sink`]: [`sink::XdpSink`], the loader of `ofan_sink`, an XDP program that counts every
+//!   frame per CPU and drops it: the cheapest point at which a frame can be counted.
+//!
+//! The plain `XDP_REDIRECT` ceiling lives beside the steering loader, in
+//! [`super::redirect`].
+
+pub mod frame;
+pub mod gen;
+pub mod sink;
+#[allow(unsafe_code)]
+mod sys;
+
+/// Pins the calling thread to one CPU (for the generator's sending thread).
+pub use super::sys::pin_to_cpu;

@@ -1,0 +1,212 @@
+//! The small processes `bench forward` runs inside its namespaces.
+//!
+//! Protocol, the same for each: after setting up, an agent prints one line starting with
+//! `ready`. Then, for every line it reads on stdin, it prints `count=<n> ns=<t>` — `n` its
+//! running count (frames sent for `gen`, frames received for `sink`, 0 for `redirect`), `t` the
+//! `CLOCK_MONOTONIC` time of the reading in nanoseconds (one clock for all processes of the
+//! machine). When stdin closes — also when the orchestrator dies — it cleans up (detaching its
+//! XDP program), prints a `done` line and exits.
+
+use std::io::{BufRead, Write};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use ofan_dataplane::afxdp::bench::frame::UdpFlows;
+use ofan_dataplane::afxdp::bench::gen::{GenConfig, TrafficGen};
+use ofan_dataplane::afxdp::bench::pin_to_cpu;
+use ofan_dataplane::afxdp::bench::sink::XdpSink;
+use ofan_dataplane::afxdp::redirect::XdpRedirect;
+use ofan_dataplane::afxdp::{monotonic_ns, BindMode, XdpMode};
+
+/// `bench gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Interface to send on.
+    #[arg(long, value_name = "IF")]
+    pub interface: String,
+    /// Destination MAC (the next hop's, aa:bb:cc:dd:ee:ff).
+    #[arg(long, value_name = "MAC")]
+    pub dst_mac: String,
+    /// Source IPv4 address.
+    #[arg(long, default_value = "10.0.0.2")]
+    pub src_ip: Ipv4Addr,
+    /// Destination IPv4 address.
+    #[arg(long, default_value = "10.1.0.1")]
+    pub dst_ip: Ipv4Addr,
+    /// Frame size on the wire, FCS included (64 = the smallest Ethernet frame).
+    #[arg(long, default_value_t = 64)]
+    pub frame_size: u32,
+    /// Flows (UDP source ports 1024, 1025, …).
+    #[arg(long, default_value_t = 256)]
+    pub flows: u32,
+    /// Pin the sending thread to this CPU.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// TX ring size.
+    #[arg(long, default_value_t = 2048)]
+    pub ring_size: u32,
+}
+
+/// `bench sink`.
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// Interface to count on.
+    #[arg(long, value_name = "IF")]
+    pub interface: String,
+}
+
+/// `bench redirect`.
+#[derive(Debug, Args)]
+pub struct RedirectArgs {
+    /// Ingress interface.
+    #[arg(long, value_name = "IF")]
+    pub from: String,
+    /// Egress interface.
+    #[arg(long, value_name = "IF")]
+    pub to: String,
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(text: &str) -> anyhow::Result<[u8; 6]> {
+    let bytes: Vec<u8> = text
+        .split(':')
+        .map(|part| u8::from_str_radix(part, 16))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("`{text}` is not a MAC address"))?;
+    bytes
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("`{text}` is not a MAC address (six bytes)"))
+}
+
+fn interface_mac(interface: &str) -> anyhow::Result<[u8; 6]> {
+    let path = format!("/sys/class/net/{interface}/address");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    parse_mac(text.trim())
+}
+
+/// Answers stdin lines with `count=<counter()> ns=<now>` until stdin closes.
+fn serve(mut counter: impl FnMut() -> anyhow::Result<u64>) -> anyhow::Result<()> {
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout();
+    for line in stdin.lock().lines() {
+        line.context("reading stdin")?;
+        let count = counter()?;
+        writeln!(stdout, "count={count} ns={}", monotonic_ns())?;
+        stdout.flush()?;
+    }
+    Ok(())
+}
+
+fn ready(details: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "ready {details}")?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Runs `bench gen`.
+pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
+    let flows = UdpFlows {
+        src_mac: interface_mac(&args.interface)?,
+        dst_mac: parse_mac(&args.dst_mac)?,
+        src_ip: args.src_ip,
+        dst_ip: args.dst_ip,
+        first_src_port: 1024,
+        dst_port: 9,
+        frame_size: args.frame_size,
+    };
+    let frames = flows.frames(args.flows)?;
+    let config = GenConfig {
+        interface: args.interface.clone(),
+        ring_size: args.ring_size,
+        bind_mode: BindMode::Copy,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let cpu = args.cpu;
+    // The socket is opened on the sending thread: xdpilone's UMEM is not `Send`.
+    let (opened, is_open) = std::sync::mpsc::channel();
+    let sender = {
+        let (stop, sent) = (Arc::clone(&stop), Arc::clone(&sent));
+        std::thread::Builder::new()
+            .name("ofan-gen".into())
+            .spawn(move || {
+                let setup = || -> anyhow::Result<TrafficGen> {
+                    if let Some(cpu) = cpu {
+                        pin_to_cpu(cpu)
+                            .with_context(|| format!("pinning the sender to CPU {cpu}"))?;
+                    }
+                    Ok(TrafficGen::open(&config, &frames)?)
+                };
+                match setup() {
+                    Ok(mut generator) => {
+                        let _ = opened.send(Ok(()));
+                        Some(generator.run(&stop, &sent))
+                    }
+                    Err(error) => {
+                        let _ = opened.send(Err(error));
+                        None
+                    }
+                }
+            })
+            .context("starting the sender thread")?
+    };
+    is_open
+        .recv()
+        .context("the sender thread died while opening the socket")??;
+    ready(&format!(
+        "interface={} frame_len={} flows={} cpu={}",
+        args.interface,
+        flows.len(),
+        args.flows,
+        cpu.map_or("any".into(), |c| c.to_string())
+    ))?;
+    let served = serve(|| Ok(sent.load(Ordering::Relaxed)));
+    stop.store(true, Ordering::Relaxed);
+    let report = sender
+        .join()
+        .map_err(|_| anyhow::anyhow!("the sender thread panicked"))?
+        .context("the sender never started")?;
+    served?;
+    println!("done sent={} kicks={}", report.completed, report.kicks);
+    Ok(())
+}
+
+/// Runs `bench sink`.
+pub fn sink(args: &SinkArgs) -> anyhow::Result<()> {
+    let mut sink = XdpSink::load(XdpMode::Native)?;
+    sink.attach(&args.interface)?;
+    ready(&format!("interface={}", args.interface))?;
+    serve(|| Ok(sink.frames()?))?;
+    println!("done frames={}", sink.frames()?);
+    Ok(())
+}
+
+/// Runs `bench redirect`.
+pub fn redirect(args: &RedirectArgs) -> anyhow::Result<()> {
+    let mut redirect = XdpRedirect::load(XdpMode::Native)?;
+    redirect.forward(&args.from, &args.to)?;
+    ready(&format!("from={} to={}", args.from, args.to))?;
+    serve(|| Ok(0))?;
+    drop(redirect);
+    println!("done");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs_parse() {
+        assert_eq!(
+            parse_mac("02:00:0a:FF:00:01").unwrap(),
+            [2, 0, 0x0a, 0xff, 0, 1]
+        );
+        assert!(parse_mac("02:00:0a:ff:00").is_err());
+        assert!(parse_mac("02:00:0a:ff:00:xx").is_err());
+    }
+}

@@ -1,0 +1,206 @@
+//! Medians, ratios and the table of `bench forward` (pure: no I/O, unit-tested).
+
+use std::fmt::Write as _;
+
+/// One measurement of one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Round (0-based).
+    pub round: usize,
+    /// Frames per second counted by the sink, in millions.
+    pub mpps: f64,
+    /// Frames per second the generator got onto the wire, in millions.
+    pub offered_mpps: f64,
+    /// Frames per second the device under test says it sent (its own counters), if it has any.
+    pub dut_mpps: Option<f64>,
+}
+
+/// What became of one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Measured in every round.
+    Measured(Vec<Sample>),
+    /// Not measured, and why.
+    Unavailable(String),
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Short name (`ofan`, `bare`, …).
+    pub name: &'static str,
+    /// What it is.
+    pub description: &'static str,
+    /// Its measurements.
+    pub outcome: Outcome,
+}
+
+impl Row {
+    /// Median sink rate, if measured.
+    pub fn median_mpps(&self) -> Option<f64> {
+        match &self.outcome {
+            Outcome::Measured(samples) => median(samples.iter().map(|s| s.mpps)),
+            Outcome::Unavailable(_) => None,
+        }
+    }
+}
+
+/// The median of some values (mean of the middle two for an even count); `None` if empty.
+pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut values: Vec<f64> = values.into_iter().collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    })
+}
+
+/// `a / b` when both are known and `b` is not zero.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// Within this fraction of the offered rate, a candidate forwarded everything it was given.
+const GENERATOR_BOUND: f64 = 0.97;
+
+/// What limited a candidate: the generator when it forwarded (nearly) all it was offered, so
+/// its own limit is higher than measured; else the candidate itself.
+fn limit(forwarded: Option<f64>, offered: Option<f64>) -> &'static str {
+    match ratio(forwarded, offered) {
+        Some(share) if share >= GENERATOR_BOUND => "generator (forwarded all offered)",
+        Some(_) => "candidate",
+        None => "–",
+    }
+}
+
+fn cell(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+/// The markdown table: one row per candidate, then the ratios the targets are stated in.
+pub fn table(rows: &[Row]) -> String {
+    let find = |name: &str| {
+        rows.iter()
+            .find(|r| r.name == name)
+            .and_then(Row::median_mpps)
+    };
+    let ceiling = find("redirect");
+    let mut out = String::new();
+    out.push_str(
+        "| candidate | median Mpps | min – max | runs | offered Mpps | DUT-counted Mpps | vs redirect | limited by |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for row in rows {
+        match &row.outcome {
+            Outcome::Measured(samples) => {
+                let min = samples.iter().map(|s| s.mpps).fold(f64::INFINITY, f64::min);
+                let max = samples.iter().map(|s| s.mpps).fold(0.0, f64::max);
+                let dut = median(samples.iter().filter_map(|s| s.dut_mpps));
+                let offered = median(samples.iter().map(|s| s.offered_mpps));
+                let _ = writeln!(
+                    out,
+                    "| `{}` {} | **{}** | {:.3} – {:.3} | {} | {} | {} | {} | {} |",
+                    row.name,
+                    row.description,
+                    cell(row.median_mpps(), 3),
+                    min,
+                    max,
+                    samples.len(),
+                    cell(offered, 3),
+                    cell(dut, 3),
+                    cell(ratio(row.median_mpps(), ceiling), 2),
+                    limit(row.median_mpps(), offered),
+                );
+            }
+            Outcome::Unavailable(reason) => {
+                let _ = writeln!(
+                    out,
+                    "| `{}` {} | not installed/unavailable: {} | | | | | | |",
+                    row.name, row.description, reason
+                );
+            }
+        }
+    }
+    let ofan = find("ofan");
+    let _ = writeln!(
+        out,
+        "\nRatios of medians: ofan/bare = {} (target ≥ 0.95), ofan/testpmd = {} (target ≥ 1.0).",
+        cell(ratio(ofan, find("bare")), 2),
+        cell(ratio(ofan, find("testpmd")), 2),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(mpps: f64) -> Sample {
+        Sample {
+            round: 0,
+            mpps,
+            offered_mpps: 2.0,
+            dut_mpps: Some(mpps),
+        }
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median([]), None);
+        assert_eq!(median([3.0]), Some(3.0));
+        assert_eq!(median([3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn ratios_need_both_sides() {
+        assert_eq!(ratio(Some(1.0), Some(2.0)), Some(0.5));
+        assert_eq!(ratio(Some(1.0), None), None);
+        assert_eq!(ratio(Some(1.0), Some(0.0)), None);
+    }
+
+    #[test]
+    fn table_has_a_row_per_candidate_and_the_ratios() {
+        let rows = [
+            Row {
+                name: "ofan",
+                description: "switch",
+                outcome: Outcome::Measured(vec![sample(0.9), sample(1.0), sample(0.8)]),
+            },
+            Row {
+                name: "bare",
+                description: "bare",
+                outcome: Outcome::Measured(vec![sample(1.0)]),
+            },
+            Row {
+                name: "testpmd",
+                description: "dpdk",
+                outcome: Outcome::Unavailable("dpdk-testpmd not on PATH".into()),
+            },
+            Row {
+                name: "redirect",
+                description: "xdp",
+                outcome: Outcome::Measured(vec![sample(3.6)]),
+            },
+        ];
+        let text = table(&rows);
+        assert!(text.contains("| **0.900** | 0.800 – 1.000 | 3 |"), "{text}");
+        assert!(text.contains("| candidate |"), "{text}");
+        assert!(
+            text.contains("| generator (forwarded all offered) |"),
+            "{text}"
+        );
+        assert!(text.contains("not installed/unavailable: dpdk-testpmd not on PATH"));
+        assert!(text.contains("| 0.25 |"), "{text}");
+        assert!(text.contains("ofan/bare = 0.90"));
+        assert!(text.contains("ofan/testpmd = –"));
+    }
+}
