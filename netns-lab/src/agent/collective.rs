@@ -1,0 +1,668 @@
+//! Collective plans: which host sends how many bytes to which — pure data, no I/O.
+//!
+//! A [`Plan`] is written once per run (by the lab, or `ofan-lab agent plan`) and read by every
+//! agent, so the agent itself knows nothing about collectives: it sends the flows whose source
+//! is its host and acknowledges the flows whose destination is its host.
+//!
+//! The builders produce flows in the same order, with the same random choices, as the
+//! deterministic model (`ofan_model::workload::flows`) when the hosts are a topology's hosts in
+//! topology order: host indices of a plan are the model's host indices, and a plan's flow list
+//! *is* the model's flow list. So a lab run and a model run of the same seed measure the same
+//! traffic matrix.
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+
+use ofan_dataplane::lb::{mix64, LbRng};
+use ofan_topology::Topology;
+use serde::{Deserialize, Serialize};
+
+/// Salt of the workload's random stream; the same as the model's, so that seeds agree.
+const WORKLOAD_SALT: u64 = 0x776f_726b_6c6f_6164;
+
+/// One participant: a host and its address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanHost {
+    /// Host name (`h-p0-e0-h0`).
+    pub name: String,
+    /// The host's address (`10.p.e.(2h+1)` in a lab).
+    pub address: Ipv4Addr,
+}
+
+/// One flow: `bytes` from host `src` to host `dst` (indices into [`Plan::hosts`]). Its flow id
+/// is its position in [`Plan::flows`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanFlow {
+    /// Source host index.
+    pub src: u32,
+    /// Destination host index.
+    pub dst: u32,
+    /// Message size in bytes (application bytes, headers not counted).
+    pub bytes: u64,
+}
+
+/// How a plan was made (informational: agents only read the flows).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum CollectiveKind {
+    /// A seeded random derangement.
+    Permutation {
+        /// The seed.
+        seed: u64,
+    },
+    /// Every host to every other host.
+    AllToAll,
+    /// Host i sends to host (i + stride) mod n.
+    Ring {
+        /// Distance to the next host of the ring.
+        stride: u32,
+    },
+    /// An explicit host-to-host byte matrix.
+    Matrix,
+}
+
+/// Everything the agents of one run share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Collective id, carried in every packet; packets of another id are ignored (stale traffic
+    /// of an earlier run). The lab should use a fresh id per run.
+    pub collective: u32,
+    /// How the flows were made.
+    pub kind: CollectiveKind,
+    /// The participants, in topology host order.
+    pub hosts: Vec<PlanHost>,
+    /// The flows; flow id = position.
+    pub flows: Vec<PlanFlow>,
+}
+
+/// Why a plan cannot be built or used.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A collective needs at least two hosts.
+    #[error("a collective needs at least 2 hosts, got {hosts}")]
+    TooFewHosts {
+        /// Number of hosts given.
+        hosts: usize,
+    },
+    /// Messages must not be empty.
+    #[error("message size must be at least 1 byte")]
+    EmptyMessage,
+    /// A ring stride that maps hosts to themselves.
+    #[error("ring stride {stride} is a multiple of the host count {hosts}: every host would send to itself")]
+    RingStride {
+        /// The stride.
+        stride: u32,
+        /// Number of hosts.
+        hosts: usize,
+    },
+    /// A malformed matrix.
+    #[error("matrix line {line}: {reason}")]
+    Matrix {
+        /// 1-based line (CSV) or row (JSON) number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A matrix larger than the host list.
+    #[error("the matrix is {size}×{size} but there are only {hosts} hosts")]
+    MatrixSize {
+        /// Rows (= columns) of the matrix.
+        size: usize,
+        /// Number of hosts.
+        hosts: usize,
+    },
+    /// No flow at all.
+    #[error("the collective has no flows")]
+    NoFlows,
+    /// A flow naming a missing host.
+    #[error("flow {flow}: host index {host} out of range (there are {hosts} hosts)")]
+    HostOutOfRange {
+        /// Flow id.
+        flow: usize,
+        /// The offending index.
+        host: u32,
+        /// Number of hosts.
+        hosts: usize,
+    },
+    /// A flow from a host to itself.
+    #[error("flow {flow}: source and destination are both host {host}")]
+    SelfFlow {
+        /// Flow id.
+        flow: usize,
+        /// The host.
+        host: u32,
+    },
+    /// A flow of zero bytes.
+    #[error("flow {flow}: zero bytes")]
+    ZeroBytes {
+        /// Flow id.
+        flow: usize,
+    },
+    /// Two hosts with one name or one address.
+    #[error("host `{name}` ({address}) appears twice (by name or address)")]
+    DuplicateHost {
+        /// Its name.
+        name: String,
+        /// Its address.
+        address: Ipv4Addr,
+    },
+    /// More flows than flow ids.
+    #[error("{flows} flows: flow ids are 32-bit")]
+    TooManyFlows {
+        /// Number of flows.
+        flows: usize,
+    },
+    /// Not valid plan JSON.
+    #[error("plan JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl Plan {
+    /// Parses and validates a plan.
+    ///
+    /// # Errors
+    /// [`PlanError::Json`] for malformed JSON, or any [`validate`](Self::validate) error.
+    pub fn from_json(text: &str) -> Result<Self, PlanError> {
+        let plan: Plan = serde_json::from_str(text)?;
+        plan.validate()?;
+        Ok(plan)
+    }
+
+    /// The plan as pretty JSON.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a plan always serializes")
+    }
+
+    /// Checks that hosts are unique and every flow joins two distinct known hosts with at
+    /// least one byte.
+    ///
+    /// # Errors
+    /// The first problem found.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let hosts = self.hosts.len();
+        let mut names = BTreeSet::new();
+        let mut addresses = BTreeSet::new();
+        for host in &self.hosts {
+            if !names.insert(host.name.as_str()) || !addresses.insert(host.address) {
+                return Err(PlanError::DuplicateHost {
+                    name: host.name.clone(),
+                    address: host.address,
+                });
+            }
+        }
+        if u32::try_from(self.flows.len()).is_err() {
+            return Err(PlanError::TooManyFlows {
+                flows: self.flows.len(),
+            });
+        }
+        for (id, flow) in self.flows.iter().enumerate() {
+            for host in [flow.src, flow.dst] {
+                if host as usize >= hosts {
+                    return Err(PlanError::HostOutOfRange {
+                        flow: id,
+                        host,
+                        hosts,
+                    });
+                }
+            }
+            if flow.src == flow.dst {
+                return Err(PlanError::SelfFlow {
+                    flow: id,
+                    host: flow.src,
+                });
+            }
+            if flow.bytes == 0 {
+                return Err(PlanError::ZeroBytes { flow: id });
+            }
+        }
+        Ok(())
+    }
+
+    /// Index of the host called `name`.
+    #[must_use]
+    pub fn host_index(&self, name: &str) -> Option<u32> {
+        self.hosts
+            .iter()
+            .position(|host| host.name == name)
+            .map(|index| index as u32)
+    }
+
+    /// Total bytes of all flows.
+    #[must_use]
+    pub fn total_bytes(&self) -> u64 {
+        self.flows.iter().map(|flow| flow.bytes).sum()
+    }
+}
+
+/// The hosts of `topology`, in topology order (so plan host indices are model host indices).
+#[must_use]
+pub fn topology_hosts(topology: &Topology) -> Vec<PlanHost> {
+    topology
+        .hosts()
+        .iter()
+        .map(|node| PlanHost {
+            name: node.name.clone(),
+            address: node.loopback,
+        })
+        .collect()
+}
+
+fn check_hosts(hosts: &[PlanHost], bytes: u64) -> Result<u32, PlanError> {
+    if hosts.len() < 2 {
+        return Err(PlanError::TooFewHosts { hosts: hosts.len() });
+    }
+    if bytes == 0 {
+        return Err(PlanError::EmptyMessage);
+    }
+    u32::try_from(hosts.len()).map_err(|_| PlanError::TooManyFlows { flows: hosts.len() })
+}
+
+fn finish(
+    collective: u32,
+    kind: CollectiveKind,
+    hosts: Vec<PlanHost>,
+    flows: Vec<PlanFlow>,
+) -> Result<Plan, PlanError> {
+    if flows.is_empty() {
+        return Err(PlanError::NoFlows);
+    }
+    let plan = Plan {
+        collective,
+        kind,
+        hosts,
+        flows,
+    };
+    plan.validate()?;
+    Ok(plan)
+}
+
+/// A random permutation without fixed points: host i sends `bytes` to host π(i), π(i) ≠ i.
+/// The same `seed` gives the same derangement, and the same one as the model's.
+///
+/// # Errors
+/// Fewer than two hosts, empty messages, duplicate hosts.
+pub fn permutation(
+    collective: u32,
+    hosts: Vec<PlanHost>,
+    bytes: u64,
+    seed: u64,
+) -> Result<Plan, PlanError> {
+    let n = check_hosts(&hosts, bytes)?;
+    let mut rng = LbRng::new(mix64(seed ^ WORKLOAD_SALT));
+    let flows = derangement(n, &mut rng)
+        .into_iter()
+        .enumerate()
+        .map(|(src, dst)| PlanFlow {
+            src: src as u32,
+            dst,
+            bytes,
+        })
+        .collect();
+    finish(
+        collective,
+        CollectiveKind::Permutation { seed },
+        hosts,
+        flows,
+    )
+}
+
+/// Every host sends `bytes` to every other host (source-major, destinations ascending).
+///
+/// # Errors
+/// Fewer than two hosts, empty messages, duplicate hosts.
+pub fn all_to_all(collective: u32, hosts: Vec<PlanHost>, bytes: u64) -> Result<Plan, PlanError> {
+    let n = check_hosts(&hosts, bytes)?;
+    let flows = (0..n)
+        .flat_map(|src| {
+            (0..n)
+                .filter(move |&dst| dst != src)
+                .map(move |dst| PlanFlow { src, dst, bytes })
+        })
+        .collect();
+    finish(collective, CollectiveKind::AllToAll, hosts, flows)
+}
+
+/// FSDP-style ring: host i sends `bytes` to host (i + stride) mod n.
+///
+/// # Errors
+/// Fewer than two hosts, empty messages, a stride that is a multiple of n, duplicate hosts.
+pub fn ring(
+    collective: u32,
+    hosts: Vec<PlanHost>,
+    bytes: u64,
+    stride: u32,
+) -> Result<Plan, PlanError> {
+    let n = check_hosts(&hosts, bytes)?;
+    if stride % n == 0 {
+        return Err(PlanError::RingStride {
+            stride,
+            hosts: hosts.len(),
+        });
+    }
+    let flows = (0..n)
+        .map(|src| PlanFlow {
+            src,
+            dst: ((u64::from(src) + u64::from(stride)) % u64::from(n)) as u32,
+            bytes,
+        })
+        .collect();
+    finish(collective, CollectiveKind::Ring { stride }, hosts, flows)
+}
+
+/// An explicit byte matrix (see [`parse_matrix`]): entry (i, j) is the bytes host i sends to
+/// host j. An m×m matrix with m ≤ n uses the first m hosts; the diagonal (traffic a host keeps)
+/// and zero entries make no flow. Flows are row-major.
+///
+/// # Errors
+/// A malformed or too large matrix, no non-zero off-diagonal entry, duplicate hosts.
+pub fn matrix(collective: u32, hosts: Vec<PlanHost>, text: &str) -> Result<Plan, PlanError> {
+    let rows = parse_matrix(text)?;
+    if rows.len() > hosts.len() {
+        return Err(PlanError::MatrixSize {
+            size: rows.len(),
+            hosts: hosts.len(),
+        });
+    }
+    let flows = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(src, row)| {
+            row.iter()
+                .enumerate()
+                .filter(move |&(dst, &bytes)| dst != src && bytes > 0)
+                .map(move |(dst, &bytes)| PlanFlow {
+                    src: src as u32,
+                    dst: dst as u32,
+                    bytes,
+                })
+        })
+        .collect();
+    finish(collective, CollectiveKind::Matrix, hosts, flows)
+}
+
+/// Parses a square byte matrix, rows = sources, columns = destinations.
+///
+/// * JSON: `[[0, 1048576], [524288, 0]]`.
+/// * CSV: one row per line, fields separated by commas (or semicolons, tabs, spaces); blank
+///   lines and `#` comments are skipped, and so is a first row with no number in it (a header).
+///
+/// Entries are non-negative byte counts; fractional values (e.g. averaged traces) are rounded
+/// to the nearest byte.
+///
+/// # Errors
+/// [`PlanError::Matrix`] naming the line (row) of the first problem.
+pub fn parse_matrix(text: &str) -> Result<Vec<Vec<u64>>, PlanError> {
+    let rows = if text.trim_start().starts_with('[') {
+        parse_json_matrix(text)?
+    } else {
+        parse_csv_matrix(text)?
+    };
+    let size = rows.len();
+    if size == 0 {
+        return Err(PlanError::Matrix {
+            line: 1,
+            reason: "empty matrix".to_owned(),
+        });
+    }
+    for (line, row) in &rows {
+        if row.len() != size {
+            return Err(PlanError::Matrix {
+                line: *line,
+                reason: format!(
+                    "{} columns, but the matrix has {size} rows (it must be square)",
+                    row.len()
+                ),
+            });
+        }
+    }
+    Ok(rows.into_iter().map(|(_, row)| row).collect())
+}
+
+fn byte_count(value: f64, line: usize, field: &str) -> Result<u64, PlanError> {
+    if !(0.0..=1e18).contains(&value) {
+        return Err(PlanError::Matrix {
+            line,
+            reason: format!("`{field}` is not a byte count (non-negative, at most 1e18)"),
+        });
+    }
+    Ok(value.round() as u64)
+}
+
+fn parse_json_matrix(text: &str) -> Result<Vec<(usize, Vec<u64>)>, PlanError> {
+    let rows: Vec<Vec<serde_json::Value>> =
+        serde_json::from_str(text).map_err(|e| PlanError::Matrix {
+            line: e.line(),
+            reason: format!("JSON: {e} (expected an array of arrays of numbers)"),
+        })?;
+    rows.into_iter()
+        .enumerate()
+        .map(|(index, row)| {
+            let line = index + 1;
+            let values = row
+                .iter()
+                .map(|value| {
+                    let number = value.as_f64().ok_or_else(|| PlanError::Matrix {
+                        line,
+                        reason: format!("`{value}` is not a number"),
+                    })?;
+                    byte_count(number, line, &value.to_string())
+                })
+                .collect::<Result<Vec<u64>, PlanError>>()?;
+            Ok((line, values))
+        })
+        .collect()
+}
+
+fn parse_csv_matrix(text: &str) -> Result<Vec<(usize, Vec<u64>)>, PlanError> {
+    let mut rows = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let content = raw.split('#').next().unwrap_or("").trim();
+        if content.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = content
+            .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+            .filter(|field| !field.is_empty())
+            .collect();
+        let numbers: Vec<Option<f64>> = fields.iter().map(|f| f.parse::<f64>().ok()).collect();
+        if rows.is_empty() && numbers.iter().all(Option::is_none) {
+            continue; // a header row
+        }
+        let values = fields
+            .iter()
+            .zip(numbers)
+            .map(|(field, number)| match number {
+                Some(number) => byte_count(number, line, field),
+                None => Err(PlanError::Matrix {
+                    line,
+                    reason: format!("`{field}` is not a number"),
+                }),
+            })
+            .collect::<Result<Vec<u64>, PlanError>>()?;
+        rows.push((line, values));
+    }
+    Ok(rows)
+}
+
+/// A uniformly random permutation of `0..n` without fixed points (n ≥ 2), by rejection —
+/// the model's algorithm, draw for draw.
+fn derangement(n: u32, rng: &mut LbRng) -> Vec<u32> {
+    let mut perm: Vec<u32> = (0..n).collect();
+    if n < 2 {
+        return perm;
+    }
+    loop {
+        shuffle(&mut perm, rng);
+        if perm.iter().enumerate().all(|(i, &p)| i as u32 != p) {
+            return perm;
+        }
+        perm.sort_unstable();
+    }
+}
+
+fn shuffle(values: &mut [u32], rng: &mut LbRng) {
+    for i in (1..values.len()).rev() {
+        let j = rng.below(i as u32 + 1) as usize;
+        values.swap(i, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ofan_model::{workload, Workload};
+
+    fn hosts(n: u32) -> Vec<PlanHost> {
+        (0..n)
+            .map(|i| PlanHost {
+                name: format!("h{i}"),
+                address: Ipv4Addr::new(10, 0, (i / 128) as u8, (2 * (i % 128) + 1) as u8),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn permutation_is_a_derangement_and_seeds_reproduce() {
+        for n in [2, 3, 5, 16, 128] {
+            for seed in 0..20 {
+                let plan = permutation(1, hosts(n), 1000, seed).unwrap();
+                assert_eq!(plan.flows.len(), n as usize);
+                let mut dsts: Vec<u32> = plan.flows.iter().map(|f| f.dst).collect();
+                for (src, flow) in plan.flows.iter().enumerate() {
+                    assert_eq!(flow.src, src as u32);
+                    assert_ne!(flow.src, flow.dst, "fixed point, n={n} seed={seed}");
+                }
+                dsts.sort_unstable();
+                assert_eq!(dsts, (0..n).collect::<Vec<_>>(), "not a permutation");
+                assert_eq!(plan.total_bytes(), u64::from(n) * 1000);
+                assert_eq!(plan, permutation(1, hosts(n), 1000, seed).unwrap());
+            }
+        }
+        let a = permutation(1, hosts(16), 1, 1).unwrap();
+        let b = permutation(1, hosts(16), 1, 2).unwrap();
+        assert_ne!(a.flows, b.flows, "different seeds should differ");
+    }
+
+    #[test]
+    fn builders_match_the_model_flow_for_flow() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let cases: [(Workload, Plan); 3] = [
+            (
+                Workload::Permutation,
+                permutation(9, topology_hosts(&topology), 4096, 7).unwrap(),
+            ),
+            (
+                Workload::AllToAll,
+                all_to_all(9, topology_hosts(&topology), 4096).unwrap(),
+            ),
+            (
+                Workload::Ring { stride: 3 },
+                ring(9, topology_hosts(&topology), 4096, 3).unwrap(),
+            ),
+        ];
+        for (workload, plan) in cases {
+            let model = workload::flows(&topology, &workload, 4096, 7).unwrap();
+            let ours: Vec<(u32, u32, u64)> =
+                plan.flows.iter().map(|f| (f.src, f.dst, f.bytes)).collect();
+            let theirs: Vec<(u32, u32, u64)> =
+                model.iter().map(|f| (f.src, f.dst, f.bytes)).collect();
+            assert_eq!(ours, theirs, "{workload:?}");
+        }
+    }
+
+    #[test]
+    fn all_to_all_and_ring_sizes_add_up() {
+        let plan = all_to_all(1, hosts(6), 100).unwrap();
+        assert_eq!(plan.flows.len(), 30);
+        assert_eq!(plan.total_bytes(), 3000);
+        for host in 0..6 {
+            assert_eq!(plan.flows.iter().filter(|f| f.src == host).count(), 5);
+            assert_eq!(plan.flows.iter().filter(|f| f.dst == host).count(), 5);
+        }
+        let plan = ring(1, hosts(6), 100, 2).unwrap();
+        let pairs: Vec<(u32, u32)> = plan.flows.iter().map(|f| (f.src, f.dst)).collect();
+        assert_eq!(pairs, [(0, 2), (1, 3), (2, 4), (3, 5), (4, 0), (5, 1)]);
+        assert!(matches!(
+            ring(1, hosts(6), 100, 12),
+            Err(PlanError::RingStride { .. })
+        ));
+        assert!(matches!(
+            permutation(1, hosts(1), 100, 0),
+            Err(PlanError::TooFewHosts { .. })
+        ));
+        assert!(matches!(
+            all_to_all(1, hosts(3), 0),
+            Err(PlanError::EmptyMessage)
+        ));
+    }
+
+    #[test]
+    fn matrix_from_csv_and_json() {
+        let csv = "# MoE dispatch, bytes\nsrc0,src1,src2\n0, 10, 0\n5,0,7.4\n\n1 2 3\n";
+        let plan = matrix(3, hosts(4), csv).unwrap();
+        let flows: Vec<(u32, u32, u64)> =
+            plan.flows.iter().map(|f| (f.src, f.dst, f.bytes)).collect();
+        assert_eq!(
+            flows,
+            [(0, 1, 10), (1, 0, 5), (1, 2, 7), (2, 0, 1), (2, 1, 2)]
+        );
+        assert_eq!(plan.kind, CollectiveKind::Matrix);
+
+        let json = "[[0, 10, 0], [5, 0, 7.4], [1, 2, 3]]";
+        assert_eq!(matrix(3, hosts(4), json).unwrap(), plan);
+
+        for (bad, line) in [
+            ("0,1\n1\n", 2),
+            ("0,1\n1,x\n", 2),
+            ("0,-1\n1,0\n", 1),
+            ("[[0, 1], [1]]", 2),
+            ("[[0, \"a\"], [1, 0]]", 1),
+        ] {
+            match matrix(1, hosts(4), bad) {
+                Err(PlanError::Matrix { line: got, .. }) => assert_eq!(got, line, "{bad}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            matrix(1, hosts(2), "0,1,1\n1,0,1\n1,1,0"),
+            Err(PlanError::MatrixSize { size: 3, hosts: 2 })
+        ));
+        assert!(matches!(
+            matrix(1, hosts(2), "5,0\n0,5"),
+            Err(PlanError::NoFlows)
+        ));
+    }
+
+    #[test]
+    fn json_round_trip_and_validation() {
+        let plan = permutation(5, hosts(4), 1 << 20, 3).unwrap();
+        assert_eq!(Plan::from_json(&plan.to_json()).unwrap(), plan);
+
+        let mut bad = plan.clone();
+        bad.flows[0].dst = 9;
+        assert!(matches!(
+            Plan::from_json(&bad.to_json()),
+            Err(PlanError::HostOutOfRange {
+                flow: 0,
+                host: 9,
+                ..
+            })
+        ));
+        let mut bad = plan.clone();
+        bad.flows[1].dst = bad.flows[1].src;
+        assert!(matches!(
+            bad.validate(),
+            Err(PlanError::SelfFlow { flow: 1, .. })
+        ));
+        let mut bad = plan.clone();
+        bad.hosts[1].address = bad.hosts[0].address;
+        assert!(matches!(
+            bad.validate(),
+            Err(PlanError::DuplicateHost { .. })
+        ));
+        assert_eq!(plan.host_index("h2"), Some(2));
+        assert_eq!(plan.host_index("nope"), None);
+    }
+}

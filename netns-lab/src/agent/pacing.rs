@@ -1,0 +1,220 @@
+//! Constant-rate pacing (paper §2.2): the departure schedule and how well it was kept — pure
+//! arithmetic on times passed in, no clock.
+//!
+//! Packet k may leave at `t_k = max(t_{k−1} + wire_time(k−1), now)`, where `wire_time(b)` is the
+//! time `b` wire bytes (frame plus gap) take at the paced rate ρ·R. So the source never sends
+//! faster than ρ·R, and when it is late it continues from *now* at ρ·R instead of bursting to
+//! catch up. Every send also records how late it was against its due time.
+//!
+//! Optionally ([`Pacer::with_catch_up`]) a late send shortens the next gap by its lateness, up
+//! to half a wire time, as Linux's `sch_fq` pacing does ("packet might have been sent later
+//! than its planned time; subtract the delay to be fair"): the average rate then survives
+//! scheduling jitter, at the price of gaps down to half a wire time (a momentary rate of up to
+//! 2·ρ·R).
+
+/// The departure schedule of one sender.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    /// ρ·R in bits per second.
+    paced_bps: f64,
+    /// Earliest departure of the next packet, picoseconds (absolute, same clock as the ns
+    /// times passed in).
+    next_ps: u128,
+    /// Shorten the gap after a late send (see the module documentation).
+    catch_up: bool,
+}
+
+impl Pacer {
+    /// A pacer at `paced_bps` (> 0) whose first packet is due at `start_ns`.
+    #[must_use]
+    pub fn new(paced_bps: f64, start_ns: u64) -> Self {
+        assert!(paced_bps > 0.0, "pacing needs a positive rate");
+        Self {
+            paced_bps,
+            next_ps: u128::from(start_ns) * 1000,
+            catch_up: false,
+        }
+    }
+
+    /// The same pacer, compensating lateness up to half a wire time per packet (`sch_fq`).
+    #[must_use]
+    pub fn with_catch_up(mut self, catch_up: bool) -> Self {
+        self.catch_up = catch_up;
+        self
+    }
+
+    /// When the next packet is due, nanoseconds (rounded up).
+    #[must_use]
+    pub fn due_ns(&self) -> u64 {
+        u64::try_from(self.next_ps.div_ceil(1000)).unwrap_or(u64::MAX)
+    }
+
+    /// Picoseconds that `wire_bytes` take at the paced rate.
+    #[must_use]
+    pub fn wire_ps(&self, wire_bytes: u64) -> u128 {
+        (wire_bytes as f64 * 8.0 * 1e12 / self.paced_bps).round() as u128
+    }
+
+    /// Records that a packet of `wire_bytes` left at `sent_ns` (at or after
+    /// [`due_ns`](Self::due_ns)); the next one is due one wire time later.
+    pub fn sent(&mut self, sent_ns: u64, wire_bytes: u64) {
+        // A send within the due nanosecond is on time: keep the exact (sub-ns) schedule.
+        let wire = self.wire_ps(wire_bytes);
+        if sent_ns <= self.due_ns() {
+            self.next_ps += wire;
+            return;
+        }
+        let sent_ps = u128::from(sent_ns) * 1000;
+        let credit = if self.catch_up {
+            (sent_ps - self.next_ps).min(wire / 2)
+        } else {
+            0
+        };
+        self.next_ps = sent_ps + wire - credit;
+    }
+}
+
+/// Lateness of every send (ns after its due time), kept for percentiles. Reserve the packet
+/// count up front and recording never allocates.
+#[derive(Debug, Clone, Default)]
+pub struct Lateness {
+    samples: Vec<u32>,
+}
+
+impl Lateness {
+    /// Room for `packets` samples.
+    #[must_use]
+    pub fn with_capacity(packets: usize) -> Self {
+        Self {
+            samples: Vec::with_capacity(packets),
+        }
+    }
+
+    /// One send, `late_ns` after it was due (saturating at ~4.3 s).
+    pub fn record(&mut self, late_ns: u64) {
+        self.samples
+            .push(u32::try_from(late_ns).unwrap_or(u32::MAX));
+    }
+
+    /// Summary: p50, p99 and max, nanoseconds (zeros without samples). Nearest-rank percentiles.
+    #[must_use]
+    pub fn summary(&self) -> LatenessSummary {
+        if self.samples.is_empty() {
+            return LatenessSummary::default();
+        }
+        let mut sorted = self.samples.clone();
+        sorted.sort_unstable();
+        let rank = |p: f64| {
+            let index = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+            u64::from(sorted[index])
+        };
+        LatenessSummary {
+            p50_ns: rank(0.50),
+            p99_ns: rank(0.99),
+            max_ns: u64::from(*sorted.last().expect("not empty")),
+        }
+    }
+}
+
+/// Percentiles of [`Lateness`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LatenessSummary {
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+}
+
+/// The rate the departures achieved: wire bits of every packet but the last over the time from
+/// the first departure to the last (the last packet's own wire time is not observed). `None`
+/// with fewer than two packets.
+#[must_use]
+pub fn achieved_bps(first_ns: u64, last_ns: u64, wire_bytes_but_last: u64) -> Option<f64> {
+    (last_ns > first_ns)
+        .then(|| wire_bytes_but_last as f64 * 8.0 * 1e9 / (last_ns - first_ns) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_time_departures_are_exactly_one_wire_time_apart() {
+        // 1538 wire bytes at 50 Mbit/s: 246.08 µs.
+        let mut pacer = Pacer::new(50e6, 1_000);
+        let mut departures = Vec::new();
+        for _ in 0..5 {
+            let due = pacer.due_ns();
+            departures.push(due);
+            pacer.sent(due, 1538);
+        }
+        assert_eq!(departures, [1_000, 247_080, 493_160, 739_240, 985_320]);
+        let rate = achieved_bps(departures[0], departures[4], 4 * 1538).unwrap();
+        assert!((rate / 50e6 - 1.0).abs() < 1e-9, "{rate}");
+    }
+
+    #[test]
+    fn a_late_send_continues_from_now_without_burst() {
+        let mut pacer = Pacer::new(8e9, 0); // 1 ns per byte
+        pacer.sent(0, 100);
+        assert_eq!(pacer.due_ns(), 100);
+        pacer.sent(500, 100); // woke 400 ns late
+        assert_eq!(
+            pacer.due_ns(),
+            600,
+            "no catching up: one wire time after the late send"
+        );
+        pacer.sent(600, 50);
+        assert_eq!(pacer.due_ns(), 650, "shorter packets take shorter");
+    }
+
+    #[test]
+    fn catch_up_shortens_the_next_gap_by_at_most_half_a_wire_time() {
+        let mut pacer = Pacer::new(8e9, 0).with_catch_up(true);
+        pacer.sent(0, 100);
+        pacer.sent(130, 100); // 30 ns late: the next gap is 70 ns
+        assert_eq!(pacer.due_ns(), 200, "back on the original schedule");
+        pacer.sent(500, 100); // 300 ns late: at most 50 ns credit
+        assert_eq!(pacer.due_ns(), 550);
+    }
+
+    #[test]
+    fn load_scales_the_spacing() {
+        let mut pacer = Pacer::new(0.5 * 8e9, 0); // ρ = 0.5 of 8 Gbit/s
+        pacer.sent(0, 100);
+        assert_eq!(pacer.due_ns(), 200);
+    }
+
+    #[test]
+    fn fractional_wire_times_do_not_drift() {
+        // 3 bytes at 7 Gbit/s = 3.428571… ns; 7000 packets = 24 µs exactly.
+        let mut pacer = Pacer::new(7e9, 0);
+        for _ in 0..7000 {
+            let due = pacer.due_ns();
+            pacer.sent(due, 3);
+        }
+        // On-time sends keep the sub-nanosecond schedule (wire times round to whole ps).
+        let due = pacer.due_ns();
+        assert!((24_000..=24_004).contains(&due), "{due}");
+    }
+
+    #[test]
+    fn lateness_percentiles() {
+        let mut late = Lateness::with_capacity(100);
+        for ns in 1..=100 {
+            late.record(ns);
+        }
+        assert_eq!(
+            late.summary(),
+            LatenessSummary {
+                p50_ns: 50,
+                p99_ns: 99,
+                max_ns: 100
+            }
+        );
+        assert_eq!(Lateness::default().summary(), LatenessSummary::default());
+        assert_eq!(achieved_bps(5, 5, 100), None);
+    }
+}

@@ -1,0 +1,177 @@
+//! The agent's result file (`--out`), and the collective completion time over all agents.
+//!
+//! All times are CLOCK_MONOTONIC nanoseconds, the clock every namespace of the machine shares,
+//! so times of different agents compare directly.
+
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+/// Everything one agent measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentReport {
+    /// This host's name in the plan.
+    pub host: String,
+    /// Its address.
+    pub address: Ipv4Addr,
+    /// Collective id of the plan.
+    pub collective: u32,
+    /// `--host-lb`.
+    pub host_lb: String,
+    /// UDP payload bytes of a full DATA packet.
+    pub payload: u32,
+    /// `--link-rate`, bits per second.
+    pub link_rate_bps: u64,
+    /// `--load` (ρ).
+    pub load: f64,
+    /// `--start-at`: when the first packet was due.
+    pub start_ns: u64,
+    /// When the agent's sockets were bound: after `start_ns`, peers' first packets may have
+    /// found no socket (the lab must start agents early enough).
+    pub ready_ns: u64,
+    /// First DATA packet sent (None without own flows).
+    pub first_send_ns: Option<u64>,
+    /// Last new ACK received (None without ACKs).
+    pub last_ack_ns: Option<u64>,
+    /// Every own flow fully ACKed and every incoming flow fully received.
+    pub complete: bool,
+    /// The agent stopped at `--timeout` before completing.
+    pub timed_out: bool,
+    /// This host's flows.
+    pub flows: Vec<FlowReport>,
+    /// DATA received, per source host.
+    pub received: Vec<SourceReport>,
+    /// Packets that were not counted above.
+    pub ignored: Ignored,
+    /// How well the departure schedule was kept.
+    pub pacing: PacingReport,
+    /// Host-side load balancing.
+    pub entropy: EntropyReport,
+}
+
+/// One own flow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowReport {
+    /// Flow id (position in the plan).
+    pub flow: u32,
+    /// Destination host.
+    pub dst: String,
+    /// Message bytes.
+    pub bytes: u64,
+    /// DATA packets of the flow.
+    pub packets: u32,
+    /// Distinct packets ACKed.
+    pub acks: u32,
+    /// ACKs for packets already ACKed.
+    pub duplicate_acks: u64,
+    /// ACKs echoing CE (distinct packets).
+    pub ce_marks: u64,
+    /// Always 0: the agent never retransmits (the lab should not lose packets).
+    pub retransmits: u64,
+    /// First packet sent.
+    pub first_send_ns: Option<u64>,
+    /// Last packet sent.
+    pub last_send_ns: Option<u64>,
+    /// Last new ACK received.
+    pub last_ack_ns: Option<u64>,
+}
+
+/// DATA received from one source host (over all its flows to this host).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceReport {
+    /// Source host.
+    pub src: String,
+    /// Its flows to this host.
+    pub flows: u32,
+    /// Packets the plan says it sends.
+    pub expected: u64,
+    /// Packets that arrived (duplicates included).
+    pub packets: u64,
+    /// Arrivals of packets that had already arrived.
+    pub duplicates: u64,
+    /// Packets that never arrived.
+    pub missing: u64,
+    /// Packets that arrived CE-marked.
+    pub ce_marks: u64,
+    /// First arrival.
+    pub first_ns: Option<u64>,
+    /// Last arrival.
+    pub last_ns: Option<u64>,
+}
+
+/// Datagrams the agent received but did not count.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ignored {
+    /// Not an agent header.
+    pub malformed: u64,
+    /// Another collective id (stale traffic of an earlier run).
+    pub foreign_collective: u64,
+    /// A flow id this host is not the destination (DATA) or source (ACK) of.
+    pub unknown_flow: u64,
+    /// A sequence number beyond the flow's packet count (e.g. another `--payload`).
+    pub out_of_range: u64,
+    /// ACKs that could not be sent.
+    pub ack_send_errors: u64,
+}
+
+/// Pacing accuracy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PacingReport {
+    /// ρ × link rate, bits per second.
+    pub requested_bps: f64,
+    /// Wire bits of all packets but the last over first-to-last departure (None with < 2
+    /// packets).
+    pub achieved_bps: Option<f64>,
+    /// DATA packets sent.
+    pub packets: u64,
+    /// Their wire bytes (frame incl. FCS, plus 20 bytes of preamble and gap).
+    pub wire_bytes: u64,
+    /// First departure.
+    pub first_send_ns: Option<u64>,
+    /// Last departure.
+    pub last_send_ns: Option<u64>,
+    /// Median lateness of a send against its due time.
+    pub late_p50_ns: u64,
+    /// 99th percentile lateness.
+    pub late_p99_ns: u64,
+    /// Largest lateness (includes a late start).
+    pub late_max_ns: u64,
+    /// The spin window before each departure.
+    pub spin_ns: u64,
+    /// Late sends were compensated (`--catch-up`).
+    pub catch_up: bool,
+    /// The sender thread ran SCHED_FIFO (`--rt-priority`).
+    pub realtime: bool,
+    /// Sends retried because the kernel had no buffer.
+    pub send_retries: u64,
+}
+
+/// Entropy (source port) use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntropyReport {
+    /// Sockets in the pool.
+    pub pool: u16,
+    /// Their UDP source ports, entropy i = `ports[i]`.
+    pub ports: Vec<u16>,
+    /// Packets that reused a recycled entropy (REPS).
+    pub recycled: u64,
+    /// Packets with a freshly drawn entropy (spray, REPS).
+    pub fresh: u64,
+}
+
+impl AgentReport {
+    /// This agent's own completion time: last ACK − first send.
+    #[must_use]
+    pub fn own_cct_ns(&self) -> Option<u64> {
+        Some(self.last_ack_ns?.saturating_sub(self.first_send_ns?))
+    }
+}
+
+/// Collective completion time over all agents of a run: the last ACK received anywhere minus
+/// the first DATA packet sent anywhere. `None` when nothing was sent or ACKed.
+#[must_use]
+pub fn collective_cct_ns(reports: &[AgentReport]) -> Option<u64> {
+    let first = reports.iter().filter_map(|r| r.first_send_ns).min()?;
+    let last = reports.iter().filter_map(|r| r.last_ack_ns).max()?;
+    Some(last.saturating_sub(first))
+}
