@@ -99,19 +99,22 @@ pub fn serve(
         std::fs::remove_file(path)
             .with_context(|| format!("cannot remove stale {}", path.display()))?;
     }
-    let listener = UnixListener::bind(path).with_context(|| format!("cannot bind admin socket {}", path.display()))?;
+    let listener = UnixListener::bind(path)
+        .with_context(|| format!("cannot bind admin socket {}", path.display()))?;
     // A blocking accept: an idle switch must not wake up to poll. The thread ends with the
     // process; `stop` is checked after each connection.
-    std::thread::Builder::new().name("ofan-admin".into()).spawn(move || {
-        for stream in listener.incoming() {
-            if stop.load(Ordering::Relaxed) {
-                break;
+    std::thread::Builder::new()
+        .name("ofan-admin".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if let Ok(stream) = stream {
+                    let _ = answer(stream, &state);
+                }
             }
-            if let Ok(stream) = stream {
-                let _ = answer(stream, &state);
-            }
-        }
-    })?;
+        })?;
     Ok(AdminSocket {
         path: path.to_owned(),
     })
