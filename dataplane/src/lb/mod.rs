@@ -328,6 +328,8 @@ pub struct SwitchBalancer {
     rr_pointer: AtomicU64,
     /// ECMP hash salt of this switch.
     salt: u32,
+    /// Every up-port: the valid set when nothing has failed.
+    all_ports: PortMask,
 }
 
 impl SwitchBalancer {
@@ -352,6 +354,7 @@ impl SwitchBalancer {
         let rr_start = mix64(config.seed ^ 0x7272) % u64::from(config.up_ports);
         Ok(Arc::new(Self {
             salt: mix64(config.seed ^ 0x6563_6d70) as u32,
+            all_ports: PortMask::all(config.up_ports),
             rr_pointer: AtomicU64::new(rr_start),
             order,
             order_ids,
@@ -395,9 +398,11 @@ impl SwitchBalancer {
         } else {
             Box::default()
         };
+        let own_positions = own_pointers.iter().map(|&n| n as u8).collect();
         Ok(PipeBalancer {
             switch: Arc::clone(self),
             own_pointers,
+            own_positions,
             rng: LbRng::new(mix64(self.config.seed ^ 0x7069_7065) ^ u64::from(pipe)),
             drill_last: None,
         })
@@ -408,7 +413,7 @@ impl SwitchBalancer {
     fn pointer_port(&self, n: u64, slot: usize, valid: PortMask) -> u8 {
         let width = self.config.up_ports;
         let id = self.order_ids[slot];
-        if valid == PortMask::all(width) {
+        if valid == self.all_ports {
             return self.order.port_at(mod_small(n, u32::from(width)) as u8, id);
         }
         // Skip the ports that cannot reach the destination: take the (n mod v)-th valid port in
@@ -538,6 +543,9 @@ pub const MAX_BATCH: usize = 64;
 pub struct PipeBalancer {
     switch: Arc<SwitchBalancer>,
     own_pointers: Box<[u64]>,
+    /// `own_pointers[slot] mod w`, kept alongside so the common case (every port valid) needs
+    /// no remainder at all.
+    own_positions: Box<[u8]>,
     rng: LbRng,
     drill_last: Option<u8>,
 }
@@ -587,7 +595,14 @@ impl PipeBalancer {
                 let slot = slot_of(packet.key, packet.class);
                 let n = self.own_pointers[slot];
                 self.own_pointers[slot] = n.wrapping_add(1);
-                switch.pointer_port(n, slot, packet.valid)
+                let position = self.own_positions[slot];
+                let next = position + 1;
+                self.own_positions[slot] = if next == switch.config.up_ports { 0 } else { next };
+                if packet.valid == switch.all_ports {
+                    switch.order.port_at(position, switch.order_ids[slot])
+                } else {
+                    switch.pointer_port(n, slot, packet.valid)
+                }
             }
         };
         if switch.config.algorithm.uses_queues() {
@@ -705,15 +720,26 @@ impl SwitchBalancer {
             group_size[group] += 1;
         }
         let mut group_base = [0u64; MAX_BATCH];
+        let mut group_position = [0u32; MAX_BATCH];
+        let width = u32::from(self.config.up_ports);
         for group in 0..groups {
             group_base[group] = self.shared_pointers[group_slot[group]]
                 .fetch_add(group_size[group], Ordering::Relaxed);
+            group_position[group] = mod_small(group_base[group], width);
         }
+        let width_mod = &FAST_MODS[width as usize];
         for (i, packet) in packets.iter().enumerate() {
             out[i] = (!packet.valid.is_empty()).then(|| {
                 let group = usize::from(packet_group[i]);
-                let n = group_base[group].wrapping_add(packet_rank[i]);
-                UpPort(self.pointer_port(n, group_slot[group], packet.valid))
+                let slot = group_slot[group];
+                if packet.valid == self.all_ports {
+                    // base + rank mod w from the group's position: one small remainder.
+                    let position = width_mod.of_u32(group_position[group] + packet_rank[i] as u32);
+                    UpPort(self.order.port_at(position as u8, self.order_ids[slot]))
+                } else {
+                    let n = group_base[group].wrapping_add(packet_rank[i]);
+                    UpPort(self.pointer_port(n, slot, packet.valid))
+                }
             });
         }
     }
