@@ -73,6 +73,27 @@ fn single_thread(c: &mut Criterion) {
     let stream = batches(7, 256);
     let mut group = c.benchmark_group("lb");
     group.throughput(Throughput::Elements(BATCH as u64));
+    // The harness alone: the same loop with a trivial "decision" (key mod w), so the cost of
+    // each algorithm is its time minus this one, measured in the same run.
+    group.bench_function("baseline", |b| {
+        b.iter_custom(|iters| {
+            let mut out = [None::<UpPort>; BATCH];
+            let mut loads = [PortLoad::default(); UP_PORTS as usize];
+            let start = Instant::now();
+            for i in 0..iters as usize {
+                let batch = black_box(&stream[i % stream.len()]);
+                for (packet, choice) in batch.iter().zip(out.iter_mut()) {
+                    *choice = Some(UpPort((packet.key.0 % u32::from(UP_PORTS)) as u8));
+                }
+                for load in &mut loads {
+                    load.packets /= 2;
+                    load.bytes /= 2;
+                }
+                black_box((&out, &loads));
+            }
+            start.elapsed()
+        })
+    });
     for algorithm in Algorithm::ALL {
         let switch = SwitchBalancer::new(config(algorithm, 2)).expect("valid config");
         let mut pipe = switch.pipe(0).expect("pipe 0");

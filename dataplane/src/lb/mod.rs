@@ -393,16 +393,20 @@ impl SwitchBalancer {
         let slots = self.order_ids.len();
         let own_pointers = if self.config.algorithm == Algorithm::Pofan {
             (0..slots)
-                .map(|slot| pointer_start(self.config.seed, pipe, slot, self.config.up_ports))
+                .map(|slot| {
+                    let start = pointer_start(self.config.seed, pipe, slot, self.config.up_ports);
+                    OwnPointer {
+                        count: start,
+                        position: start as u8,
+                    }
+                })
                 .collect()
         } else {
             Box::default()
         };
-        let own_positions = own_pointers.iter().map(|&n| n as u8).collect();
         Ok(PipeBalancer {
             switch: Arc::clone(self),
             own_pointers,
-            own_positions,
             rng: LbRng::new(mix64(self.config.seed ^ 0x7069_7065) ^ u64::from(pipe)),
             drill_last: None,
         })
@@ -429,6 +433,28 @@ impl SwitchBalancer {
             }
         }
         unreachable!("rank < number of valid ports")
+    }
+
+    /// pOfan: advances the pipe's own pointer of the packet's (key, class) and maps it.
+    #[inline]
+    fn pofan_port(&self, pointers: &mut [OwnPointer], packet: &Northbound) -> u8 {
+        let slot = slot_of(packet.key, packet.class);
+        let pointer = &mut pointers[slot];
+        let OwnPointer { count, position } = *pointer;
+        let next = position + 1;
+        *pointer = OwnPointer {
+            count: count.wrapping_add(1),
+            position: if next == self.config.up_ports {
+                0
+            } else {
+                next
+            },
+        };
+        if packet.valid == self.all_ports {
+            self.order.port_at(position, self.order_ids[slot])
+        } else {
+            self.pointer_port(count, slot, packet.valid)
+        }
     }
 
     /// Maps an ordinal of the Simple RR pointer onto a valid port (identity order).
@@ -534,6 +560,14 @@ pub fn ar_level(queue_bytes: u32, buffer_bytes: u32) -> u8 {
     }
 }
 
+/// A pOfan pointer owned by its pipe: the packet count, and the count mod w kept beside it so
+/// the common case (every port valid) needs no remainder at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OwnPointer {
+    count: u64,
+    position: u8,
+}
+
 /// The most packets one call of [`PipeBalancer::choose_batch`] combines at once.
 pub const MAX_BATCH: usize = 64;
 
@@ -542,10 +576,7 @@ pub const MAX_BATCH: usize = 64;
 #[derive(Debug)]
 pub struct PipeBalancer {
     switch: Arc<SwitchBalancer>,
-    own_pointers: Box<[u64]>,
-    /// `own_pointers[slot] mod w`, kept alongside so the common case (every port valid) needs
-    /// no remainder at all.
-    own_positions: Box<[u8]>,
+    own_pointers: Box<[OwnPointer]>,
     rng: LbRng,
     drill_last: Option<u8>,
 }
@@ -591,19 +622,7 @@ impl PipeBalancer {
                 let n = switch.shared_pointers[slot].fetch_add(1, Ordering::Relaxed);
                 switch.pointer_port(n, slot, packet.valid)
             }
-            Algorithm::Pofan => {
-                let slot = slot_of(packet.key, packet.class);
-                let n = self.own_pointers[slot];
-                self.own_pointers[slot] = n.wrapping_add(1);
-                let position = self.own_positions[slot];
-                let next = position + 1;
-                self.own_positions[slot] = if next == switch.config.up_ports { 0 } else { next };
-                if packet.valid == switch.all_ports {
-                    switch.order.port_at(position, switch.order_ids[slot])
-                } else {
-                    switch.pointer_port(n, slot, packet.valid)
-                }
-            }
+            Algorithm::Pofan => switch.pofan_port(&mut self.own_pointers, packet),
         };
         if switch.config.algorithm.uses_queues() {
             let load = &mut loads[usize::from(port)];

@@ -120,14 +120,16 @@ proptest! {
             prop_assert_eq!(a, (d + half) % u64::from(width));
             for pipe in 0..4 {
                 let p = pofan.pipe(pipe).unwrap();
-                prop_assert_eq!(p.own_pointers[ack], (p.own_pointers[data] + half) % u64::from(width));
+                prop_assert_eq!(p.own_pointers[ack].count, (p.own_pointers[data].count + half) % u64::from(width));
+                prop_assert_eq!(u64::from(p.own_pointers[ack].position), p.own_pointers[ack].count);
             }
         }
     }
 
-    /// Batched Ofan decisions equal one-by-one decisions from the same seed.
+    /// Batched Ofan and pOfan decisions equal one-by-one decisions from the same seed.
     #[test]
-    fn ofan_batch_equals_sequential(
+    fn batch_equals_sequential(
+        algorithm in prop_oneof![Just(Algorithm::Ofan), Just(Algorithm::Pofan)],
         width in 1u8..=16,
         seed in any::<u64>(),
         keys in proptest::collection::vec((0u32..6, any::<bool>(), any::<u16>()), 1..200),
@@ -145,10 +147,10 @@ proptest! {
                 packet(key, class, valid)
             })
             .collect();
-        let mut one_by_one = pipe0(config(Algorithm::Ofan, width, 6, 1, seed));
+        let mut one_by_one = pipe0(config(algorithm, width, 6, 1, seed));
         let sequential: Vec<Option<UpPort>> =
             packets.iter().map(|p| one_by_one.choose(p, &mut [])).collect();
-        let mut batched = pipe0(config(Algorithm::Ofan, width, 6, 1, seed));
+        let mut batched = pipe0(config(algorithm, width, 6, 1, seed));
         let mut out = vec![None; packets.len()];
         batched.choose_batch(&packets, &mut [], &mut out);
         prop_assert_eq!(sequential, out);
