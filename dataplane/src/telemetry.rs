@@ -116,6 +116,13 @@ impl PortTelemetry {
         self.lateness_ns.store(&stats.lateness_ns);
     }
 
+    /// Publishes only the current queue depth (what other pipes' queue-aware balancers read).
+    #[inline]
+    pub fn publish_depth(&self, packets: u32, bytes: u32) {
+        self.depth_packets.store(u64::from(packets), Relaxed);
+        self.depth_bytes.store(u64::from(bytes), Relaxed);
+    }
+
     /// The current queue depth in frames and bytes (what queue-aware balancers read for ports
     /// owned by other workers).
     #[inline]

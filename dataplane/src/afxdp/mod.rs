@@ -345,6 +345,7 @@ impl Runtime {
                 tx_ring_size: config.ring_size,
                 counter_scratch: Vec::new(),
                 bare: config.bare,
+                uses_queues: config.lb.algorithm.uses_queues(),
             };
             let cpu = (!config.cpus.is_empty() && config.poll == PollMode::Busy)
                 .then(|| config.cpus[index % config.cpus.len()]);

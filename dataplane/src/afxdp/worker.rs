@@ -123,6 +123,9 @@ pub struct Worker {
     pub counter_scratch: Vec<u64>,
     /// Bare port-to-port mode (see `RuntimeConfig::bare`).
     pub bare: bool,
+    /// Whether the balancer reads queue lengths (then owned ports publish their depth after
+    /// every loop iteration, for the other pipes' workers).
+    pub uses_queues: bool,
 }
 
 /// The names of the forwarding counters a worker publishes, in [`counter_values`] order.
@@ -208,6 +211,14 @@ impl Worker {
             work += self.complete_all();
             self.refill_all();
             unpublished |= work > 0;
+            if self.uses_queues && work > 0 {
+                for port in &self.ports {
+                    let stats = port.egress.stats();
+                    self.telemetry
+                        .port(usize::from(port.id.0))
+                        .publish_depth(stats.depth_packets, stats.depth_bytes);
+                }
+            }
 
             let now = monotonic_ns();
             let epoch = self.telemetry.reset_epoch();
@@ -339,9 +350,14 @@ impl Worker {
             .map(|f| u64::from(f.len()))
             .sum::<u64>();
 
-        // Queue lengths of the up-ports, for the queue-aware balancers.
+        // Queue lengths of the up-ports, for the queue-aware balancers only.
         let mut loads = [PortLoad::default(); crate::lb::MAX_PORTS];
-        for (position, &port) in self.up_ports.iter().enumerate() {
+        let ports_for_loads = if self.uses_queues {
+            &self.up_ports[..]
+        } else {
+            &[]
+        };
+        for (position, &port) in ports_for_loads.iter().enumerate() {
             let (owner, local) = self.owner_of[usize::from(port.0)];
             loads[position] = if owner == self.index {
                 let stats = self.ports[local].egress.stats();

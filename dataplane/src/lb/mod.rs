@@ -398,6 +398,7 @@ impl SwitchBalancer {
                     OwnPointer {
                         count: start,
                         position: start as u8,
+                        order: self.order_ids[slot],
                     }
                 })
                 .collect()
@@ -440,18 +441,20 @@ impl SwitchBalancer {
     fn pofan_port(&self, pointers: &mut [OwnPointer], packet: &Northbound) -> u8 {
         let slot = slot_of(packet.key, packet.class);
         let pointer = &mut pointers[slot];
-        let OwnPointer { count, position } = *pointer;
+        let OwnPointer {
+            count,
+            position,
+            order,
+        } = *pointer;
         let next = position + 1;
-        *pointer = OwnPointer {
-            count: count.wrapping_add(1),
-            position: if next == self.config.up_ports {
-                0
-            } else {
-                next
-            },
+        pointer.count = count.wrapping_add(1);
+        pointer.position = if next == self.config.up_ports {
+            0
+        } else {
+            next
         };
         if packet.valid == self.all_ports {
-            self.order.port_at(position, self.order_ids[slot])
+            self.order.port_at(position, order)
         } else {
             self.pointer_port(count, slot, packet.valid)
         }
@@ -566,6 +569,8 @@ pub fn ar_level(queue_bytes: u32, buffer_bytes: u32) -> u8 {
 struct OwnPointer {
     count: u64,
     position: u8,
+    /// The slot's permutation constants, kept with the pointer: one load per packet.
+    order: OrderId,
 }
 
 /// The most packets one call of [`PipeBalancer::choose_batch`] combines at once.

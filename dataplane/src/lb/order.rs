@@ -104,7 +104,9 @@ impl PortOrder {
     #[inline]
     pub fn port_at(&self, position: u8, id: OrderId) -> u8 {
         debug_assert!(position < self.width);
-        let base = self.basis[usize::from(position)];
+        // `& 63` keeps the index provably inside the 64-entry table (no bounds check); positions
+        // are < w ≤ 64, so it changes nothing.
+        let base = self.basis[usize::from(position) & (MAX_PORTS - 1)];
         let flipped = base ^ id.xor;
         let mixed = if flipped < self.width { flipped } else { base };
         let shifted = mixed + id.shift;

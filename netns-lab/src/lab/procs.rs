@@ -39,6 +39,13 @@ pub fn is_ours(process: &Process) -> bool {
     cmdline.contains("ofan-switch") || cmdline.contains("netns\0exec\0ofan-")
 }
 
+/// Whether the recorded process has not finished exiting yet (same start time, not a zombie).
+/// Unlike [`is_ours`] this does not look at the command line, which is empty while a killed
+/// process is still releasing its sockets.
+fn still_running(process: &Process) -> bool {
+    start_time(process.pid) == Some(process.start_time) && !zombie(process.pid)
+}
+
 /// The command line of switch `node` of lab `state`.
 fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
     let params = &state.params;
@@ -115,16 +122,18 @@ pub fn stop(processes: &[Process], grace: Duration) -> usize {
         let _ = sys::signal(process.pid, sys::SIGTERM);
     }
     let deadline = Instant::now() + grace;
-    while Instant::now() < deadline && ours.iter().any(|p| is_ours(p)) {
+    while Instant::now() < deadline && ours.iter().any(|p| still_running(p)) {
         std::thread::sleep(Duration::from_millis(20));
     }
     for process in &ours {
-        if is_ours(process) {
+        if still_running(process) {
             let _ = sys::signal(process.pid, sys::SIGKILL);
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline && ours.iter().any(|p| is_ours(p)) {
+    // A killed process may take a moment to release its AF_XDP sockets and XDP links: wait
+    // until it is really gone, so that `down` returning means nothing is left.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline && ours.iter().any(|p| still_running(p)) {
         std::thread::sleep(Duration::from_millis(10));
     }
     ours.len()
