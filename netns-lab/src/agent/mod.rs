@@ -473,8 +473,9 @@ fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// A rate: a number of bits per second with an optional k/m/g/t prefix and bit/bps suffix.
-fn parse_rate(text: &str) -> anyhow::Result<u64> {
+/// A rate: a number of bits per second with an optional k/m/g/t prefix and bit/bps suffix
+/// (shared with the lab's `--link-rate`).
+pub(crate) fn parse_rate(text: &str) -> anyhow::Result<u64> {
     let lower = text.trim().to_ascii_lowercase();
     let body = ["bit/s", "bits", "bit", "bps", "b/s"]
         .iter()

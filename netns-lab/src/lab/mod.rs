@@ -25,6 +25,7 @@ mod state;
 #[allow(unsafe_code)]
 mod sys;
 
+use crate::agent::parse_rate;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
@@ -286,30 +287,6 @@ fn load_topology(topo: &str, k: u16) -> anyhow::Result<Topology> {
             Topology::from_json(&text).with_context(|| format!("--topo {file}"))?
         }
     })
-}
-
-fn parse_rate(text: &str) -> anyhow::Result<u64> {
-    let lower = text.trim().to_ascii_lowercase();
-    let body = ["bit/s", "bits", "bit", "bps", "b/s"]
-        .iter()
-        .find_map(|suffix| lower.strip_suffix(suffix))
-        .unwrap_or(&lower);
-    let (number, multiplier) = match body.chars().last() {
-        Some('k') => (&body[..body.len() - 1], 1e3),
-        Some('m') => (&body[..body.len() - 1], 1e6),
-        Some('g') => (&body[..body.len() - 1], 1e9),
-        Some('t') => (&body[..body.len() - 1], 1e12),
-        _ => (body, 1.0),
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-        .with_context(|| {
-            format!("--link-rate `{text}` is not a rate (examples: 20mbit, 1gbit, 0)")
-        })?;
-    Ok((value * multiplier).round() as u64)
 }
 
 fn namespaces_of(topology: &Topology, lab: &str) -> Vec<String> {
