@@ -417,7 +417,8 @@ fn write_plan(args: &PlanArgs) -> anyhow::Result<()> {
     }
 }
 
-fn load_topology(topo: &str, k: u16) -> anyhow::Result<Topology> {
+/// A topology from `--topo` (fat-tree, leaf-spine or a file) and `--k` (shared with the lab).
+pub(crate) fn load_topology(topo: &str, k: u16) -> anyhow::Result<Topology> {
     Ok(match topo {
         "fat-tree" | "fattree" => Topology::fat_tree(k)?,
         "leaf-spine" | "leafspine" => Topology::leaf_spine(k)?,

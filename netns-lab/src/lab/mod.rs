@@ -25,7 +25,7 @@ mod state;
 #[allow(unsafe_code)]
 mod sys;
 
-use crate::agent::parse_rate;
+use crate::agent::{load_topology, parse_rate};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
@@ -274,19 +274,6 @@ fn check_name(name: &str) -> anyhow::Result<()> {
         bail!("lab name `{name}`: use 1 to 16 lowercase letters and digits");
     }
     Ok(())
-}
-
-fn load_topology(topo: &str, k: u16) -> anyhow::Result<Topology> {
-    Ok(match topo {
-        "fat-tree" | "fattree" => Topology::fat_tree(k)?,
-        "leaf-spine" | "leafspine" => Topology::leaf_spine(k)?,
-        file => {
-            let text = std::fs::read_to_string(file).with_context(|| {
-                format!("--topo {file}: not fat-tree, leaf-spine or a readable file")
-            })?;
-            Topology::from_json(&text).with_context(|| format!("--topo {file}"))?
-        }
-    })
 }
 
 fn namespaces_of(topology: &Topology, lab: &str) -> Vec<String> {
