@@ -53,7 +53,9 @@ pub struct Summary {
 }
 
 impl Summary {
-    fn of(values: &[f64]) -> Self {
+    /// The summary of `values` (mean, SEM with n − 1, min, max).
+    #[must_use]
+    pub fn of(values: &[f64]) -> Self {
         let n = values.len().max(1) as f64;
         let mean = values.iter().sum::<f64>() / n;
         let var = if values.len() > 1 {

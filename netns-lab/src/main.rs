@@ -6,6 +6,7 @@
 
 mod agent;
 mod bench;
+mod experiment;
 mod lab;
 mod model_cli;
 mod topo_cli;
@@ -33,6 +34,8 @@ enum Command {
     #[command(flatten)]
     Bench(bench::Command),
     #[command(flatten)]
+    Experiment(experiment::Command),
+    #[command(flatten)]
     Agent(agent::Command),
 }
 
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         Command::Model(args) => model_cli::run(args),
         Command::Lab(command) => lab::run(command),
         Command::Bench(command) => bench::run(command),
+        Command::Experiment(command) => experiment::run(command),
         Command::Agent(command) => agent::run(command),
     };
     match result {

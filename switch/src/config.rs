@@ -47,6 +47,8 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   mode = "auto" | "copy" | "zero-copy"   AF_XDP bind mode (veth: copy only)
   poll = "wakeup" | "busy"        workers sleep when idle (labs) or spin pinned (line rate)
   cpus = [0, 1]                   CPUs for busy workers (worker i on cpus[i % len])
+  rt_priority = 0                 wakeup workers run SCHED_FIFO at this priority (1-99; 0 = off):
+                                  on a crowded machine their wake-ups preempt other tasks at once
   frame_size = 2048               UMEM frame size, 2048 or 4096 (largest frame: size - 256)
   frames_per_port = 8192          UMEM frames per port (default 4 x ring_size)
   ring_size = 2048                fill/completion/RX/TX ring size (power of two)
@@ -151,6 +153,7 @@ struct XdpSection {
     mode: Option<BindMode>,
     poll: Option<PollMode>,
     cpus: Option<Vec<usize>>,
+    rt_priority: Option<u8>,
     frame_size: Option<u32>,
     frames_per_port: Option<u32>,
     ring_size: Option<u32>,
@@ -239,6 +242,10 @@ pub struct Overrides {
     /// UMEM/ring size (overrides xdp.ring_size).
     #[arg(long, value_name = "N")]
     pub ring_size: Option<u32>,
+    /// Run wakeup-mode workers SCHED_FIFO at this priority, 1..=99 (0 = off; overrides
+    /// xdp.rt_priority).
+    #[arg(long, value_name = "PRIO")]
+    pub rt_priority: Option<u8>,
 }
 
 /// AF_XDP bind mode as a flag.
@@ -550,6 +557,16 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
     };
 
     let seed = flags.seed.or(file.seed).unwrap_or(1);
+    let rt_priority = match flags.rt_priority.or(file.xdp.rt_priority).unwrap_or(0) {
+        0 => None,
+        p @ 1..=99 => Some(p),
+        p => {
+            return Err(error(
+                "xdp.rt_priority",
+                format!("{p} is not a SCHED_FIFO priority (1..=99, 0 = off)"),
+            ))
+        }
+    };
     let runtime = RuntimeConfig {
         ports: specs,
         pipes: pipes.clone(),
@@ -582,11 +599,18 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
             .or(file.xdp.poll)
             .unwrap_or(PollMode::Wakeup),
         cpus: file.xdp.cpus.clone().unwrap_or_default(),
+        rt_priority,
         frame_size,
         frames_per_port,
         ring_size,
         bare: flags.bare,
     };
+    if runtime.rt_priority.is_some() && runtime.poll == PollMode::Busy {
+        return Err(error(
+            "xdp.rt_priority",
+            "only with poll = wakeup: busy workers spin and would starve their CPU".to_owned(),
+        ));
+    }
     let mirror = MirrorConfig {
         ports: ports
             .iter()

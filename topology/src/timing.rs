@@ -128,3 +128,103 @@ impl Topology {
         u64::try_from(bound).unwrap_or(u64::MAX)
     }
 }
+
+impl Topology {
+    /// A lower bound on the completion time of a collective whose flows carry different sizes
+    /// or share hosts, in picoseconds: each flow's own bound ([`Self::cct_lower_bound_ps`]),
+    /// and for every host the serialization of all packets it sends (or receives) back to back
+    /// followed by the longest tail among its flows — a host link carries one packet at a
+    /// time, so a host with several flows cannot finish sooner. For a permutation it equals
+    /// [`Self::cct_lower_bound_ps`].
+    ///
+    /// `flows` are `(source host, destination host, bytes)`; empty flows and self-flows are
+    /// ignored.
+    ///
+    /// # Panics
+    ///
+    /// If a flow endpoint is not a host, or `params` has a zero rate or payload.
+    #[must_use]
+    pub fn collective_lower_bound_ps(
+        &self,
+        params: &LinkParams,
+        flows: &[(NodeId, NodeId, u64)],
+    ) -> u64 {
+        let payload = u64::from(params.payload_bytes);
+        let full = params.serialization_ps(
+            payload + u64::from(params.header_bytes) + u64::from(params.gap_bytes),
+        );
+        // Per node id: (packets, longest tail) as a sender and as a receiver.
+        let mut out: std::collections::HashMap<NodeId, (u64, u64)> = Default::default();
+        let mut inn: std::collections::HashMap<NodeId, (u64, u64)> = Default::default();
+        let mut bound = 0u64;
+        for &(src, dst, bytes) in flows {
+            if bytes == 0 || src == dst {
+                continue;
+            }
+            let flow_bound = self.cct_lower_bound_ps(params, &[(src, dst)], bytes);
+            bound = bound.max(flow_bound);
+            let packets = bytes.div_ceil(payload);
+            let tail = flow_bound.saturating_sub((packets - 1).saturating_mul(full));
+            for (side, host) in [(&mut out, src), (&mut inn, dst)] {
+                let entry = side.entry(host).or_default();
+                entry.0 += packets;
+                entry.1 = entry.1.max(tail);
+            }
+        }
+        for (packets, tail) in out.into_values().chain(inn.into_values()) {
+            bound = bound.max((packets - 1).saturating_mul(full).saturating_add(tail));
+        }
+        bound
+    }
+}
+
+#[cfg(test)]
+mod collective_bound_tests {
+    use super::*;
+
+    fn params() -> LinkParams {
+        LinkParams {
+            rate_bps: 1_000_000,
+            propagation_ps: 0,
+            payload_bytes: 1454,
+            header_bytes: 60,
+            ack_bytes: 60,
+            gap_bytes: 20,
+        }
+    }
+
+    #[test]
+    fn permutation_bound_equals_the_flow_bound() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let hosts = topology.hosts();
+        let pairs: Vec<_> = (0..hosts.len())
+            .map(|i| (hosts[i].id, hosts[(i + 5) % hosts.len()].id))
+            .collect();
+        let flows: Vec<_> = pairs.iter().map(|&(s, d)| (s, d, 1 << 20)).collect();
+        assert_eq!(
+            topology.collective_lower_bound_ps(&params(), &flows),
+            topology.cct_lower_bound_ps(&params(), &pairs, 1 << 20)
+        );
+    }
+
+    #[test]
+    fn a_host_with_two_flows_serializes_both() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let hosts = topology.hosts();
+        let (a, b, c) = (hosts[0].id, hosts[5].id, hosts[9].id);
+        let one = topology.collective_lower_bound_ps(&params(), &[(a, b, 100_000)]);
+        let two =
+            topology.collective_lower_bound_ps(&params(), &[(a, b, 100_000), (a, c, 100_000)]);
+        let full = params().serialization_ps(1454 + 60 + 20);
+        // 69 packets per flow: the second flow adds its 69 packets to the host's link.
+        assert!(two >= one + 69 * full, "{two} vs {one}");
+        // Fan-in is bounded the same way.
+        let fan_in =
+            topology.collective_lower_bound_ps(&params(), &[(b, a, 100_000), (c, a, 100_000)]);
+        assert_eq!(fan_in, two);
+        assert_eq!(
+            topology.collective_lower_bound_ps(&params(), &[(a, a, 5), (a, b, 0)]),
+            0
+        );
+    }
+}

@@ -121,6 +121,11 @@ pub struct RuntimeConfig {
     pub poll: PollMode,
     /// CPUs to pin workers to in busy mode (worker i → `cpus[i % len]`); empty = no pinning.
     pub cpus: Vec<usize>,
+    /// Run the workers SCHED_FIFO at this priority (1..=99) so that a wake-up preempts
+    /// ordinary tasks at once — the fidelity of an emulated link on a crowded machine. Only
+    /// with `PollMode::Wakeup` (a spinning real-time worker would starve its CPU). `None`:
+    /// ordinary scheduling.
+    pub rt_priority: Option<u8>,
     /// UMEM frame size (2048 or 4096).
     pub frame_size: u32,
     /// UMEM frames per port.
@@ -349,6 +354,9 @@ impl Runtime {
             };
             let cpu = (!config.cpus.is_empty() && config.poll == PollMode::Busy)
                 .then(|| config.cpus[index % config.cpus.len()]);
+            let rt_priority = config
+                .rt_priority
+                .filter(|_| config.poll == PollMode::Wakeup);
             let handle = std::thread::Builder::new()
                 .name(format!("ofan-worker-{index}"))
                 .spawn(move || {
@@ -356,6 +364,11 @@ impl Runtime {
                     if let Some(cpu) = cpu {
                         if let Err(error) = sys::pin_to_cpu(cpu) {
                             tracing::warn!(worker = index, cpu, %error, "cannot pin worker");
+                        }
+                    }
+                    if let Some(priority) = rt_priority {
+                        if let Err(error) = sys::set_realtime(priority) {
+                            tracing::warn!(worker = index, priority, %error, "cannot make worker real-time");
                         }
                     }
                     worker.run()

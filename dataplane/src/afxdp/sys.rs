@@ -351,6 +351,20 @@ pub fn minimize_timer_slack() {
     }
 }
 
+/// Moves the calling thread to the SCHED_FIFO real-time class at `priority` (clamped to
+/// 1..=99). Needs CAP_SYS_NICE (root).
+///
+/// # Errors
+/// The `sched_setscheduler` error.
+pub fn set_realtime(priority: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(priority.clamp(1, 99)),
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param for the duration of
+    // the call.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(drop)
+}
+
 /// Pins the calling thread to one CPU.
 ///
 /// # Errors

@@ -395,9 +395,7 @@ fn write_plan(args: &PlanArgs) -> anyhow::Result<()> {
                 .matrix
                 .as_deref()
                 .context("matrix needs --matrix FILE")?;
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--matrix {}", path.display()))?;
-            collective::matrix(id, hosts, &text)
+            collective::matrix(id, hosts, &read_matrix(path)?)
         }
     }?;
     let json = plan.to_json();
@@ -415,6 +413,11 @@ fn write_plan(args: &PlanArgs) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The text of a `--matrix` file.
+pub(crate) fn read_matrix(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("--matrix {}", path.display()))
 }
 
 /// A topology from `--topo` (fat-tree, leaf-spine or a file) and `--k` (shared with the lab).
@@ -500,7 +503,7 @@ pub(crate) fn parse_rate(text: &str) -> anyhow::Result<u64> {
 
 /// A size in bytes: digits with an optional binary suffix (k/kb/kib, m/mb/mib, g/gb/gib),
 /// as in `ofan-lab model` (1MB = 2^20 bytes).
-fn parse_size(text: &str) -> anyhow::Result<u64> {
+pub(crate) fn parse_size(text: &str) -> anyhow::Result<u64> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())

@@ -19,7 +19,7 @@
 
 mod net;
 mod ping;
-mod plan;
+pub(crate) mod plan;
 mod procs;
 mod state;
 #[allow(unsafe_code)]
@@ -43,6 +43,9 @@ use state::{LabState, Params, Phase, StateDir};
 /// keeps shaper lateness p99 within 0.25 packet times under a full-load permutation (see
 /// docs/lab.md for the measurements).
 pub const DEFAULT_LINK_RATE: &str = "1mbit";
+/// Default SCHED_FIFO priority of the switches' workers (above the agents' senders, 10: a
+/// switch's work per wake-up is a few microseconds).
+pub const DEFAULT_SWITCH_RT_PRIORITY: u8 = 20;
 /// Default egress buffer per port.
 pub const DEFAULT_BUFFER: &str = "64KB";
 /// Shaper lateness (p99, in packet times) above which `status` says the lab is not faithful.
@@ -101,6 +104,11 @@ pub struct UpArgs {
     /// Seed of every switch's random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// SCHED_FIFO priority of the switches' workers (1..=99; 0 = ordinary scheduling). Idle
+    /// workers sleep, so this costs nothing; busy ones preempt other tasks at once, which keeps
+    /// the emulated links on time on a crowded machine.
+    #[arg(long, value_name = "PRIO", default_value_t = DEFAULT_SWITCH_RT_PRIORITY)]
+    pub rt_priority: u8,
     /// Route source.
     #[arg(long, value_enum, default_value = "static")]
     pub routing: Routing,
@@ -285,13 +293,20 @@ fn namespaces_of(topology: &Topology, lab: &str) -> Vec<String> {
 }
 
 /// Builds a lab; on failure everything created so far is removed again.
-fn up(args: &UpArgs) -> anyhow::Result<LabState> {
+/// Builds a lab.
+pub(crate) fn up(args: &UpArgs) -> anyhow::Result<LabState> {
     let name = &args.lab.name;
     check_name(name)?;
     args.lb
         .parse::<ofan_dataplane::lb::Algorithm>()
         .map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
     let link_rate_bps = parse_rate(&args.link_rate)?;
+    if args.rt_priority > 99 {
+        bail!(
+            "--rt-priority {}: SCHED_FIFO priorities are 1..=99 (0 = off)",
+            args.rt_priority
+        );
+    }
     if !(68..=1778).contains(&args.mtu) {
         bail!("--mtu {}: must be in 68..=1778 (the switch's 2048-byte frames carry at most 1792 bytes)", args.mtu);
     }
@@ -321,6 +336,7 @@ fn up(args: &UpArgs) -> anyhow::Result<LabState> {
         buffer: args.buffer.clone(),
         mtu: args.mtu,
         seed: args.seed,
+        rt_priority: args.rt_priority,
         routing: match args.routing {
             Routing::Static => "static".to_owned(),
             Routing::None => "none".to_owned(),
@@ -521,7 +537,7 @@ fn install_routes(
 }
 
 /// Waits until every switch's FIB mirror holds its routes with every next hop resolved.
-fn wait_for_fibs(topology: &Topology, dir: &StateDir, timeout: Duration) {
+pub(crate) fn wait_for_fibs(topology: &Topology, dir: &StateDir, timeout: Duration) {
     let deadline = Instant::now() + timeout;
     let none = FailedLinks::new();
     let mut pending: Vec<&Node> = topology.switches().iter().collect();
@@ -661,13 +677,15 @@ fn down_all() -> anyhow::Result<()> {
 // Loading a running lab
 // ---------------------------------------------------------------------------------------------
 
-struct Loaded {
-    dir: StateDir,
-    state: LabState,
-    topology: Topology,
+/// A running lab as recorded in its state directory.
+pub(crate) struct Loaded {
+    pub(crate) dir: StateDir,
+    pub(crate) state: LabState,
+    pub(crate) topology: Topology,
 }
 
-fn load(name: &str) -> anyhow::Result<Loaded> {
+/// Loads lab `name` (its state and topology).
+pub(crate) fn load(name: &str) -> anyhow::Result<Loaded> {
     check_name(name)?;
     let dir = StateDir::of(name);
     if !dir.exists() {
@@ -690,6 +708,21 @@ fn load(name: &str) -> anyhow::Result<Loaded> {
         state,
         topology,
     })
+}
+
+/// Whether lab `name` has a state directory.
+pub(crate) fn exists(name: &str) -> bool {
+    check_name(name).is_ok() && StateDir::of(name).exists()
+}
+
+/// Removes lab `name` without the summary line.
+pub(crate) fn down_quiet(name: &str) -> anyhow::Result<()> {
+    down(name, false)
+}
+
+/// Whether this process runs as root.
+pub(crate) fn is_root() -> bool {
+    sys::is_root()
 }
 
 fn find_node<'a>(topology: &'a Topology, name: &str) -> anyhow::Result<&'a Node> {
@@ -1216,7 +1249,8 @@ fn node(name: &str, switch: &str, action: StopStart) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn set_lb(name: &str, lb: &str) -> anyhow::Result<()> {
+/// Switches every switch of lab `name` to `lb` (rolling restart).
+pub(crate) fn set_lb(name: &str, lb: &str) -> anyhow::Result<()> {
     lb.parse::<ofan_dataplane::lb::Algorithm>()
         .map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
     let mut lab = load(name)?;
@@ -1356,6 +1390,7 @@ fn demo(keep: bool, k: u16) -> anyhow::Result<()> {
         buffer: DEFAULT_BUFFER.to_owned(),
         mtu: 1500,
         seed: 1,
+        rt_priority: DEFAULT_SWITCH_RT_PRIORITY,
         routing: Routing::Static,
         switch_bin: None,
     };

@@ -73,6 +73,10 @@ fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
         "--admin-socket".to_owned(),
         dir.socket(node).display().to_string(),
     ];
+    if params.rt_priority > 0 {
+        args.push("--rt-priority".to_owned());
+        args.push(params.rt_priority.to_string());
+    }
     args.shrink_to_fit();
     args
 }

@@ -38,6 +38,9 @@ pub struct Params {
     pub mtu: u32,
     /// Seed of the switches.
     pub seed: u64,
+    /// SCHED_FIFO priority of the switches' workers (0 = ordinary scheduling).
+    #[serde(default)]
+    pub rt_priority: u8,
     /// Where routes come from.
     pub routing: String,
     /// The `ofan-switch` binary.

@@ -1,0 +1,551 @@
+//! What one repetition measured, computed from the agents' reports and the switches'
+//! telemetry before and after it. Pure: no I/O, so every number here is unit-tested.
+//!
+//! The report is the model's schema `ofan.run/1` with `source = "lab"` where the two overlap
+//! (`cct_ps`, `lower_bound_ps`, `cct_increase`, `utilization`, `queues` with the same stage
+//! names and field names), plus what only the lab can tell: delivery, drops and fidelity.
+
+use std::collections::BTreeMap;
+
+use ofan_dataplane::forward::DropReason;
+use ofan_dataplane::telemetry::{PortSnapshot, SwitchSnapshot};
+use ofan_model::report::Stage;
+use ofan_topology::{LinkParams, NodeId, PortDirection, Role, Topology};
+use serde::{Deserialize, Serialize};
+
+use crate::agent::collective::Plan;
+use crate::agent::report::{collective_cct_ns, AgentReport};
+
+/// Ethernet preamble, start delimiter and inter-frame gap: the bytes a frame occupies on the
+/// wire beyond its own (the switch's shaper and the agent's pacing both count them).
+pub const GAP_BYTES: u64 = 20;
+/// Bytes of a DATA frame on a veth besides the UDP payload: UDP 8 + IPv4 20 + Ethernet 14
+/// (veths carry no FCS).
+pub const FRAME_OVERHEAD: u32 = 42;
+/// The agent's header at the start of every UDP payload.
+pub const AGENT_HEADER: u32 = 18;
+/// Ports that sent fewer frames than this are left out of the shaper-fidelity verdict.
+pub const LATENESS_MIN_PACKETS: u64 = 10;
+/// Shaper lateness p99, in packet times, above which a run is not faithful.
+pub const FAITHFUL_LATENESS: f64 = 0.25;
+
+/// A switch's telemetry before and after a repetition.
+#[derive(Debug, Clone)]
+pub struct SwitchSample {
+    /// The switch.
+    pub node: NodeId,
+    /// Snapshot after the reset, before the agents started.
+    pub before: SwitchSnapshot,
+    /// Snapshot after every agent finished.
+    pub after: SwitchSnapshot,
+}
+
+/// How a repetition was run (what the report must say besides the measurements).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSetup {
+    /// Lab name.
+    pub lab: String,
+    /// Collective (`permutation`, `all-to-all`, `ring`, `matrix`).
+    pub collective: String,
+    /// Switch load-balancing algorithm.
+    pub lb: String,
+    /// Host-side load balancing of the agents (`none`, `spray`, `reps`).
+    pub host_lb: String,
+    /// Bytes per flow (the largest, for a matrix).
+    pub message_bytes: u64,
+    /// ρ: the agents send at ρ × link rate.
+    pub load: f64,
+    /// Link rate of every link, bits per second.
+    pub link_rate_bps: u64,
+    /// UDP payload of a full DATA packet (agent header included).
+    pub payload: u32,
+    /// Egress buffer per switch port, as the switches were given it.
+    pub buffer: String,
+    /// Repetition number, from 0.
+    pub repetition: u32,
+    /// Seed of the collective (permutation) of this repetition.
+    pub seed: u64,
+}
+
+/// Queue statistics of one stage's output ports (field names as in the model).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageQueues {
+    /// Stage.
+    pub stage: Stage,
+    /// Output ports in the stage.
+    pub ports: u32,
+    /// Largest queue of any port, frames (DATA and ACKs: the switch does not tell them apart).
+    pub max_packets: u64,
+    /// Largest queue of any port, bytes.
+    pub max_bytes: u64,
+    /// Time-averaged queue per port over the CCT, frames.
+    pub mean_packets: f64,
+    /// Time-averaged queue per port over the CCT, bytes.
+    pub mean_bytes: f64,
+    /// Bytes sent by the busiest port over the mean of the stage's ports, minus one (the
+    /// model's Fig. 3 overload, by bytes: DATA dominates them); 0 when nothing was sent.
+    pub link_overload: f64,
+    /// Mean over the stage's ports of wire bits sent / (rate × CCT).
+    pub utilization: f64,
+}
+
+/// Did every packet arrive exactly once?
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// DATA packets the plan's flows consist of.
+    pub data_expected: u64,
+    /// DATA packets sent.
+    pub data_sent: u64,
+    /// DATA arrivals, duplicates included.
+    pub data_received: u64,
+    /// Arrivals of packets that had already arrived.
+    pub duplicates: u64,
+    /// Packets that never arrived.
+    pub missing: u64,
+    /// Distinct DATA packets ACKed back to their sender.
+    pub acked: u64,
+    /// DATA packets that arrived CE-marked.
+    pub ce_marks: u64,
+    /// Every agent completed (all own flows ACKed, all incoming flows received).
+    pub complete: bool,
+    /// Complete, no duplicate, nothing missing.
+    pub exactly_once: bool,
+    /// Agents that bound their sockets after the start time (peers' first packets may have
+    /// found no socket): should be 0.
+    pub late_agents: u32,
+}
+
+/// Frames the switches dropped during the repetition.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drops {
+    /// Egress buffer full (tail drop).
+    pub buffer: u64,
+    /// Hand-off ring to another worker full.
+    pub handoff: u64,
+    /// Dropped by the kernel at the switches' AF_XDP sockets (RX ring full, no fill frame).
+    pub socket: u64,
+    /// Dropped by the forwarding layer, by reason (only reasons that occurred).
+    pub forwarding: BTreeMap<String, u64>,
+    /// All of the above.
+    pub total: u64,
+}
+
+/// How faithfully the lab emulated the links.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fidelity {
+    /// Worst port's shaper lateness p99 (upper bucket bound) in packet times of a full DATA
+    /// frame, over ports that sent at least [`LATENESS_MIN_PACKETS`] frames.
+    pub shaper_late_p99_packet_times: f64,
+    /// That port, `switch:port`.
+    pub worst_port: String,
+    /// Lowest achieved / requested sending rate over the agents with at least two packets.
+    pub agent_rate_ratio_min: f64,
+    /// Largest p99 lateness of an agent's departures, ns.
+    pub agent_late_p99_ns_max: u64,
+    /// Shaper lateness p99 within [`FAITHFUL_LATENESS`] packet times and every agent within
+    /// 1 % of its rate.
+    pub faithful: bool,
+}
+
+/// One repetition (schema `ofan.run/1`, source `lab`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepReport {
+    /// `"ofan.run/1"`.
+    pub schema: String,
+    /// `"lab"`.
+    pub source: String,
+    /// How it was run.
+    pub setup: RunSetup,
+    /// Hosts in the plan.
+    pub hosts: u32,
+    /// Flows in the plan.
+    pub flows: u32,
+    /// First DATA sent anywhere to last ACK received anywhere, ps (`None` when incomplete).
+    pub cct_ps: Option<u64>,
+    /// The topology's lower bound for this plan at ρ × link rate, ps.
+    pub lower_bound_ps: u64,
+    /// `cct / lower_bound − 1`.
+    pub cct_increase: Option<f64>,
+    /// DATA wire bits delivered over line rate × the receivers' delivery windows (first to last
+    /// arrival plus one frame time), as in the model: 1.0 when every receiver is fed back to
+    /// back.
+    pub utilization: f64,
+    /// Largest queue at any switch port, frames.
+    pub max_queue_packets: u64,
+    /// Largest queue at any switch port, bytes.
+    pub max_queue_bytes: u64,
+    /// Per-stage queues, host to host (the host stage is the agents' pacing: no queue).
+    pub queues: Vec<StageQueues>,
+    /// Delivery check.
+    pub delivery: Delivery,
+    /// Switch drops.
+    pub drops: Drops,
+    /// Emulation fidelity.
+    pub fidelity: Fidelity,
+}
+
+impl RepReport {
+    /// The statistics of `stage`, if the topology has it.
+    #[must_use]
+    pub fn stage(&self, stage: Stage) -> Option<&StageQueues> {
+        self.queues.iter().find(|queues| queues.stage == stage)
+    }
+}
+
+/// The stage of a switch's output port.
+#[must_use]
+pub fn stage_of(role: Role, direction: PortDirection) -> Option<Stage> {
+    Some(match (role, direction) {
+        (Role::Host, _) => return None,
+        (Role::Edge, PortDirection::Up) => Stage::EdgeUp,
+        (Role::Edge, PortDirection::Down) => Stage::EdgeDown,
+        (Role::Aggregation, PortDirection::Up) => Stage::AggUp,
+        (Role::Aggregation, PortDirection::Down) => Stage::AggDown,
+        (Role::Core, _) => Stage::CoreDown,
+    })
+}
+
+/// The link parameters of a lab run for the topology's lower bound: veth frames (no FCS), the
+/// agent's framing, no propagation delay (veths add none that the bound could count on).
+#[must_use]
+pub fn link_params(link_rate_bps: u64, payload: u32) -> LinkParams {
+    LinkParams {
+        rate_bps: link_rate_bps,
+        propagation_ps: 0,
+        payload_bytes: payload - AGENT_HEADER,
+        header_bytes: AGENT_HEADER + FRAME_OVERHEAD,
+        ack_bytes: AGENT_HEADER + FRAME_OVERHEAD,
+        gap_bytes: GAP_BYTES as u32,
+    }
+}
+
+/// The lower bound of `plan` on `topology` at ρ × link rate, ps.
+///
+/// # Errors
+/// When a plan host is not a host of the topology.
+pub fn lower_bound_ps(
+    topology: &Topology,
+    plan: &Plan,
+    link_rate_bps: u64,
+    load: f64,
+    payload: u32,
+) -> Result<u64, String> {
+    let ids = plan
+        .hosts
+        .iter()
+        .map(|host| {
+            topology
+                .hosts()
+                .iter()
+                .find(|node| node.name == host.name)
+                .map(|node| node.id)
+                .ok_or_else(|| format!("plan host {} is not in the lab's topology", host.name))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let flows: Vec<_> = plan
+        .flows
+        .iter()
+        .map(|flow| (ids[flow.src as usize], ids[flow.dst as usize], flow.bytes))
+        .collect();
+    // Sending at ρ·R is sending at a link of rate ρ·R.
+    let rate = (link_rate_bps as f64 * load).round() as u64;
+    Ok(topology.collective_lower_bound_ps(&link_params(rate.max(1), payload), &flows))
+}
+
+/// Everything a repetition produced.
+#[derive(Debug)]
+pub struct RepInput<'a> {
+    /// The lab's topology.
+    pub topology: &'a Topology,
+    /// The plan the agents ran.
+    pub plan: &'a Plan,
+    /// Every agent's report.
+    pub reports: &'a [AgentReport],
+    /// Every switch, before and after.
+    pub switches: &'a [SwitchSample],
+    /// How it was run.
+    pub setup: RunSetup,
+}
+
+/// Computes the report of one repetition.
+///
+/// # Errors
+/// When the plan and the topology disagree (see [`lower_bound_ps`]).
+pub fn evaluate(input: &RepInput<'_>) -> Result<RepReport, String> {
+    let setup = &input.setup;
+    let rate = setup.link_rate_bps as f64;
+    let full_frame = u64::from(setup.payload + FRAME_OVERHEAD);
+    let frame_ns = (full_frame + GAP_BYTES) as f64 * 8.0 / rate * 1e9;
+    let cct_ns = collective_cct_ns(input.reports).filter(|_| complete(input.reports));
+    let lower_bound = lower_bound_ps(
+        input.topology,
+        input.plan,
+        setup.link_rate_bps,
+        setup.load,
+        setup.payload,
+    )?;
+
+    // Queues per stage, from the switches' port telemetry.
+    let mut stages: BTreeMap<Stage, Vec<PortDelta>> = BTreeMap::new();
+    let mut drops = Drops::default();
+    let mut worst = (0.0f64, String::new());
+    for sample in input.switches {
+        let node = input.topology.node(sample.node);
+        for port in &node.ports {
+            let Some(stage) = stage_of(node.role, port.direction) else {
+                continue;
+            };
+            let (Some(before), Some(after)) = (
+                find_port(&sample.before, &port.ifname),
+                find_port(&sample.after, &port.ifname),
+            ) else {
+                continue;
+            };
+            let delta = PortDelta::new(before, after);
+            drops.buffer += delta.drops_buffer;
+            drops.handoff += delta.drops_handoff;
+            drops.socket += delta.socket_drops;
+            if delta.tx_packets >= LATENESS_MIN_PACKETS {
+                let late = after.lateness_p99_ns as f64 / frame_ns;
+                if late > worst.0 || worst.1.is_empty() {
+                    worst = (late, format!("{}:{}", node.name, port.ifname));
+                }
+            }
+            stages.entry(stage).or_default().push(delta);
+        }
+        for reason in DropReason::ALL {
+            let name = reason.name();
+            let count = counter(&sample.after, name).saturating_sub(counter(&sample.before, name));
+            if count > 0 {
+                *drops.forwarding.entry(name.to_owned()).or_default() += count;
+            }
+        }
+    }
+    drops.total =
+        drops.buffer + drops.handoff + drops.socket + drops.forwarding.values().sum::<u64>();
+
+    let cct_for_means = cct_ns.or_else(|| collective_cct_ns(input.reports));
+    // The host NIC is the agent's pacer: it never queues.
+    let mut queues = vec![StageQueues {
+        stage: Stage::HostUp,
+        ports: input.plan.hosts.len() as u32,
+        max_packets: 0,
+        max_bytes: 0,
+        mean_packets: 0.0,
+        mean_bytes: 0.0,
+        link_overload: 0.0,
+        utilization: host_utilization(input.reports, cct_for_means),
+    }];
+    for (stage, ports) in &stages {
+        queues.push(stage_queues(*stage, ports, cct_for_means, rate));
+    }
+    queues.sort_by_key(|queues| queues.stage);
+
+    let delivery = delivery(input.reports);
+    let fidelity = Fidelity {
+        shaper_late_p99_packet_times: worst.0,
+        worst_port: worst.1,
+        agent_rate_ratio_min: agent_rate_ratio(input.reports),
+        agent_late_p99_ns_max: input
+            .reports
+            .iter()
+            .map(|r| r.pacing.late_p99_ns)
+            .max()
+            .unwrap_or(0),
+        faithful: false,
+    };
+    let fidelity = Fidelity {
+        faithful: fidelity.shaper_late_p99_packet_times <= FAITHFUL_LATENESS
+            && fidelity.agent_rate_ratio_min >= 0.99,
+        ..fidelity
+    };
+    let cct_ps = cct_ns.map(|ns| ns.saturating_mul(1000));
+    Ok(RepReport {
+        schema: "ofan.run/1".to_owned(),
+        source: "lab".to_owned(),
+        setup: setup.clone(),
+        hosts: input.plan.hosts.len() as u32,
+        flows: input.plan.flows.len() as u32,
+        cct_ps,
+        lower_bound_ps: lower_bound,
+        cct_increase: cct_ps.map(|cct| cct as f64 / lower_bound.max(1) as f64 - 1.0),
+        utilization: receiver_utilization(input.reports, full_frame, rate),
+        max_queue_packets: queues.iter().map(|q| q.max_packets).max().unwrap_or(0),
+        max_queue_bytes: queues.iter().map(|q| q.max_bytes).max().unwrap_or(0),
+        queues,
+        delivery,
+        drops,
+        fidelity,
+    })
+}
+
+/// One port's change over a repetition.
+#[derive(Debug, Clone, Copy)]
+struct PortDelta {
+    tx_packets: u64,
+    tx_bytes: u64,
+    max_packets: u64,
+    max_bytes: u64,
+    depth_packet_ns: u64,
+    depth_byte_ns: u64,
+    drops_buffer: u64,
+    drops_handoff: u64,
+    socket_drops: u64,
+}
+
+impl PortDelta {
+    fn new(before: &PortSnapshot, after: &PortSnapshot) -> Self {
+        Self {
+            tx_packets: after.tx_packets.saturating_sub(before.tx_packets),
+            tx_bytes: after.tx_bytes.saturating_sub(before.tx_bytes),
+            // The reset before the repetition cleared the maxima.
+            max_packets: after.max_depth_packets,
+            max_bytes: after.max_depth_bytes,
+            depth_packet_ns: after.depth_packet_ns.saturating_sub(before.depth_packet_ns),
+            depth_byte_ns: after.depth_byte_ns.saturating_sub(before.depth_byte_ns),
+            drops_buffer: after.drops_buffer.saturating_sub(before.drops_buffer),
+            drops_handoff: after.drops_handoff.saturating_sub(before.drops_handoff),
+            socket_drops: after
+                .socket_drops
+                .rx_dropped
+                .saturating_sub(before.socket_drops.rx_dropped),
+        }
+    }
+}
+
+fn find_port<'a>(snapshot: &'a SwitchSnapshot, ifname: &str) -> Option<&'a PortSnapshot> {
+    snapshot.ports.iter().find(|port| port.name == ifname)
+}
+
+fn counter(snapshot: &SwitchSnapshot, name: &str) -> u64 {
+    snapshot
+        .counters
+        .iter()
+        .filter(|(counter, _)| counter == name)
+        .map(|(_, value)| *value)
+        .sum()
+}
+
+fn stage_queues(stage: Stage, ports: &[PortDelta], cct_ns: Option<u64>, rate: f64) -> StageQueues {
+    let n = ports.len().max(1) as f64;
+    let window = cct_ns.unwrap_or(0) as f64;
+    let per_port_mean = |integral: u64| {
+        if window > 0.0 {
+            integral as f64 / window
+        } else {
+            0.0
+        }
+    };
+    let bytes: Vec<u64> = ports.iter().map(|p| p.tx_bytes).collect();
+    let mean_bytes = bytes.iter().sum::<u64>() as f64 / n;
+    let link_overload = if mean_bytes > 0.0 {
+        *bytes.iter().max().unwrap_or(&0) as f64 / mean_bytes - 1.0
+    } else {
+        0.0
+    };
+    let utilization = if window > 0.0 {
+        ports
+            .iter()
+            .map(|p| (p.tx_bytes + GAP_BYTES * p.tx_packets) as f64 * 8.0 / (rate * window * 1e-9))
+            .sum::<f64>()
+            / n
+    } else {
+        0.0
+    };
+    StageQueues {
+        stage,
+        ports: ports.len() as u32,
+        max_packets: ports.iter().map(|p| p.max_packets).max().unwrap_or(0),
+        max_bytes: ports.iter().map(|p| p.max_bytes).max().unwrap_or(0),
+        mean_packets: ports
+            .iter()
+            .map(|p| per_port_mean(p.depth_packet_ns))
+            .sum::<f64>()
+            / n,
+        mean_bytes: ports
+            .iter()
+            .map(|p| per_port_mean(p.depth_byte_ns))
+            .sum::<f64>()
+            / n,
+        link_overload,
+        utilization,
+    }
+}
+
+fn complete(reports: &[AgentReport]) -> bool {
+    !reports.is_empty() && reports.iter().all(|r| r.complete)
+}
+
+fn delivery(reports: &[AgentReport]) -> Delivery {
+    let sum = |f: &dyn Fn(&AgentReport) -> u64| reports.iter().map(f).sum::<u64>();
+    let data_expected = sum(&|r| r.received.iter().map(|s| s.expected).sum());
+    let duplicates = sum(&|r| r.received.iter().map(|s| s.duplicates).sum());
+    let missing = sum(&|r| r.received.iter().map(|s| s.missing).sum());
+    let complete = complete(reports);
+    Delivery {
+        data_expected,
+        data_sent: sum(&|r| r.pacing.packets),
+        data_received: sum(&|r| r.received.iter().map(|s| s.packets).sum()),
+        duplicates,
+        missing,
+        acked: sum(&|r| r.flows.iter().map(|f| u64::from(f.acks)).sum()),
+        ce_marks: sum(&|r| r.received.iter().map(|s| s.ce_marks).sum()),
+        complete,
+        exactly_once: complete && duplicates == 0 && missing == 0,
+        late_agents: reports.iter().filter(|r| r.ready_ns > r.start_ns).count() as u32,
+    }
+}
+
+/// Mean over senders of their wire bits over rate × CCT.
+fn host_utilization(reports: &[AgentReport], cct_ns: Option<u64>) -> f64 {
+    let (Some(cct), false) = (cct_ns, reports.is_empty()) else {
+        return 0.0;
+    };
+    let senders: Vec<_> = reports.iter().filter(|r| r.pacing.packets > 0).collect();
+    if senders.is_empty() || cct == 0 {
+        return 0.0;
+    }
+    senders
+        .iter()
+        .map(|r| {
+            // The agent counts 4 bytes of FCS per frame that a veth does not carry.
+            let wire = r.pacing.wire_bytes.saturating_sub(4 * r.pacing.packets);
+            wire as f64 * 8.0 / (r.link_rate_bps as f64 * cct as f64 * 1e-9)
+        })
+        .sum::<f64>()
+        / senders.len() as f64
+}
+
+/// The model's utilization: DATA wire bits delivered over line rate × the receivers' windows.
+fn receiver_utilization(reports: &[AgentReport], full_frame: u64, rate: f64) -> f64 {
+    let frame_ns = (full_frame + GAP_BYTES) as f64 * 8.0 / rate * 1e9;
+    let (mut bits, mut window_ns) = (0.0, 0.0);
+    for report in reports {
+        let arrivals = report.received.iter().filter(|s| s.packets > 0);
+        let first = arrivals.clone().filter_map(|s| s.first_ns).min();
+        let last = arrivals.clone().filter_map(|s| s.last_ns).max();
+        let (Some(first), Some(last)) = (first, last) else {
+            continue;
+        };
+        let packets: u64 = arrivals.map(|s| s.packets - s.duplicates).sum();
+        bits += (packets * (full_frame + GAP_BYTES)) as f64 * 8.0;
+        window_ns += (last - first) as f64 + frame_ns;
+    }
+    if window_ns > 0.0 {
+        bits / (rate * window_ns * 1e-9)
+    } else {
+        0.0
+    }
+}
+
+fn agent_rate_ratio(reports: &[AgentReport]) -> f64 {
+    let ratio = reports
+        .iter()
+        .filter_map(|r| Some(r.pacing.achieved_bps? / r.pacing.requested_bps))
+        .fold(f64::INFINITY, f64::min);
+    if ratio.is_finite() {
+        ratio
+    } else {
+        1.0
+    }
+}

@@ -1,0 +1,221 @@
+//! One repetition on a running lab: reset and snapshot every switch, start one agent per host
+//! at a common start time, wait for all of them, snapshot again, evaluate.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use ofan_dataplane::telemetry::SwitchSnapshot;
+use ofan_topology::NodeId;
+
+use super::metrics::{self, RepInput, RepReport, RunSetup, SwitchSample};
+use crate::agent::collective::Plan;
+use crate::agent::report::AgentReport;
+use crate::lab::{plan::namespace, Loaded};
+
+/// How long after a reset request every worker has applied it: an idle worker wakes up at
+/// least every 100 ms.
+const RESET_SETTLE: Duration = Duration::from_millis(250);
+
+/// Options passed to every agent.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// SCHED_FIFO priority of the sender threads (0 = off).
+    pub rt_priority: u8,
+    /// Make up for late sends (sch_fq style).
+    pub catch_up: bool,
+    /// Spin window before each departure, µs.
+    pub spin_us: u64,
+    /// Entropy pool for spray/REPS.
+    pub entropies: u16,
+    /// UDP port of the agents.
+    pub port: u16,
+}
+
+/// Kills agents that are still running when dropped (an error or Ctrl-C of the orchestrator
+/// never leaves agents behind).
+struct Agents(Vec<(String, Child)>);
+
+impl Drop for Agents {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.0 {
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs one repetition of `plan` on `lab` and returns its report; agents' plans, logs and
+/// reports are kept in `dir`.
+///
+/// # Errors
+/// A switch that does not answer, an agent that cannot be started or writes no report.
+pub fn run_repetition(
+    lab: &Loaded,
+    plan: &Plan,
+    setup: RunSetup,
+    options: &AgentOptions,
+    dir: &Path,
+) -> anyhow::Result<RepReport> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let plan_path = dir.join("plan.json");
+    std::fs::write(&plan_path, plan.to_json())
+        .with_context(|| format!("cannot write {}", plan_path.display()))?;
+    let lower_bound_ps = metrics::lower_bound_ps(
+        &lab.topology,
+        plan,
+        setup.link_rate_bps,
+        setup.load,
+        setup.payload,
+    )
+    .map_err(anyhow::Error::msg)?;
+
+    let switches: Vec<(NodeId, String, PathBuf)> = lab
+        .topology
+        .switches()
+        .iter()
+        .filter(|switch| !lab.state.stopped.contains(&switch.name))
+        .map(|switch| (switch.id, switch.name.clone(), lab.dir.socket(&switch.name)))
+        .collect();
+    for (_, name, socket) in &switches {
+        request(socket, "reset").with_context(|| format!("switch {name}"))?;
+    }
+    std::thread::sleep(RESET_SETTLE);
+    let before = snapshot_all(&switches)?;
+
+    // Agents bind their sockets within milliseconds of starting; leave them ample time.
+    let hosts = plan.hosts.len() as u64;
+    let lead = Duration::from_millis(500 + 25 * hosts);
+    let start_at = crate::agent::monotonic_now_ns() + lead.as_nanos() as u64;
+    let expected_s = lower_bound_ps as f64 * 1e-12;
+    let timeout_s = 4.0 * expected_s + 10.0;
+    let exe = std::env::current_exe().context("cannot find the ofan-lab binary")?;
+    let mut agents = Agents(Vec::with_capacity(plan.hosts.len()));
+    for host in &plan.hosts {
+        let log = dir.join(format!("{}.log", host.name));
+        let log = File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &namespace(&lab.state.name, &host.name)])
+            .arg(&exe)
+            .arg("agent")
+            .arg("--plan")
+            .arg(&plan_path)
+            .args(["--host", &host.name])
+            .args(["--start-at", &start_at.to_string()])
+            .args(["--link-rate", &setup.link_rate_bps.to_string()])
+            .args(["--load", &setup.load.to_string()])
+            .args(["--payload", &setup.payload.to_string()])
+            .args(["--host-lb", &setup.host_lb])
+            .args(["--entropies", &options.entropies.to_string()])
+            .args(["--seed", &setup.seed.to_string()])
+            .args(["--port", &options.port.to_string()])
+            .args(["--timeout", &format!("{timeout_s:.1}")])
+            .args(["--spin-us", &options.spin_us.to_string()])
+            .args(["--rt-priority", &options.rt_priority.to_string()])
+            .arg("--out")
+            .arg(dir.join(format!("{}.json", host.name)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        if options.catch_up {
+            command.arg("--catch-up");
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start the agent of {}", host.name))?;
+        agents.0.push((host.name.clone(), child));
+    }
+    let deadline = Instant::now() + lead + Duration::from_secs_f64(timeout_s + 15.0);
+    while Instant::now() < deadline {
+        let running = agents
+            .0
+            .iter_mut()
+            .filter_map(|(_, child)| matches!(child.try_wait(), Ok(None)).then_some(()))
+            .count();
+        if running == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(agents);
+    let after = snapshot_all(&switches)?;
+
+    let reports = plan
+        .hosts
+        .iter()
+        .map(|host| {
+            let path = dir.join(format!("{}.json", host.name));
+            let text = std::fs::read_to_string(&path).map_err(|_| {
+                let log = std::fs::read_to_string(dir.join(format!("{}.log", host.name)))
+                    .unwrap_or_default();
+                anyhow::anyhow!(
+                    "the agent of {} wrote no report; its log says: {}",
+                    host.name,
+                    log.lines().last().unwrap_or("(nothing)")
+                )
+            })?;
+            serde_json::from_str::<AgentReport>(&text)
+                .with_context(|| format!("{}: not an agent report", path.display()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let samples: Vec<SwitchSample> = switches
+        .iter()
+        .zip(before)
+        .zip(after)
+        .map(|(((node, _, _), before), after)| SwitchSample {
+            node: *node,
+            before,
+            after,
+        })
+        .collect();
+    let report = metrics::evaluate(&RepInput {
+        topology: &lab.topology,
+        plan,
+        reports: &reports,
+        switches: &samples,
+        setup,
+    })
+    .map_err(anyhow::Error::msg)?;
+    let path = dir.join("result.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(report)
+}
+
+fn snapshot_all(switches: &[(NodeId, String, PathBuf)]) -> anyhow::Result<Vec<SwitchSnapshot>> {
+    switches
+        .iter()
+        .map(|(_, name, socket)| {
+            let reply = request(socket, "stats").with_context(|| format!("switch {name}"))?;
+            let mut value: serde_json::Value = serde_json::from_str(&reply)
+                .with_context(|| format!("switch {name}: unreadable stats"))?;
+            serde_json::from_value(value["data_path"].take())
+                .with_context(|| format!("switch {name}: stats without data_path"))
+        })
+        .collect()
+}
+
+/// One admin-socket request; fails when the switch does not answer or answers an error.
+fn request(socket: &Path, command: &str) -> anyhow::Result<String> {
+    let mut stream = UnixStream::connect(socket).with_context(|| {
+        format!(
+            "no answer at {} (is the lab healthy? see ofan-lab status)",
+            socket.display()
+        )
+    })?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    writeln!(stream, "{command}")?;
+    let mut reply = String::new();
+    BufReader::new(stream).read_line(&mut reply)?;
+    if reply.starts_with("{\"error\"") {
+        bail!("{command}: {}", reply.trim());
+    }
+    Ok(reply)
+}

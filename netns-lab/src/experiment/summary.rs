@@ -1,0 +1,386 @@
+//! Repetitions summarized per cell (variant × message size): mean ± SEM of every metric, the
+//! table `run` and `compare` print, and the growth exponent of the max queue with message size
+//! (the model's fit, so lab and model exponents compare directly). Pure.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use ofan_dataplane::lb::Algorithm;
+use ofan_model::figures::{fit_exponent, Point, Summary};
+use ofan_model::report::Stage;
+use serde::{Deserialize, Serialize};
+
+use super::metrics::RepReport;
+use crate::agent::entropy::HostLb;
+
+/// What runs: a switch algorithm and the agents' host load balancing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// Switch algorithm (canonical name).
+    pub lb: String,
+    /// Host load balancing.
+    pub host_lb: HostLb,
+}
+
+impl Variant {
+    /// A variant, with `lb` checked against the load-balancing core's algorithms.
+    ///
+    /// # Errors
+    /// When `lb` is not an algorithm.
+    pub fn new(lb: &str, host_lb: HostLb) -> anyhow::Result<Self> {
+        let algorithm: Algorithm = lb
+            .trim()
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--lb `{lb}`: {e}"))?;
+        Ok(Self {
+            lb: algorithm.name().to_owned(),
+            host_lb,
+        })
+    }
+
+    /// `--host-lb` spelling.
+    #[must_use]
+    pub fn host_lb_name(&self) -> &'static str {
+        match self.host_lb {
+            HostLb::None => "none",
+            HostLb::Spray => "spray",
+            HostLb::Reps => "reps",
+        }
+    }
+
+    /// Display name: the switch algorithm, or the host scheme over ecmp (`spray`, `reps`).
+    #[must_use]
+    pub fn name(&self) -> String {
+        variant_name(&self.lb, self.host_lb_name())
+    }
+}
+
+fn variant_name(lb: &str, host_lb: &str) -> String {
+    match (lb, host_lb) {
+        (lb, "none") => lb.to_owned(),
+        ("ecmp", host) => host.to_owned(),
+        (lb, host) => format!("{lb}+{host}"),
+    }
+}
+
+/// One cell: every repetition of a variant at a message size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellSummary {
+    /// Variant display name.
+    pub variant: String,
+    /// Switch algorithm.
+    pub lb: String,
+    /// Host load balancing.
+    pub host_lb: String,
+    /// Bytes per flow.
+    pub message_bytes: u64,
+    /// Repetitions.
+    pub runs: usize,
+    /// Repetitions in which every packet arrived exactly once (CCT metrics are over these).
+    pub exactly_once_runs: usize,
+    /// Repetitions whose emulation was faithful.
+    pub faithful_runs: usize,
+    /// Metric → mean ± SEM over the repetitions.
+    pub metrics: BTreeMap<String, Summary>,
+}
+
+impl CellSummary {
+    /// The mean of `metric`, if measured.
+    #[must_use]
+    pub fn mean(&self, metric: &str) -> Option<f64> {
+        self.metrics.get(metric).map(|s| s.mean)
+    }
+}
+
+/// Every repetition and its summary per cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summarized {
+    /// Cells in the order they ran.
+    pub cells: Vec<CellSummary>,
+    /// Every repetition.
+    pub runs: Vec<RepReport>,
+}
+
+/// Stage key used in metric names (`max_queue.edge_up`, …).
+#[must_use]
+pub fn stage_key(stage: Stage) -> &'static str {
+    match stage {
+        Stage::HostUp => "host_up",
+        Stage::EdgeUp => "edge_up",
+        Stage::AggUp => "agg_up",
+        Stage::CoreDown => "core_down",
+        Stage::AggDown => "agg_down",
+        Stage::EdgeDown => "edge_down",
+    }
+}
+
+/// The metrics of one repetition, by name.
+fn metrics_of(report: &RepReport) -> Vec<(String, f64)> {
+    let mut metrics = vec![
+        (
+            "lower_bound_s".to_owned(),
+            report.lower_bound_ps as f64 * 1e-12,
+        ),
+        (
+            "max_queue_packets".to_owned(),
+            report.max_queue_packets as f64,
+        ),
+        ("max_queue_bytes".to_owned(), report.max_queue_bytes as f64),
+        ("drops".to_owned(), report.drops.total as f64),
+        ("ce_marks".to_owned(), report.delivery.ce_marks as f64),
+        (
+            "shaper_late_p99_packet_times".to_owned(),
+            report.fidelity.shaper_late_p99_packet_times,
+        ),
+        (
+            "agent_rate_ratio_min".to_owned(),
+            report.fidelity.agent_rate_ratio_min,
+        ),
+    ];
+    if report.delivery.exactly_once {
+        if let (Some(cct), Some(increase)) = (report.cct_ps, report.cct_increase) {
+            metrics.push(("cct_s".to_owned(), cct as f64 * 1e-12));
+            metrics.push(("cct_increase".to_owned(), increase));
+            metrics.push(("utilization".to_owned(), report.utilization));
+        }
+    }
+    for queues in &report.queues {
+        let key = stage_key(queues.stage);
+        metrics.push((format!("max_queue.{key}"), queues.max_packets as f64));
+        metrics.push((format!("max_queue_bytes.{key}"), queues.max_bytes as f64));
+        metrics.push((format!("mean_queue.{key}"), queues.mean_packets));
+        metrics.push((format!("utilization.{key}"), queues.utilization));
+        metrics.push((format!("link_overload.{key}"), queues.link_overload));
+    }
+    metrics
+}
+
+/// Groups repetitions into cells (variant × size, in order of appearance) and summarizes them.
+#[must_use]
+pub fn summarize(runs: Vec<RepReport>) -> Summarized {
+    let mut order: Vec<(String, u64)> = Vec::new();
+    let mut groups: BTreeMap<(String, u64), Vec<&RepReport>> = BTreeMap::new();
+    for run in &runs {
+        let key = (
+            variant_name(&run.setup.lb, &run.setup.host_lb),
+            run.setup.message_bytes,
+        );
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        groups.entry(key).or_default().push(run);
+    }
+    let cells = order
+        .into_iter()
+        .map(|key| {
+            let group = &groups[&key];
+            let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            for run in group {
+                for (name, value) in metrics_of(run) {
+                    values.entry(name).or_default().push(value);
+                }
+            }
+            CellSummary {
+                variant: key.0.clone(),
+                lb: group[0].setup.lb.clone(),
+                host_lb: group[0].setup.host_lb.clone(),
+                message_bytes: key.1,
+                runs: group.len(),
+                exactly_once_runs: group.iter().filter(|r| r.delivery.exactly_once).count(),
+                faithful_runs: group.iter().filter(|r| r.fidelity.faithful).count(),
+                metrics: values
+                    .into_iter()
+                    .map(|(name, values)| (name, Summary::of(&values)))
+                    .collect(),
+            }
+        })
+        .collect();
+    Summarized { cells, runs }
+}
+
+/// `64KB`, `1MB`, … (binary units, as `--size` reads them), or plain bytes.
+#[must_use]
+pub fn size_label(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KB", b >> 10),
+        b => format!("{b}B"),
+    }
+}
+
+fn mean_sem(cell: &CellSummary, metric: &str, scale: f64, decimals: usize) -> String {
+    match cell.metrics.get(metric) {
+        Some(s) if s.runs > 1 => format!(
+            "{:.decimals$} ± {:.decimals$}",
+            s.mean * scale,
+            s.sem * scale
+        ),
+        Some(s) => format!("{:.decimals$}", s.mean * scale),
+        None => "—".to_owned(),
+    }
+}
+
+/// The table of all cells: CCT and its increase over the bound, max queue (overall and per
+/// stage), mean queue, utilization, drops, delivery and fidelity.
+#[must_use]
+pub fn table(results: &Summarized) -> String {
+    let switch_stages: Vec<Stage> = Stage::ALL
+        .into_iter()
+        .filter(|stage| {
+            stage.is_switch()
+                && results.cells.iter().any(|c| {
+                    c.metrics
+                        .contains_key(&format!("max_queue.{}", stage_key(*stage)))
+                })
+        })
+        .collect();
+    let mut header = vec![
+        "variant".to_owned(),
+        "size".to_owned(),
+        "runs".to_owned(),
+        "CCT s".to_owned(),
+        "CCT vs bound %".to_owned(),
+        "max queue KB".to_owned(),
+    ];
+    header.extend(switch_stages.iter().map(|s| format!("{} KB", s.label())));
+    header.extend(
+        [
+            "mean queue pkts",
+            "util",
+            "drops",
+            "exactly once",
+            "faithful",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned()),
+    );
+    let mut rows = vec![header];
+    for cell in &results.cells {
+        let mut row = vec![
+            cell.variant.clone(),
+            size_label(cell.message_bytes),
+            cell.runs.to_string(),
+            mean_sem(cell, "cct_s", 1.0, 3),
+            mean_sem(cell, "cct_increase", 100.0, 1),
+            mean_sem(cell, "max_queue_bytes", 1e-3, 1),
+        ];
+        row.extend(
+            switch_stages
+                .iter()
+                .map(|s| mean_sem(cell, &format!("max_queue_bytes.{}", stage_key(*s)), 1e-3, 1)),
+        );
+        let mean_queue = switch_stages
+            .iter()
+            .filter_map(|s| cell.mean(&format!("mean_queue.{}", stage_key(*s))))
+            .fold(0.0f64, f64::max);
+        row.push(format!("{mean_queue:.2}"));
+        row.push(mean_sem(cell, "utilization", 1.0, 3));
+        row.push(mean_sem(cell, "drops", 1.0, 0));
+        row.push(format!("{}/{}", cell.exactly_once_runs, cell.runs));
+        row.push(format!("{}/{}", cell.faithful_runs, cell.runs));
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (n, row) in rows.iter().enumerate() {
+        for (i, cell) in row.iter().enumerate() {
+            let pad = widths[i] - cell.chars().count();
+            if i < 2 {
+                let _ = write!(out, "{cell}{}  ", " ".repeat(pad));
+            } else {
+                let _ = write!(out, "{}{cell}  ", " ".repeat(pad));
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        if n == 0 {
+            let rule: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+            out.push_str(&"-".repeat(rule));
+            out.push('\n');
+        }
+    }
+    out.push_str(
+        "mean ± SEM over repetitions; CCT over exactly-once repetitions; max queue = largest \
+         queue of any port of the stage in a repetition, KB (1 full DATA frame = 1.5 KB; \
+         ACKs are 60 B); mean queue = time-averaged frames per port over the CCT, worst stage; \
+         util = delivered DATA over line rate × receive windows\n",
+    );
+    out
+}
+
+/// The growth exponent of the max queue with message size for every variant run at two or
+/// more sizes (least squares on log–log, as `ofan-lab model fig4`).
+#[must_use]
+pub fn growth_exponents(results: &Summarized) -> Vec<String> {
+    let points: Vec<Point> = results
+        .cells
+        .iter()
+        .map(|cell| Point {
+            series: cell.variant.clone(),
+            x: cell.message_bytes as f64,
+            metrics: cell.metrics.clone(),
+        })
+        .collect();
+    let mut variants: Vec<&str> = Vec::new();
+    for cell in &results.cells {
+        let sizes = results
+            .cells
+            .iter()
+            .filter(|c| c.variant == cell.variant)
+            .count();
+        if sizes >= 2 && !variants.contains(&cell.variant.as_str()) {
+            variants.push(&cell.variant);
+        }
+    }
+    variants
+        .into_iter()
+        .filter_map(|variant| {
+            let fit = fit_exponent(&points, variant, "max_queue_bytes")?;
+            Some(format!(
+                "max-queue growth with message size: {variant:>6} exponent {:.2} (r² {:.2})",
+                fit.exponent, fit.r_squared
+            ))
+        })
+        .collect()
+}
+
+/// One progress line of a grid.
+#[must_use]
+pub fn progress_line(
+    done: usize,
+    total: usize,
+    elapsed: Duration,
+    variant: &Variant,
+    report: &RepReport,
+) -> String {
+    let eta = elapsed.as_secs_f64() / done as f64 * (total - done) as f64;
+    let cct = report.cct_ps.map_or_else(
+        || "incomplete".to_owned(),
+        |c| format!("{:.3} s", c as f64 * 1e-12),
+    );
+    let increase = report
+        .cct_increase
+        .map_or_else(String::new, |i| format!(" (+{:.1} %)", i * 100.0));
+    format!(
+        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, {}{} — elapsed {:.0} s, ETA {eta:.0} s",
+        variant.name(),
+        size_label(report.setup.message_bytes),
+        report.setup.repetition + 1,
+        report.max_queue_bytes as f64 * 1e-3,
+        report.drops.total,
+        if report.delivery.exactly_once {
+            "exactly once"
+        } else {
+            "NOT exactly once"
+        },
+        if report.fidelity.faithful {
+            ""
+        } else {
+            ", NOT faithful"
+        },
+        elapsed.as_secs_f64(),
+    )
+}
