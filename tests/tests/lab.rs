@@ -375,3 +375,144 @@ fn two_labs_at_once() {
     let pids = second.switch_pids();
     second.down_and_check(&pids);
 }
+
+/// `ofan-lab run` on a k=4 lab: a small permutation, two repetitions, produces a complete
+/// result file (every repetition delivered exactly once, CCT above the topology's bound, every
+/// stage's queues, no drops), the agents keep within 1 % of the requested rate on the idle lab,
+/// and afterwards ping, traceroute and iperf3 still work between hosts.
+#[test]
+fn small_permutation_produces_a_complete_result_file() {
+    if !require_root("small_permutation_produces_a_complete_result_file") {
+        return;
+    }
+    let _machine = serial();
+    let lab = LabGuard::new("x");
+    lab.ok(&["up", "--k", "4", "--lb", "ofan", "--buffer", "2MB"]);
+    let pids = lab.switch_pids();
+    let out = std::env::temp_dir().join(format!("{}-results", lab.name));
+    let json = std::env::temp_dir().join(format!("{}-run.json", lab.name));
+    let table = lab.ok(&[
+        "run",
+        "permutation",
+        "--size",
+        "64KB",
+        "--repeat",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(table.contains("ofan") && table.contains("64KB"), "{table}");
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json file")).unwrap();
+    assert_eq!(results["schema"], "ofan.lab-results/1");
+    let runs = results["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (i, run) in runs.iter().enumerate() {
+        assert_eq!(run["schema"], "ofan.run/1");
+        assert_eq!(run["source"], "lab");
+        assert_eq!(run["setup"]["lb"], "ofan");
+        assert_eq!(run["setup"]["repetition"], i as u64);
+        let delivery = &run["delivery"];
+        assert_eq!(delivery["exactly_once"], true, "{delivery}");
+        assert_eq!(delivery["data_expected"], 16 * 46, "{delivery}");
+        assert_eq!(delivery["late_agents"], 0, "{delivery}");
+        assert_eq!(run["drops"]["total"], 0, "{}", run["drops"]);
+        let cct = run["cct_ps"].as_u64().expect("a CCT");
+        let bound = run["lower_bound_ps"].as_u64().unwrap();
+        assert!(cct > bound && cct < 3 * bound, "CCT {cct} vs bound {bound}");
+        let stages: Vec<&str> = run["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["stage"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            stages,
+            [
+                "host_up",
+                "edge_up",
+                "agg_up",
+                "core_down",
+                "agg_down",
+                "edge_down"
+            ]
+        );
+        // Every DATA frame crossed an edge uplink (all flows leave their edge switch in a
+        // permutation only when source and destination differ in edge; at least the queue
+        // statistics must have seen traffic somewhere).
+        assert!(run["max_queue_bytes"].as_u64().unwrap() >= 1514, "{run}");
+        let ratio = run["fidelity"]["agent_rate_ratio_min"].as_f64().unwrap();
+        assert!(
+            (0.99..=1.001).contains(&ratio),
+            "an agent paced at {ratio:.4} × the requested rate: {}",
+            run["fidelity"]
+        );
+    }
+    let cell = &results["cells"][0];
+    assert_eq!(cell["runs"], 2);
+    assert_eq!(cell["exactly_once_runs"], 2);
+    assert!(cell["metrics"]["cct_s"]["sem"].as_f64().is_some());
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(out.join("runs/ofan-64KB-r1/result.json").exists());
+
+    // No experiment running: ping, traceroute and iperf3 between hosts.
+    pingall_passes(&lab, 240);
+    let trace = lab.ok(&[
+        "exec",
+        "h-p0-e0-h0",
+        "--",
+        "traceroute",
+        "-n",
+        "-q",
+        "1",
+        "-w",
+        "2",
+        "10.3.1.3",
+    ]);
+    assert!(trace.lines().count() >= 6, "{trace}");
+    let server = Command::new("ip")
+        .args(["netns", "exec", &format!("{}h-p3-e1-h1", lab.prefix())])
+        .args(["iperf3", "-s", "-1", "-B", "10.3.1.3"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("iperf3");
+    let mut server = KillOnDrop(server);
+    std::thread::sleep(Duration::from_millis(500));
+    let client = lab.ok(&[
+        "exec",
+        "h-p0-e0-h0",
+        "--",
+        "iperf3",
+        "-c",
+        "10.3.1.3",
+        "-t",
+        "2",
+        "-J",
+    ]);
+    let client: Value = serde_json::from_str(&client).expect("iperf3 JSON");
+    let bps = client["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap();
+    // TCP through five shaped 1 Mbit/s hops.
+    assert!((0.3e6..1.05e6).contains(&bps), "iperf3: {bps} bit/s");
+    let _ = server.0.wait();
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&json);
+    lab.down_and_check(&pids);
+}
+
+/// Kills a child process that is still running when the test ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}

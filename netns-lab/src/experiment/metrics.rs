@@ -549,3 +549,294 @@ fn agent_rate_ratio(reports: &[AgentReport]) -> f64 {
         1.0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::collective::{permutation, topology_hosts};
+    use crate::agent::report::{EntropyReport, FlowReport, Ignored, PacingReport, SourceReport};
+    use ofan_dataplane::telemetry::SocketDrops;
+
+    const RATE: u64 = 1_000_000;
+    const PAYLOAD: u32 = 1472;
+    const BYTES: u64 = 64 << 10;
+
+    fn setup() -> RunSetup {
+        RunSetup {
+            lab: "t".into(),
+            collective: "permutation".into(),
+            lb: "ofan".into(),
+            host_lb: "none".into(),
+            message_bytes: BYTES,
+            load: 1.0,
+            link_rate_bps: RATE,
+            payload: PAYLOAD,
+            buffer: "2MB".into(),
+            repetition: 0,
+            seed: 1,
+        }
+    }
+
+    /// A complete agent report: `packets` sent and received, first send at `t0`, last ACK at
+    /// `t1`, `missing` of the incoming packets lost.
+    fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentReport {
+        let packets = BYTES.div_ceil(u64::from(PAYLOAD - AGENT_HEADER));
+        let flow = plan
+            .flows
+            .iter()
+            .position(|f| f.src as usize == host)
+            .unwrap();
+        let src = plan
+            .flows
+            .iter()
+            .find(|f| f.dst as usize == host)
+            .unwrap()
+            .src;
+        let wire = packets * (u64::from(PAYLOAD) + 46 + 20);
+        AgentReport {
+            host: plan.hosts[host].name.clone(),
+            address: plan.hosts[host].address,
+            collective: plan.collective,
+            host_lb: "none".into(),
+            payload: PAYLOAD,
+            link_rate_bps: RATE,
+            load: 1.0,
+            start_ns: t0,
+            ready_ns: t0 - 1,
+            first_send_ns: Some(t0),
+            last_ack_ns: Some(t1),
+            complete: missing == 0,
+            timed_out: missing > 0,
+            flows: vec![FlowReport {
+                flow: flow as u32,
+                dst: plan.hosts[plan.flows[flow].dst as usize].name.clone(),
+                bytes: BYTES,
+                packets: packets as u32,
+                acks: packets as u32,
+                duplicate_acks: 0,
+                ce_marks: 0,
+                retransmits: 0,
+                first_send_ns: Some(t0),
+                last_send_ns: Some(t1 - 1_000_000),
+                last_ack_ns: Some(t1),
+            }],
+            received: vec![SourceReport {
+                src: plan.hosts[src as usize].name.clone(),
+                flows: 1,
+                expected: packets,
+                packets: packets - missing,
+                duplicates: 0,
+                missing,
+                ce_marks: 0,
+                first_ns: Some(t0 + 20_000_000),
+                last_ns: Some(t1 - 500_000),
+            }],
+            ignored: Ignored::default(),
+            pacing: PacingReport {
+                requested_bps: RATE as f64,
+                achieved_bps: Some(RATE as f64 * 0.999),
+                packets,
+                wire_bytes: wire,
+                first_send_ns: Some(t0),
+                last_send_ns: Some(t1 - 1_000_000),
+                late_p50_ns: 100,
+                late_p99_ns: 5_000,
+                late_max_ns: 9_000,
+                spin_ns: 50_000,
+                catch_up: false,
+                realtime: true,
+                send_retries: 0,
+            },
+            entropy: EntropyReport {
+                pool: 1,
+                ports: vec![40000],
+                recycled: 0,
+                fresh: 0,
+            },
+        }
+    }
+
+    fn port(name: &str) -> PortSnapshot {
+        PortSnapshot {
+            name: name.into(),
+            rx_packets: 0,
+            rx_bytes: 0,
+            enqueued_packets: 0,
+            tx_packets: 0,
+            tx_bytes: 0,
+            drops_buffer: 0,
+            drops_handoff: 0,
+            ecn_marked: 0,
+            socket_drops: SocketDrops::default(),
+            depth_packets: 0,
+            depth_bytes: 0,
+            max_depth_packets: 0,
+            max_depth_bytes: 0,
+            depth_packet_ns: 0,
+            depth_byte_ns: 0,
+            integrated_until_ns: 0,
+            arrival_depth_histogram: Vec::new(),
+            lateness_p50_ns: 0,
+            lateness_p99_ns: 0,
+            lateness_p999_ns: 0,
+            max_lateness_ns: 0,
+            lateness_histogram_ns: Vec::new(),
+        }
+    }
+
+    fn idle(topology: &Topology, node: NodeId) -> SwitchSnapshot {
+        SwitchSnapshot {
+            time_ns: 0,
+            ports: topology
+                .node(node)
+                .ports
+                .iter()
+                .map(|p| port(&p.ifname))
+                .collect(),
+            counters: vec![("forwarded".into(), 1000), ("no_route".into(), 3)],
+        }
+    }
+
+    struct Scenario {
+        topology: Topology,
+        plan: Plan,
+        reports: Vec<AgentReport>,
+        switches: Vec<SwitchSample>,
+    }
+
+    /// Every switch idle except: the first edge switch's first up port (p2) sent 100 frames,
+    /// queued up to 7 frames / 9 000 B, held 2 frames on average over 1 s, dropped 4 in its
+    /// buffer; the first core sent 50 frames late by 6 ms p99 and counted 2 no-route drops.
+    fn scenario(missing: u64) -> Scenario {
+        let topology = Topology::fat_tree(4).unwrap();
+        let plan = permutation(7, topology_hosts(&topology), BYTES, 3).unwrap();
+        let t0 = 1_000_000_000;
+        let reports = (0..plan.hosts.len())
+            .map(|h| agent(&plan, h, t0 + h as u64, t0 + 1_000_000_000, missing))
+            .collect();
+        let edge = topology.edges()[0].id;
+        let core = topology.cores()[0].id;
+        let switches = topology
+            .switches()
+            .iter()
+            .map(|switch| {
+                let before = idle(&topology, switch.id);
+                let mut after = before.clone();
+                if switch.id == edge {
+                    let p = after.ports.iter_mut().find(|p| p.name == "p2").unwrap();
+                    p.tx_packets = 100;
+                    p.tx_bytes = 100 * 1514;
+                    p.max_depth_packets = 7;
+                    p.max_depth_bytes = 9_000;
+                    p.depth_packet_ns = 2_000_000_000;
+                    p.drops_buffer = 4;
+                }
+                if switch.id == core {
+                    let p = &mut after.ports[0];
+                    p.tx_packets = 50;
+                    p.tx_bytes = 50 * 1514;
+                    p.lateness_p99_ns = 6_000_000;
+                    after.counters[1].1 += 2;
+                }
+                SwitchSample {
+                    node: switch.id,
+                    before,
+                    after,
+                }
+            })
+            .collect();
+        Scenario {
+            topology,
+            plan,
+            reports,
+            switches,
+        }
+    }
+
+    fn evaluate_scenario(s: &Scenario) -> RepReport {
+        evaluate(&RepInput {
+            topology: &s.topology,
+            plan: &s.plan,
+            reports: &s.reports,
+            switches: &s.switches,
+            setup: setup(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn stages_queues_and_drops_come_from_the_right_ports() {
+        let s = scenario(0);
+        let report = evaluate_scenario(&s);
+        // k = 4: 16 output ports in every switch stage, 16 hosts.
+        let stages: Vec<_> = report.queues.iter().map(|q| (q.stage, q.ports)).collect();
+        assert_eq!(
+            stages,
+            Stage::ALL
+                .iter()
+                .map(|&stage| (stage, 16))
+                .collect::<Vec<_>>()
+        );
+        let edge_up = report.stage(Stage::EdgeUp).unwrap();
+        assert_eq!((edge_up.max_packets, edge_up.max_bytes), (7, 9_000));
+        // 2 frames on one of 16 ports over a CCT of 1 s.
+        assert!(
+            (edge_up.mean_packets - 2.0 / 16.0).abs() < 1e-3,
+            "{edge_up:?}"
+        );
+        // One busy port among 16: overload = 100 / (100/16) − 1 = 15.
+        assert!((edge_up.link_overload - 15.0).abs() < 1e-9);
+        assert_eq!(report.stage(Stage::AggUp).unwrap().max_packets, 0);
+        assert_eq!(report.max_queue_packets, 7);
+        assert_eq!(report.drops.buffer, 4);
+        assert_eq!(report.drops.forwarding.get("no_route"), Some(&2));
+        assert_eq!(report.drops.total, 6);
+        // The core's port: 6 ms late at 1 Mbit/s and 1534 B frames = 0.489 packet times.
+        assert_eq!(report.fidelity.worst_port, "c-0:p0");
+        assert!((report.fidelity.shaper_late_p99_packet_times - 0.4889).abs() < 1e-3);
+        assert!(!report.fidelity.faithful);
+    }
+
+    #[test]
+    fn cct_and_bound_follow_the_reports_and_the_topology() {
+        let s = scenario(0);
+        let report = evaluate_scenario(&s);
+        assert_eq!(report.cct_ps, Some(1_000_000_000 * 1000));
+        let bound = lower_bound_ps(&s.topology, &s.plan, RATE, 1.0, PAYLOAD).unwrap();
+        assert_eq!(report.lower_bound_ps, bound);
+        // 46 packets of 1534 + 20 B at 1 Mbit/s: about 0.57 s.
+        assert!((0.55e12..0.6e12).contains(&(bound as f64)), "{bound}");
+        let increase = report.cct_increase.unwrap();
+        assert!((increase - (1e12 / bound as f64 - 1.0)).abs() < 1e-12);
+        assert!(report.delivery.exactly_once);
+        assert_eq!(report.delivery.data_expected, 16 * 46);
+        assert_eq!(report.delivery.late_agents, 0);
+        assert!(report.utilization > 0.5 && report.utilization <= 1.0);
+        // At half the rate the bound doubles (about).
+        let half = lower_bound_ps(&s.topology, &s.plan, RATE, 0.5, PAYLOAD).unwrap();
+        assert!((half as f64 / bound as f64 - 2.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_lost_packet_voids_the_cct_and_exactly_once() {
+        let s = scenario(1);
+        let report = evaluate_scenario(&s);
+        assert_eq!(report.cct_ps, None);
+        assert_eq!(report.cct_increase, None);
+        assert!(!report.delivery.exactly_once);
+        assert_eq!(report.delivery.missing, 16);
+        // Queue means still use the span the agents saw.
+        assert!(report.stage(Stage::EdgeUp).unwrap().mean_packets > 0.0);
+    }
+
+    #[test]
+    fn a_plan_host_outside_the_topology_is_an_error() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let mut hosts = topology_hosts(&topology);
+        hosts[0].name = "stranger".into();
+        let plan = permutation(1, hosts, BYTES, 1).unwrap();
+        assert!(lower_bound_ps(&topology, &plan, RATE, 1.0, PAYLOAD)
+            .unwrap_err()
+            .contains("stranger"));
+    }
+}

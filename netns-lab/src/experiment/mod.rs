@@ -68,7 +68,7 @@ pub struct LabOptions {
     pub link_rate: String,
     /// Egress buffer per switch port of a lab built for the run: large, so that no algorithm
     /// loses packets (the agents never retransmit).
-    #[arg(long, value_name = "BYTES", default_value = "2MB")]
+    #[arg(long, value_name = "BYTES", default_value = lab::EXPERIMENT_BUFFER)]
     pub buffer: String,
     /// Keep a lab built for the run instead of removing it.
     #[arg(long)]
@@ -103,8 +103,9 @@ pub struct TrafficOptions {
     /// Let agents make up for late sends (sch_fq style; gaps down to half a wire time).
     #[arg(long)]
     pub agent_catch_up: bool,
-    /// Agents spin this many µs before each departure.
-    #[arg(long, value_name = "US", default_value_t = 50)]
+    /// Agents spin this many µs before each departure (real-time senders wake up within a
+    /// few µs; spinning costs CPU that the switches need).
+    #[arg(long, value_name = "US", default_value_t = 20)]
     pub agent_spin_us: u64,
     /// Results directory (default ./ofan-results/<command>-<time>).
     #[arg(long, value_name = "DIR")]
@@ -181,6 +182,39 @@ pub struct CompareArgs {
     pub lab: LabOptions,
     #[command(flatten)]
     pub traffic: TrafficOptions,
+}
+
+impl CompareArgs {
+    /// The demo's comparison on its lab `name`: a permutation, default traffic options,
+    /// results under ./ofan-results/demo-TIME.
+    #[must_use]
+    pub fn for_demo(name: &str, lb: &str, sizes: &str, repeat: u32) -> Self {
+        Self {
+            lb: lb.to_owned(),
+            host_lb: "none".to_owned(),
+            sizes: sizes.to_owned(),
+            collective: CollectiveName::Permutation,
+            lab: LabOptions {
+                name: name.to_owned(),
+                k: None,
+                link_rate: lab::DEFAULT_LINK_RATE.to_owned(),
+                buffer: lab::EXPERIMENT_BUFFER.to_owned(),
+                keep: true,
+            },
+            traffic: TrafficOptions {
+                load: 1.0,
+                repeat,
+                seed: 1,
+                payload: None,
+                stride: 1,
+                matrix: None,
+                agent_rt_priority: 10,
+                agent_catch_up: false,
+                agent_spin_us: 20,
+                out: None,
+            },
+        }
+    }
 }
 
 /// Experiment subcommands (flattened into `ofan-lab`'s commands).

@@ -384,3 +384,108 @@ pub fn progress_line(
         elapsed.as_secs_f64(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::metrics::{Delivery, Drops, Fidelity, RunSetup, StageQueues};
+
+    fn run(lb: &str, host_lb: &str, bytes: u64, repetition: u32, max_bytes: u64) -> RepReport {
+        RepReport {
+            schema: "ofan.run/1".into(),
+            source: "lab".into(),
+            setup: RunSetup {
+                lab: "t".into(),
+                collective: "permutation".into(),
+                lb: lb.into(),
+                host_lb: host_lb.into(),
+                message_bytes: bytes,
+                load: 1.0,
+                link_rate_bps: 1_000_000,
+                payload: 1472,
+                buffer: "2MB".into(),
+                repetition,
+                seed: 1 + u64::from(repetition),
+            },
+            hosts: 16,
+            flows: 16,
+            cct_ps: Some(1_000_000 + u64::from(repetition) * 100_000),
+            lower_bound_ps: 1_000_000,
+            cct_increase: Some(f64::from(repetition) * 0.1),
+            utilization: 0.9,
+            max_queue_packets: max_bytes / 1514,
+            max_queue_bytes: max_bytes,
+            queues: vec![StageQueues {
+                stage: Stage::EdgeUp,
+                ports: 16,
+                max_packets: max_bytes / 1514,
+                max_bytes,
+                mean_packets: 1.0,
+                mean_bytes: 1514.0,
+                link_overload: 0.0,
+                utilization: 0.8,
+            }],
+            delivery: Delivery {
+                complete: true,
+                exactly_once: true,
+                ..Delivery::default()
+            },
+            drops: Drops::default(),
+            fidelity: Fidelity {
+                faithful: true,
+                ..Fidelity::default()
+            },
+        }
+    }
+
+    #[test]
+    fn cells_group_variants_and_sizes_with_mean_and_sem() {
+        let runs = vec![
+            run("ecmp", "spray", 1 << 20, 0, 3000),
+            run("ecmp", "spray", 1 << 20, 1, 5000),
+            run("ofan", "none", 1 << 20, 0, 3000),
+        ];
+        let results = summarize(runs);
+        assert_eq!(results.cells.len(), 2);
+        let spray = &results.cells[0];
+        assert_eq!((spray.variant.as_str(), spray.runs), ("spray", 2));
+        let max = spray.metrics["max_queue_bytes"];
+        assert_eq!((max.mean, max.sem), (4000.0, 1000.0));
+        assert!((spray.metrics["cct_increase"].mean - 0.05).abs() < 1e-12);
+        let table = table(&results);
+        assert!(table.contains("spray") && table.contains("ofan") && table.contains("E→A KB"));
+        assert!(table.contains("4.0 ± 1.0"), "{table}");
+    }
+
+    #[test]
+    fn growth_exponent_of_square_root_queues_is_one_half() {
+        let runs = [1u64 << 16, 1 << 18, 1 << 20, 1 << 22]
+            .iter()
+            .flat_map(|&bytes| {
+                let sqrt = ((bytes as f64).sqrt() * 10.0) as u64;
+                [
+                    run("rsq", "none", bytes, 0, sqrt),
+                    run("ofan", "none", bytes, 0, 4500),
+                ]
+            })
+            .collect();
+        let fits = growth_exponents(&summarize(runs));
+        assert_eq!(fits.len(), 2);
+        assert!(fits[0].contains("rsq exponent 0.50"), "{fits:?}");
+        assert!(fits[1].contains("ofan exponent 0.00"), "{fits:?}");
+    }
+
+    #[test]
+    fn variant_names_and_sizes() {
+        assert_eq!(Variant::new("OFAN", HostLb::None).unwrap().name(), "ofan");
+        assert_eq!(Variant::new("ecmp", HostLb::Reps).unwrap().name(), "reps");
+        assert_eq!(
+            Variant::new("rsq", HostLb::Spray).unwrap().name(),
+            "rsq+spray"
+        );
+        assert!(Variant::new("fastest", HostLb::None).is_err());
+        assert_eq!(size_label(1 << 20), "1MB");
+        assert_eq!(size_label(64 << 10), "64KB");
+        assert_eq!(size_label(1500), "1500B");
+    }
+}

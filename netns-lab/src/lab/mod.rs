@@ -46,6 +46,9 @@ pub const DEFAULT_LINK_RATE: &str = "1mbit";
 /// Default SCHED_FIFO priority of the switches' workers (above the agents' senders, 10: a
 /// switch's work per wake-up is a few microseconds).
 pub const DEFAULT_SWITCH_RT_PRIORITY: u8 = 20;
+/// Egress buffer per port of labs built for experiments (and the demo): large enough that no
+/// algorithm drops a 1 MB permutation on k=4 (the agents never retransmit).
+pub const EXPERIMENT_BUFFER: &str = "2MB";
 /// Default egress buffer per port.
 pub const DEFAULT_BUFFER: &str = "64KB";
 /// Shaper lateness (p99, in packet times) above which `status` says the lab is not faithful.
@@ -203,7 +206,8 @@ pub enum Command {
         #[arg(long, value_name = "ALGO")]
         lb: String,
     },
-    /// The first command to run: build a k=4 fat tree, pingall, show the fabric, tear it down.
+    /// The first command to run: build a k=4 fat tree, pingall, show the fabric, compare
+    /// ecmp, rsq, jsq, ofan and pofan on a 1 MB permutation, tear it down.
     Demo {
         /// Keep the lab (named `demo`) instead of tearing it down.
         #[arg(long)]
@@ -211,6 +215,15 @@ pub enum Command {
         /// Radix of the fat tree.
         #[arg(long, default_value_t = 4)]
         k: u16,
+        /// Algorithms to compare (comma-separated; `none` skips the comparison).
+        #[arg(long, value_name = "ALGOS", default_value = "ecmp,rsq,jsq,ofan,pofan")]
+        lb: String,
+        /// Message size of the permutation.
+        #[arg(long, value_name = "BYTES", default_value = "1MB")]
+        size: String,
+        /// Repetitions per algorithm.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
     },
 }
 
@@ -269,7 +282,13 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             duration,
         } => capture(&lab.name, &target, out, count, duration),
         Command::Set { lab, lb } => set_lb(&lab.name, &lb),
-        Command::Demo { keep, k } => demo(keep, k),
+        Command::Demo {
+            keep,
+            k,
+            lb,
+            size,
+            repeat,
+        } => demo(keep, k, &lb, &size, repeat),
     }
 }
 
@@ -1369,7 +1388,7 @@ fn capture(
 // demo
 // ---------------------------------------------------------------------------------------------
 
-fn demo(keep: bool, k: u16) -> anyhow::Result<()> {
+fn demo(keep: bool, k: u16, lb: &str, size: &str, repeat: u32) -> anyhow::Result<()> {
     let name = "demo";
     println!(
         "== ofan-lab demo: a k={k} fat tree of network namespaces, one ofan-switch per switch ==\n"
@@ -1387,7 +1406,7 @@ fn demo(keep: bool, k: u16) -> anyhow::Result<()> {
         lb: "pofan".to_owned(),
         pipe_size: None,
         link_rate: DEFAULT_LINK_RATE.to_owned(),
-        buffer: DEFAULT_BUFFER.to_owned(),
+        buffer: EXPERIMENT_BUFFER.to_owned(),
         mtu: 1500,
         seed: 1,
         rt_priority: DEFAULT_SWITCH_RT_PRIORITY,
@@ -1437,6 +1456,11 @@ fn demo(keep: bool, k: u16) -> anyhow::Result<()> {
         }
         println!("\n$ ofan-lab status --name demo");
         status(name, false)?;
+        if all && lb != "none" {
+            println!("\n$ ofan-lab compare --name demo --lb {lb} --sizes {size} --repeat {repeat}");
+            let args = crate::experiment::CompareArgs::for_demo(name, lb, size, repeat);
+            crate::experiment::compare_command(&args)?;
+        }
         Ok(all)
     })();
     if keep {
