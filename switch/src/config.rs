@@ -14,7 +14,7 @@ use ofan_dataplane::lb::{Algorithm, DestKey, LbConfig, SizeClass};
 use ofan_topology::{NodeId, PortDirection, Role, Topology};
 use serde::Deserialize;
 
-use crate::units::{parse_rate, parse_size};
+use ofan_topology::units::{parse_rate, parse_size};
 
 /// The configuration reference, as shown by `--help`.
 pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every key optional, flags override)
@@ -426,7 +426,7 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
             } else {
                 "queue.link_rate"
             },
-            m,
+            m.to_string(),
         )
     })?;
     let buffer_text = flags
@@ -441,7 +441,7 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
             } else {
                 "queue.buffer"
             },
-            m,
+            m.to_string(),
         )
     })?;
     let ecn_text = flags
@@ -452,7 +452,7 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
     let ecn_threshold = if ecn_text == "off" {
         None
     } else {
-        Some(parse_size(&ecn_text).map_err(|m| error("queue.ecn_threshold", m))?)
+        Some(parse_size(&ecn_text).map_err(|m| error("queue.ecn_threshold", m.to_string()))?)
     };
     let to_u32 =
         |key: &str, value: u64| u32::try_from(value).map_err(|_| error(key, "must be below 4 GB"));
@@ -486,15 +486,15 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
     let mut specs = Vec::new();
     for (index, port) in ports.iter_mut().enumerate() {
         let rate = match &port.link_rate {
-            Some(text) => {
-                parse_rate(text).map_err(|m| error(format!("ports[{index}].link_rate"), m))?
-            }
+            Some(text) => parse_rate(text)
+                .map_err(|m| error(format!("ports[{index}].link_rate"), m.to_string()))?,
             None => link_rate,
         };
         let port_buffer = match &port.buffer {
             Some(text) => to_u32(
                 &format!("ports[{index}].buffer"),
-                parse_size(text).map_err(|m| error(format!("ports[{index}].buffer"), m))?,
+                parse_size(text)
+                    .map_err(|m| error(format!("ports[{index}].buffer"), m.to_string()))?,
             )?,
             None => buffer,
         };
@@ -867,10 +867,10 @@ mod tests {
         assert_eq!(config.runtime.up_ports, vec![PortId(2), PortId(3)]);
         assert_eq!(config.runtime.ports[2].egress.link_rate_bps, 10_000_000);
         assert_eq!(config.runtime.ports[3].egress.link_rate_bps, 100_000_000);
-        assert_eq!(config.runtime.ports[0].egress.buffer_bytes, 64_000);
+        assert_eq!(config.runtime.ports[0].egress.buffer_bytes, 65_536);
         assert_eq!(
             config.runtime.ports[0].egress.ecn_threshold_bytes,
-            Some(16_000)
+            Some(16_384)
         );
         assert_eq!(config.admin_socket, PathBuf::from("/run/ofan/e1.sock"));
     }

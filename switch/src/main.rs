@@ -9,7 +9,6 @@
 
 mod admin;
 mod config;
-mod units;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -146,7 +145,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         algorithm = %config.runtime.lb.algorithm,
         ports = config.runtime.ports.len(),
         pipes = config.runtime.pipes.len(),
-        link_rate = %units::format_rate(config.runtime.ports.first().map_or(0, |p| p.egress.link_rate_bps)),
+        link_rate = %ofan_topology::units::format_rate(config.runtime.ports.first().map_or(0, |p| p.egress.link_rate_bps)),
         socket = %config.admin_socket.display(),
         "forwarding"
     );

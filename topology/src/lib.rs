@@ -102,6 +102,7 @@ mod routing;
 mod shape;
 pub mod timing;
 mod topology;
+pub mod units;
 
 pub use error::TopologyError;
 pub use load::{Flow, LinkLoad, TrafficMatrix};

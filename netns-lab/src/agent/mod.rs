@@ -477,51 +477,16 @@ fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// A rate: a number of bits per second with an optional k/m/g/t prefix and bit/bps suffix
-/// (shared with the lab's `--link-rate`).
+/// A rate (decimal prefixes, `20mbit`; shared with the lab's `--link-rate`), see
+/// [`ofan_topology::units`].
 pub(crate) fn parse_rate(text: &str) -> anyhow::Result<u64> {
-    let lower = text.trim().to_ascii_lowercase();
-    let body = ["bit/s", "bits", "bit", "bps", "b/s"]
-        .iter()
-        .find_map(|suffix| lower.strip_suffix(suffix))
-        .unwrap_or(&lower);
-    let (number, multiplier) = match body.chars().last() {
-        Some('k') => (&body[..body.len() - 1], 1e3),
-        Some('m') => (&body[..body.len() - 1], 1e6),
-        Some('g') => (&body[..body.len() - 1], 1e9),
-        Some('t') => (&body[..body.len() - 1], 1e12),
-        _ => (body, 1.0),
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-        .with_context(|| format!("--link-rate `{text}` is not a rate (examples: 20mbit, 1gbit)"))?;
-    Ok((value * multiplier).round() as u64)
+    ofan_topology::units::parse_rate(text).map_err(|e| anyhow::anyhow!("--link-rate {e}"))
 }
 
-/// A size in bytes: digits with an optional binary suffix (k/kb/kib, m/mb/mib, g/gb/gib),
-/// as in `ofan-lab model` (1MB = 2^20 bytes).
+/// A size in bytes (binary prefixes, `1MB` = 2^20, as everywhere in ofan), see
+/// [`ofan_topology::units`].
 pub(crate) fn parse_size(text: &str) -> anyhow::Result<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, suffix) = text.split_at(split);
-    let value: u64 = digits
-        .parse()
-        .with_context(|| format!("--size `{text}`: not a size (examples: 1MB, 64KB, 1500)"))?;
-    let unit: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => bail!("--size `{text}`: unknown suffix `{other}`"),
-    };
-    value
-        .checked_mul(unit)
-        .with_context(|| format!("--size `{text}`: too large"))
+    ofan_topology::units::parse_size(text).map_err(|e| anyhow::anyhow!("--size {e}"))
 }
 
 /// A duration: a number with unit ns, us, ms or s (e.g. 2s, 1.5s, 500ms).

@@ -6,6 +6,12 @@
 //! faster than ρ·R, and when it is late it continues from *now* at ρ·R instead of bursting to
 //! catch up. Every send also records how late it was against its due time.
 //!
+//! The host's link also carries the ACKs this host sends for the DATA it receives. Like a NIC,
+//! the link is one serial resource: [`HostLink`] books every frame, DATA and ACK, at line rate
+//! R, and a DATA packet leaves no earlier than the link is free — so DATA plus ACKs never
+//! exceed R (at ρ = 1 the DATA rate is R less the ACKs' share), where pacing DATA alone at R
+//! would offer the first switch more than its port can carry.
+//!
 //! Optionally ([`Pacer::with_catch_up`]) a late send shortens the next gap by its lateness, up
 //! to half a wire time, as Linux's `sch_fq` pacing does ("packet might have been sent later
 //! than its planned time; subtract the delay to be fair"): the average rate then survives
@@ -74,6 +80,69 @@ impl Pacer {
     }
 }
 
+/// The host's link as one serial resource shared by the sender (DATA) and the receiver (ACK)
+/// threads: when it is next free, and the ACK wire bytes booked on it. Lock-free.
+#[derive(Debug)]
+pub struct HostLink {
+    /// Line rate R, bits per second.
+    line_bps: f64,
+    /// The link is busy until then, CLOCK_MONOTONIC ns.
+    free_ns: AtomicU64,
+    /// ACK wire bytes booked so far.
+    ack_bytes: AtomicU64,
+}
+
+impl HostLink {
+    /// An idle link of rate `line_bps` (> 0).
+    #[must_use]
+    pub fn new(line_bps: f64) -> Self {
+        assert!(line_bps > 0.0, "a link needs a positive rate");
+        Self {
+            line_bps,
+            free_ns: AtomicU64::new(0),
+            ack_bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// Nanoseconds `wire_bytes` occupy the link (rounded up).
+    #[must_use]
+    pub fn wire_ns(&self, wire_bytes: u64) -> u64 {
+        (wire_bytes as f64 * 8.0 * 1e9 / self.line_bps).ceil() as u64
+    }
+
+    /// When the link is next free.
+    #[must_use]
+    pub fn free_ns(&self) -> u64 {
+        self.free_ns.load(Ordering::Acquire)
+    }
+
+    /// Books a frame of `wire_bytes` that starts at `now_ns` or when the link is free,
+    /// whichever is later; returns when it ends.
+    pub fn book(&self, now_ns: u64, wire_bytes: u64) -> u64 {
+        let wire = self.wire_ns(wire_bytes);
+        let mut end = 0;
+        let _ = self
+            .free_ns
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
+                end = free.max(now_ns) + wire;
+                Some(end)
+            });
+        end
+    }
+
+    /// Books an ACK sent at `now_ns`.
+    pub fn book_ack(&self, now_ns: u64, wire_bytes: u64) {
+        self.book(now_ns, wire_bytes);
+        self.ack_bytes.fetch_add(wire_bytes, Ordering::Relaxed);
+    }
+
+    /// ACK wire bytes booked so far.
+    #[must_use]
+    pub fn ack_bytes(&self) -> u64 {
+        self.ack_bytes.load(Ordering::Relaxed)
+    }
+}
+
 /// Lateness of every send (ns after its due time), kept for percentiles. Reserve the packet
 /// count up front and recording never allocates.
 #[derive(Debug, Clone, Default)]
@@ -136,9 +205,30 @@ pub fn achieved_bps(first_ns: u64, last_ns: u64, wire_bytes_but_last: u64) -> Op
         .then(|| wire_bytes_but_last as f64 * 8.0 * 1e9 / (last_ns - first_ns) as f64)
 }
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn acks_on_the_host_link_push_data_back() {
+        // 8 Gbit/s: 1 ns per byte. A DATA frame of 100 B at 0, an ACK of 10 B booked at 50
+        // (while the DATA frame is on the link): the link is free at 110, not 100.
+        let link = HostLink::new(8e9);
+        assert_eq!(link.book(0, 100), 100);
+        link.book_ack(50, 10);
+        assert_eq!(link.free_ns(), 110);
+        // An ACK on an idle link starts at once.
+        link.book_ack(500, 10);
+        assert_eq!(link.free_ns(), 510);
+        assert_eq!(link.ack_bytes(), 20);
+        // DATA due at 505 waits for the ACK: the next departure is max(pace, link free).
+        let mut pacer = Pacer::new(8e9, 505);
+        assert_eq!(pacer.due_ns().max(link.free_ns()), 510);
+        pacer.sent(510, 100);
+        assert_eq!(pacer.due_ns(), 610);
+    }
 
     #[test]
     fn on_time_departures_are_exactly_one_wire_time_apart() {

@@ -119,9 +119,20 @@ pub struct Ignored {
 pub struct PacingReport {
     /// ρ × link rate, bits per second.
     pub requested_bps: f64,
-    /// Wire bits of all packets but the last over first-to-last departure (None with < 2
+    /// DATA wire bits of all packets but the last over first-to-last departure (None with < 2
     /// packets).
     pub achieved_bps: Option<f64>,
+    /// Wire bytes of the ACKs this host sent (they share the host link with DATA).
+    #[serde(default)]
+    pub ack_wire_bytes: u64,
+    /// DATA and ACK wire bits on the host link over first-to-last DATA departure: what the
+    /// link carried.
+    #[serde(default)]
+    pub link_bps: Option<f64>,
+    /// What the link should have carried over that window: ρ·R of DATA plus the ACKs, at most
+    /// R. `link_bps / expected_link_bps` is the pacing accuracy.
+    #[serde(default)]
+    pub expected_link_bps: f64,
     /// DATA packets sent.
     pub packets: u64,
     /// Their wire bytes (frame incl. FCS, plus 20 bytes of preamble and gap).

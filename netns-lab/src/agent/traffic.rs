@@ -17,7 +17,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::collective::Plan;
 use super::entropy::{EntropySelector, HostLb};
-use super::pacing::{achieved_bps, Lateness, Pacer};
+use super::pacing::{achieved_bps, HostLink, Lateness, Pacer};
 use super::report::{AgentReport, EntropyReport, FlowReport, Ignored, PacingReport, SourceReport};
 use super::sys;
 use super::track::{Seen, SeqSet};
@@ -101,6 +101,9 @@ struct SenderStats {
     packets: u64,
     wire_bytes: u64,
     wire_bytes_but_last: u64,
+    /// ACK wire bytes the host link had carried at the first and the last DATA departure.
+    ack_bytes_at_first: Option<u64>,
+    ack_bytes_at_last: u64,
     first_ns: Option<u64>,
     last_ns: Option<u64>,
     send_retries: u64,
@@ -256,13 +259,14 @@ pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
         .start_at_ns
         .saturating_add(u64::try_from(config.timeout.as_nanos()).unwrap_or(u64::MAX));
     let stop = AtomicBool::new(false);
+    let link = HostLink::new(config.link_rate_bps as f64);
     let (feedback_tx, feedback_rx) = mpsc::channel();
     let feedback_tx = (config.host_lb == HostLb::Reps).then_some(feedback_tx);
 
     let (sent, received) = std::thread::scope(|scope| {
-        let (flows, pool, stop) = (&out_flows, &pool, &stop);
+        let (flows, pool, stop, link) = (&out_flows, &pool, &stop, &link);
         let sender = scope.spawn(move || {
-            let result = send_loop(config, flows, pool, &feedback_rx, stop, deadline_ns);
+            let result = send_loop(config, flows, pool, &feedback_rx, link, stop, deadline_ns);
             if result.is_err() {
                 stop.store(true, Ordering::Relaxed);
             }
@@ -275,6 +279,7 @@ pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
             &in_packets,
             &receiver,
             feedback_tx.as_ref(),
+            link,
             stop,
             deadline_ns,
         );
@@ -286,6 +291,7 @@ pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
     let received = received?;
     let mut report = report(config, &out_flows, &ports, &sent, &received);
     report.ready_ns = ready_ns;
+    report.pacing.ack_wire_bytes = link.ack_bytes();
     Ok(report)
 }
 
@@ -309,6 +315,7 @@ fn send_loop(
     flows: &[OutFlow],
     pool: &[Socket],
     feedback: &mpsc::Receiver<Feedback>,
+    link: &HostLink,
     stop: &AtomicBool,
     deadline_ns: u64,
 ) -> anyhow::Result<SenderStats> {
@@ -350,11 +357,17 @@ fn send_loop(
         } else {
             config.payload
         };
-        let due = pacer.due_ns();
+        // Due by the pacing schedule, and not before the host link is free of ACKs.
+        let mut due = pacer.due_ns().max(link.free_ns());
         if due > deadline_ns {
             break;
         }
-        let now = wait_until(due, config.spin_ns);
+        let mut now = wait_until(due, config.spin_ns);
+        // The receiver may have sent an ACK while this thread waited.
+        while link.free_ns() > now {
+            due = link.free_ns();
+            now = wait_until(due, config.spin_ns);
+        }
         stats.lateness.record(now - due);
 
         while let Ok(ack) = feedback.try_recv() {
@@ -396,6 +409,10 @@ fn send_loop(
         }
         let wire = wire::wire_bytes(u64::from(len));
         pacer.sent(now, wire);
+        link.book(now, wire);
+        let acks = link.ack_bytes();
+        stats.ack_bytes_at_first.get_or_insert(acks);
+        stats.ack_bytes_at_last = acks;
 
         stats.first_send[local].get_or_insert(now);
         stats.last_send[local] = Some(now);
@@ -430,6 +447,7 @@ fn receive_loop(
     in_packets: &[u32],
     socket: &Socket,
     feedback: Option<&mpsc::Sender<Feedback>>,
+    link: &HostLink,
     stop: &AtomicBool,
     deadline_ns: u64,
 ) -> anyhow::Result<ReceiverStats> {
@@ -501,6 +519,8 @@ fn receive_loop(
                 let to = SocketAddrV4::new(*datagram.from.ip(), config.port);
                 if socket.send_to(&ack, &to.into()).is_err() {
                     stats.ignored.ack_send_errors += 1;
+                } else {
+                    link.book_ack(now, wire::wire_bytes(HEADER_LEN as u64));
                 }
                 let set = &mut stats.received[local];
                 match set.insert(header.sequence) {
@@ -642,6 +662,24 @@ fn report(
             achieved_bps: match (sent.first_ns, sent.last_ns) {
                 (Some(first), Some(last)) => achieved_bps(first, last, sent.wire_bytes_but_last),
                 _ => None,
+            },
+            ack_wire_bytes: 0,
+            link_bps: match (sent.first_ns, sent.last_ns, sent.ack_bytes_at_first) {
+                (Some(first), Some(last), Some(acks)) => achieved_bps(
+                    first,
+                    last,
+                    sent.wire_bytes_but_last + (sent.ack_bytes_at_last - acks),
+                ),
+                _ => None,
+            },
+            expected_link_bps: match (sent.first_ns, sent.last_ns, sent.ack_bytes_at_first) {
+                (Some(first), Some(last), Some(acks)) if last > first => {
+                    let ack_bps =
+                        (sent.ack_bytes_at_last - acks) as f64 * 8.0 * 1e9 / (last - first) as f64;
+                    (config.load * config.link_rate_bps as f64 + ack_bps)
+                        .min(config.link_rate_bps as f64)
+                }
+                _ => config.load * config.link_rate_bps as f64,
             },
             packets: sent.packets,
             wire_bytes: sent.wire_bytes,

@@ -538,10 +538,13 @@ fn receiver_utilization(reports: &[AgentReport], full_frame: u64, rate: f64) -> 
     }
 }
 
+/// The lowest link rate an agent achieved over what it should have (DATA at ρ·R plus its ACKs,
+/// at most R).
 fn agent_rate_ratio(reports: &[AgentReport]) -> f64 {
     let ratio = reports
         .iter()
-        .filter_map(|r| Some(r.pacing.achieved_bps? / r.pacing.requested_bps))
+        .filter(|r| r.pacing.expected_link_bps > 0.0)
+        .filter_map(|r| Some(r.pacing.link_bps? / r.pacing.expected_link_bps))
         .fold(f64::INFINITY, f64::min);
     if ratio.is_finite() {
         ratio
@@ -634,7 +637,10 @@ mod tests {
             ignored: Ignored::default(),
             pacing: PacingReport {
                 requested_bps: RATE as f64,
-                achieved_bps: Some(RATE as f64 * 0.999),
+                achieved_bps: Some(RATE as f64 * 0.95),
+                ack_wire_bytes: packets * 84,
+                link_bps: Some(RATE as f64 * 0.999),
+                expected_link_bps: RATE as f64,
                 packets,
                 wire_bytes: wire,
                 first_send_ns: Some(t0),

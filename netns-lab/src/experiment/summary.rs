@@ -202,11 +202,7 @@ pub fn summarize(runs: Vec<RepReport>) -> Summarized {
 /// `64KB`, `1MB`, … (binary units, as `--size` reads them), or plain bytes.
 #[must_use]
 pub fn size_label(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KB", b >> 10),
-        b => format!("{b}B"),
-    }
+    ofan_topology::units::format_size(bytes)
 }
 
 fn mean_sem(cell: &CellSummary, metric: &str, scale: f64, decimals: usize) -> String {
