@@ -8,6 +8,9 @@
 //! `ofan/2-threads` runs two workers on the two cores, sharing the Ofan pointers; its time is
 //! wall-clock per batch *per thread*, i.e. per 64 packets decided by each thread concurrently, and
 //! is reported per packet as time / 64.
+//!
+//! `ofan/port-down` and `pofan/port-down` are the same traffic with one up-port failed for every
+//! destination (an uplink down): every decision takes the general path that skips invalid ports.
 
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
@@ -36,6 +39,11 @@ fn config(algorithm: Algorithm, pipes: u16) -> LbConfig {
 
 /// A stream of batches with a realistic destination mix.
 fn batches(seed: u64, count: usize) -> Vec<[Northbound; BATCH]> {
+    batches_with(seed, count, PortMask::all(UP_PORTS))
+}
+
+/// [`batches`] with the given valid up-ports for every packet.
+fn batches_with(seed: u64, count: usize, valid: PortMask) -> Vec<[Northbound; BATCH]> {
     let mut rng = LbRng::new(seed);
     (0..count)
         .map(|_| {
@@ -45,7 +53,7 @@ fn batches(seed: u64, count: usize) -> Vec<[Northbound; BATCH]> {
                 Northbound {
                     key: DestKey(keys[rng.below(8) as usize]),
                     class: if ack { SizeClass::Ack } else { SizeClass::Data },
-                    valid: PortMask::all(UP_PORTS),
+                    valid,
                     flow_hash: rng.next_u64() as u32,
                     frame_len: if ack { 64 } else { 1500 },
                 }
@@ -101,6 +109,18 @@ fn single_thread(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 let start = Instant::now();
                 run_batches(&mut pipe, &stream, iters);
+                start.elapsed()
+            })
+        });
+    }
+    let port_down = batches_with(7, 256, PortMask::all(UP_PORTS).without(3));
+    for algorithm in [Algorithm::Ofan, Algorithm::Pofan] {
+        let switch = SwitchBalancer::new(config(algorithm, 2)).expect("valid config");
+        let mut pipe = switch.pipe(0).expect("pipe 0");
+        group.bench_function(format!("{}/port-down", algorithm.name()), |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                run_batches(&mut pipe, &port_down, iters);
                 start.elapsed()
             })
         });

@@ -29,6 +29,11 @@
 //! `fetch_add(g)` and hands one to each of its packets ([`PipeBalancer::choose_batch`], the
 //! software form of the combining pipeline of paper §7).
 //!
+//! On the hot path a pointer also keeps `n mod w` beside `n`, and the F.2 permutations of the
+//! switch are written out once as a table (one row of `w` ports per permutation), so a packet to
+//! which every port is valid costs a load, an increment and a compare, with no remainder and no
+//! permutation arithmetic. The tests hold every fast path equal to the plain rule above.
+//!
 //! Data pointers start at a seeded random value in `0..w`; the ACK pointer of the same key
 //! starts `⌊w/2⌋` after it. The pointer id that selects the port permutation is
 //! `key + keys · class` (paper F.2: `id = d + N_d · t`).
@@ -40,6 +45,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use order::{OrderRow, PortRows, PortTable};
 
 pub use ofan_topology::DestKey;
 pub use order::{
@@ -319,10 +326,14 @@ impl LbConfig {
 #[derive(Debug)]
 pub struct SwitchBalancer {
     config: LbConfig,
-    order: PortOrder,
-    /// `id₁, id₂` of every pointer slot, precomputed (slot = key · 2 + class).
-    order_ids: Box<[OrderId]>,
-    /// Ofan pointers, one per slot; empty for other algorithms.
+    /// Every permutation of the switch's [`PortOrder`] written out, so that a pointer value maps
+    /// to its port in one load.
+    table: PortTable,
+    /// The row of `table` of every pointer slot (slot = key · 2 + class), i.e. its `id₁, id₂`.
+    rows: Box<[OrderRow]>,
+    /// Ofan pointers, one per slot; empty for other algorithms. Packed: padding them to a cache
+    /// line each made no measurable difference with two workers, since a batch touches each
+    /// pointer with a single `fetch_add`.
     shared_pointers: Box<[AtomicU64]>,
     /// The Simple RR pointer.
     rr_pointer: AtomicU64,
@@ -340,9 +351,10 @@ impl SwitchBalancer {
     pub fn new(config: LbConfig) -> Result<Arc<Self>, LbError> {
         config.validate()?;
         let order = PortOrder::new(config.up_ports);
+        let table = PortTable::new(&order);
         let slots = config.dest_keys as usize * SizeClass::COUNT as usize;
-        let order_ids = (0..slots)
-            .map(|slot| order.id(pointer_id(slot, config.dest_keys)))
+        let rows = (0..slots)
+            .map(|slot| table.row(order.id(pointer_id(slot, config.dest_keys))))
             .collect();
         let shared_pointers = if config.algorithm == Algorithm::Ofan {
             (0..slots)
@@ -356,8 +368,8 @@ impl SwitchBalancer {
             salt: mix64(config.seed ^ 0x6563_6d70) as u32,
             all_ports: PortMask::all(config.up_ports),
             rr_pointer: AtomicU64::new(rr_start),
-            order,
-            order_ids,
+            table,
+            rows,
             shared_pointers,
             config,
         }))
@@ -390,73 +402,73 @@ impl SwitchBalancer {
                 pipes: self.config.pipes,
             });
         }
-        let slots = self.order_ids.len();
+        let slots = self.rows.len();
         let own_pointers = if self.config.algorithm == Algorithm::Pofan {
             (0..slots)
                 .map(|slot| {
                     let start = pointer_start(self.config.seed, pipe, slot, self.config.up_ports);
-                    OwnPointer {
-                        count: start,
-                        position: start as u8,
-                        order: self.order_ids[slot],
-                    }
+                    Rotation::new(start, self.rows[slot], self.config.up_ports)
                 })
                 .collect()
         } else {
             Box::default()
         };
+        let ofan_groups = Box::new(OfanGroups {
+            marks: if self.config.algorithm == Algorithm::Ofan {
+                vec![0; slots].into_boxed_slice()
+            } else {
+                Box::default()
+            },
+            chunk: 0,
+            slot: [0; MAX_BATCH],
+            size: [0; MAX_BATCH],
+            cursor: [Rotation::default(); MAX_BATCH],
+            packet_group: [NO_GROUP; MAX_BATCH],
+        });
         Ok(PipeBalancer {
             switch: Arc::clone(self),
             own_pointers,
+            ofan_groups,
             rng: LbRng::new(mix64(self.config.seed ^ 0x7069_7065) ^ u64::from(pipe)),
             drill_last: None,
         })
     }
 
-    /// The pointer value a packet with ordinal `n` turns into a port, for pointer `slot`.
+    /// Ofan's shared pointer of `slot`.
     #[inline]
-    fn pointer_port(&self, n: u64, slot: usize, valid: PortMask) -> u8 {
-        let width = self.config.up_ports;
-        let id = self.order_ids[slot];
-        if valid == self.all_ports {
-            return self.order.port_at(mod_small(n, u32::from(width)) as u8, id);
-        }
-        // Skip the ports that cannot reach the destination: take the (n mod v)-th valid port in
-        // this pointer's order.
-        let mut rank = mod_small(n, valid.count());
-        for position in 0..width {
-            let port = self.order.port_at(position, id);
-            if valid.contains(port) {
-                if rank == 0 {
-                    return port;
-                }
-                rank -= 1;
-            }
-        }
-        unreachable!("rank < number of valid ports")
+    fn shared_pointer(&self, slot: usize) -> &AtomicU64 {
+        &self.shared_pointers[slot]
     }
 
-    /// pOfan: advances the pipe's own pointer of the packet's (key, class) and maps it.
+    /// The port of the packet that draws value `n` from the pointer of `slot`.
     #[inline]
-    fn pofan_port(&self, pointers: &mut [OwnPointer], packet: &Northbound) -> u8 {
-        let slot = slot_of(packet.key, packet.class);
-        let pointer = &mut pointers[slot];
-        let OwnPointer {
-            count,
-            position,
-            order,
-        } = *pointer;
-        let next = position + 1;
-        pointer.count = count.wrapping_add(1);
-        pointer.position = if next == self.config.up_ports {
-            0
+    fn pointer_port(&self, n: u64, slot: usize, valid: PortMask) -> u8 {
+        let (rows, row) = (self.table.rows(), self.rows[slot]);
+        if valid == self.all_ports {
+            rows.port(row, mod_small(n, u32::from(rows.width())) as u8)
         } else {
-            next
-        };
-        if packet.valid == self.all_ports {
-            self.order.port_at(position, order)
-        } else {
-            self.pointer_port(count, slot, packet.valid)
+            valid_port(rows.ports(row), n, valid)
+        }
+    }
+
+    /// pOfan over a batch: each packet advances its pipe's own pointer; no dispatch per packet.
+    fn pofan_batch(
+        &self,
+        pointers: &mut [Rotation],
+        packets: &[Northbound],
+        out: &mut [Option<UpPort>],
+    ) {
+        let (rows, all_ports) = (self.table.rows(), self.all_ports);
+        for (packet, choice) in packets.iter().zip(out.iter_mut()) {
+            let slot = slot_of(packet.key, packet.class);
+            // Every port valid (the common case) first: it is never empty.
+            *choice = if packet.valid == all_ports {
+                Some(UpPort(pointers[slot].take_any(rows)))
+            } else if packet.valid.is_empty() {
+                None
+            } else {
+                Some(UpPort(pointers[slot].take(rows, packet.valid, all_ports)))
+            };
         }
     }
 
@@ -516,9 +528,16 @@ const FAST_MODS: [FastMod; MAX_PORTS + 1] = {
 };
 
 /// `value mod divisor` for 1 ≤ divisor ≤ 64, without dividing.
+///
+/// Pointer counts stay below 2³² for billions of packets, so the 32-bit remainder (a third of
+/// the work) is tried first.
 #[inline]
 fn mod_small(value: u64, divisor: u32) -> u32 {
-    FAST_MODS[divisor as usize].of_u64(value)
+    let fast_mod = &FAST_MODS[divisor as usize];
+    match u32::try_from(value) {
+        Ok(small) => fast_mod.of_u32(small),
+        Err(_) => fast_mod.of_u64(value),
+    }
 }
 
 /// The pointer id that selects a slot's port permutation: `key + keys · class`.
@@ -563,15 +582,108 @@ pub fn ar_level(queue_bytes: u32, buffer_bytes: u32) -> u8 {
     }
 }
 
-/// A pOfan pointer owned by its pipe: the packet count, and the count mod w kept beside it so
-/// the common case (every port valid) needs no remainder at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct OwnPointer {
-    count: u64,
-    position: u8,
-    /// The slot's permutation constants, kept with the pointer: one load per packet.
-    order: OrderId,
+/// The `(n mod v)`-th port of `valid` (|valid| = v > 0) in a pointer's permutation `order`
+/// (`π(0), …, π(w−1)`): the general rule, which with every port valid is simply `π(n mod w)`.
+///
+/// Kept out of line: it is the failure path, and inlining it would push the all-valid path of
+/// [`Rotation::take`] out of the batch loops.
+#[inline(never)]
+fn valid_port(order: &[u8], n: u64, valid: PortMask) -> u8 {
+    let rank = mod_small(n, valid.count());
+    // A walk that stops at the wanted port mispredicts its exit about once per packet; this one
+    // always visits all w positions and selects without branching.
+    let mut seen = 0u32;
+    let mut chosen = None;
+    for &port in order {
+        let is_valid = valid.0 >> (port & 63) & 1 != 0;
+        if is_valid && seen == rank {
+            chosen = Some(port);
+        }
+        seen += u32::from(is_valid);
+    }
+    chosen.expect("rank < number of valid ports")
 }
+
+/// A pointer walking its rotation: the packet count `n`, `n mod w` kept beside it so that the
+/// common case (every port valid) needs no remainder, and the row of the pointer's permutation.
+///
+/// pOfan pointers are `Rotation`s owned by their pipe; an Ofan batch turns each range of values
+/// it reserved with one `fetch_add` into a `Rotation` and walks it the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Rotation {
+    count: u64,
+    row: OrderRow,
+    position: u8,
+}
+
+impl Rotation {
+    /// The rotation about to hand out value `count`.
+    #[inline]
+    fn new(count: u64, row: OrderRow, width: u8) -> Self {
+        Self {
+            count,
+            row,
+            position: mod_small(count, u32::from(width)) as u8,
+        }
+    }
+
+    /// The port of the packet that draws the current value; advances to the next value.
+    ///
+    /// `position` stays `count mod w` (until `count` wraps after 2⁶⁴ packets).
+    #[inline(always)]
+    fn take(&mut self, rows: PortRows<'_>, valid: PortMask, all_ports: PortMask) -> u8 {
+        if valid == all_ports {
+            self.take_any(rows)
+        } else {
+            let port = valid_port(rows.ports(self.row), self.count, valid);
+            self.advance(rows.width());
+            port
+        }
+    }
+
+    /// [`take`](Self::take) for a packet to which every port is valid: `π(n mod w)`.
+    #[inline(always)]
+    fn take_any(&mut self, rows: PortRows<'_>) -> u8 {
+        let port = rows.port(self.row, self.position);
+        self.advance(rows.width());
+        port
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, width: u8) {
+        self.count = self.count.wrapping_add(1);
+        let next = self.position + 1;
+        self.position = if next == width { 0 } else { next };
+    }
+}
+
+/// A pipe's scratch for Ofan's combining step, kept between chunks so that no chunk pays for
+/// initializing it: the group, in the current chunk, of every pointer slot the chunk uses
+/// (stamped with the chunk's number, so it never needs clearing) and the per-group and
+/// per-packet arrays of the chunk.
+#[derive(Debug)]
+struct OfanGroups {
+    /// `chunk << 8 | group` per slot: the slot is the chunk's group `group` iff `chunk` is the
+    /// current chunk.
+    marks: Box<[u32]>,
+    /// Number of the current chunk, in `1..CHUNK_WRAP`.
+    chunk: u32,
+    /// Per group: its pointer slot.
+    slot: [u32; MAX_BATCH],
+    /// Per group: its number of packets.
+    size: [u32; MAX_BATCH],
+    /// Per group: the range of pointer values it reserved, as a rotation to walk.
+    cursor: [Rotation; MAX_BATCH],
+    /// Per packet: its group, or [`NO_GROUP`] when no port is valid.
+    packet_group: [u8; MAX_BATCH],
+}
+
+/// Chunk numbers use the 24 bits above a mark's group byte; at this value the marks are cleared
+/// and numbering restarts at 1.
+const CHUNK_WRAP: u32 = 1 << 24;
+
+/// `packet_group` of a packet with no valid port.
+const NO_GROUP: u8 = u8::MAX;
 
 /// The most packets one call of [`PipeBalancer::choose_batch`] combines at once.
 pub const MAX_BATCH: usize = 64;
@@ -581,7 +693,8 @@ pub const MAX_BATCH: usize = 64;
 #[derive(Debug)]
 pub struct PipeBalancer {
     switch: Arc<SwitchBalancer>,
-    own_pointers: Box<[OwnPointer]>,
+    own_pointers: Box<[Rotation]>,
+    ofan_groups: Box<OfanGroups>,
     rng: LbRng,
     drill_last: Option<u8>,
 }
@@ -624,10 +737,13 @@ impl PipeBalancer {
             Algorithm::Drill => drill(&mut self.rng, &mut self.drill_last, packet.valid, loads),
             Algorithm::Ofan => {
                 let slot = slot_of(packet.key, packet.class);
-                let n = switch.shared_pointers[slot].fetch_add(1, Ordering::Relaxed);
+                let n = switch.shared_pointer(slot).fetch_add(1, Ordering::Relaxed);
                 switch.pointer_port(n, slot, packet.valid)
             }
-            Algorithm::Pofan => switch.pofan_port(&mut self.own_pointers, packet),
+            Algorithm::Pofan => {
+                let pointer = &mut self.own_pointers[slot_of(packet.key, packet.class)];
+                pointer.take(switch.table.rows(), packet.valid, switch.all_ports)
+            }
         };
         if switch.config.algorithm.uses_queues() {
             let load = &mut loads[usize::from(port)];
@@ -658,14 +774,22 @@ impl PipeBalancer {
             out.len() >= packets.len(),
             "output slice shorter than the batch"
         );
-        if self.switch.config.algorithm != Algorithm::Ofan {
-            for (packet, choice) in packets.iter().zip(out.iter_mut()) {
-                *choice = self.choose(packet, loads);
+        match self.switch.config.algorithm {
+            Algorithm::Ofan => {
+                for (chunk, out_chunk) in packets.chunks(MAX_BATCH).zip(out.chunks_mut(MAX_BATCH)) {
+                    self.switch
+                        .combine_ofan(&mut self.ofan_groups, chunk, out_chunk);
+                }
             }
-            return;
-        }
-        for (chunk, out_chunk) in packets.chunks(MAX_BATCH).zip(out.chunks_mut(MAX_BATCH)) {
-            self.switch.combine_ofan(chunk, out_chunk);
+            Algorithm::Pofan => {
+                self.switch
+                    .pofan_batch(&mut self.own_pointers, packets, &mut out[..packets.len()]);
+            }
+            _ => {
+                for (packet, choice) in packets.iter().zip(out.iter_mut()) {
+                    *choice = self.choose(packet, loads);
+                }
+            }
         }
     }
 }
@@ -715,56 +839,83 @@ fn drill(rng: &mut LbRng, last: &mut Option<u8>, valid: PortMask, loads: &[PortL
 }
 
 impl SwitchBalancer {
-    /// Ofan's combining step for one chunk of at most [`MAX_BATCH`] packets: group by pointer,
-    /// one `fetch_add` per group, then each packet takes base + its rank within its group.
-    fn combine_ofan(&self, packets: &[Northbound], out: &mut [Option<UpPort>]) {
+    /// Ofan's combining step for one chunk of at most [`MAX_BATCH`] packets: group the packets
+    /// by pointer, reserve each group's values with one `fetch_add`, then walk each group's
+    /// reserved range in packet order.
+    fn combine_ofan(
+        &self,
+        groups: &mut OfanGroups,
+        packets: &[Northbound],
+        out: &mut [Option<UpPort>],
+    ) {
         debug_assert!(packets.len() <= MAX_BATCH);
-        let mut group_slot = [0usize; MAX_BATCH];
-        let mut group_size = [0u64; MAX_BATCH];
-        let mut groups = 0usize;
-        let mut packet_group = [0u8; MAX_BATCH];
-        let mut packet_rank = [0u64; MAX_BATCH];
-        for (i, packet) in packets.iter().enumerate() {
+        let OfanGroups {
+            marks,
+            chunk,
+            slot: group_slot,
+            size: group_size,
+            cursor: group_cursor,
+            packet_group,
+        } = groups;
+        *chunk += 1;
+        if *chunk == CHUNK_WRAP {
+            marks.fill(0);
+            *chunk = 1;
+        }
+        let chunk = *chunk;
+        // The slice itself, not the box: its address and length then stay in registers.
+        let marks = &mut **marks;
+        let mut group_count = 0usize;
+        for (packet, group_of) in packets.iter().zip(packet_group.iter_mut()) {
             if packet.valid.is_empty() {
+                *group_of = NO_GROUP;
                 continue;
             }
             let slot = slot_of(packet.key, packet.class);
-            // Batches carry few distinct destinations; a linear scan over the groups seen so
-            // far beats hashing at these sizes.
-            let group = match group_slot[..groups].iter().position(|&s| s == slot) {
-                Some(group) => group,
-                None => {
-                    group_slot[groups] = slot;
-                    groups += 1;
-                    groups - 1
-                }
+            let mark = &mut marks[slot];
+            let group = if *mark >> 8 == chunk {
+                let group = (*mark & 0xff) as usize;
+                group_size[group] += 1;
+                group
+            } else {
+                let group = group_count;
+                *mark = chunk << 8 | group as u32;
+                group_slot[group] = slot as u32;
+                group_size[group] = 1;
+                group_count += 1;
+                group
             };
-            packet_group[i] = group as u8;
-            packet_rank[i] = group_size[group];
-            group_size[group] += 1;
+            *group_of = group as u8;
         }
-        let mut group_base = [0u64; MAX_BATCH];
-        let mut group_position = [0u32; MAX_BATCH];
-        let width = u32::from(self.config.up_ports);
-        for group in 0..groups {
-            group_base[group] = self.shared_pointers[group_slot[group]]
-                .fetch_add(group_size[group], Ordering::Relaxed);
-            group_position[group] = mod_small(group_base[group], width);
+        let width = self.config.up_ports;
+        for ((cursor, &slot), &size) in group_cursor
+            .iter_mut()
+            .zip(group_slot.iter())
+            .zip(group_size.iter())
+            .take(group_count)
+        {
+            let slot = slot as usize;
+            let base = self
+                .shared_pointer(slot)
+                .fetch_add(u64::from(size), Ordering::Relaxed);
+            *cursor = Rotation::new(base, self.rows[slot], width);
         }
-        let width_mod = &FAST_MODS[width as usize];
-        for (i, packet) in packets.iter().enumerate() {
-            out[i] = (!packet.valid.is_empty()).then(|| {
-                let group = usize::from(packet_group[i]);
-                let slot = group_slot[group];
-                if packet.valid == self.all_ports {
-                    // base + rank mod w from the group's position: one small remainder.
-                    let position = width_mod.of_u32(group_position[group] + packet_rank[i] as u32);
-                    UpPort(self.order.port_at(position as u8, self.order_ids[slot]))
-                } else {
-                    let n = group_base[group].wrapping_add(packet_rank[i]);
-                    UpPort(self.pointer_port(n, slot, packet.valid))
-                }
-            });
+        let (rows, all_ports) = (self.table.rows(), self.all_ports);
+        for ((packet, &group), choice) in
+            packets.iter().zip(packet_group.iter()).zip(out.iter_mut())
+        {
+            let cursor = usize::from(group);
+            *choice = if packet.valid == all_ports {
+                Some(UpPort(group_cursor[cursor].take_any(rows)))
+            } else if group == NO_GROUP {
+                None
+            } else {
+                Some(UpPort(group_cursor[cursor].take(
+                    rows,
+                    packet.valid,
+                    all_ports,
+                )))
+            };
         }
     }
 }
@@ -780,6 +931,12 @@ mod fast_mod_tests {
     proptest! {
         #[test]
         fn fast_mod_equals_the_remainder(value in any::<u64>(), divisor in 1u32..=64) {
+            prop_assert_eq!(u64::from(mod_small(value, divisor)), value % u64::from(divisor));
+        }
+
+        #[test]
+        fn fast_mod_of_32_bit_values_equals_the_remainder(value in any::<u32>(), divisor in 1u32..=64) {
+            let value = u64::from(value);
             prop_assert_eq!(u64::from(mod_small(value, divisor)), value % u64::from(divisor));
         }
     }

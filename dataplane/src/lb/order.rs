@@ -41,8 +41,8 @@ pub const fn id_bits(width: u8) -> u32 {
 }
 
 /// The two constants a pointer id contributes to its permutation, precomputed once per pointer
-/// so that the per-packet work is one table load, one XOR, one compare, one add and one
-/// conditional subtract.
+/// so that evaluating `π_id` is one table load, one XOR, one compare, one add and one conditional
+/// subtract (the balancer goes further and reads whole permutations from a table of them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderId {
     /// `id₁`: the XOR operand (low bits of the id).
@@ -123,6 +123,90 @@ impl PortOrder {
     }
 }
 
+/// Where one permutation starts in a [`PortTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct OrderRow(u32);
+
+/// The whole family `π_id` written out, one row of `w` ports per `(id₁, id₂)`: the hot path
+/// reads a pointer's port with one load instead of evaluating the XOR/add formula per packet.
+///
+/// The table holds `2^b · w` rows of `w` bytes: 512 B for `w = 8`, 32 KiB for `w = 32`,
+/// 256 KiB for `w = 64`; only the rows of pointers in use are ever touched. Row
+/// `(xor · w + shift)` is `PortOrder::sequence` of that id, which the tests check for every `w`.
+#[derive(Debug, Clone)]
+pub(crate) struct PortTable {
+    width: u8,
+    ports: Box<[u8]>,
+}
+
+impl PortTable {
+    /// Writes out every permutation of `order`.
+    pub(crate) fn new(order: &PortOrder) -> Self {
+        let xors = 1u32 << order.bits;
+        let width = u32::from(order.width);
+        let ports = (0..xors)
+            .flat_map(|xor| (0..width).map(move |shift| (xor, shift)))
+            .flat_map(|(xor, shift)| {
+                let id = OrderId {
+                    xor: xor as u8,
+                    shift: shift as u8,
+                };
+                (0..order.width).map(move |position| order.port_at(position, id))
+            })
+            .collect();
+        Self {
+            width: order.width,
+            ports,
+        }
+    }
+
+    /// The row of permutation `id`.
+    #[inline]
+    pub(crate) fn row(&self, id: OrderId) -> OrderRow {
+        let width = u32::from(self.width);
+        OrderRow((u32::from(id.xor) * width + u32::from(id.shift)) * width)
+    }
+
+    /// The table as a plain slice view, to be taken once per batch: a copy of the slice keeps
+    /// the hot loops from reloading the table's address and length after every store.
+    #[inline]
+    pub(crate) fn rows(&self) -> PortRows<'_> {
+        PortRows {
+            width: self.width,
+            ports: &self.ports,
+        }
+    }
+}
+
+/// A borrowed [`PortTable`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PortRows<'a> {
+    width: u8,
+    ports: &'a [u8],
+}
+
+impl<'a> PortRows<'a> {
+    /// Number of uplinks `w`.
+    #[inline]
+    pub(crate) fn width(self) -> u8 {
+        self.width
+    }
+
+    /// `π_id(position)` for the `id` of `row` (`position` < w).
+    #[inline]
+    pub(crate) fn port(self, row: OrderRow, position: u8) -> u8 {
+        debug_assert!(position < self.width);
+        self.ports[row.0 as usize + usize::from(position)]
+    }
+
+    /// `π_id(0), …, π_id(w−1)` for the `id` of `row`.
+    #[inline]
+    pub(crate) fn ports(self, row: OrderRow) -> &'a [u8] {
+        let start = row.0 as usize;
+        &self.ports[start..start + usize::from(self.width)]
+    }
+}
+
 fn is_permutation(values: &[u8]) -> bool {
     let mut seen = [false; MAX_PORTS];
     values.iter().all(|&v| {
@@ -200,6 +284,29 @@ mod tests {
             for id in 0..(4 * u32::from(width) * (1 << order.bits)) {
                 let seq = order.sequence(order.id(id));
                 assert!(is_permutation(&seq), "w = {width}, id = {id}: {seq:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn port_table_rows_are_the_formula() {
+        for width in 1..=MAX_PORTS as u8 {
+            let order = PortOrder::new(width);
+            let table = PortTable::new(&order);
+            assert_eq!(
+                table.ports.len(),
+                (1usize << order.bits) * usize::from(width) * usize::from(width)
+            );
+            for xor in 0..(1u8 << order.bits) {
+                for shift in 0..width {
+                    let id = OrderId { xor, shift };
+                    let row = table.row(id);
+                    let rows = table.rows();
+                    assert_eq!(rows.ports(row), order.sequence(id), "w = {width}, {id:?}");
+                    for position in 0..width {
+                        assert_eq!(rows.port(row, position), order.port_at(position, id));
+                    }
+                }
             }
         }
     }

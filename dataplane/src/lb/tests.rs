@@ -114,8 +114,8 @@ proptest! {
         for key in 0..keys {
             let data = slot_of(DestKey(key), SizeClass::Data);
             let ack = slot_of(DestKey(key), SizeClass::Ack);
-            let d = ofan.shared_pointers[data].load(Ordering::Relaxed);
-            let a = ofan.shared_pointers[ack].load(Ordering::Relaxed);
+            let d = ofan.shared_pointer(data).load(Ordering::Relaxed);
+            let a = ofan.shared_pointer(ack).load(Ordering::Relaxed);
             prop_assert!(d < u64::from(width));
             prop_assert_eq!(a, (d + half) % u64::from(width));
             for pipe in 0..4 {
@@ -155,6 +155,144 @@ proptest! {
         batched.choose_batch(&packets, &mut [], &mut out);
         prop_assert_eq!(sequential, out);
     }
+}
+
+/// The pointer rule written out plainly, as the code computed it before the port table, the
+/// pointer positions and the batch loops: the packet drawing value `n` from the pointer of slot
+/// `s` takes the `(n mod v)`-th valid port in the order `π_id(0), π_id(1), …` evaluated with the
+/// F.2 formula ([`PortOrder::port_at`]) and a true `%`.
+struct ReferencePointers {
+    order: PortOrder,
+    ids: Vec<OrderId>,
+    counts: Vec<u64>,
+}
+
+impl ReferencePointers {
+    /// The pointers of `pipe` (for Ofan, the switch's shared ones: pass 0).
+    fn new(cfg: &LbConfig, pipe: u16) -> Self {
+        let order = PortOrder::new(cfg.up_ports);
+        let slots = cfg.dest_keys as usize * 2;
+        Self {
+            ids: (0..slots)
+                .map(|slot| order.id(pointer_id(slot, cfg.dest_keys)))
+                .collect(),
+            counts: (0..slots)
+                .map(|slot| pointer_start(cfg.seed, pipe, slot, cfg.up_ports))
+                .collect(),
+            order,
+        }
+    }
+
+    fn choose(&mut self, packet: &Northbound) -> Option<UpPort> {
+        if packet.valid.is_empty() {
+            return None;
+        }
+        let slot = packet.key.0 as usize * 2 + packet.class as usize;
+        let n = self.counts[slot];
+        self.counts[slot] += 1;
+        let mut rank = n % u64::from(packet.valid.count());
+        for position in 0..self.order.width() {
+            let port = self.order.port_at(position, self.ids[slot]);
+            if packet.valid.contains(port) {
+                if rank == 0 {
+                    return Some(UpPort(port));
+                }
+                rank -= 1;
+            }
+        }
+        unreachable!()
+    }
+}
+
+/// Packets over `keys` keys, each with every port valid, a random subset (possibly empty), or
+/// every port but one.
+fn mixed_packets(width: u8, spec: &[(u32, bool, u8, u64)]) -> Vec<Northbound> {
+    spec.iter()
+        .map(|&(key, ack, mode, bits)| {
+            let all = PortMask::all(width);
+            let valid = match mode % 4 {
+                0 => PortMask(all.0 & bits),
+                1 => all.without((bits % u64::from(width)) as u8),
+                _ => all,
+            };
+            let class = if ack { SizeClass::Ack } else { SizeClass::Data };
+            packet(key, class, valid)
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The fast paths (port table, kept positions, pOfan's batch loop, Ofan's grouped batches)
+    /// decide exactly what the plain rule decides, one by one
+    /// and in batches of any size, with and without failed ports, for every w.
+    #[test]
+    fn fast_paths_equal_the_plain_rule(
+        algorithm in prop_oneof![Just(Algorithm::Ofan), Just(Algorithm::Pofan)],
+        width in 1u8..=64,
+        keys in 1u32..10,
+        pipes in 1u16..4,
+        pipe_pick in any::<u16>(),
+        seed in any::<u64>(),
+        spec in proptest::collection::vec((0u32..10, any::<bool>(), any::<u8>(), any::<u64>()), 1..300),
+        chunk in 1usize..150,
+    ) {
+        let pipe = pipe_pick % pipes;
+        let spec: Vec<_> = spec.into_iter().map(|(key, ack, mode, bits)| (key % keys, ack, mode, bits)).collect();
+        let packets = mixed_packets(width, &spec);
+        let cfg = config(algorithm, width, keys, pipes, seed);
+        let reference_pipe = if algorithm == Algorithm::Ofan { 0 } else { pipe };
+        let mut reference = ReferencePointers::new(&cfg, reference_pipe);
+        let expected: Vec<Option<UpPort>> = packets.iter().map(|p| reference.choose(p)).collect();
+
+        let switch = SwitchBalancer::new(cfg.clone()).unwrap();
+        let mut one_by_one = switch.pipe(pipe).unwrap();
+        let sequential: Vec<Option<UpPort>> =
+            packets.iter().map(|p| one_by_one.choose(p, &mut [])).collect();
+        prop_assert_eq!(&sequential, &expected);
+
+        let switch = SwitchBalancer::new(cfg).unwrap();
+        let mut batched = switch.pipe(pipe).unwrap();
+        let mut out = vec![Some(UpPort(u8::MAX)); packets.len()];
+        for (packets, out) in packets.chunks(chunk).zip(out.chunks_mut(chunk)) {
+            batched.choose_batch(packets, &mut [], out);
+        }
+        prop_assert_eq!(&out, &expected);
+    }
+}
+
+#[test]
+fn ofan_group_marks_survive_the_chunk_number_wrapping() {
+    let cfg = config(Algorithm::Ofan, 6, 5, 1, 4);
+    let mut reference = ReferencePointers::new(&cfg, 0);
+    let mut pipe = pipe0(cfg);
+    let mut rng = LbRng::new(8);
+    let spec: Vec<_> = (0..64 * 8)
+        .map(|_| {
+            (
+                rng.below(5),
+                rng.below(4) == 0,
+                rng.below(8) as u8,
+                rng.next_u64(),
+            )
+        })
+        .collect();
+    let packets = mixed_packets(6, &spec);
+    let mut batches = packets.chunks(64);
+    let mut out = [None; 64];
+    let mut check = |pipe: &mut PipeBalancer, batch: &[Northbound]| {
+        pipe.choose_batch(batch, &mut [], &mut out[..batch.len()]);
+        let expected: Vec<_> = batch.iter().map(|p| reference.choose(p)).collect();
+        assert_eq!(&out[..batch.len()], &expected[..]);
+    };
+    check(&mut pipe, batches.next().unwrap());
+    // Stale marks from chunk 1 would alias the first chunk after the wrap if not cleared.
+    pipe.ofan_groups.chunk = CHUNK_WRAP - 3;
+    for batch in batches {
+        check(&mut pipe, batch);
+    }
+    assert!(pipe.ofan_groups.chunk < 10, "the chunk number wrapped");
 }
 
 #[test]
@@ -198,8 +336,10 @@ fn pointers_of_different_keys_follow_different_orders() {
     let orders: std::collections::HashSet<Vec<u8>> = (0..12)
         .map(|key| {
             switch
-                .order
-                .sequence(switch.order_ids[slot_of(DestKey(key), SizeClass::Data)])
+                .table
+                .rows()
+                .ports(switch.rows[slot_of(DestKey(key), SizeClass::Data)])
+                .to_vec()
         })
         .map(|seq| {
             let zero = seq.iter().position(|&p| p == 0).unwrap();
