@@ -99,6 +99,16 @@ impl EventQueue {
         Some(slot.event())
     }
 
+    /// The event that [`pop`](Self::pop) will return `ahead` calls from now, if it is already
+    /// known to be due at the current time (no event is ever scheduled at the current time, so
+    /// those are final).
+    #[inline]
+    pub(crate) fn peek_due(&self, ahead: usize) -> Option<Event> {
+        self.buckets[0]
+            .get(self.head + ahead)
+            .map(|slot| slot.event())
+    }
+
     /// Bucket 0 is used up: empty the first non-empty bucket into the lower ones around its
     /// minimum (which becomes `last`). `None` when the queue is empty.
     #[cold]
