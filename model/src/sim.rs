@@ -131,6 +131,17 @@ impl Port {
     /// Moves the frames whose transmission ended by `now` out of the queue.
     #[inline]
     fn purge(&mut self, now: u64, propagation: u64) {
+        // The last enqueued frame finishes at `free_at`, so when that has passed, or only that
+        // frame is queued, the answer needs no look at the wire (which is rarely in cache).
+        if self.free_at <= now {
+            self.sent = self.wire.len() as u32;
+            self.bytes = 0;
+            self.data = 0;
+            return;
+        }
+        if self.queued() <= 1 {
+            return;
+        }
         while let Some(flight) = self.wire.get(self.sent as usize) {
             if flight.arrival - propagation > now {
                 break;
