@@ -36,7 +36,8 @@
 //!
 //! Data pointers start at a seeded random value in `0..w`; the ACK pointer of the same key
 //! starts `⌊w/2⌋` after it. The pointer id that selects the port permutation is
-//! `key + keys · class` (paper F.2: `id = d + N_d · t`).
+//! `key + keys · class` (paper F.2: `id = d + N_d · t`). Simple RR has one pointer per size
+//! class for the whole switch (the same start rule, identity port order).
 
 mod order;
 mod rng;
@@ -63,7 +64,8 @@ pub enum Algorithm {
     /// Randomized switch queueing: a uniformly random valid port per packet (equivalent to
     /// host random packet spraying).
     Rsq,
-    /// Simple RR: one destination-oblivious round-robin pointer for the whole switch.
+    /// Simple RR: destination-oblivious round robin, one pointer for the whole switch per size
+    /// class (data, ACK), so that ACKs do not shift the rotation of the data packets.
     Rr,
     /// Join the shortest queue (bytes), random tie-break.
     Jsq,
@@ -322,7 +324,7 @@ impl LbConfig {
 }
 
 /// The part of a switch's balancer that all its pipes share: configuration, port orders, the
-/// Ofan pointers and the Simple RR pointer (atomics, so workers share them without locks).
+/// Ofan pointers and the Simple RR pointers (atomics, so workers share them without locks).
 #[derive(Debug)]
 pub struct SwitchBalancer {
     config: LbConfig,
@@ -335,8 +337,8 @@ pub struct SwitchBalancer {
     /// line each made no measurable difference with two workers, since a batch touches each
     /// pointer with a single `fetch_add`.
     shared_pointers: Box<[AtomicU64]>,
-    /// The Simple RR pointer.
-    rr_pointer: AtomicU64,
+    /// The Simple RR pointers, one per size class.
+    rr_pointers: [AtomicU64; SizeClass::COUNT as usize],
     /// ECMP hash salt of this switch.
     salt: u32,
     /// Every up-port: the valid set when nothing has failed.
@@ -367,7 +369,12 @@ impl SwitchBalancer {
         Ok(Arc::new(Self {
             salt: mix64(config.seed ^ 0x6563_6d70) as u32,
             all_ports: PortMask::all(config.up_ports),
-            rr_pointer: AtomicU64::new(rr_start),
+            rr_pointers: [
+                AtomicU64::new(rr_start),
+                AtomicU64::new(
+                    (rr_start + u64::from(config.up_ports / 2)) % u64::from(config.up_ports),
+                ),
+            ],
             table,
             rows,
             shared_pointers,
@@ -386,7 +393,7 @@ impl SwitchBalancer {
         match self.config.algorithm {
             Algorithm::Ofan => slots,
             Algorithm::Pofan => slots * usize::from(self.config.pipes),
-            Algorithm::Rr => 1,
+            Algorithm::Rr => SizeClass::COUNT as usize,
             _ => 0,
         }
     }
@@ -472,7 +479,7 @@ impl SwitchBalancer {
         }
     }
 
-    /// Maps an ordinal of the Simple RR pointer onto a valid port (identity order).
+    /// Maps an ordinal of a Simple RR pointer onto a valid port (identity order).
     #[inline]
     fn rr_port(n: u64, valid: PortMask) -> u8 {
         valid.nth(mod_small(n, valid.count()))
@@ -724,7 +731,7 @@ impl PipeBalancer {
             }
             Algorithm::Rsq => packet.valid.nth(self.rng.below(packet.valid.count())),
             Algorithm::Rr => {
-                let n = switch.rr_pointer.fetch_add(1, Ordering::Relaxed);
+                let n = switch.rr_pointers[packet.class as usize].fetch_add(1, Ordering::Relaxed);
                 SwitchBalancer::rr_port(n, packet.valid)
             }
             Algorithm::Jsq => shortest(&mut self.rng, packet.valid, loads, |load| load.bytes),

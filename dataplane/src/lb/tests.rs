@@ -505,6 +505,42 @@ fn rr_rotates_one_pointer_across_all_destinations() {
     }
 }
 
+/// Simple RR keeps one pointer per size class: ACKs interleaved at any points do not shift the
+/// data packets' rotation (paper §3.3: with w paced senders, a sender's next data packet finds
+/// the pointer back on its port), every pipe shares the switch's pointers, and the ACK pointer
+/// starts half a rotation after the data pointer.
+#[test]
+fn rr_keeps_data_and_ack_rotations_apart() {
+    let w = 6u8;
+    let switch = SwitchBalancer::new(config(Algorithm::Rr, w, 8, 2, 9)).unwrap();
+    assert_eq!(switch.pointer_count(), 2);
+    let mut pipes = [switch.pipe(0).unwrap(), switch.pipe(1).unwrap()];
+    let mut rng = LbRng::new(5);
+    let (mut data, mut acks) = (Vec::new(), Vec::new());
+    for i in 0..600u32 {
+        let class = if rng.below(3) == 0 {
+            SizeClass::Ack
+        } else {
+            SizeClass::Data
+        };
+        let pipe = &mut pipes[(i % 2) as usize];
+        let port = pipe
+            .choose(&packet(i % 8, class, PortMask::all(w)), &mut [])
+            .unwrap()
+            .0;
+        match class {
+            SizeClass::Data => data.push(port),
+            SizeClass::Ack => acks.push(port),
+        }
+    }
+    for ports in [&data, &acks] {
+        for pair in ports.windows(2) {
+            assert_eq!(pair[1], (pair[0] + 1) % w, "{ports:?}");
+        }
+    }
+    assert_eq!(acks[0], (data[0] + w / 2) % w);
+}
+
 #[test]
 fn jsq_takes_the_shortest_queue_and_breaks_ties_at_random() {
     let mut pipe = pipe0(config(Algorithm::Jsq, 4, 1, 1, 4));
