@@ -218,23 +218,9 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
     }
 }
 
+/// A size in bytes, binary prefixes (`1M` = 2^20), as everywhere in ofan ([`ofan_topology::units`]).
 fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, suffix) = text.split_at(split);
-    let value: u64 = digits.parse().map_err(|e| format!("`{text}`: {e}"))?;
-    let unit = match suffix.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => return Err(format!("`{text}`: unknown size suffix `{other}`")),
-    };
-    value
-        .checked_mul(unit)
-        .ok_or_else(|| format!("`{text}`: too large"))
+    ofan_topology::units::parse_size(text).map_err(|e| e.to_string())
 }
 
 impl Common {
