@@ -1,5 +1,5 @@
-//! Every `unsafe` operation of the XDP programs: bounds-checked packet reads, map value copies,
-//! counter increments, and the license section.
+//! Every `unsafe` operation of the XDP programs: bounds-checked packet reads and writes, map
+//! value copies, counter increments, and the license section.
 
 use aya_ebpf::{
     maps::{HashMap, PerCpuArray},
@@ -30,6 +30,23 @@ pub(crate) fn read<T: Copy>(ctx: &XdpContext, offset: usize) -> Option<T> {
     Some(unsafe { pointer.read_unaligned() })
 }
 
+/// Writes `value` at byte `offset` of the frame; does nothing when it does not fit in the frame.
+///
+/// The same single bounds check as [`read`].
+#[inline(always)]
+pub(crate) fn write<T: Copy>(ctx: &XdpContext, offset: usize, value: T) {
+    let start = ctx.data();
+    let end = ctx.data_end();
+    if start + offset + core::mem::size_of::<T>() > end {
+        return;
+    }
+    let pointer = (start + offset) as *mut T;
+    // SAFETY: `[pointer, pointer + size_of::<T>())` lies within `[data, data_end)`, checked just
+    // above: the frame this program invocation owns and may modify (XDP frames are writable);
+    // `write_unaligned` has no alignment requirement; `T: Copy` has no destructor to skip.
+    unsafe { pointer.write_unaligned(value) };
+}
+
 /// A copy of the value stored under `key`, if any.
 #[inline(always)]
 pub(crate) fn lookup<K, V: Copy>(map: &HashMap<K, V>, key: &K) -> Option<V> {
@@ -38,6 +55,20 @@ pub(crate) fn lookup<K, V: Copy>(map: &HashMap<K, V>, key: &K) -> Option<V> {
     // in the map; the value is copied out at once, so a concurrent update from user space can at
     // worst be observed half-written, which the plain-integer value types tolerate.
     Some(unsafe { *value })
+}
+
+/// This CPU's slot `index` of a per-CPU counter array before adding one to it; `None` when the
+/// index is out of range.
+#[inline(always)]
+pub(crate) fn next(stats: &PerCpuArray<u64>, index: u32) -> Option<u64> {
+    let counter = stats.get_ptr_mut(index)?;
+    // SAFETY: as in [`count`]: this CPU's own `u64` slot, which no other CPU writes, and no other
+    // XDP program runs on this CPU until this one returns.
+    unsafe {
+        let value = *counter;
+        *counter = value + 1;
+        Some(value)
+    }
 }
 
 /// Adds one to this CPU's slot `index` of a per-CPU counter array.
