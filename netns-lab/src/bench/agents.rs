@@ -16,7 +16,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use ofan_dataplane::afxdp::bench::frame::UdpFlows;
 use ofan_dataplane::afxdp::bench::gen::{GenConfig, TrafficGen};
-use ofan_dataplane::afxdp::bench::live::{LiveConfig, LiveGen};
+use ofan_dataplane::afxdp::bench::live::{LiveConfig, LiveCounter, LiveGen};
 use ofan_dataplane::afxdp::bench::pin_to_cpu;
 use ofan_dataplane::afxdp::bench::sink::XdpSink;
 use ofan_dataplane::afxdp::redirect::XdpRedirect;
@@ -105,6 +105,15 @@ impl Generator {
                 };
                 Self::Live(Box::new(LiveGen::open(&config, flows, args.flows)?))
             }
+        })
+    }
+
+    /// An exact running count another thread can read (live frames), if the kind has one;
+    /// otherwise the count `run` stores after each batch is the one to read.
+    fn counter(&self) -> anyhow::Result<Option<LiveCounter>> {
+        Ok(match self {
+            Self::Afxdp(_) => None,
+            Self::Live(generator) => Some(generator.counter()?),
         })
     }
 
@@ -210,9 +219,9 @@ pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
                     }
                     Generator::open(&args, &flows)
                 };
-                match setup() {
-                    Ok(mut generator) => {
-                        let _ = opened.send(Ok(()));
+                match setup().and_then(|generator| Ok((generator.counter()?, generator))) {
+                    Ok((counter, mut generator)) => {
+                        let _ = opened.send(Ok(counter));
                         Some(generator.run(&stop, &sent))
                     }
                     Err(error) => {
@@ -223,7 +232,7 @@ pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
             })
             .context("starting the sender thread")?
     };
-    is_open
+    let counter = is_open
         .recv()
         .context("the sender thread died while opening the socket")??;
     ready(&format!(
@@ -234,7 +243,10 @@ pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
         args.flows,
         cpu.map_or("any".into(), |c| c.to_string())
     ))?;
-    let served = serve(|| Ok(sent.load(Ordering::Relaxed)));
+    let served = serve(|| match &counter {
+        Some(counter) => Ok(counter.frames()?),
+        None => Ok(sent.load(Ordering::Relaxed)),
+    });
     stop.store(true, Ordering::Relaxed);
     let report = sender
         .join()

@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use aya::{
-    maps::{Array, MapData, MapError, PerCpuArray},
+    maps::{Array, Map, MapData, MapError, PerCpuArray},
     programs::{ProgramError, TestRun, TestRunAttrs, TestRunOptions, Xdp},
     Ebpf, EbpfError,
 };
@@ -124,8 +124,32 @@ pub struct LiveGen {
     /// `struct xdp_md` as `BPF_PROG_RUN` takes it in `ctx_in`.
     context: [u8; XDP_MD_LEN],
     counts: PerCpuArray<MapData, u64>,
+    /// Kernel id of the count map, for [`LiveGen::counter`].
+    counts_id: u32,
     chunk: u32,
     batch_size: u32,
+}
+
+/// Another handle on a generator's frame count, for another thread to read while
+/// [`LiveGen::run`] runs: exact at any moment, where `run`'s `sent` is updated once per chunk.
+pub struct LiveCounter(PerCpuArray<MapData, u64>);
+
+impl std::fmt::Debug for LiveCounter {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("LiveCounter")
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveCounter {
+    /// Frames the program has transmitted so far, summed over the CPUs.
+    ///
+    /// # Errors
+    /// [`LiveError::Map`].
+    pub fn frames(&self) -> Result<u64, LiveError> {
+        sum_counts(&self.0)
+    }
 }
 
 impl std::fmt::Debug for LiveGen {
@@ -207,6 +231,14 @@ impl LiveGen {
                 map: GEN_FLOWS_MAP,
                 source,
             })?;
+        let map_error = |source| LiveError::Map {
+            map: GEN_COUNT_MAP,
+            source,
+        };
+        let counts_id = match ebpf.map(GEN_COUNT_MAP) {
+            Some(Map::PerCpuArray(data)) => data.info().map_err(map_error)?.id(),
+            _ => return Err(LiveError::Missing),
+        };
         let counts = ebpf
             .take_map(GEN_COUNT_MAP)
             .and_then(|map| PerCpuArray::try_from(map).ok())
@@ -217,6 +249,7 @@ impl LiveGen {
             context: xdp_md(frame.len() as u32, ifindex),
             frame,
             counts,
+            counts_id,
             chunk: config.chunk,
             batch_size: config.batch_size,
         })
@@ -228,6 +261,21 @@ impl LiveGen {
     /// [`LiveError::Map`].
     pub fn frames(&self) -> Result<u64, LiveError> {
         sum_counts(&self.counts)
+    }
+
+    /// A second handle on the frame count (needs the privilege to open maps by id, as root).
+    ///
+    /// # Errors
+    /// [`LiveError::Map`] when the map cannot be opened.
+    pub fn counter(&self) -> Result<LiveCounter, LiveError> {
+        let map_error = |source| LiveError::Map {
+            map: GEN_COUNT_MAP,
+            source,
+        };
+        let data = MapData::from_id(self.counts_id).map_err(map_error)?;
+        PerCpuArray::try_from(Map::PerCpuArray(data))
+            .map(LiveCounter)
+            .map_err(map_error)
     }
 
     /// Runs chunk after chunk until `stop` is set, storing the running frame count in `sent`
@@ -246,6 +294,7 @@ impl LiveGen {
             counts,
             chunk,
             batch_size,
+            ..
         } = self;
         let program = program(ebpf)?;
         while !stop.load(Ordering::Relaxed) {
