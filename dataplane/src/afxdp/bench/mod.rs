@@ -18,13 +18,15 @@
 //!
 //! The plain `XDP_REDIRECT` ceiling lives beside the steering loader, in
 //! [`super::redirect`].
+//!
+//! No `unsafe` here: the AF_XDP generator's UMEM is filled through `afxdp::sys`
+//! (`UmemArea::new_with`), and aya wraps `BPF_PROG_RUN`.
+#![forbid(unsafe_code)]
 
 pub mod frame;
 pub mod gen;
 pub mod live;
 pub mod sink;
-#[allow(unsafe_code)]
-mod sys;
 
 /// Pins the calling thread to one CPU (for the generator's sending thread).
 pub use super::sys::pin_to_cpu;
