@@ -18,8 +18,9 @@
 //! ifindex to egress ifindex.
 //!
 //! Maps of the benchmark generator `ofan_gen` (run by `BPF_PROG_RUN` in live-frames mode, never
-//! attached): [`GEN_FLOWS_MAP`], a one-entry array holding [`GenFlows`], and [`GEN_COUNT_MAP`],
-//! a one-slot per-CPU array counting the frames it sent. [`udp_checksum_with_port`] is the
+//! attached): [`GEN_SETTINGS_MAP`], a one-entry array holding [`GenSettings`], [`GEN_COUNT_MAP`],
+//! a one-slot per-CPU array counting the frames it sent, and [`GEN_CLOCK_MAP`], a one-slot
+//! per-CPU array with the earliest time of its next frame when paced. [`udp_checksum_with_port`] is the
 //! checksum arithmetic it uses, here so user space can test it against the frames it builds.
 //!
 //! With the `user` feature the key types implement `aya::Pod`; the eBPF side builds without it.
@@ -45,10 +46,16 @@ pub const XSKS_MAP: &str = "XSKS";
 pub const STATS_MAP: &str = "STATS";
 /// Name of the ingress-ifindex → egress-ifindex devmap of `ofan_redirect`.
 pub const REDIRECT_MAP: &str = "REDIRECT";
-/// Name of `ofan_gen`'s one-entry array holding its [`GenFlows`].
-pub const GEN_FLOWS_MAP: &str = "GEN_FLOWS";
+/// Name of `ofan_gen`'s one-entry array holding its [`GenSettings`].
+pub const GEN_SETTINGS_MAP: &str = "GEN_SETTINGS";
 /// Name of `ofan_gen`'s per-CPU count of frames sent (slot 0).
 pub const GEN_COUNT_MAP: &str = "GEN_COUNT";
+/// Name of `ofan_gen`'s per-CPU pacing clock (slot 0: `CLOCK_MONOTONIC` ns before which it
+/// sends no frame).
+pub const GEN_CLOCK_MAP: &str = "GEN_CLOCK";
+/// How many frames' worth of gaps a paced `ofan_gen` may catch up in a burst after a pause
+/// (preempted, or between two `BPF_PROG_RUN` calls): a veth peer's XDP ring.
+pub const GEN_CATCH_UP_FRAMES: u64 = 256;
 
 /// Largest number of switch ports one steering program serves.
 pub const MAX_PORTS: u32 = 64;
@@ -88,15 +95,19 @@ pub const fn xsk_index(port: u32, queue: u32) -> Option<u32> {
     }
 }
 
-/// Which UDP source ports `ofan_gen` cycles through: frame `n` (counted per CPU) gets source
-/// port `first_src_port + n % flows`. The value of the [`GEN_FLOWS_MAP`].
+/// What `ofan_gen` sends: frame `n` (counted per CPU) gets UDP source port
+/// `first_src_port + n % flows`; frames leave at least `gap_ns` apart on average. The value of
+/// the [`GEN_SETTINGS_MAP`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct GenFlows {
+pub struct GenSettings {
     /// Source port of flow 0.
     pub first_src_port: u32,
     /// Number of flows (source ports), at least 1; `first_src_port + flows - 1` ≤ 65535.
     pub flows: u32,
+    /// Nanoseconds between two frames (1e9 / rate); 0: as fast as possible. A copy that comes
+    /// too early is dropped (`XDP_DROP`, its page recycled at once) instead of sent.
+    pub gap_ns: u64,
 }
 
 /// The UDP checksum of a datagram whose source port changes from `old_port` to `new_port`,
@@ -188,7 +199,7 @@ stat_indices! {
 #[cfg(feature = "user")]
 #[allow(unsafe_code)]
 mod pod {
-    use super::{GenFlows, LocalV4, LocalV6, PortId};
+    use super::{GenSettings, LocalV4, LocalV6, PortId};
 
     // SAFETY: `PortId` is `#[repr(C)]` around one `u32`: `Copy`, no padding, every bit pattern
     // is a valid value.
@@ -199,7 +210,7 @@ mod pod {
     // SAFETY: `LocalV6` is `#[repr(C)]` around `[u8; 16]`: `Copy`, no padding, every bit pattern
     // is a valid value.
     unsafe impl aya::Pod for LocalV6 {}
-    // SAFETY: `GenFlows` is `#[repr(C)]` around two `u32`s: `Copy`, no padding, every bit
-    // pattern is a valid value.
-    unsafe impl aya::Pod for GenFlows {}
+    // SAFETY: `GenSettings` is `#[repr(C)]`: two `u32`s then a `u64` at offset 8, so no padding;
+    // `Copy`, and every bit pattern is a valid value.
+    unsafe impl aya::Pod for GenSettings {}
 }

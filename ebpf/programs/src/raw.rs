@@ -57,18 +57,30 @@ pub(crate) fn lookup<K, V: Copy>(map: &HashMap<K, V>, key: &K) -> Option<V> {
     Some(unsafe { *value })
 }
 
-/// This CPU's slot `index` of a per-CPU counter array before adding one to it; `None` when the
-/// index is out of range.
+/// Replaces this CPU's slot `index` of a per-CPU `u64` array by `update(old)`; returns `old`, or
+/// `None` when the index is out of range.
 #[inline(always)]
-pub(crate) fn next(stats: &PerCpuArray<u64>, index: u32) -> Option<u64> {
-    let counter = stats.get_ptr_mut(index)?;
+pub(crate) fn update(
+    slots: &PerCpuArray<u64>,
+    index: u32,
+    update: impl FnOnce(u64) -> u64,
+) -> Option<u64> {
+    let slot = slots.get_ptr_mut(index)?;
     // SAFETY: as in [`count`]: this CPU's own `u64` slot, which no other CPU writes, and no other
     // XDP program runs on this CPU until this one returns.
     unsafe {
-        let value = *counter;
-        *counter = value + 1;
-        Some(value)
+        let old = *slot;
+        *slot = update(old);
+        Some(old)
     }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+#[inline(always)]
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: `bpf_ktime_get_ns` takes no arguments and only reads the clock; XDP programs may
+    // call it.
+    unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() }
 }
 
 /// Adds one to this CPU's slot `index` of a per-CPU counter array.

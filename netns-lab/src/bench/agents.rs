@@ -75,6 +75,13 @@ pub struct GenArgs {
     /// Frames per batch the kernel runs and transmits at once (`live`, 1 to 256).
     #[arg(long, default_value_t = 64)]
     pub batch_size: u32,
+    /// Frames per `BPF_PROG_RUN` call (`live`; each call sets up and tears down a page pool).
+    #[arg(long, default_value_t = LiveConfig::new("").chunk)]
+    pub chunk: u32,
+    /// Send at most this many million frames per second (`live`; default: as fast as the CPU
+    /// allows).
+    #[arg(long, value_name = "MPPS")]
+    pub rate: Option<f64>,
 }
 
 /// A generator of either kind, opened on its sending thread (boxed: one per process, and the
@@ -101,6 +108,8 @@ impl Generator {
             GenKind::Live => {
                 let config = LiveConfig {
                     batch_size: args.batch_size,
+                    rate: args.rate.map(|mpps| mpps * 1e6),
+                    chunk: args.chunk,
                     ..LiveConfig::new(args.interface.clone())
                 };
                 Self::Live(Box::new(LiveGen::open(&config, flows, args.flows)?))

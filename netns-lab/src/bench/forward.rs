@@ -109,6 +109,10 @@ pub struct ForwardArgs {
     /// socket in copy mode (`afxdp`, slower).
     #[arg(long = "gen", value_enum, default_value = "live")]
     pub gen: GenKind,
+    /// Offer at most this many million frames per second (`--gen live`; default: as many as
+    /// the generator's CPU can send). Below a candidate's limit it should forward them all.
+    #[arg(long, value_name = "MPPS")]
+    pub rate: Option<f64>,
     /// CPU of the generator's sending thread.
     #[arg(long, default_value_t = 0)]
     pub gen_cpu: usize,
@@ -188,7 +192,10 @@ pub fn run(args: &ForwardArgs) -> anyhow::Result<()> {
          placement: {placement}",
         args.frame_size,
         args.flows,
-        args.gen.name(),
+        match args.rate {
+            Some(rate) => format!("{} at {rate} Mpps", args.gen.name()),
+            None => args.gen.name().to_owned(),
+        },
         args.runs,
         args.seconds,
         args.warmup,
@@ -276,6 +283,14 @@ fn validate(args: &ForwardArgs) -> anyhow::Result<()> {
     let seconds_ok = args.seconds > 0.0 && args.seconds <= 600.0;
     if !seconds_ok || !(0.0..=60.0).contains(&args.warmup) {
         bail!("--seconds must be in (0, 600] and --warmup in [0, 60]");
+    }
+    if let Some(rate) = args.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("--rate must be a positive number of Mpps");
+        }
+        if args.gen != GenKind::Live {
+            bail!("--rate needs --gen live");
+        }
     }
     if args.candidates.is_empty() {
         bail!("--candidates is empty");
@@ -669,6 +684,9 @@ impl Bench<'_> {
             .arg(format!("--frame-size={}", self.args.frame_size))
             .arg(format!("--flows={}", self.args.flows))
             .arg(format!("--cpu={}", self.args.gen_cpu));
+        if let Some(rate) = self.args.rate {
+            command.arg(format!("--rate={rate}"));
+        }
         Agent::start(label, command, self.dir)
     }
 
@@ -760,6 +778,7 @@ fn to_json(args: &ForwardArgs, placement: &str, rows: &[Row]) -> Value {
         "frame_size": args.frame_size,
         "flows": args.flows,
         "generator": args.gen.name(),
+        "rate_mpps": args.rate,
         "runs": args.runs,
         "seconds": args.seconds,
         "warmup": args.warmup,

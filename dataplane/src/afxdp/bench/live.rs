@@ -25,7 +25,7 @@ use aya::{
     programs::{ProgramError, TestRun, TestRunAttrs, TestRunOptions, Xdp},
     Ebpf, EbpfError,
 };
-use ofan_ebpf_common::{GenFlows, GEN_COUNT_MAP, GEN_FLOWS_MAP, GEN_PROGRAM};
+use ofan_ebpf_common::{GenSettings, GEN_COUNT_MAP, GEN_PROGRAM, GEN_SETTINGS_MAP};
 
 use super::frame::{FrameError, UdpFlows};
 use crate::afxdp::steer::EBPF_OBJECT;
@@ -39,21 +39,27 @@ pub const MAX_BATCH: u32 = 256;
 pub struct LiveConfig {
     /// Interface the frames leave by (`ingress_ifindex` of the runs, queue 0).
     pub interface: String,
-    /// Frames per `BPF_PROG_RUN` call: the stop flag and the running count are looked at
-    /// between calls (2¹⁵ ≈ 10 ms at 3 Mpps).
+    /// Frames per `BPF_PROG_RUN` call: the stop flag is looked at between calls. Each call
+    /// sets up and tears down a page pool, which took ~20 ms here (an RCU grace period on a
+    /// busy machine), so calls must be long: 2²⁰ frames ≈ 0.3–1 s.
     pub chunk: u32,
     /// Frames the kernel runs, then transmits at once (1..=[`MAX_BATCH`]; 64 is NAPI's batch and
     /// fits a veth peer's 256-frame XDP ring).
     pub batch_size: u32,
+    /// Frames per second to send at most, or `None` for as fast as the CPU allows. Paced in the
+    /// program, frame by frame: copies that come too early are dropped at once (the CPU still
+    /// spins at full speed).
+    pub rate: Option<f64>,
 }
 
 impl LiveConfig {
-    /// Chunks of 2¹⁵ frames in batches of 64 out of `interface`.
+    /// Chunks of 2²⁰ frames in batches of 64 out of `interface`, unpaced.
     pub fn new(interface: impl Into<String>) -> Self {
         Self {
             interface: interface.into(),
-            chunk: 1 << 15,
+            chunk: 1 << 20,
             batch_size: 64,
+            rate: None,
         }
     }
 }
@@ -82,7 +88,7 @@ pub enum LiveError {
     Object(#[source] Box<EbpfError>),
     /// The object lacks the program or a map (a build mismatch).
     #[error(
-        "the eBPF object has no `{GEN_PROGRAM}` program or `{GEN_FLOWS_MAP}`/`{GEN_COUNT_MAP}` map"
+        "the eBPF object has no `{GEN_PROGRAM}` program or `{GEN_SETTINGS_MAP}`/`{GEN_COUNT_MAP}` map"
     )]
     Missing,
     /// A map could not be written or read.
@@ -131,7 +137,7 @@ pub struct LiveGen {
 }
 
 /// Another handle on a generator's frame count, for another thread to read while
-/// [`LiveGen::run`] runs: exact at any moment, where `run`'s `sent` is updated once per chunk.
+/// [`LiveGen::run`] runs: exact at any moment, where `run`'s `sent` is updated once per call.
 pub struct LiveCounter(PerCpuArray<MapData, u64>);
 
 impl std::fmt::Debug for LiveCounter {
@@ -192,6 +198,14 @@ impl LiveGen {
                 config.batch_size
             )));
         }
+        if config
+            .rate
+            .is_some_and(|rate| !(rate.is_finite() && rate > 0.0))
+        {
+            return Err(LiveError::Config(
+                "the rate must be a positive number".into(),
+            ));
+        }
         if config.chunk == 0 {
             return Err(LiveError::Config("chunk must be at least 1 frame".into()));
         }
@@ -214,21 +228,24 @@ impl LiveGen {
                 interface: config.interface.clone(),
                 source,
             })?;
-        let mut flow_map: Array<_, GenFlows> = ebpf
-            .map_mut(GEN_FLOWS_MAP)
+        let mut settings: Array<_, GenSettings> = ebpf
+            .map_mut(GEN_SETTINGS_MAP)
             .and_then(|map| Array::try_from(map).ok())
             .ok_or(LiveError::Missing)?;
-        flow_map
+        settings
             .set(
                 0,
-                GenFlows {
+                GenSettings {
                     first_src_port: u32::from(udp.first_src_port),
                     flows,
+                    gap_ns: config
+                        .rate
+                        .map_or(0, |rate| (1e9 / rate).round().max(1.0) as u64),
                 },
                 0,
             )
             .map_err(|source| LiveError::Map {
-                map: GEN_FLOWS_MAP,
+                map: GEN_SETTINGS_MAP,
                 source,
             })?;
         let map_error = |source| LiveError::Map {
