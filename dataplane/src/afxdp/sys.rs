@@ -1,5 +1,6 @@
-//! Every `unsafe` of the AF_XDP I/O layer lives here: the UMEM mapping and frame access, and the
-//! few Linux calls the workers make directly (clock, epoll, eventfd, timerfd).
+//! Every `unsafe` of the AF_XDP I/O layer lives here: the UMEM mapping and frame access (also the
+//! benchmark generator's prebuilt frames), and the few Linux calls the workers make directly
+//! (clock, epoll, eventfd, timerfd).
 //!
 //! Each function states its preconditions; callers outside this module stay safe.
 
@@ -52,6 +53,30 @@ impl UmemArea {
             len,
             frame_size,
         })
+    }
+
+    /// Maps a new area like [`Self::new`] and lets `write` fill it before returning it: how
+    /// prebuilt frames (the benchmark generator's) get into a UMEM.
+    ///
+    /// Sound by construction: the area is brand new, so it has never been registered with the
+    /// kernel and no other reference into it exists while `write` runs.
+    ///
+    /// # Errors
+    /// The `mmap` error.
+    pub fn new_with(
+        frames: u32,
+        frame_size: u32,
+        write: impl FnOnce(&mut [u8]),
+    ) -> io::Result<Self> {
+        let area = Self::new(frames, frame_size)?;
+        let bytes = area.as_slice_ptr();
+        // SAFETY: `as_slice_ptr` covers exactly the live, readable and writable anonymous mapping
+        // the area owns (zero-initialised by the kernel, unmapped only when `area` drops, which
+        // happens after the slice is gone). The area was created above and not shared,
+        // registered or borrowed elsewhere, so this slice is the only reference into the mapping
+        // until `write` returns.
+        write(unsafe { &mut *bytes.as_ptr() });
+        Ok(area)
     }
 
     /// The whole area, for registering it as a UMEM.

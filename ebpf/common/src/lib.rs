@@ -17,6 +17,12 @@
 //! Map of the benchmark program `ofan_redirect`: [`REDIRECT_MAP`], a devmap-hash from ingress
 //! ifindex to egress ifindex.
 //!
+//! Maps of the benchmark generator `ofan_gen` (run by `BPF_PROG_RUN` in live-frames mode, never
+//! attached): [`GEN_SETTINGS_MAP`], a one-entry array holding [`GenSettings`], [`GEN_COUNT_MAP`],
+//! a one-slot per-CPU array counting the frames it sent, and [`GEN_CLOCK_MAP`], a one-slot
+//! per-CPU array with the earliest time of its next frame when paced. [`udp_checksum_with_port`] is the
+//! checksum arithmetic it uses, here so user space can test it against the frames it builds.
+//!
 //! With the `user` feature the key types implement `aya::Pod`; the eBPF side builds without it.
 #![no_std]
 #![deny(unsafe_code)]
@@ -25,6 +31,8 @@
 pub const STEER_PROGRAM: &str = "ofan_steer";
 /// Kernel name of the plain XDP_REDIRECT benchmark program.
 pub const REDIRECT_PROGRAM: &str = "ofan_redirect";
+/// Kernel name of the live-frames traffic generator program.
+pub const GEN_PROGRAM: &str = "ofan_gen";
 
 /// Name of the map from ingress ifindex to switch port.
 pub const PORTS_MAP: &str = "PORTS";
@@ -38,6 +46,16 @@ pub const XSKS_MAP: &str = "XSKS";
 pub const STATS_MAP: &str = "STATS";
 /// Name of the ingress-ifindex → egress-ifindex devmap of `ofan_redirect`.
 pub const REDIRECT_MAP: &str = "REDIRECT";
+/// Name of `ofan_gen`'s one-entry array holding its [`GenSettings`].
+pub const GEN_SETTINGS_MAP: &str = "GEN_SETTINGS";
+/// Name of `ofan_gen`'s per-CPU count of frames sent (slot 0).
+pub const GEN_COUNT_MAP: &str = "GEN_COUNT";
+/// Name of `ofan_gen`'s per-CPU pacing clock (slot 0: `CLOCK_MONOTONIC` ns before which it
+/// sends no frame).
+pub const GEN_CLOCK_MAP: &str = "GEN_CLOCK";
+/// How many frames' worth of gaps a paced `ofan_gen` may catch up in a burst after a pause
+/// (preempted, or between two `BPF_PROG_RUN` calls): a veth peer's XDP ring.
+pub const GEN_CATCH_UP_FRAMES: u64 = 256;
 
 /// Largest number of switch ports one steering program serves.
 pub const MAX_PORTS: u32 = 64;
@@ -74,6 +92,40 @@ pub const fn xsk_index(port: u32, queue: u32) -> Option<u32> {
         Some(port * MAX_QUEUES + queue)
     } else {
         None
+    }
+}
+
+/// What `ofan_gen` sends: frame `n` (counted per CPU) gets UDP source port
+/// `first_src_port + n % flows`; frames leave at least `gap_ns` apart on average. The value of
+/// the [`GEN_SETTINGS_MAP`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GenSettings {
+    /// Source port of flow 0.
+    pub first_src_port: u32,
+    /// Number of flows (source ports), at least 1; `first_src_port + flows - 1` ≤ 65535.
+    pub flows: u32,
+    /// Nanoseconds between two frames (1e9 / rate); 0: as fast as possible. A copy that comes
+    /// too early is dropped (`XDP_DROP`, its page recycled at once) instead of sent.
+    pub gap_ns: u64,
+}
+
+/// The UDP checksum of a datagram whose source port changes from `old_port` to `new_port`,
+/// given its checksum `checksum` before the change (RFC 1624, eqn. 3: `~(~HC + ~m + m')`).
+///
+/// A checksum of 0 ("none" in UDP over IPv4) stays 0; a computed 0 is sent as `0xFFFF`, as
+/// RFC 768 asks, so the result equals a checksum computed from scratch over the new datagram.
+#[inline(always)]
+pub const fn udp_checksum_with_port(checksum: u16, old_port: u16, new_port: u16) -> u16 {
+    if checksum == 0 {
+        return 0;
+    }
+    let mut sum = (!checksum) as u32 + (!old_port) as u32 + new_port as u32;
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    match !(sum as u16) {
+        0 => 0xffff,
+        folded => folded,
     }
 }
 
@@ -147,7 +199,7 @@ stat_indices! {
 #[cfg(feature = "user")]
 #[allow(unsafe_code)]
 mod pod {
-    use super::{LocalV4, LocalV6, PortId};
+    use super::{GenSettings, LocalV4, LocalV6, PortId};
 
     // SAFETY: `PortId` is `#[repr(C)]` around one `u32`: `Copy`, no padding, every bit pattern
     // is a valid value.
@@ -158,4 +210,7 @@ mod pod {
     // SAFETY: `LocalV6` is `#[repr(C)]` around `[u8; 16]`: `Copy`, no padding, every bit pattern
     // is a valid value.
     unsafe impl aya::Pod for LocalV6 {}
+    // SAFETY: `GenSettings` is `#[repr(C)]`: two `u32`s then a `u64` at offset 8, so no padding;
+    // `Copy`, and every bit pattern is a valid value.
+    unsafe impl aya::Pod for GenSettings {}
 }

@@ -10,6 +10,9 @@
 //!   devmap: the no-user-space ceiling for forwarding benchmarks.
 //! - `ofan_sink` ([`sink`]): counts every frame per CPU and drops it: the receiving end of the
 //!   forwarding benchmark.
+//! - `ofan_gen` ([`gen`]): the forwarding benchmark's traffic generator, run by `BPF_PROG_RUN` in
+//!   live-frames mode: gives each copy of a prebuilt UDP frame the next flow's source port and
+//!   transmits it (`XDP_TX`).
 //!
 //! Maps, names and counter indices come from `ofan-ebpf-common`. All `unsafe` lives in [`raw`].
 //! Built by `ofan-dataplane`'s `build.rs` (feature `afxdp`) with nightly for `bpfel-unknown-none`.
@@ -17,6 +20,7 @@
 #![no_main]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod gen;
 mod raw;
 mod sink;
 

@@ -13,17 +13,41 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use ofan_dataplane::afxdp::bench::frame::UdpFlows;
 use ofan_dataplane::afxdp::bench::gen::{GenConfig, TrafficGen};
+use ofan_dataplane::afxdp::bench::live::{LiveConfig, LiveCounter, LiveGen};
 use ofan_dataplane::afxdp::bench::pin_to_cpu;
 use ofan_dataplane::afxdp::bench::sink::XdpSink;
 use ofan_dataplane::afxdp::redirect::XdpRedirect;
 use ofan_dataplane::afxdp::{monotonic_ns, BindMode, XdpMode};
 
+/// How `bench gen` puts frames on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenKind {
+    /// XDP live-frames mode: `BPF_PROG_RUN` runs `ofan_gen`, which transmits (`XDP_TX`) copies
+    /// of the frame in the kernel, without skbs (Linux ≥ 5.18; the peer needs an XDP program).
+    Live,
+    /// An AF_XDP TX-only socket in copy mode (an skb per frame: slow, but works everywhere).
+    Afxdp,
+}
+
+impl GenKind {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Afxdp => "afxdp",
+        }
+    }
+}
+
 /// `bench gen`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct GenArgs {
+    /// How to send.
+    #[arg(long = "gen", value_enum, default_value = "live")]
+    pub kind: GenKind,
     /// Interface to send on.
     #[arg(long, value_name = "IF")]
     pub interface: String,
@@ -45,9 +69,76 @@ pub struct GenArgs {
     /// Pin the sending thread to this CPU.
     #[arg(long)]
     pub cpu: Option<usize>,
-    /// TX ring size.
+    /// TX ring size (`afxdp`).
     #[arg(long, default_value_t = 2048)]
     pub ring_size: u32,
+    /// Frames per batch the kernel runs and transmits at once (`live`, 1 to 256).
+    #[arg(long, default_value_t = 64)]
+    pub batch_size: u32,
+    /// Frames per `BPF_PROG_RUN` call (`live`; each call sets up and tears down a page pool).
+    #[arg(long, default_value_t = LiveConfig::new("").chunk)]
+    pub chunk: u32,
+    /// Send at most this many million frames per second (`live`; default: as fast as the CPU
+    /// allows).
+    #[arg(long, value_name = "MPPS")]
+    pub rate: Option<f64>,
+}
+
+/// A generator of either kind, opened on its sending thread (boxed: one per process, and the
+/// two differ much in size).
+enum Generator {
+    Afxdp(Box<TrafficGen>),
+    Live(Box<LiveGen>),
+}
+
+impl Generator {
+    fn open(args: &GenArgs, flows: &UdpFlows) -> anyhow::Result<Self> {
+        Ok(match args.kind {
+            GenKind::Afxdp => {
+                let config = GenConfig {
+                    interface: args.interface.clone(),
+                    ring_size: args.ring_size,
+                    bind_mode: BindMode::Copy,
+                };
+                Self::Afxdp(Box::new(TrafficGen::open(
+                    &config,
+                    &flows.frames(args.flows)?,
+                )?))
+            }
+            GenKind::Live => {
+                let config = LiveConfig {
+                    batch_size: args.batch_size,
+                    rate: args.rate.map(|mpps| mpps * 1e6),
+                    chunk: args.chunk,
+                    ..LiveConfig::new(args.interface.clone())
+                };
+                Self::Live(Box::new(LiveGen::open(&config, flows, args.flows)?))
+            }
+        })
+    }
+
+    /// An exact running count another thread can read (live frames), if the kind has one;
+    /// otherwise the count `run` stores after each batch is the one to read.
+    fn counter(&self) -> anyhow::Result<Option<LiveCounter>> {
+        Ok(match self {
+            Self::Afxdp(_) => None,
+            Self::Live(generator) => Some(generator.counter()?),
+        })
+    }
+
+    /// Sends until `stop` is set; returns the `done` line's details.
+    fn run(&mut self, stop: &AtomicBool, sent: &AtomicU64) -> anyhow::Result<String> {
+        Ok(match self {
+            Self::Afxdp(generator) => {
+                let report = generator.run(stop, sent);
+                format!("sent={} kicks={}", report.completed, report.kicks)
+            }
+            Self::Live(generator) => {
+                let report = generator.run(stop, sent)?;
+                format!("sent={} calls={}", report.frames, report.calls)
+            }
+        })
+    }
 }
 
 /// `bench sink`.
@@ -118,32 +209,28 @@ pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
         dst_port: 9,
         frame_size: args.frame_size,
     };
-    let frames = flows.frames(args.flows)?;
-    let config = GenConfig {
-        interface: args.interface.clone(),
-        ring_size: args.ring_size,
-        bind_mode: BindMode::Copy,
-    };
+    flows.frames(args.flows)?; // checked here, before a thread starts
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));
     let cpu = args.cpu;
-    // The socket is opened on the sending thread: xdpilone's UMEM is not `Send`.
+    // The generator is opened on the sending thread: xdpilone's UMEM is not `Send`.
     let (opened, is_open) = std::sync::mpsc::channel();
     let sender = {
         let (stop, sent) = (Arc::clone(&stop), Arc::clone(&sent));
+        let args = args.clone();
         std::thread::Builder::new()
             .name("ofan-gen".into())
             .spawn(move || {
-                let setup = || -> anyhow::Result<TrafficGen> {
+                let setup = || -> anyhow::Result<Generator> {
                     if let Some(cpu) = cpu {
                         pin_to_cpu(cpu)
                             .with_context(|| format!("pinning the sender to CPU {cpu}"))?;
                     }
-                    Ok(TrafficGen::open(&config, &frames)?)
+                    Generator::open(&args, &flows)
                 };
-                match setup() {
-                    Ok(mut generator) => {
-                        let _ = opened.send(Ok(()));
+                match setup().and_then(|generator| Ok((generator.counter()?, generator))) {
+                    Ok((counter, mut generator)) => {
+                        let _ = opened.send(Ok(counter));
                         Some(generator.run(&stop, &sent))
                     }
                     Err(error) => {
@@ -154,24 +241,28 @@ pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
             })
             .context("starting the sender thread")?
     };
-    is_open
+    let counter = is_open
         .recv()
         .context("the sender thread died while opening the socket")??;
     ready(&format!(
-        "interface={} frame_len={} flows={} cpu={}",
+        "gen={} interface={} frame_len={} flows={} cpu={}",
+        args.kind.name(),
         args.interface,
         flows.len(),
         args.flows,
         cpu.map_or("any".into(), |c| c.to_string())
     ))?;
-    let served = serve(|| Ok(sent.load(Ordering::Relaxed)));
+    let served = serve(|| match &counter {
+        Some(counter) => Ok(counter.frames()?),
+        None => Ok(sent.load(Ordering::Relaxed)),
+    });
     stop.store(true, Ordering::Relaxed);
     let report = sender
         .join()
         .map_err(|_| anyhow::anyhow!("the sender thread panicked"))?
         .context("the sender never started")?;
     served?;
-    println!("done sent={} kicks={}", report.completed, report.kicks);
+    println!("done {}", report?);
     Ok(())
 }
 

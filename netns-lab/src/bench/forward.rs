@@ -3,8 +3,8 @@
 //! ```text
 //!  ns gen                 ns dut                      ns sink
 //!  eth0 ──── veth ──── p0 [candidate] p1 ──── veth ──── eth0
-//!  bench gen (AF_XDP TX,   forwards p0 → p1             bench sink (XDP ofan_sink:
-//!  pinned to --gen-cpu)    on --dut-cpu                 count per CPU, drop)
+//!  bench gen (XDP live     forwards p0 → p1             bench sink (XDP ofan_sink:
+//!  frames, --gen-cpu)      on --dut-cpu                 count per CPU, drop)
 //! ```
 //!
 //! One measurement: start the candidate, start the generator, wait until the sink's count moves,
@@ -20,6 +20,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
+use super::agents::GenKind;
 use super::netns::{self, pause, Agent, Daemon, Namespaces, Reading};
 use super::report::{self, Outcome, Row, Sample};
 
@@ -35,10 +36,13 @@ the candidates interleaved:
   redirect  XDP_REDIRECT p0 -> p1 through a devmap (no user space): the ceiling
 
 Topology (namespaces ofan-bench-<pid>-gen|dut|sink, deleted afterwards, also on Ctrl-C):
-gen eth0 -- veth -- p0 dut p1 -- veth -- eth0 sink. The generator is `ofan-lab bench gen` (AF_XDP
-TX-only, prebuilt UDP frames, many flows) pinned to --gen-cpu; the sink is `ofan-lab bench sink`
-(XDP program ofan_sink: counts per CPU and drops). The candidate forwards on --dut-cpu. Mpps is
-the sink's count over the measured seconds. Needs root; build with `cargo build --release`.
+gen eth0 -- veth -- p0 dut p1 -- veth -- eth0 sink. The generator is `ofan-lab bench gen` pinned
+to --gen-cpu: by default (--gen live) the kernel's XDP live-frames mode transmits copies of a
+prebuilt UDP frame (many flows: the program sets each copy's source port) as xdp_frames, without
+skbs; --gen afxdp uses an AF_XDP TX-only socket instead (copy mode, an skb per frame: too slow to
+rank the candidates on a small machine). The sink is `ofan-lab bench sink` (XDP program ofan_sink:
+counts per CPU and drops). The candidate forwards on --dut-cpu. Mpps is the sink's count over the
+measured seconds. Needs root; build with `cargo build --release`.
 
 Example: sudo target/release/ofan-lab bench forward --runs 5 --seconds 3 --json bench.json";
 
@@ -101,6 +105,14 @@ pub struct ForwardArgs {
     /// Flows (UDP source ports) the generator cycles through.
     #[arg(long, default_value_t = 256)]
     pub flows: u32,
+    /// How the generator sends: XDP live frames in the kernel (`live`), or an AF_XDP TX-only
+    /// socket in copy mode (`afxdp`, slower).
+    #[arg(long = "gen", value_enum, default_value = "live")]
+    pub gen: GenKind,
+    /// Offer at most this many million frames per second (`--gen live`; default: as many as
+    /// the generator's CPU can send). Below a candidate's limit it should forward them all.
+    #[arg(long, value_name = "MPPS")]
+    pub rate: Option<f64>,
     /// CPU of the generator's sending thread.
     #[arg(long, default_value_t = 0)]
     pub gen_cpu: usize,
@@ -176,9 +188,18 @@ pub fn run(args: &ForwardArgs) -> anyhow::Result<()> {
     );
     println!(
         "ofan-lab bench forward: {}-byte UDP frames, {} flows, gen -> dut p0 -> p1 -> sink \
-         (veth, AF_XDP copy mode); {} rounds x {} s (+{} s warm-up); nice {}\n\
+         (veth, AF_XDP copy mode); generator {}; {} rounds x {} s (+{} s warm-up); nice {}\n\
          placement: {placement}",
-        args.frame_size, args.flows, args.runs, args.seconds, args.warmup, args.nice
+        args.frame_size,
+        args.flows,
+        match args.rate {
+            Some(rate) => format!("{} at {rate} Mpps", args.gen.name()),
+            None => args.gen.name().to_owned(),
+        },
+        args.runs,
+        args.seconds,
+        args.warmup,
+        args.nice
     );
     let load_before = load_average();
     if let Some(load) = load_before.filter(|&load| load > 0.5) {
@@ -262,6 +283,14 @@ fn validate(args: &ForwardArgs) -> anyhow::Result<()> {
     let seconds_ok = args.seconds > 0.0 && args.seconds <= 600.0;
     if !seconds_ok || !(0.0..=60.0).contains(&args.warmup) {
         bail!("--seconds must be in (0, 600] and --warmup in [0, 60]");
+    }
+    if let Some(rate) = args.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("--rate must be a positive number of Mpps");
+        }
+        if args.gen != GenKind::Live {
+            bail!("--rate needs --gen live");
+        }
     }
     if args.candidates.is_empty() {
         bail!("--candidates is empty");
@@ -648,12 +677,16 @@ impl Bench<'_> {
     fn generator(&self, label: &str) -> anyhow::Result<Agent> {
         let mut command = child(self.namespaces, "gen", self.args.nice, self.me);
         command
-            .args(["bench", "gen", "--interface", "eth0", "--dst-mac"])
+            .args(["bench", "gen", "--gen", self.args.gen.name()])
+            .args(["--interface", "eth0", "--dst-mac"])
             .arg(&self.topology.p0_mac)
             .args(["--src-ip", GEN_IP, "--dst-ip", DEST_IP])
             .arg(format!("--frame-size={}", self.args.frame_size))
             .arg(format!("--flows={}", self.args.flows))
             .arg(format!("--cpu={}", self.args.gen_cpu));
+        if let Some(rate) = self.args.rate {
+            command.arg(format!("--rate={rate}"));
+        }
         Agent::start(label, command, self.dir)
     }
 
@@ -744,6 +777,8 @@ fn to_json(args: &ForwardArgs, placement: &str, rows: &[Row]) -> Value {
         },
         "frame_size": args.frame_size,
         "flows": args.flows,
+        "generator": args.gen.name(),
+        "rate_mpps": args.rate,
         "runs": args.runs,
         "seconds": args.seconds,
         "warmup": args.warmup,

@@ -2,7 +2,8 @@
 //! generator and a sink of the project's own.
 //!
 //! `bench forward` builds `gen —veth— dut(p0, p1) —veth— sink` in namespaces named
-//! `ofan-bench-<pid>-…`, blasts 64-byte UDP frames from `gen` with an AF_XDP TX-only socket,
+//! `ofan-bench-<pid>-…`, blasts 64-byte UDP frames from `gen` (in the kernel, with XDP
+//! live frames; or with an AF_XDP TX-only socket),
 //! counts them in `sink` with an XDP program that counts and drops, and measures each candidate
 //! forwarding p0 → p1 in `dut` — `ofan-switch` (lookup + balancing + egress queue), the same
 //! binary in `--bare` mode, DPDK `dpdk-testpmd` with its AF_XDP PMD (when installed), and plain
@@ -41,8 +42,9 @@ pub enum BenchCommand {
     /// ofan-switch --bare, dpdk-testpmd (AF_XDP PMD) and XDP_REDIRECT, interleaved.
     #[command(long_about = forward::LONG_ABOUT)]
     Forward(forward::ForwardArgs),
-    /// Agent: send prebuilt UDP frames on an interface with an AF_XDP TX-only socket until
-    /// stdin closes (each stdin line asks for the frames sent so far).
+    /// Agent: send prebuilt UDP frames on an interface — in the kernel with XDP live frames
+    /// (`--gen live`, default) or with an AF_XDP TX-only socket (`--gen afxdp`) — until stdin
+    /// closes (each stdin line asks for the frames sent so far).
     Gen(agents::GenArgs),
     /// Agent: count and drop every frame arriving on an interface with the XDP program
     /// `ofan_sink` until stdin closes (each stdin line asks for the count).

@@ -128,7 +128,7 @@ impl TrafficGen {
         // while completions come back, and the flows take turns evenly.
         let copies = (2 * config.ring_size).div_ceil(frames.len() as u32).max(1);
         let umem_frames = copies * frames.len() as u32;
-        let area = super::sys::area_with(umem_frames, FRAME_SIZE, |bytes| {
+        let area = UmemArea::new_with(umem_frames, FRAME_SIZE, |bytes| {
             for (slot, chunk) in bytes.chunks_exact_mut(FRAME_SIZE as usize).enumerate() {
                 let frame = &frames[slot % frames.len()];
                 chunk[..frame.len()].copy_from_slice(frame);
