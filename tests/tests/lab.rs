@@ -159,6 +159,22 @@ fn pingall_passes(lab: &LabGuard, pairs: usize) -> String {
     stdout
 }
 
+/// `traceroute -n` from host `from` to `to` (one probe per hop).
+fn traceroute(lab: &LabGuard, from: &str, to: &str) -> String {
+    lab.ok(&[
+        "exec",
+        from,
+        "--",
+        "traceroute",
+        "-n",
+        "-q",
+        "1",
+        "-w",
+        "2",
+        to,
+    ])
+}
+
 fn counter(stats: &Value, name: &str) -> u64 {
     stats["data_path"]["counters"]
         .as_array()
@@ -207,18 +223,7 @@ fn k4_lab_up_pingall_traceroute_down() {
     // Across pods: 5 switch hops, then the host.
     let topology = Topology::fat_tree(4).unwrap();
     let dst = topology.hosts().last().unwrap();
-    let trace = lab.ok(&[
-        "exec",
-        "h-p0-e0-h0",
-        "--",
-        "traceroute",
-        "-n",
-        "-q",
-        "1",
-        "-w",
-        "2",
-        &dst.loopback.to_string(),
-    ]);
+    let trace = traceroute(&lab, "h-p0-e0-h0", &dst.loopback.to_string());
     let roles: Vec<Role> = trace
         .lines()
         .skip(1)
@@ -460,18 +465,7 @@ fn small_permutation_produces_a_complete_result_file() {
 
     // No experiment running: ping, traceroute and iperf3 between hosts.
     pingall_passes(&lab, 240);
-    let trace = lab.ok(&[
-        "exec",
-        "h-p0-e0-h0",
-        "--",
-        "traceroute",
-        "-n",
-        "-q",
-        "1",
-        "-w",
-        "2",
-        "10.3.1.3",
-    ]);
+    let trace = traceroute(&lab, "h-p0-e0-h0", "10.3.1.3");
     assert!(trace.lines().count() >= 6, "{trace}");
     let server = Command::new("ip")
         .args(["netns", "exec", &format!("{}h-p3-e1-h1", lab.prefix())])

@@ -274,10 +274,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<()> {
         out: results_dir(&args.traffic, "run")?,
         command: "run",
     };
-    let result = experiment.execute(&session, &[Cell { variant, bytes }]);
-    let closed = session.close();
-    let results = result?;
-    closed?;
+    let results = experiment.execute_and_close(session, &[Cell { variant, bytes }])?;
     if let Some(path) = &args.json {
         std::fs::copy(experiment.out.join("results.json"), path)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -330,10 +327,7 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
         out: results_dir(&args.traffic, "compare")?,
         command: "compare",
     };
-    let result = experiment.execute(&session, &cells);
-    let closed = session.close();
-    let results = result?;
-    closed?;
+    let results = experiment.execute_and_close(session, &cells)?;
     print!("{}", summary::table(&results));
     let plots = output::plots(&experiment.out, &results)?;
     for fit in summary::growth_exponents(&results) {
@@ -347,6 +341,16 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
 }
 
 impl Experiment<'_> {
+    /// Runs the cells, then closes the session whatever happened (a lab built for the
+    /// experiment is removed also after an error).
+    fn execute_and_close(&self, session: LabSession, cells: &[Cell]) -> anyhow::Result<Summarized> {
+        let result = self.execute(&session, cells);
+        let closed = session.close();
+        let results = result?;
+        closed?;
+        Ok(results)
+    }
+
     /// Runs every cell `--repeat` times on the lab and writes the results.
     fn execute(&self, session: &LabSession, cells: &[Cell]) -> anyhow::Result<Summarized> {
         let traffic = self.traffic;

@@ -129,21 +129,27 @@ impl UdpFlows {
     }
 }
 
+/// Flows between two fixed test addresses, for unit tests of the frame builders.
+#[cfg(test)]
+pub(crate) fn test_flows(frame_size: u32) -> UdpFlows {
+    UdpFlows {
+        src_mac: [2, 0, 0, 0, 0, 1],
+        dst_mac: [2, 0, 0, 0, 0, 2],
+        src_ip: Ipv4Addr::new(10, 0, 0, 2),
+        dst_ip: Ipv4Addr::new(10, 1, 0, 1),
+        first_src_port: 1024,
+        dst_port: 9,
+        frame_size,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::wire::Ipv4Packet;
 
     fn flows(frame_size: u32) -> UdpFlows {
-        UdpFlows {
-            src_mac: [2, 0, 0, 0, 0, 1],
-            dst_mac: [2, 0, 0, 0, 0, 2],
-            src_ip: Ipv4Addr::new(10, 0, 0, 2),
-            dst_ip: Ipv4Addr::new(10, 1, 0, 1),
-            first_src_port: 1024,
-            dst_port: 9,
-            frame_size,
-        }
+        test_flows(frame_size)
     }
 
     #[test]

@@ -358,22 +358,12 @@ fn program(ebpf: &mut Ebpf) -> Result<&mut Xdp, LiveError> {
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
-
     use ofan_ebpf_common::udp_checksum_with_port;
 
     use super::*;
 
     fn udp(frame_size: u32) -> UdpFlows {
-        UdpFlows {
-            src_mac: [2, 0, 0, 0, 0, 1],
-            dst_mac: [2, 0, 0, 0, 0, 2],
-            src_ip: Ipv4Addr::new(10, 0, 0, 2),
-            dst_ip: Ipv4Addr::new(10, 1, 0, 1),
-            first_src_port: 1024,
-            dst_port: 9,
-            frame_size,
-        }
+        super::super::frame::test_flows(frame_size)
     }
 
     /// What `ofan_gen` does to a frame: the new source port and the updated checksum.
