@@ -494,6 +494,16 @@ fn small_permutation_produces_a_complete_result_file() {
     // TCP through five shaped 1 Mbit/s hops.
     assert!((0.3e6..1.05e6).contains(&bps), "iperf3: {bps} bit/s");
     let _ = server.0.wait();
+
+    // Queue-aware algorithms on every switch, cores (no up-ports) included: a core's worker
+    // once panicked on its first frame under jsq and left the process running as a black hole.
+    lab.ok(&["set", "--lb", "jsq"]);
+    pingall_passes(&lab, 240);
+    let status = lab.ok(&["status"]);
+    assert!(
+        status.contains("20/20 switches running, 0 crashed"),
+        "{status}"
+    );
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_file(&json);
     lab.down_and_check(&pids);

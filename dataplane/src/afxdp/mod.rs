@@ -371,7 +371,15 @@ impl Runtime {
                             tracing::warn!(worker = index, priority, %error, "cannot make worker real-time");
                         }
                     }
-                    worker.run()
+                    // A worker that panics would leave its ports a silent black hole while the
+                    // process lives on: end the process instead, so that it is seen to crash.
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run())) {
+                        Ok(exit) => exit,
+                        Err(_) => {
+                            tracing::error!(worker = index, "worker panicked: aborting the switch");
+                            std::process::abort()
+                        }
+                    }
                 })
                 .map_err(|source| RuntimeError::Spawn { index, source })?;
             workers.push(handle);

@@ -392,7 +392,8 @@ impl Worker {
                 self.forwarder.process_batch(
                     &fib,
                     &mut refs[..received],
-                    &mut loads[..self.up_ports.len()],
+                    // A switch without up-ports (a core) balances over one placeholder.
+                    &mut loads[..self.up_ports.len().max(1)],
                     &mut verdicts[..received],
                 );
             }
