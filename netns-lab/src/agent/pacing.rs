@@ -7,10 +7,13 @@
 //! catch up. Every send also records how late it was against its due time.
 //!
 //! The host's link also carries the ACKs this host sends for the DATA it receives. Like a NIC,
-//! the link is one serial resource: [`HostLink`] books every frame, DATA and ACK, at line rate
-//! R, and a DATA packet leaves no earlier than the link is free — so DATA plus ACKs never
-//! exceed R (at ρ = 1 the DATA rate is R less the ACKs' share), where pacing DATA alone at R
-//! would offer the first switch more than its port can carry.
+//! the link is one serial resource at line rate R: [`HostLink`] counts the ACK wire bytes the
+//! receiver thread sends, and each DATA departure pushes the next one back by the time those
+//! ACKs took on the link, less the idle time the pacing left (none at ρ = 1) — so DATA plus
+//! ACKs never exceed R, where pacing DATA alone at R would offer the first switch more than its
+//! port can carry. The ACKs are charged by count, not by the instant they left, so that a
+//! sender's phase never locks onto its ACKs' (which follow other hosts' departures: agents
+//! whose departures fall due together queue for the CPUs).
 //!
 //! Optionally ([`Pacer::with_catch_up`]) a late send shortens the next gap by its lateness, up
 //! to half a wire time, as Linux's `sch_fq` pacing does ("packet might have been sent later
@@ -61,6 +64,13 @@ impl Pacer {
         (wire_bytes as f64 * 8.0 * 1e12 / self.paced_bps).round() as u128
     }
 
+    /// Like [`sent`](Self::sent), with the next departure pushed back by `extra_ps` more (the
+    /// time ACKs took on the host link, see [`HostLink::ack_delay_ps`]).
+    pub fn sent_with_acks(&mut self, sent_ns: u64, wire_bytes: u64, extra_ps: u128) {
+        self.sent(sent_ns, wire_bytes);
+        self.next_ps += extra_ps;
+    }
+
     /// Records that a packet of `wire_bytes` left at `sent_ns` (at or after
     /// [`due_ns`](Self::due_ns)); the next one is due one wire time later.
     pub fn sent(&mut self, sent_ns: u64, wire_bytes: u64) {
@@ -80,66 +90,48 @@ impl Pacer {
     }
 }
 
-/// The host's link as one serial resource shared by the sender (DATA) and the receiver (ACK)
-/// threads: when it is next free, and the ACK wire bytes booked on it. Lock-free.
+/// The ACK side of the host link: the wire bytes of the ACKs this host sent, counted by the
+/// receiver thread and read by the sender thread (lock-free).
 #[derive(Debug)]
 pub struct HostLink {
     /// Line rate R, bits per second.
     line_bps: f64,
-    /// The link is busy until then, CLOCK_MONOTONIC ns.
-    free_ns: AtomicU64,
-    /// ACK wire bytes booked so far.
+    /// ACK wire bytes sent so far.
     ack_bytes: AtomicU64,
 }
 
 impl HostLink {
-    /// An idle link of rate `line_bps` (> 0).
+    /// A link of rate `line_bps` (> 0).
     #[must_use]
     pub fn new(line_bps: f64) -> Self {
         assert!(line_bps > 0.0, "a link needs a positive rate");
         Self {
             line_bps,
-            free_ns: AtomicU64::new(0),
             ack_bytes: AtomicU64::new(0),
         }
     }
 
-    /// Nanoseconds `wire_bytes` occupy the link (rounded up).
-    #[must_use]
-    pub fn wire_ns(&self, wire_bytes: u64) -> u64 {
-        (wire_bytes as f64 * 8.0 * 1e9 / self.line_bps).ceil() as u64
-    }
-
-    /// When the link is next free.
-    #[must_use]
-    pub fn free_ns(&self) -> u64 {
-        self.free_ns.load(Ordering::Acquire)
-    }
-
-    /// Books a frame of `wire_bytes` that starts at `now_ns` or when the link is free,
-    /// whichever is later; returns when it ends.
-    pub fn book(&self, now_ns: u64, wire_bytes: u64) -> u64 {
-        let wire = self.wire_ns(wire_bytes);
-        let mut end = 0;
-        let _ = self
-            .free_ns
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
-                end = free.max(now_ns) + wire;
-                Some(end)
-            });
-        end
-    }
-
-    /// Books an ACK sent at `now_ns`.
-    pub fn book_ack(&self, now_ns: u64, wire_bytes: u64) {
-        self.book(now_ns, wire_bytes);
+    /// Counts an ACK of `wire_bytes` sent.
+    pub fn ack_sent(&self, wire_bytes: u64) {
         self.ack_bytes.fetch_add(wire_bytes, Ordering::Relaxed);
     }
 
-    /// ACK wire bytes booked so far.
+    /// ACK wire bytes sent so far.
     #[must_use]
     pub fn ack_bytes(&self) -> u64 {
         self.ack_bytes.load(Ordering::Relaxed)
+    }
+
+    /// How much `ack_wire_bytes` of ACKs delay the DATA packet of `data_wire_bytes` that
+    /// `pacer` schedules: their time at line rate less the idle time pacing at ρ·R leaves after
+    /// the packet, picoseconds.
+    #[must_use]
+    pub fn ack_delay_ps(&self, ack_wire_bytes: u64, data_wire_bytes: u64, pacer: &Pacer) -> u128 {
+        let at_line = |bytes: u64| (bytes as f64 * 8.0 * 1e12 / self.line_bps).round() as u128;
+        let idle = pacer
+            .wire_ps(data_wire_bytes)
+            .saturating_sub(at_line(data_wire_bytes));
+        at_line(ack_wire_bytes).saturating_sub(idle)
     }
 }
 
@@ -213,21 +205,19 @@ mod tests {
 
     #[test]
     fn acks_on_the_host_link_push_data_back() {
-        // 8 Gbit/s: 1 ns per byte. A DATA frame of 100 B at 0, an ACK of 10 B booked at 50
-        // (while the DATA frame is on the link): the link is free at 110, not 100.
+        // 8 Gbit/s: 1 ns per byte. At ρ = 1 a 10-byte ACK delays the next DATA by 10 ns.
         let link = HostLink::new(8e9);
-        assert_eq!(link.book(0, 100), 100);
-        link.book_ack(50, 10);
-        assert_eq!(link.free_ns(), 110);
-        // An ACK on an idle link starts at once.
-        link.book_ack(500, 10);
-        assert_eq!(link.free_ns(), 510);
-        assert_eq!(link.ack_bytes(), 20);
-        // DATA due at 505 waits for the ACK: the next departure is max(pace, link free).
-        let mut pacer = Pacer::new(8e9, 505);
-        assert_eq!(pacer.due_ns().max(link.free_ns()), 510);
-        pacer.sent(510, 100);
-        assert_eq!(pacer.due_ns(), 610);
+        link.ack_sent(10);
+        assert_eq!(link.ack_bytes(), 10);
+        let mut pacer = Pacer::new(8e9, 0);
+        pacer.sent_with_acks(0, 100, link.ack_delay_ps(10, 100, &pacer));
+        assert_eq!(pacer.due_ns(), 110);
+        // At ρ = 0.5 the 100-byte packet leaves 100 ns idle: ACKs up to that cost nothing.
+        let mut half = Pacer::new(4e9, 0);
+        assert_eq!(link.ack_delay_ps(60, 100, &half), 0);
+        assert_eq!(link.ack_delay_ps(130, 100, &half), 30_000);
+        half.sent_with_acks(0, 100, link.ack_delay_ps(130, 100, &half));
+        assert_eq!(half.due_ns(), 230);
     }
 
     #[test]

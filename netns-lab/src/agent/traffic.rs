@@ -357,17 +357,11 @@ fn send_loop(
         } else {
             config.payload
         };
-        // Due by the pacing schedule, and not before the host link is free of ACKs.
-        let mut due = pacer.due_ns().max(link.free_ns());
+        let due = pacer.due_ns();
         if due > deadline_ns {
             break;
         }
-        let mut now = wait_until(due, config.spin_ns);
-        // The receiver may have sent an ACK while this thread waited.
-        while link.free_ns() > now {
-            due = link.free_ns();
-            now = wait_until(due, config.spin_ns);
-        }
+        let now = wait_until(due, config.spin_ns);
         stats.lateness.record(now - due);
 
         while let Ok(ack) = feedback.try_recv() {
@@ -408,9 +402,10 @@ fn send_loop(
             }
         }
         let wire = wire::wire_bytes(u64::from(len));
-        pacer.sent(now, wire);
-        link.book(now, wire);
+        // The ACKs sent since the previous departure took their share of the host link.
         let acks = link.ack_bytes();
+        let ack_wire = acks - stats.ack_bytes_at_last;
+        pacer.sent_with_acks(now, wire, link.ack_delay_ps(ack_wire, wire, &pacer));
         stats.ack_bytes_at_first.get_or_insert(acks);
         stats.ack_bytes_at_last = acks;
 
@@ -520,7 +515,7 @@ fn receive_loop(
                 if socket.send_to(&ack, &to.into()).is_err() {
                     stats.ignored.ack_send_errors += 1;
                 } else {
-                    link.book_ack(now, wire::wire_bytes(HEADER_LEN as u64));
+                    link.ack_sent(wire::wire_bytes(HEADER_LEN as u64));
                 }
                 let set = &mut stats.received[local];
                 match set.insert(header.sequence) {

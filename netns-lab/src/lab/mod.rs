@@ -43,8 +43,8 @@ use state::{LabState, Params, Phase, StateDir};
 /// keeps shaper lateness p99 within 0.25 packet times under a full-load permutation (see
 /// docs/lab.md for the measurements).
 pub const DEFAULT_LINK_RATE: &str = "1mbit";
-/// Default SCHED_FIFO priority of the switches' workers (above the agents' senders, 10: a
-/// switch's work per wake-up is a few microseconds).
+/// Default SCHED_FIFO priority of the switches' workers (below the experiments' agents, whose
+/// departures must be exact; above everything else on the machine).
 pub const DEFAULT_SWITCH_RT_PRIORITY: u8 = 20;
 /// Egress buffer per port of labs built for experiments (and the demo): large enough that no
 /// algorithm drops a 1 MB permutation on k=4 (the agents never retransmit).
