@@ -1054,31 +1054,9 @@ fn stage_report(
 /// The CCT lower bound at full line rate without failures: the topology's per-flow bound
 /// (paper A) and, for hosts that send or receive several flows, their serialization bound.
 fn lower_bound_ps(topology: &Topology, config: &ModelConfig, specs: &[FlowSpec]) -> u64 {
-    let link = &config.link;
-    let payload = u64::from(link.payload_bytes);
-    let full =
-        link.serialization_ps(payload + u64::from(link.header_bytes) + u64::from(link.gap_bytes));
-    let hosts = topology.hosts().len();
-    // Per host: packets out/in and the longest tail (bound minus own serialization).
-    let mut out = vec![(0u64, 0u64); hosts];
-    let mut inn = vec![(0u64, 0u64); hosts];
-    let mut bound = 0u64;
-    for spec in specs {
-        let pair = [(NodeId(spec.src), NodeId(spec.dst))];
-        let flow_bound = topology.cct_lower_bound_ps(link, &pair, spec.bytes);
-        bound = bound.max(flow_bound);
-        let packets = spec.bytes.div_ceil(payload);
-        let tail = flow_bound.saturating_sub((packets - 1) * full);
-        for (side, host) in [(&mut out, spec.src), (&mut inn, spec.dst)] {
-            let entry = &mut side[host as usize];
-            entry.0 += packets;
-            entry.1 = entry.1.max(tail);
-        }
-    }
-    for (packets, tail) in out.into_iter().chain(inn) {
-        if packets > 0 {
-            bound = bound.max((packets - 1) * full + tail);
-        }
-    }
-    bound
+    let flows: Vec<_> = specs
+        .iter()
+        .map(|spec| (NodeId(spec.src), NodeId(spec.dst), spec.bytes))
+        .collect();
+    topology.collective_lower_bound_ps(&config.link, &flows)
 }

@@ -146,6 +146,14 @@ pub fn parse_matrix(text: &str, default_bytes: u64) -> Result<Vec<FlowSpec>, Mod
     Ok(flows)
 }
 
+/// The permutation workload of `seed` over `n` hosts: host i sends to `result[i]`, a uniformly
+/// random derangement. The lab's agent plans call this, so a lab run and a model run of the
+/// same seed carry the same traffic.
+#[must_use]
+pub fn permutation_destinations(n: u32, seed: u64) -> Vec<u32> {
+    derangement(n, &mut LbRng::new(mix64(seed ^ WORKLOAD_SALT)))
+}
+
 /// A uniformly random permutation of `0..n` without fixed points (n ≥ 2), by rejection.
 fn derangement(n: u32, rng: &mut LbRng) -> Vec<u32> {
     let mut perm: Vec<u32> = (0..n).collect();

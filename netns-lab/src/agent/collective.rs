@@ -13,12 +13,10 @@
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
-use ofan_dataplane::lb::{mix64, LbRng};
 use ofan_topology::Topology;
 use serde::{Deserialize, Serialize};
 
 /// Salt of the workload's random stream; the same as the model's, so that seeds agree.
-const WORKLOAD_SALT: u64 = 0x776f_726b_6c6f_6164;
 
 /// One participant: a host and its address.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,8 +287,7 @@ pub fn permutation(
     seed: u64,
 ) -> Result<Plan, PlanError> {
     let n = check_hosts(&hosts, bytes)?;
-    let mut rng = LbRng::new(mix64(seed ^ WORKLOAD_SALT));
-    let flows = derangement(n, &mut rng)
+    let flows = ofan_model::workload::permutation_destinations(n, seed)
         .into_iter()
         .enumerate()
         .map(|(src, dst)| PlanFlow {
@@ -484,29 +481,6 @@ fn parse_csv_matrix(text: &str) -> Result<Vec<(usize, Vec<u64>)>, PlanError> {
         rows.push((line, values));
     }
     Ok(rows)
-}
-
-/// A uniformly random permutation of `0..n` without fixed points (n ≥ 2), by rejection —
-/// the model's algorithm, draw for draw.
-fn derangement(n: u32, rng: &mut LbRng) -> Vec<u32> {
-    let mut perm: Vec<u32> = (0..n).collect();
-    if n < 2 {
-        return perm;
-    }
-    loop {
-        shuffle(&mut perm, rng);
-        if perm.iter().enumerate().all(|(i, &p)| i as u32 != p) {
-            return perm;
-        }
-        perm.sort_unstable();
-    }
-}
-
-fn shuffle(values: &mut [u32], rng: &mut LbRng) {
-    for i in (1..values.len()).rev() {
-        let j = rng.below(i as u32 + 1) as usize;
-        values.swap(i, j);
-    }
 }
 
 #[cfg(test)]

@@ -342,22 +342,18 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RepReport, String> {
     queues.sort_by_key(|queues| queues.stage);
 
     let delivery = delivery(input.reports);
+    let agent_rate_ratio_min = agent_rate_ratio(input.reports);
     let fidelity = Fidelity {
+        faithful: worst.0 <= FAITHFUL_LATENESS && agent_rate_ratio_min >= 0.99,
         shaper_late_p99_packet_times: worst.0,
         worst_port: worst.1,
-        agent_rate_ratio_min: agent_rate_ratio(input.reports),
+        agent_rate_ratio_min,
         agent_late_p99_ns_max: input
             .reports
             .iter()
             .map(|r| r.pacing.late_p99_ns)
             .max()
             .unwrap_or(0),
-        faithful: false,
-    };
-    let fidelity = Fidelity {
-        faithful: fidelity.shaper_late_p99_packet_times <= FAITHFUL_LATENESS
-            && fidelity.agent_rate_ratio_min >= 0.99,
-        ..fidelity
     };
     let cct_ps = cct_ns.map(|ns| ns.saturating_mul(1000));
     Ok(RepReport {

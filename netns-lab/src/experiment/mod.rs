@@ -274,13 +274,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| session.original_lb.clone());
     let variant = Variant::new(&lb, args.host_lb)?;
-    let experiment = Experiment {
-        collective: args.collective,
-        traffic: &args.traffic,
-        matrix,
-        out: results_dir(&args.traffic, "run")?,
-        command: "run",
-    };
+    let experiment = Experiment::new(args.collective, &args.traffic, matrix, "run")?;
     let results = experiment.execute_and_close(session, &[Cell { variant, bytes }])?;
     if let Some(path) = &args.json {
         std::fs::copy(experiment.out.join("results.json"), path)
@@ -327,13 +321,7 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
     }
     cells.sort_by(|a, b| a.variant.lb.cmp(&b.variant.lb));
     let session = LabSession::open(&args.lab)?;
-    let experiment = Experiment {
-        collective: args.collective,
-        traffic: &args.traffic,
-        matrix,
-        out: results_dir(&args.traffic, "compare")?,
-        command: "compare",
-    };
+    let experiment = Experiment::new(args.collective, &args.traffic, matrix, "compare")?;
     let results = experiment.execute_and_close(session, &cells)?;
     print!("{}", summary::table(&results));
     let plots = output::plots(&experiment.out, &results)?;
@@ -347,7 +335,22 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
     Ok(experiment.out)
 }
 
-impl Experiment<'_> {
+impl<'a> Experiment<'a> {
+    fn new(
+        collective: CollectiveName,
+        traffic: &'a TrafficOptions,
+        matrix: Option<String>,
+        command: &'static str,
+    ) -> anyhow::Result<Self> {
+        Ok(Self {
+            collective,
+            traffic,
+            matrix,
+            out: results_dir(traffic, command)?,
+            command,
+        })
+    }
+
     /// Runs the cells, then closes the session whatever happened (a lab built for the
     /// experiment is removed also after an error).
     fn execute_and_close(&self, session: LabSession, cells: &[Cell]) -> anyhow::Result<Summarized> {
