@@ -16,8 +16,6 @@ use std::net::Ipv4Addr;
 use ofan_topology::Topology;
 use serde::{Deserialize, Serialize};
 
-/// Salt of the workload's random stream; the same as the model's, so that seeds agree.
-
 /// One participant: a host and its address.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanHost {
