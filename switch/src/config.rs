@@ -41,6 +41,9 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   link_rate = "0"                 emulated link rate; 0 = unshaped (the NIC is the queue)
   buffer = "1MB"                  per-port buffer; tail drop beyond it
   ecn_threshold = "100KB"         mark ECN-capable frames CE above this depth; "off" to disable
+  catch_up = false                a late shaper shortens the next gap by its lateness (at most half
+                                  a frame time, like sch_fq) so the link keeps its rate; false:
+                                  a late shaper restarts from now and loses the lateness
 
   [xdp]
   attach = "native" | "generic"   XDP attach mode of the steering program
@@ -144,6 +147,7 @@ struct QueueSection {
     link_rate: Option<String>,
     buffer: Option<String>,
     ecn_threshold: Option<String>,
+    catch_up: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -218,6 +222,10 @@ pub struct Overrides {
     /// ECN marking threshold (e.g. 100KB, or off).
     #[arg(long, value_name = "BYTES")]
     pub ecn_threshold: Option<String>,
+    /// Shaper catch-up: a late departure shortens the next gap by its lateness, at most half a
+    /// frame time, so a backlogged link keeps its rate under timer jitter (sets queue.catch_up).
+    #[arg(long)]
+    pub catch_up: bool,
     /// AF_XDP bind mode.
     #[arg(long = "xdp-mode", value_enum, value_name = "MODE")]
     pub bind_mode: Option<BindArg>,
@@ -454,6 +462,7 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
     } else {
         Some(parse_size(&ecn_text).map_err(|m| error("queue.ecn_threshold", m.to_string()))?)
     };
+    let catch_up = flags.catch_up || file.queue.catch_up.unwrap_or(false);
     let to_u32 =
         |key: &str, value: u64| u32::try_from(value).map_err(|_| error(key, "must be below 4 GB"));
     let buffer = to_u32("queue.buffer", buffer)?;
@@ -505,6 +514,7 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
                 link_rate_bps: rate,
                 buffer_bytes: port_buffer,
                 ecn_threshold_bytes: ecn_threshold,
+                catch_up,
             },
         });
     }

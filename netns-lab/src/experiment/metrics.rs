@@ -61,6 +61,10 @@ pub struct RunSetup {
     pub payload: u32,
     /// Egress buffer per switch port, as the switches were given it.
     pub buffer: String,
+    /// Whether the switches' shapers made up for late departures (`up --catch-up`; the
+    /// agents did too, see their reports).
+    #[serde(default)]
+    pub catch_up: bool,
     /// Repetition number, from 0.
     pub repetition: u32,
     /// Seed of the collective (permutation) of this repetition.
@@ -571,6 +575,7 @@ mod tests {
             link_rate_bps: RATE,
             payload: PAYLOAD,
             buffer: "2MB".into(),
+            catch_up: true,
             repetition: 0,
             seed: 1,
         }

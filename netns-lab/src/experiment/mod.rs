@@ -79,6 +79,10 @@ pub struct LabOptions {
     /// Keep a lab built for the run instead of removing it.
     #[arg(long)]
     pub keep: bool,
+    /// Shapers of a lab built for the run catch up on late departures (`up --catch-up`);
+    /// agents catch up whenever the lab's switches do.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub catch_up: bool,
 }
 
 /// Traffic and agent settings shared by `run` and `compare`.
@@ -107,7 +111,8 @@ pub struct TrafficOptions {
     /// a switch's late wake-up is measured by its shaper.
     #[arg(long, value_name = "PRIO", default_value_t = AGENT_RT_PRIORITY)]
     pub agent_rt_priority: u8,
-    /// Let agents make up for late sends (sch_fq style; gaps down to half a wire time).
+    /// Let agents make up for late sends (sch_fq style; gaps down to half a wire time). On by
+    /// itself on a lab built with `--catch-up`.
     #[arg(long)]
     pub agent_catch_up: bool,
     /// Agents spin this many µs before each departure (real-time senders wake up within a
@@ -207,6 +212,7 @@ impl CompareArgs {
                 link_rate: lab::DEFAULT_LINK_RATE.to_owned(),
                 buffer: lab::EXPERIMENT_BUFFER.to_owned(),
                 keep: true,
+                catch_up: true,
             },
             traffic: TrafficOptions {
                 load: 1.0,
@@ -385,7 +391,7 @@ impl<'a> Experiment<'a> {
         }
         let options = AgentOptions {
             rt_priority: traffic.agent_rt_priority,
-            catch_up: traffic.agent_catch_up,
+            catch_up: traffic.agent_catch_up || lab.state.params.catch_up,
             spin_us: traffic.agent_spin_us,
             entropies: 64,
             port: 7000,
@@ -410,6 +416,7 @@ impl<'a> Experiment<'a> {
                     link_rate_bps: lab.state.params.link_rate_bps,
                     payload,
                     buffer: lab.state.params.buffer.clone(),
+                    catch_up: lab.state.params.catch_up,
                     repetition,
                     seed,
                 };
@@ -523,6 +530,7 @@ impl LabSession {
             mtu: 1500,
             seed: 1,
             rt_priority: lab::DEFAULT_SWITCH_RT_PRIORITY,
+            catch_up: options.catch_up,
             routing: lab::Routing::Static,
             switch_bin: None,
         };

@@ -400,6 +400,7 @@ mod tests {
                 link_rate_bps: 1_000_000,
                 payload: 1472,
                 buffer: "2MB".into(),
+                catch_up: true,
                 repetition,
                 seed: 1 + u64::from(repetition),
             },

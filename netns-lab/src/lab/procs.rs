@@ -77,6 +77,9 @@ fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
         args.push("--rt-priority".to_owned());
         args.push(params.rt_priority.to_string());
     }
+    if params.catch_up {
+        args.push("--catch-up".to_owned());
+    }
     args.shrink_to_fit();
     args
 }

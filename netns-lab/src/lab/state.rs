@@ -41,6 +41,9 @@ pub struct Params {
     /// SCHED_FIFO priority of the switches' workers (0 = ordinary scheduling).
     #[serde(default)]
     pub rt_priority: u8,
+    /// Whether the switches' shapers catch up on late departures (`--catch-up`).
+    #[serde(default)]
+    pub catch_up: bool,
     /// Where routes come from.
     pub routing: String,
     /// The `ofan-switch` binary.
