@@ -9,6 +9,8 @@ mod bench;
 mod experiment;
 mod lab;
 mod model_cli;
+#[allow(unsafe_code)]
+mod sys;
 mod topo_cli;
 
 use std::process::ExitCode;

@@ -33,8 +33,7 @@
 #![deny(unsafe_code)]
 
 mod netlink;
-#[allow(unsafe_code)]
-mod sys;
+use super::sys::steer as sys;
 
 use std::{
     collections::HashSet,

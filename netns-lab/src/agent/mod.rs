@@ -23,8 +23,7 @@ pub mod collective;
 pub mod entropy;
 pub mod pacing;
 pub mod report;
-#[allow(unsafe_code)]
-pub mod sys;
+pub use crate::sys::agent as sys;
 pub mod track;
 pub mod traffic;
 pub mod wire;

@@ -22,8 +22,7 @@ mod ping;
 pub(crate) mod plan;
 mod procs;
 mod state;
-#[allow(unsafe_code)]
-mod sys;
+use crate::sys::lab as sys;
 
 use crate::agent::{load_topology, parse_rate};
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! The raw system calls of the steering loader that aya does not offer: interface name ↔ index,
 //! an rtnetlink query and detach of the XDP programs on an interface, and finding and detaching
-//! a BPF link by program and interface. Every `unsafe` block of [`super`] lives here.
+//! a BPF link by program and interface. Every `unsafe` block of [`crate::afxdp::steer`] lives here.
 //!
 //! Messages are built and parsed as plain bytes in safe code; only the syscalls are `unsafe`.
 
@@ -12,7 +12,7 @@ use std::{
 };
 
 /// Index of the interface called `name` in the calling thread's network namespace.
-pub(super) fn if_nametoindex(name: &str) -> Option<u32> {
+pub(in crate::afxdp) fn if_nametoindex(name: &str) -> Option<u32> {
     let name = CString::new(name).ok()?;
     // SAFETY: `name` is a valid NUL-terminated string that outlives the call; the function only
     // reads it.
@@ -21,7 +21,7 @@ pub(super) fn if_nametoindex(name: &str) -> Option<u32> {
 }
 
 /// Name of the interface with index `ifindex` in the calling thread's network namespace.
-pub(super) fn if_indextoname(ifindex: u32) -> Option<String> {
+pub(in crate::afxdp) fn if_indextoname(ifindex: u32) -> Option<String> {
     let mut buffer = [0 as libc::c_char; libc::IF_NAMESIZE];
     // SAFETY: `buffer` has the IF_NAMESIZE bytes the function may write, including the NUL.
     let name = unsafe { libc::if_indextoname(ifindex, buffer.as_mut_ptr()) };
@@ -92,7 +92,10 @@ fn link_fd_by_id(link_id: u32) -> io::Result<OwnedFd> {
 /// Links are global but ifindexes are per network namespace: a program attached through links
 /// to same-numbered interfaces of several namespaces would match more than once, which a
 /// single switch process never does (it attaches one program per namespace).
-pub(super) fn find_xdp_link(program_id: u32, ifindex: u32) -> io::Result<Option<OwnedFd>> {
+pub(in crate::afxdp) fn find_xdp_link(
+    program_id: u32,
+    ifindex: u32,
+) -> io::Result<Option<OwnedFd>> {
     let mut start_id = 0;
     loop {
         let mut attr = BpfAttr([0; 36]);
@@ -118,7 +121,7 @@ pub(super) fn find_xdp_link(program_id: u32, ifindex: u32) -> io::Result<Option<
 }
 
 /// Detaches the program of `link` from its hook; the link object itself stays, defunct.
-pub(super) fn link_detach(link: BorrowedFd<'_>) -> io::Result<()> {
+pub(in crate::afxdp) fn link_detach(link: BorrowedFd<'_>) -> io::Result<()> {
     let mut attr = BpfAttr([0; 36]);
     attr.0[0] = link.as_raw_fd() as u32;
     bpf(BPF_LINK_DETACH, &mut attr).map(drop)
@@ -128,10 +131,10 @@ pub(super) fn link_detach(link: BorrowedFd<'_>) -> io::Result<()> {
 // rtnetlink
 
 /// A `NETLINK_ROUTE` socket for one request/response exchange.
-pub(super) struct RouteSocket(OwnedFd);
+pub(in crate::afxdp) struct RouteSocket(OwnedFd);
 
 impl RouteSocket {
-    pub(super) fn open() -> io::Result<Self> {
+    pub(in crate::afxdp) fn open() -> io::Result<Self> {
         // SAFETY: plain socket(2) call with constant arguments; no pointers.
         let fd = unsafe {
             libc::socket(
@@ -148,7 +151,7 @@ impl RouteSocket {
     }
 
     /// Sends one complete netlink message (header included) to the kernel.
-    pub(super) fn send(&self, message: &[u8]) -> io::Result<()> {
+    pub(in crate::afxdp) fn send(&self, message: &[u8]) -> io::Result<()> {
         // SAFETY: a zeroed `sockaddr_nl` (pid 0, groups 0) addresses the kernel.
         let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
@@ -172,7 +175,7 @@ impl RouteSocket {
     }
 
     /// Receives one datagram (one or more netlink messages) into `buffer`; its length.
-    pub(super) fn receive(&self, buffer: &mut [u8]) -> io::Result<usize> {
+    pub(in crate::afxdp) fn receive(&self, buffer: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `buffer` is live and writable for its whole length, which is passed.
         let received = unsafe {
             libc::recv(

@@ -2,7 +2,10 @@
 //! benchmark generator's prebuilt frames), and the few Linux calls the workers make directly
 //! (clock, epoll, eventfd, timerfd).
 //!
-//! Each function states its preconditions; callers outside this module stay safe.
+//! Each function states its preconditions; callers outside this module stay safe. The raw
+//! calls of the steering loader are in [`steer`].
+
+pub(super) mod steer;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

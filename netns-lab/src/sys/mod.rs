@@ -1,0 +1,6 @@
+//! Every system call of `ofan-lab` that needs `unsafe`, in one place: namespaces, sessions,
+//! signals and socket options of the lab ([`lab`]) and the clocks, real-time scheduling and
+//! socket calls of the host agent ([`agent`]). Everything else in the crate is safe code.
+
+pub mod agent;
+pub mod lab;
