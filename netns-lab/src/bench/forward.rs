@@ -767,6 +767,12 @@ fn to_json(args: &ForwardArgs, placement: &str, rows: &[Row]) -> Value {
             .find(|r| r.name == name)
             .and_then(Row::median_mpps)
     };
+    let paired = |other: &str| {
+        let row = |name: &str| rows.iter().find(|r| r.name == name);
+        row("ofan")
+            .zip(row(other))
+            .and_then(|(a, b)| report::paired_ratio(a, b))
+    };
     json!({
         "benchmark": "forward",
         "date": date,
@@ -808,6 +814,10 @@ fn to_json(args: &ForwardArgs, placement: &str, rows: &[Row]) -> Value {
             "ofan_redirect": report::ratio(find("ofan"), find("redirect")),
             "bare_redirect": report::ratio(find("bare"), find("redirect")),
             "testpmd_redirect": report::ratio(find("testpmd"), find("redirect")),
+        },
+        "paired_ratios": {
+            "ofan_bare": paired("bare"),
+            "ofan_testpmd": paired("testpmd"),
         },
     })
 }

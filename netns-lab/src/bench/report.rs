@@ -68,6 +68,20 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The median over rounds of `a`'s rate divided by `b`'s in the same round: the two were
+/// measured seconds apart, so load that drifts over the run cancels in each quotient, which the
+/// ratio of the two medians does not do. `None` unless both were measured in a common round.
+pub fn paired_ratio(a: &Row, b: &Row) -> Option<f64> {
+    let (Outcome::Measured(a), Outcome::Measured(b)) = (&a.outcome, &b.outcome) else {
+        return None;
+    };
+    median(a.iter().filter_map(|x| {
+        b.iter()
+            .find(|y| y.round == x.round)
+            .and_then(|y| ratio(Some(x.mpps), Some(y.mpps)))
+    }))
+}
+
 /// Within this fraction of the offered rate, a candidate forwarded everything it was given.
 const GENERATOR_BOUND: f64 = 0.97;
 
@@ -136,6 +150,17 @@ pub fn table(rows: &[Row]) -> String {
         cell(ratio(ofan, find("bare")), 2),
         cell(ratio(ofan, find("testpmd")), 2),
     );
+    let row = |name: &str| rows.iter().find(|r| r.name == name);
+    let paired = |other: &str| match (row("ofan"), row(other)) {
+        (Some(a), Some(b)) => paired_ratio(a, b),
+        _ => None,
+    };
+    let _ = writeln!(
+        out,
+        "Medians of per-round ratios (each round's candidates measured back to back): ofan/bare = {}, ofan/testpmd = {}.",
+        cell(paired("bare"), 2),
+        cell(paired("testpmd"), 2),
+    );
     out
 }
 
@@ -158,6 +183,32 @@ mod tests {
         assert_eq!(median([3.0]), Some(3.0));
         assert_eq!(median([3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median([4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn paired_ratios_divide_within_a_round() {
+        let at = |round, mpps| Sample {
+            round,
+            ..sample(mpps)
+        };
+        let a = Row {
+            name: "ofan",
+            description: "",
+            outcome: Outcome::Measured(vec![at(0, 1.0), at(1, 2.0), at(2, 0.9)]),
+        };
+        let b = Row {
+            name: "bare",
+            description: "",
+            outcome: Outcome::Measured(vec![at(0, 1.0), at(1, 2.5), at(2, 1.0)]),
+        };
+        // Per round 1.0, 0.8, 0.9 → median 0.9; the ratio of medians would be 1.0 / 1.0.
+        assert_eq!(paired_ratio(&a, &b), Some(0.9));
+        let none = Row {
+            name: "testpmd",
+            description: "",
+            outcome: Outcome::Unavailable("x".into()),
+        };
+        assert_eq!(paired_ratio(&a, &none), None);
     }
 
     #[test]
@@ -201,6 +252,8 @@ mod tests {
         assert!(text.contains("not installed/unavailable: dpdk-testpmd not on PATH"));
         assert!(text.contains("| 0.25 |"), "{text}");
         assert!(text.contains("ofan/bare = 0.90"));
+        // Paired: only round 0 has both (0.9 / 1.0).
+        assert!(text.contains("per-round ratios (each round's candidates measured back to back): ofan/bare = 0.90"), "{text}");
         assert!(text.contains("ofan/testpmd = –"));
     }
 }
