@@ -157,6 +157,47 @@ pub enum Pacing {
     RhoMax,
 }
 
+/// How a host's pacer makes room for the ACKs it sends: the host link carries both. Either way
+/// `load` means what it means for the lab agent (`netns-lab/src/agent/pacing.rs`): data is
+/// paced at `load` × the reference rate, and only the ACK airtime that does not fit in the idle
+/// time this leaves pushes data back, so that at `load` 1 data plus ACKs fill the link exactly
+/// and never overload it. The NIC sends each data frame when it is due and fits the ACKs into
+/// the room the pacer leaves (see [`crate::sim`], "Hosts").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AckAirtime {
+    /// Charged by count, as the lab agent's pacer does: each data departure pushes the next
+    /// one back by the airtime of the ACKs the host sent since the previous departure, less the
+    /// idle time of the paced gap. A sender's period then varies with the ACKs it happens to
+    /// send, and its phase drifts with them.
+    #[default]
+    Charged,
+    /// Reserved on a fixed schedule, as a rate limiter set to leave room for the ACKs would:
+    /// data frame i is due at `start + i × period` with `period = max(frame time / load,
+    /// frame time + a × ACK time)`, where `a` is the ACKs the host sends per data frame it
+    /// sends, at most one (a host receives at most one frame per frame time). ACKs beyond the
+    /// room wait for the next one; data departures are strictly periodic (paper §2.2's
+    /// fixed-rate source, the premise of Thm. 2).
+    Reserved,
+}
+
+/// When each host sends its first data frame.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartPhase {
+    /// Every host at t = 0 (paper §2.1: collectives are synchronous). Paced at the same rate,
+    /// the hosts of an edge switch then deliver their frames to it in the same picosecond, and
+    /// the order the switch handles them in is the order of the simulator's events (which
+    /// frame preceded each on its wire), not a property of the switch.
+    #[default]
+    Synchronous,
+    /// Every host at its own seeded random time within one data frame time of t = 0, as
+    /// hosts that start together up to clock skew: no two hosts' frames tie, and periodic
+    /// senders arrive in the same order every period (the premise of paper Thm. 2 and of the
+    /// N·D/D/1 models of §3.4, periodic flows with random phases).
+    Random,
+}
+
 /// Whether a full buffer drops frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -205,6 +246,12 @@ pub struct ModelConfig {
     pub load: f64,
     /// The pacing reference (line rate or ρ_max).
     pub pacing: Pacing,
+    /// How hosts pace around the ACKs they send (absent in older reports: charged).
+    #[serde(default)]
+    pub ack_airtime: AckAirtime,
+    /// When hosts start (absent in older reports: synchronous).
+    #[serde(default)]
+    pub start_phase: StartPhase,
     /// Message size of every generated flow, bytes.
     pub message_bytes: u64,
     /// The traffic matrix.
@@ -222,7 +269,8 @@ pub struct ModelConfig {
 
 impl ModelConfig {
     /// The paper's defaults (§6): k = 12 fat tree, [`LinkParams::paper`], 800 KB buffers, 80 KB
-    /// ECN threshold, drop-tail, full line rate, 1 MiB permutation, `ofan`, pipes of 4 ports, no failures.
+    /// ECN threshold, drop-tail, full line rate with ACK airtime charged as the lab agent does,
+    /// every host starting at t = 0, 1 MiB permutation, `ofan`, pipes of 4 ports, no failures.
     #[must_use]
     pub fn paper() -> Self {
         Self {
@@ -233,6 +281,8 @@ impl ModelConfig {
             ecn_threshold_bytes: 80_000,
             load: 1.0,
             pacing: Pacing::Offered,
+            ack_airtime: AckAirtime::Charged,
+            start_phase: StartPhase::Synchronous,
             message_bytes: 1 << 20,
             workload: Workload::Permutation,
             scheme: Scheme::Switch(Algorithm::Ofan),

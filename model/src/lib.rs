@@ -11,7 +11,8 @@
 //! * [`workload`]: traffic matrices (permutation, inter-pod permutation, all-to-all, ring,
 //!   matrix files) and failure samples, drawn from the seed.
 //! * [`sim`]: the event loop — output-queued store-and-forward switches with per-port FIFOs,
-//!   constant-rate hosts (no congestion control, paper §2.2), one ACK per data frame. Every
+//!   paced hosts (no congestion control, paper §2.2) whose links carry their data and their
+//!   ACKs (one per data frame; [`AckAirtime`] says how the pacer makes room for them). Every
 //!   northbound decision at an edge or aggregation switch is a call to
 //!   [`ofan_dataplane::lb::PipeBalancer::choose`] on the pipe of the ingress port.
 //! * [`report`]: what a run measures ([`RunReport`]): CCT, its lower bound and increase,
@@ -55,7 +56,9 @@ pub mod workload;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-pub use config::{BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme, Workload};
+pub use config::{
+    AckAirtime, BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme, StartPhase, Workload,
+};
 pub use error::ModelError;
 pub use report::{QueueStats, RunReport, Stage};
 pub use sim::{run, run_on};

@@ -1,4 +1,4 @@
-//! The discrete-event loop: output-queued store-and-forward switches, constant-rate hosts.
+//! The discrete-event loop: output-queued store-and-forward switches, paced hosts.
 //!
 //! # Time and queues
 //! Time is integer picoseconds. Every output port is a FIFO served at line rate, and a frame
@@ -15,11 +15,26 @@
 //! every run.
 //!
 //! # Hosts
-//! A host's NIC is an output port like any other. Received data frames are acknowledged at
-//! once (one ACK per data frame, enqueued on the NIC). The sender injects its next data frame
-//! only when the NIC is idle and the pacer allows (at most one frame per serialization time /
-//! rate), taking its flows in round-robin order: the NIC pulls data, so queued ACKs go first and
-//! a host at full rate sends data at line rate minus its ACK traffic.
+//! A host's NIC is an output port like any other, and its link carries the host's data and the
+//! ACKs it sends (one per data frame received, at once). The pacer fixes when each data frame
+//! leaves, taking the host's flows in round-robin order; `load` ρ means what it means for the
+//! lab agent (`netns-lab/src/agent/pacing.rs`): data at ρ × the reference rate, and only the
+//! ACK airtime that does not fit in the idle time this leaves pushes data back, so that at
+//! ρ = 1 data and ACKs fill the link exactly and never overload it. Frame i + 1 is due
+//! `gap_i` after frame i, with `paced = frame time / ρ`:
+//!
+//! * [`AckAirtime::Charged`] (the agent's rule): `gap_i = paced + max(0, A_i − (paced −
+//!   frame time))`, where `A_i` is the airtime of the ACKs the host sent since frame i − 1
+//!   left. The period follows the ACKs the host happens to send, and so does its phase.
+//! * [`AckAirtime::Reserved`] (a rate limiter that leaves room for the ACKs):
+//!   `gap_i = max(paced, frame time + a × ACK time)`, `a` = ACKs the host sends per data frame
+//!   it sends, at most 1: data departures are strictly periodic.
+//!
+//! The NIC sends a data frame exactly when it is due: an ACK goes on the link at once only if
+//! it ends by then, and otherwise waits for the room the pacer leaves after that frame (as in
+//! the lab, where a host's ACKs never delay its paced data). Hosts start at t = 0
+//! ([`StartPhase::Synchronous`]) or each at a seeded random time within one frame time of it
+//! ([`StartPhase::Random`]), which keeps frames of different hosts from tying in time.
 
 use std::collections::VecDeque;
 
@@ -31,7 +46,9 @@ use ofan_topology::{
     FailedLinks, NodeId, PortDirection, Role, Topology, TopologyKind, TrafficMatrix,
 };
 
-use crate::config::{BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme, Workload};
+use crate::config::{
+    AckAirtime, BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme, StartPhase, Workload,
+};
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{EdgeUplinkInvariant, PacketCounts, QueueStats, RunReport, Stage};
@@ -43,6 +60,8 @@ const NO_VIA: u16 = u16::MAX;
 const SWITCH_SALT: u64 = 0x7377_6974_6368;
 /// Salt of the per-host generators.
 const HOST_SALT: u64 = 0x686f_7374;
+/// Salt of the hosts' start phases.
+const PHASE_SALT: u64 = 0x0070_6861_7365;
 /// Salt of DRB pointer starts.
 const DRB_SALT: u64 = 0x0064_7262;
 /// How many events ahead [`Sim::touch_ahead`] loads.
@@ -190,6 +209,17 @@ struct Host {
     active: Vec<u32>,
     cursor: usize,
     rng: LbRng,
+    /// When the pacer lets the next data frame leave, ps; the NIC is free then (ACKs only
+    /// take room that ends by it).
+    due: u64,
+    /// [`AckAirtime::Charged`]: airtime of the ACKs given to the NIC since the last data
+    /// departure, ps.
+    ack_airtime: u64,
+    /// [`AckAirtime::Reserved`]: ACK airtime reserved after every data frame, ps.
+    reserved: u64,
+    /// ACKs that would have delayed the next data frame, oldest first: they leave in the room
+    /// the pacer leaves after it.
+    held_acks: VecDeque<Packet>,
 }
 
 #[derive(Debug)]
@@ -294,6 +324,23 @@ pub fn run_on(topology: &Topology, config: &ModelConfig) -> Result<RunReport, Mo
     sim.start();
     sim.run_loop();
     Ok(sim.report(&failures, &specs, send_rate, rho_max))
+}
+
+/// [`AckAirtime::Reserved`]: every sending host reserves, after each data frame, the airtime of
+/// the ACKs it will send per data frame it sends — at most one ACK: a host receives at most
+/// one frame per frame time, so while it sends, about one ACK falls into each of its slots
+/// however much it receives in all (ACKs beyond the room wait for the next slot).
+fn reserve_ack_airtime(hosts: &mut [Host], flows: &[Flow], ack_wire_ps: u64) {
+    let mut counts = vec![(0u64, 0u64); hosts.len()];
+    for flow in flows {
+        counts[flow.src as usize].0 += u64::from(flow.packets);
+        counts[flow.dst as usize].1 += u64::from(flow.packets);
+    }
+    for (host, (sent, acked)) in hosts.iter_mut().zip(counts) {
+        if sent > 0 {
+            host.reserved = (ack_wire_ps * acked.min(sent)).div_ceil(sent);
+        }
+    }
 }
 
 /// Flows weighted so that every source host's flows sum to its line rate: ρ_max is then the
@@ -449,6 +496,10 @@ impl<'a> Sim<'a> {
                 active: Vec::new(),
                 cursor: 0,
                 rng: LbRng::new(mix64(config.seed ^ mix64(HOST_SALT ^ u64::from(node.id.0)))),
+                due: 0,
+                ack_airtime: 0,
+                reserved: 0,
+                held_acks: VecDeque::new(),
             })
             .collect();
         let _ = first_agg;
@@ -497,6 +548,9 @@ impl<'a> Sim<'a> {
                 .link
                 .serialization_ps(u64::from(frame) + u64::from(config.link.gap_bytes))
         };
+        if config.ack_airtime == AckAirtime::Reserved {
+            reserve_ack_airtime(&mut hosts, &flows, wire(config.link.ack_bytes));
+        }
         let host_count = hosts.len();
         let flow_ends = flows.iter().map(|flow| [flow.src, flow.dst]).collect();
         let data_carried = vec![0; ports.len()];
@@ -553,11 +607,20 @@ impl<'a> Sim<'a> {
     }
 
     fn start(&mut self) {
-        // Collectives are synchronous (paper §2.1): every host starts at t = 0.
+        // Collectives are synchronous (paper §2.1): every host starts at t = 0, or within one
+        // data frame time of it.
         for host in 0..self.hosts.len() as u32 {
-            if !self.hosts[host as usize].active.is_empty() {
-                self.push(0, host, true);
+            if self.hosts[host as usize].active.is_empty() {
+                continue;
             }
+            let phase = match self.config.start_phase {
+                StartPhase::Synchronous => 0,
+                StartPhase::Random => {
+                    mix64(self.config.seed ^ mix64(PHASE_SALT ^ u64::from(host))) % self.ser_data
+                }
+            };
+            self.hosts[host as usize].due = phase;
+            self.push(phase, host, true);
         }
     }
 
@@ -619,7 +682,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// The pacer: time between the starts of consecutive data frames of a host.
+    /// Time that data of `serialization` takes at the paced rate.
     #[inline]
     fn paced(&self, serialization: u64) -> u64 {
         if self.rate_ppm == 1_000_000 {
@@ -629,7 +692,24 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// A host's pacer fires: inject the next data frame if the NIC is idle.
+    /// The pacer of `host` after a data frame of `serialization` left: how much later than
+    /// that frame the next one is due (see the module documentation, "Hosts").
+    fn pacing_gap(&mut self, host: u32, serialization: u64) -> u64 {
+        let paced = self.paced(serialization);
+        let state = &mut self.hosts[host as usize];
+        match self.config.ack_airtime {
+            AckAirtime::Charged => {
+                // The ACKs sent since the previous departure, less the idle time pacing leaves.
+                let charge = state.ack_airtime.saturating_sub(paced - serialization);
+                state.ack_airtime = 0;
+                paced + charge
+            }
+            AckAirtime::Reserved => paced.max(serialization + state.reserved),
+        }
+    }
+
+    /// A host's pacer fires: inject the next data frame (the NIC is idle: ACKs only take room
+    /// that ends by the due time; the check is a safety net).
     fn wake(&mut self, host: u32) {
         let now = self.now;
         let nic = self.nodes[host as usize].port_base as usize;
@@ -686,8 +766,42 @@ impl<'a> Sim<'a> {
         };
         self.enqueue(nic, packet);
         if more {
-            let next = now + self.paced(self.serialization(frame));
-            self.push(next, host, true);
+            let gap = self.pacing_gap(host, self.serialization(frame));
+            let state = &mut self.hosts[host as usize];
+            state.due += gap;
+            let due = state.due;
+            self.release_acks(host, nic, due);
+            self.push(due, host, true);
+        } else {
+            // The host sends no more data: nothing is left to wait for.
+            self.release_acks(host, nic, u64::MAX);
+        }
+    }
+
+    /// Puts the held ACKs of `host` on its NIC, oldest first, as long as they end by `until`.
+    fn release_acks(&mut self, host: u32, nic: usize, until: u64) {
+        while self.ports[nic].free_at.saturating_add(self.ser_ack) <= until {
+            let Some(ack) = self.hosts[host as usize].held_acks.pop_front() else {
+                break;
+            };
+            self.enqueue(nic, ack);
+        }
+    }
+
+    /// `host` acknowledges a data frame: the NIC sends the ACK at once unless it would delay
+    /// the host's next data frame, then it waits for the room after that frame.
+    fn send_ack(&mut self, host: u32, ack: Packet) {
+        self.counts.acks_sent += 1;
+        let nic = self.nodes[host as usize].port_base as usize;
+        let state = &mut self.hosts[host as usize];
+        state.ack_airtime += self.ser_ack;
+        let sending = !state.active.is_empty();
+        let fits = state.held_acks.is_empty()
+            && self.now.max(self.ports[nic].free_at) + self.ser_ack <= state.due;
+        if sending && !fits {
+            state.held_acks.push_back(ack);
+        } else {
+            self.enqueue(nic, ack);
         }
     }
 
@@ -733,9 +847,7 @@ impl<'a> Sim<'a> {
                     entropy: packet.entropy,
                     via,
                 };
-                self.counts.acks_sent += 1;
-                let nic = self.nodes[host as usize].port_base as usize;
-                self.enqueue(nic, ack);
+                self.send_ack(host, ack);
             }
         }
     }

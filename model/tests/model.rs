@@ -3,8 +3,8 @@
 
 use ofan_dataplane::lb::Algorithm;
 use ofan_model::{
-    run, run_many, workload, Failures, FlowSpec, ModelConfig, Pacing, RunReport, Scheme, Stage,
-    Workload,
+    run, run_many, workload, AckAirtime, BufferLimit, Failures, FlowSpec, ModelConfig, Pacing,
+    RunReport, Scheme, Stage, StartPhase, Workload,
 };
 use ofan_topology::{LinkParams, Topology, TopologyKind};
 
@@ -335,6 +335,105 @@ fn workloads_have_their_shape() {
         1
     )
     .is_err());
+}
+
+/// The paper's periodic sources: ACK airtime reserved on a fixed schedule, random phases.
+fn periodic(mut config: ModelConfig) -> ModelConfig {
+    config.ack_airtime = AckAirtime::Reserved;
+    config.start_phase = StartPhase::Random;
+    config
+}
+
+#[test]
+fn host_pacing_options_are_deterministic() {
+    for scheme in [rsq(), Scheme::Switch(Algorithm::Rr), Scheme::Spray] {
+        let base = periodic(config(4, 128 * 1024, scheme));
+        assert_eq!(json(&run(&base).unwrap()), json(&run(&base).unwrap()));
+        let mut other = base.clone();
+        other.seed = 2;
+        assert_ne!(json(&run(&base).unwrap()), json(&run(&other).unwrap()));
+    }
+}
+
+/// Two hosts exchange 1 MiB (256 frames each way). Reserved, each leaves one ACK time after
+/// every data frame, so the last frame leaves 255 ACK times later than at line rate; charged,
+/// the hosts send at line rate until the first ACK comes back, so the CCT lies between.
+#[test]
+fn reserved_ack_airtime_slows_data_by_one_ack_per_frame() {
+    let link = LinkParams::paper();
+    let ack = link.serialization_ps(64 + 20);
+    let exchange = |ack_airtime| {
+        let mut config = config(4, 1 << 20, ofan());
+        config.ack_airtime = ack_airtime;
+        config.workload = Workload::Matrix {
+            flows: vec![
+                FlowSpec {
+                    src: 0,
+                    dst: 15,
+                    bytes: 1 << 20,
+                },
+                FlowSpec {
+                    src: 15,
+                    dst: 0,
+                    bytes: 1 << 20,
+                },
+            ],
+        };
+        let report = run(&config).unwrap();
+        assert_eq!(report.packets.flows_complete, 2, "{ack_airtime:?}");
+        (report.cct_ps.unwrap(), report.lower_bound_ps)
+    };
+    // Within a frame time, as for a lone flow: the last ACK can meet the other flow's data.
+    let frame = link.serialization_ps(4096 + 62 + 20);
+    let (reserved, bound) = exchange(AckAirtime::Reserved);
+    let expected = bound + 255 * ack;
+    assert!(
+        reserved.abs_diff(expected) <= frame,
+        "{reserved} vs {expected}"
+    );
+    let (charged, _) = exchange(AckAirtime::Charged);
+    assert!(charged > bound && charged < reserved, "{charged}");
+}
+
+/// Both ACK rules mean the same load: data at `load` × line rate while the ACKs fit in the
+/// slack; at load 1, data plus ACKs at line rate (data frames of 4178 wire bytes, ACKs of 84).
+#[test]
+fn load_is_the_data_rate_under_both_ack_rules() {
+    for ack_airtime in [AckAirtime::Charged, AckAirtime::Reserved] {
+        let mut half = config(4, 1 << 20, ofan());
+        half.ack_airtime = ack_airtime;
+        half.load = 0.5;
+        let utilization = run(&half).unwrap().utilization;
+        assert!(
+            (utilization - 0.5).abs() < 0.01,
+            "{ack_airtime:?}: {utilization}"
+        );
+    }
+    let mut full = periodic(config(4, 1 << 20, ofan()));
+    full.load = 1.0;
+    let utilization = run(&full).unwrap().utilization;
+    let share = 4178.0 / (4178.0 + 84.0);
+    assert!(
+        (utilization - share).abs() < 0.01,
+        "{utilization} vs {share}"
+    );
+}
+
+/// Paper Thm. 2: with strictly periodic senders at distinct phases, Simple RR sends each flow
+/// through one edge up-port for the whole run (the uplinks are exactly balanced), so colliding
+/// flows meet on the downlinks for the whole run and the max queue grows linearly with m.
+#[test]
+fn periodic_senders_stick_to_their_ports_under_simple_rr() {
+    let max_queue = |bytes| {
+        let mut config = periodic(config(6, bytes, Scheme::Switch(Algorithm::Rr)));
+        config.workload = Workload::InterPodPermutation;
+        config.buffer_limit = BufferLimit::Unlimited;
+        let report = run(&config).unwrap();
+        assert!(report.stage(Stage::EdgeUp).link_overload < 0.01, "{bytes}");
+        report.max_queue_bytes as f64
+    };
+    let growth = max_queue(1 << 20) / max_queue(256 * 1024);
+    assert!(growth > 3.5, "grew {growth}× for 4× the message");
 }
 
 #[test]

@@ -14,8 +14,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use ofan_model::figures::{self, Figure, Sweep};
 use ofan_model::{
-    default_threads, run_many, workload, BufferLimit, Failures, ModelConfig, Pacing, RunReport,
-    Scheme, Stage, Workload,
+    default_threads, run_many, workload, AckAirtime, BufferLimit, Failures, ModelConfig, Pacing,
+    RunReport, Scheme, Stage, StartPhase, Workload,
 };
 use ofan_topology::TopologyKind;
 
@@ -70,6 +70,18 @@ enum BufferLimitArg {
 enum PacingArg {
     Offered,
     RhoMax,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AckAirtimeArg {
+    Charged,
+    Reserved,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum StartPhaseArg {
+    Synchronous,
+    Random,
 }
 
 /// Everything that shapes one run.
@@ -129,6 +141,13 @@ struct Common {
     /// Pacing reference: line rate, or ρ_max under the failures.
     #[arg(long, value_enum, default_value = "offered")]
     pacing: PacingArg,
+    /// Room for the host's own ACKs on its link: charged by count after each data departure
+    /// (as the lab agent), or reserved on a fixed schedule (strictly periodic data).
+    #[arg(long, value_enum, default_value = "charged")]
+    ack_airtime: AckAirtimeArg,
+    /// Hosts start at t = 0, or each at a seeded random time within one frame time of it.
+    #[arg(long, value_enum, default_value = "synchronous")]
+    start_phase: StartPhaseArg,
     /// Ports per pipe (pOfan's pipe size).
     #[arg(long, default_value_t = 4)]
     pipe_size: u16,
@@ -250,6 +269,14 @@ impl Common {
         config.pacing = match self.pacing {
             PacingArg::Offered => Pacing::Offered,
             PacingArg::RhoMax => Pacing::RhoMax,
+        };
+        config.ack_airtime = match self.ack_airtime {
+            AckAirtimeArg::Charged => AckAirtime::Charged,
+            AckAirtimeArg::Reserved => AckAirtime::Reserved,
+        };
+        config.start_phase = match self.start_phase {
+            StartPhaseArg::Synchronous => StartPhase::Synchronous,
+            StartPhaseArg::Random => StartPhase::Random,
         };
         config.message_bytes = self.size;
         config.scheme = self.scheme.parse()?;
