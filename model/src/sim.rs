@@ -35,6 +35,7 @@ use crate::config::{BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{EdgeUplinkInvariant, PacketCounts, QueueStats, RunReport, Stage};
+use crate::sys;
 use crate::workload;
 
 /// `via` of a packet that is not source-routed.
@@ -45,8 +46,11 @@ const SWITCH_SALT: u64 = 0x7377_6974_6368;
 const HOST_SALT: u64 = 0x686f_7374;
 /// Salt of DRB pointer starts.
 const DRB_SALT: u64 = 0x0064_7262;
-/// How many events ahead [`Sim::touch_ahead`] loads.
-const LOOKAHEAD: usize = 3;
+/// How many events ahead [`Sim::prefetch_ahead`] prefetches the port line, the head frame and
+/// the next hop's output port.
+const PREFETCH_PORT: usize = 12;
+const PREFETCH_FRAME: usize = 8;
+const PREFETCH_NEXT_HOP: usize = 4;
 /// How many failure samples to draw before giving up on a connected one.
 const FAILURE_ATTEMPTS: u32 = 1000;
 
@@ -565,7 +569,7 @@ impl<'a> Sim<'a> {
         while let Some(event) = self.queue.pop() {
             self.now = event.time;
             self.events += 1;
-            self.touch_ahead();
+            self.prefetch_ahead();
             if event.wake {
                 self.wake(event.target);
                 continue;
@@ -594,15 +598,58 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Loads the port and the head frame of an event a few places ahead, so that its cache
-    /// misses overlap with the work on this one (a software prefetch without `unsafe`).
+    /// Prefetches what the events a few places ahead will touch, in three stages, so that their
+    /// cache misses overlap with the work on this one: the port line of the event
+    /// [`PREFETCH_PORT`] places ahead, the head frame of the one [`PREFETCH_FRAME`] ahead (its
+    /// port line is cached by now), and the output port that the one [`PREFETCH_NEXT_HOP`]
+    /// ahead will enqueue on when that is known without a balancer decision (its frame is
+    /// cached by now). Only events due at the current picosecond are looked at: those are final.
     #[inline]
-    fn touch_ahead(&self) {
-        if let Some(ahead) = self.queue.peek_due(LOOKAHEAD) {
+    fn prefetch_ahead(&self) {
+        if let Some(ahead) = self.queue.peek_due(PREFETCH_PORT) {
+            if !ahead.wake {
+                sys::prefetch(&self.ports[ahead.target as usize]);
+            }
+        }
+        if let Some(ahead) = self.queue.peek_due(PREFETCH_FRAME) {
+            if !ahead.wake {
+                // The head frame and the next one, whose arrival is scheduled when the head
+                // arrives (24-byte entries: often on the next line).
+                let wire = &self.ports[ahead.target as usize].wire;
+                if let Some(flight) = wire.front() {
+                    sys::prefetch(flight);
+                }
+                if let Some(flight) = wire.get(1) {
+                    sys::prefetch(flight);
+                }
+            }
+        }
+        if let Some(ahead) = self.queue.peek_due(PREFETCH_NEXT_HOP) {
             if !ahead.wake {
                 let port = &self.ports[ahead.target as usize];
-                std::hint::black_box(port.wire.front().map(|flight| flight.arrival));
+                if let Some(flight) = port.wire.front() {
+                    self.prefetch_next_hop(port.peer, &flight.packet);
+                }
             }
+        }
+    }
+
+    /// Prefetches the output port on which `node` will put `packet` when it receives it, if the
+    /// port follows from the destination alone.
+    #[inline]
+    fn prefetch_next_hop(&self, node: u32, packet: &Packet) {
+        let info = &self.nodes[node as usize];
+        let out = if info.role == Role::Host {
+            if packet.is_ack() {
+                return;
+            }
+            Some(0)
+        } else {
+            let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
+            self.down_port(info, node, &self.places[dst as usize])
+        };
+        if let Some(out) = out {
+            sys::prefetch(&self.ports[(info.port_base + u32::from(out)) as usize]);
         }
     }
 
@@ -745,17 +792,7 @@ impl<'a> Sim<'a> {
         let info = self.nodes[node as usize];
         let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
         let target = &self.places[dst as usize];
-        let down = match info.role {
-            Role::Edge => (target.edge == node).then_some(target.slot),
-            Role::Aggregation => (target.pod == info.pod).then_some(target.edge_in_pod),
-            Role::Core => Some(if self.fat_tree {
-                target.pod
-            } else {
-                target.edge_number as u16
-            }),
-            Role::Host => unreachable!("hosts receive, they do not forward"),
-        };
-        let out = match down {
+        let out = match self.down_port(&info, node, target) {
             Some(port) => port,
             None => {
                 let key = if info.role == Role::Edge {
@@ -773,6 +810,22 @@ impl<'a> Sim<'a> {
             }
         };
         self.enqueue((info.port_base + u32::from(out)) as usize, packet);
+    }
+
+    /// The port on which switch `node` sends a frame for `target` down (or across the core);
+    /// `None` when the frame goes up.
+    #[inline]
+    fn down_port(&self, info: &NodeInfo, node: u32, target: &Place) -> Option<u16> {
+        match info.role {
+            Role::Edge => (target.edge == node).then_some(target.slot),
+            Role::Aggregation => (target.pod == info.pod).then_some(target.edge_in_pod),
+            Role::Core => Some(if self.fat_tree {
+                target.pod
+            } else {
+                target.edge_number as u16
+            }),
+            Role::Host => unreachable!("hosts receive, they do not forward"),
+        }
     }
 
     /// The northbound decision: the DRB source route, or the load-balancing core.
