@@ -13,7 +13,9 @@
 //! * [`sim`]: the event loop — output-queued store-and-forward switches with per-port FIFOs,
 //!   constant-rate hosts (no congestion control, paper §2.2), one ACK per data frame. Every
 //!   northbound decision at an edge or aggregation switch is a call to
-//!   [`ofan_dataplane::lb::PipeBalancer::choose`] on the pipe of the ingress port.
+//!   [`ofan_dataplane::lb::PipeBalancer::choose_alone`] on the pipe of the ingress port (the
+//!   dataplane's `choose`, with the shared pointers advanced without a locked instruction,
+//!   since one thread runs the whole fabric).
 //! * [`report`]: what a run measures ([`RunReport`]): CCT, its lower bound and increase,
 //!   utilization, per-stage queues and link overload, packet accounting, and Ofan's edge-uplink
 //!   bound (paper F.4) as a checked invariant.
@@ -49,6 +51,7 @@ mod error;
 pub mod figures;
 mod queue;
 pub mod report;
+mod ring;
 pub mod sim;
 pub mod svg;
 mod sys;

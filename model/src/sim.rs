@@ -35,6 +35,7 @@ use crate::config::{BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{EdgeUplinkInvariant, PacketCounts, QueueStats, RunReport, Stage};
+use crate::ring::Ring;
 use crate::sys;
 use crate::workload;
 
@@ -51,6 +52,9 @@ const DRB_SALT: u64 = 0x0064_7262;
 const PREFETCH_PORT: usize = 12;
 const PREFETCH_FRAME: usize = 8;
 const PREFETCH_NEXT_HOP: usize = 4;
+/// How many events ahead [`Sim::prefetch_ahead`] prefetches the queue head and tail of the next
+/// hop's output port (whose line it prefetched [`PREFETCH_NEXT_HOP`] events ahead).
+const PREFETCH_NEXT_WIRE: usize = 2;
 /// How many failure samples to draw before giving up on a connected one.
 const FAILURE_ATTEMPTS: u32 = 1000;
 
@@ -61,7 +65,7 @@ const ECN_FLAG: u32 = 1 << 30;
 const SEQ_MASK: u32 = ECN_FLAG - 1;
 
 /// A frame in flight: 16 bytes, `Copy`, stored inline in the ports' wire queues.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Packet {
     flow: u32,
     /// Sequence number (low 30 bits), [`ACK_FLAG`], [`ECN_FLAG`] (CE mark; echoed by ACKs).
@@ -94,7 +98,7 @@ impl Packet {
 
 /// A frame in an output port: queued, being transmitted, or propagating; it reaches the peer at
 /// `arrival` and finished transmission at `arrival − propagation`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Flight {
     arrival: u64,
     packet: Packet,
@@ -106,7 +110,7 @@ struct Flight {
 struct Port {
     /// Every frame enqueued and not yet arrived at the peer, in order; the first `sent` have
     /// finished transmission, the rest form the queue.
-    wire: VecDeque<Flight>,
+    wire: Ring<Flight>,
     sent: u32,
     /// Data frames in the queue.
     data: u32,
@@ -114,10 +118,18 @@ struct Port {
     bytes: u64,
     /// When the last enqueued frame finishes transmission.
     free_at: u64,
+    /// When the first frame of the queue (`wire[sent]`) finishes transmission, while the queue
+    /// is not empty: [`Port::purge`] reads the wire only once that time has passed.
+    head_finish: u64,
     peer: u32,
     peer_port: u16,
     stage: Stage,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<Port>() == 64,
+    "a port is one cache line"
+);
 
 /// What the output ports of one stage measure. The report only needs maxima and sums over a
 /// stage, so they are accumulated per stage (six entries that stay in cache) rather than per
@@ -135,31 +147,34 @@ impl Port {
     /// Moves the frames whose transmission ended by `now` out of the queue.
     #[inline]
     fn purge(&mut self, now: u64, propagation: u64) {
-        // The last enqueued frame finishes at `free_at`, so when that has passed, or only that
-        // frame is queued, the answer needs no look at the wire (which is rarely in cache).
+        // The last enqueued frame finishes at `free_at` and the first at `head_finish`, so
+        // unless some but not all of the queue has finished, the answer needs no look at the
+        // wire (which is rarely in cache).
         if self.free_at <= now {
-            self.sent = self.wire.len() as u32;
+            self.sent = self.wire.len();
             self.bytes = 0;
             self.data = 0;
             return;
         }
-        if self.queued() <= 1 {
-            return;
-        }
-        while let Some(flight) = self.wire.get(self.sent as usize) {
-            if flight.arrival - propagation > now {
+        // The last frame has not finished, so it follows every finished one in the queue.
+        while self.head_finish <= now {
+            let Some(finished) = self.wire.get(self.sent) else {
                 break;
-            }
-            self.bytes -= u64::from(flight.packet.frame);
-            self.data -= u32::from(!flight.packet.is_ack());
+            };
+            self.bytes -= u64::from(finished.packet.frame);
+            self.data -= u32::from(!finished.packet.is_ack());
             self.sent += 1;
+            let Some(head) = self.wire.get(self.sent) else {
+                break;
+            };
+            self.head_finish = head.arrival - propagation;
         }
     }
 
     /// Frames in the queue (after [`Port::purge`]).
     #[inline]
     fn queued(&self) -> u32 {
-        self.wire.len() as u32 - self.sent
+        self.wire.len() - self.sent
     }
 }
 
@@ -418,11 +433,12 @@ impl<'a> Sim<'a> {
                     (Role::Core, _) => Stage::CoreDown,
                 };
                 ports.push(Port {
-                    wire: VecDeque::with_capacity(16),
+                    wire: Ring::new(),
                     sent: 0,
                     data: 0,
                     bytes: 0,
                     free_at: 0,
+                    head_finish: 0,
                     peer: port.peer.0,
                     peer_port: port.peer_port.0,
                     stage,
@@ -577,17 +593,20 @@ impl<'a> Sim<'a> {
             let port = &mut self.ports[event.target as usize];
             let flight = port.wire.pop_front().expect("a wire event has a frame");
             debug_assert_eq!(flight.arrival, event.time);
+            let next = port.wire.front().map(|next| next.arrival);
             if port.sent > 0 {
                 port.sent -= 1;
             } else {
-                // Not purged yet: it leaves the queue now.
+                // Not purged yet: it leaves the queue now, and the next frame heads it.
                 port.bytes -= u64::from(flight.packet.frame);
                 port.data -= u32::from(!flight.packet.is_ack());
+                if let Some(next) = next {
+                    port.head_finish = next - self.propagation;
+                }
             }
             let packet = flight.packet;
             let (node, in_port) = (port.peer, port.peer_port);
-            if let Some(next) = port.wire.front() {
-                let next = next.arrival;
+            if let Some(next) = next {
                 self.push(next, event.target, false);
             }
             if self.nodes[node as usize].role == Role::Host {
@@ -628,29 +647,45 @@ impl<'a> Sim<'a> {
             if !ahead.wake {
                 let port = &self.ports[ahead.target as usize];
                 if let Some(flight) = port.wire.front() {
-                    self.prefetch_next_hop(port.peer, &flight.packet);
+                    for out in self.next_hop_ports(port.peer, &flight.packet) {
+                        sys::prefetch(&self.ports[out]);
+                    }
+                }
+            }
+        }
+        if let Some(ahead) = self.queue.peek_due(PREFETCH_NEXT_WIRE) {
+            if !ahead.wake {
+                let port = &self.ports[ahead.target as usize];
+                if let Some(flight) = port.wire.front() {
+                    for out in self.next_hop_ports(port.peer, &flight.packet) {
+                        // The queue head, which the purge reads, and the slot the frame goes to.
+                        let wire = &self.ports[out].wire;
+                        if let Some(head) = wire.get(self.ports[out].sent) {
+                            sys::prefetch(head);
+                        }
+                        sys::prefetch(wire.next_slot());
+                    }
                 }
             }
         }
     }
 
-    /// Prefetches the output port on which `node` will put `packet` when it receives it, if the
-    /// port follows from the destination alone.
+    /// The output ports that `node` may put `packet` on when it receives it: the one port when
+    /// it follows from the destination, every up-port when a balancer decides.
     #[inline]
-    fn prefetch_next_hop(&self, node: u32, packet: &Packet) {
+    fn next_hop_ports(&self, node: u32, packet: &Packet) -> std::ops::Range<usize> {
         let info = &self.nodes[node as usize];
-        let out = if info.role == Role::Host {
-            if packet.is_ack() {
-                return;
-            }
-            Some(0)
+        let (first, count) = if info.role == Role::Host {
+            (0, u16::from(!packet.is_ack()))
         } else {
             let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
-            self.down_port(info, node, &self.places[dst as usize])
+            match self.down_port(info, node, &self.places[dst as usize]) {
+                Some(out) => (out, 1),
+                None => (info.up_first, u16::from(info.up_count)),
+            }
         };
-        if let Some(out) = out {
-            sys::prefetch(&self.ports[(info.port_base + u32::from(out)) as usize]);
-        }
+        let first = (info.port_base + u32::from(first)) as usize;
+        first..first + usize::from(count)
     }
 
     #[inline]
@@ -878,7 +913,7 @@ impl<'a> Sim<'a> {
         };
         let pipe = in_port / self.pipe_ports;
         let balancer = &mut self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-        balancer.choose(&northbound, loads).map(|port| port.0)
+        balancer.choose_alone(&northbound, loads).map(|port| port.0)
     }
 
     /// DRB: the `n`-th waypoint of the (src, dst) pointer, in the interleaved order that
@@ -951,6 +986,9 @@ impl<'a> Sim<'a> {
             }
         }
         let finish = now.max(port.free_at) + serialization;
+        if port.queued() == 0 {
+            port.head_finish = finish;
+        }
         port.free_at = finish;
         port.bytes += frame;
         port.data += u32::from(data);
