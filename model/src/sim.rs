@@ -650,6 +650,7 @@ impl<'a> Sim<'a> {
                     for out in self.next_hop_ports(port.peer, &flight.packet) {
                         sys::prefetch(&self.ports[out]);
                     }
+                    self.prefetch_balancer(port.peer, port.peer_port, &flight.packet);
                 }
             }
         }
@@ -667,6 +668,41 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// Prefetches the balancer state that switch `node` will read to send `packet`, received
+    /// on `in_port`, up (nothing when it goes down or is source-routed).
+    #[inline]
+    fn prefetch_balancer(&self, node: u32, in_port: u16, packet: &Packet) {
+        let info = &self.nodes[node as usize];
+        if info.role == Role::Host || packet.via != NO_VIA {
+            return;
+        }
+        let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
+        let target = &self.places[dst as usize];
+        if self.down_port(info, node, target).is_some() {
+            return;
+        }
+        let key = if info.role == Role::Edge {
+            target.edge_number
+        } else {
+            u32::from(target.pod)
+        };
+        let pipe = in_port / self.pipe_ports;
+        let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+        for address in balancer.hot_addresses(DestKey(key), Self::size_class(packet)) {
+            sys::prefetch(address);
+        }
+    }
+
+    /// The size class a balancer sees for `packet`.
+    #[inline]
+    fn size_class(packet: &Packet) -> SizeClass {
+        if packet.is_ack() {
+            SizeClass::Ack
+        } else {
+            SizeClass::of_frame(packet.frame, SizeClass::DEFAULT_ACK_MAX_FRAME)
         }
     }
 
@@ -878,11 +914,7 @@ impl<'a> Sim<'a> {
         } else {
             PortMask::all(info.up_count)
         };
-        let class = if packet.is_ack() {
-            SizeClass::Ack
-        } else {
-            SizeClass::of_frame(packet.frame, SizeClass::DEFAULT_ACK_MAX_FRAME)
-        };
+        let class = Self::size_class(packet);
         let kind_bit = u64::from(packet.is_ack());
         let flow_hash =
             mix64(u64::from(packet.flow) << 24 ^ kind_bit << 16 ^ u64::from(packet.entropy)) as u32;

@@ -7,20 +7,19 @@
 //! wraps the x86-64 instruction; on other targets it does nothing.
 #![allow(unsafe_code)]
 
-/// Asks the CPU to bring the cache line holding the start of `value` into all cache levels.
+/// Asks the CPU to bring the cache line holding `address` into all cache levels.
 ///
-/// A hint only: it never faults, changes no memory and no result, and may be ignored.
+/// A hint only: it never faults, whatever the address, changes no memory and no result, and may
+/// be ignored.
 #[inline(always)]
-pub(crate) fn prefetch<T>(value: &T) {
+pub(crate) fn prefetch<T>(address: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `prefetcht0` is a hint that architecturally reads nothing and cannot fault, whatever
-    // the address (here a live reference anyway). SSE, which provides it, is part of the x86-64
-    // baseline, so the instruction exists on every x86-64 CPU this code runs on.
+    // the address. SSE, which provides it, is part of the x86-64 baseline, so the instruction
+    // exists on every x86-64 CPU this code runs on.
     unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-            std::ptr::from_ref(value).cast(),
-        );
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(address.cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = address;
 }
