@@ -767,6 +767,7 @@ impl PipeBalancer {
     /// lives: the first and last byte of the switch's shared part and the destination's pointer
     /// (Ofan's shared one, pOfan's own). For callers that prefetch it (the model, whose fabric
     /// does not fit in the cache); the addresses are only ever compared or prefetched.
+    #[inline]
     pub fn hot_addresses(&self, key: DestKey, class: SizeClass) -> [*const u8; 3] {
         let switch = Arc::as_ptr(&self.switch).cast::<u8>();
         let slot = slot_of(key, class);
