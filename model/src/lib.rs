@@ -14,7 +14,9 @@
 //!   paced hosts (no congestion control, paper §2.2) whose links carry their data and their
 //!   ACKs (one per data frame; [`AckAirtime`] says how the pacer makes room for them). Every
 //!   northbound decision at an edge or aggregation switch is a call to
-//!   [`ofan_dataplane::lb::PipeBalancer::choose`] on the pipe of the ingress port.
+//!   [`ofan_dataplane::lb::PipeBalancer::choose_alone`] on the pipe of the ingress port (the
+//!   dataplane's `choose`, with the shared pointers advanced without a locked instruction,
+//!   since one thread runs the whole fabric).
 //! * [`report`]: what a run measures ([`RunReport`]): CCT, its lower bound and increase,
 //!   utilization, per-stage queues and link overload, packet accounting, and Ofan's edge-uplink
 //!   bound (paper F.4) as a checked invariant.
@@ -42,15 +44,18 @@
 //! assert_eq!(report.edge_uplink.violations, 0);
 //! # Ok::<(), ofan_model::ModelError>(())
 //! ```
-#![forbid(unsafe_code)]
+// `unsafe` is denied everywhere but in `sys`, which wraps the one CPU instruction the model needs.
+#![deny(unsafe_code)]
 
 pub mod config;
 mod error;
 pub mod figures;
 mod queue;
 pub mod report;
+mod ring;
 pub mod sim;
 pub mod svg;
+mod sys;
 pub mod workload;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

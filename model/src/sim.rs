@@ -52,6 +52,8 @@ use crate::config::{
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{EdgeUplinkInvariant, PacketCounts, QueueStats, RunReport, Stage};
+use crate::ring::Ring;
+use crate::sys;
 use crate::workload;
 
 /// `via` of a packet that is not source-routed.
@@ -64,8 +66,14 @@ const HOST_SALT: u64 = 0x686f_7374;
 const PHASE_SALT: u64 = 0x0070_6861_7365;
 /// Salt of DRB pointer starts.
 const DRB_SALT: u64 = 0x0064_7262;
-/// How many events ahead [`Sim::touch_ahead`] loads.
-const LOOKAHEAD: usize = 3;
+/// How many events ahead [`Sim::prefetch_ahead`] prefetches the port line, the head frame and
+/// the next hop's output port.
+const PREFETCH_PORT: usize = 12;
+const PREFETCH_FRAME: usize = 8;
+const PREFETCH_NEXT_HOP: usize = 4;
+/// How many events ahead [`Sim::prefetch_ahead`] prefetches the queue head and tail of the next
+/// hop's output port (whose line it prefetched [`PREFETCH_NEXT_HOP`] events ahead).
+const PREFETCH_NEXT_WIRE: usize = 2;
 /// How many failure samples to draw before giving up on a connected one.
 const FAILURE_ATTEMPTS: u32 = 1000;
 
@@ -76,7 +84,7 @@ const ECN_FLAG: u32 = 1 << 30;
 const SEQ_MASK: u32 = ECN_FLAG - 1;
 
 /// A frame in flight: 16 bytes, `Copy`, stored inline in the ports' wire queues.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Packet {
     flow: u32,
     /// Sequence number (low 30 bits), [`ACK_FLAG`], [`ECN_FLAG`] (CE mark; echoed by ACKs).
@@ -109,7 +117,7 @@ impl Packet {
 
 /// A frame in an output port: queued, being transmitted, or propagating; it reaches the peer at
 /// `arrival` and finished transmission at `arrival − propagation`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Flight {
     arrival: u64,
     packet: Packet,
@@ -121,7 +129,7 @@ struct Flight {
 struct Port {
     /// Every frame enqueued and not yet arrived at the peer, in order; the first `sent` have
     /// finished transmission, the rest form the queue.
-    wire: VecDeque<Flight>,
+    wire: Ring<Flight>,
     sent: u32,
     /// Data frames in the queue.
     data: u32,
@@ -129,10 +137,18 @@ struct Port {
     bytes: u64,
     /// When the last enqueued frame finishes transmission.
     free_at: u64,
+    /// When the first frame of the queue (`wire[sent]`) finishes transmission, while the queue
+    /// is not empty: [`Port::purge`] reads the wire only once that time has passed.
+    head_finish: u64,
     peer: u32,
     peer_port: u16,
     stage: Stage,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<Port>() == 64,
+    "a port is one cache line"
+);
 
 /// What the output ports of one stage measure. The report only needs maxima and sums over a
 /// stage, so they are accumulated per stage (six entries that stay in cache) rather than per
@@ -150,31 +166,34 @@ impl Port {
     /// Moves the frames whose transmission ended by `now` out of the queue.
     #[inline]
     fn purge(&mut self, now: u64, propagation: u64) {
-        // The last enqueued frame finishes at `free_at`, so when that has passed, or only that
-        // frame is queued, the answer needs no look at the wire (which is rarely in cache).
+        // The last enqueued frame finishes at `free_at` and the first at `head_finish`, so
+        // unless some but not all of the queue has finished, the answer needs no look at the
+        // wire (which is rarely in cache).
         if self.free_at <= now {
-            self.sent = self.wire.len() as u32;
+            self.sent = self.wire.len();
             self.bytes = 0;
             self.data = 0;
             return;
         }
-        if self.queued() <= 1 {
-            return;
-        }
-        while let Some(flight) = self.wire.get(self.sent as usize) {
-            if flight.arrival - propagation > now {
+        // The last frame has not finished, so it follows every finished one in the queue.
+        while self.head_finish <= now {
+            let Some(finished) = self.wire.get(self.sent) else {
                 break;
-            }
-            self.bytes -= u64::from(flight.packet.frame);
-            self.data -= u32::from(!flight.packet.is_ack());
+            };
+            self.bytes -= u64::from(finished.packet.frame);
+            self.data -= u32::from(!finished.packet.is_ack());
             self.sent += 1;
+            let Some(head) = self.wire.get(self.sent) else {
+                break;
+            };
+            self.head_finish = head.arrival - propagation;
         }
     }
 
     /// Frames in the queue (after [`Port::purge`]).
     #[inline]
     fn queued(&self) -> u32 {
-        self.wire.len() as u32 - self.sent
+        self.wire.len() - self.sent
     }
 }
 
@@ -461,11 +480,12 @@ impl<'a> Sim<'a> {
                     (Role::Core, _) => Stage::CoreDown,
                 };
                 ports.push(Port {
-                    wire: VecDeque::with_capacity(16),
+                    wire: Ring::new(),
                     sent: 0,
                     data: 0,
                     bytes: 0,
                     free_at: 0,
+                    head_finish: 0,
                     peer: port.peer.0,
                     peer_port: port.peer_port.0,
                     stage,
@@ -628,7 +648,7 @@ impl<'a> Sim<'a> {
         while let Some(event) = self.queue.pop() {
             self.now = event.time;
             self.events += 1;
-            self.touch_ahead();
+            self.prefetch_ahead();
             if event.wake {
                 self.wake(event.target);
                 continue;
@@ -636,17 +656,20 @@ impl<'a> Sim<'a> {
             let port = &mut self.ports[event.target as usize];
             let flight = port.wire.pop_front().expect("a wire event has a frame");
             debug_assert_eq!(flight.arrival, event.time);
+            let next = port.wire.front().map(|next| next.arrival);
             if port.sent > 0 {
                 port.sent -= 1;
             } else {
-                // Not purged yet: it leaves the queue now.
+                // Not purged yet: it leaves the queue now, and the next frame heads it.
                 port.bytes -= u64::from(flight.packet.frame);
                 port.data -= u32::from(!flight.packet.is_ack());
+                if let Some(next) = next {
+                    port.head_finish = next - self.propagation;
+                }
             }
             let packet = flight.packet;
             let (node, in_port) = (port.peer, port.peer_port);
-            if let Some(next) = port.wire.front() {
-                let next = next.arrival;
+            if let Some(next) = next {
                 self.push(next, event.target, false);
             }
             if self.nodes[node as usize].role == Role::Host {
@@ -657,16 +680,111 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Loads the port and the head frame of an event a few places ahead, so that its cache
-    /// misses overlap with the work on this one (a software prefetch without `unsafe`).
+    /// Prefetches what the events a few places ahead will touch, in three stages, so that their
+    /// cache misses overlap with the work on this one: the port line of the event
+    /// [`PREFETCH_PORT`] places ahead, the head frame of the one [`PREFETCH_FRAME`] ahead (its
+    /// port line is cached by now), and the output port that the one [`PREFETCH_NEXT_HOP`]
+    /// ahead will enqueue on when that is known without a balancer decision (its frame is
+    /// cached by now). Only events due at the current picosecond are looked at: those are final.
     #[inline]
-    fn touch_ahead(&self) {
-        if let Some(ahead) = self.queue.peek_due(LOOKAHEAD) {
+    fn prefetch_ahead(&self) {
+        if let Some(ahead) = self.queue.peek_due(PREFETCH_PORT) {
             if !ahead.wake {
-                let port = &self.ports[ahead.target as usize];
-                std::hint::black_box(port.wire.front().map(|flight| flight.arrival));
+                sys::prefetch(&self.ports[ahead.target as usize]);
             }
         }
+        if let Some(ahead) = self.queue.peek_due(PREFETCH_FRAME) {
+            if !ahead.wake {
+                // The head frame and the next one, whose arrival is scheduled when the head
+                // arrives (24-byte entries: often on the next line).
+                let wire = &self.ports[ahead.target as usize].wire;
+                if let Some(flight) = wire.front() {
+                    sys::prefetch(flight);
+                }
+                if let Some(flight) = wire.get(1) {
+                    sys::prefetch(flight);
+                }
+            }
+        }
+        if let Some(ahead) = self.queue.peek_due(PREFETCH_NEXT_HOP) {
+            if !ahead.wake {
+                let port = &self.ports[ahead.target as usize];
+                if let Some(flight) = port.wire.front() {
+                    for out in self.next_hop_ports(port.peer, &flight.packet) {
+                        sys::prefetch(&self.ports[out]);
+                    }
+                    self.prefetch_balancer(port.peer, port.peer_port, &flight.packet);
+                }
+            }
+        }
+        if let Some(ahead) = self.queue.peek_due(PREFETCH_NEXT_WIRE) {
+            if !ahead.wake {
+                let port = &self.ports[ahead.target as usize];
+                if let Some(flight) = port.wire.front() {
+                    for out in self.next_hop_ports(port.peer, &flight.packet) {
+                        // The queue head, which the purge reads, and the slot the frame goes to.
+                        let wire = &self.ports[out].wire;
+                        if let Some(head) = wire.get(self.ports[out].sent) {
+                            sys::prefetch(head);
+                        }
+                        sys::prefetch(wire.next_slot());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Prefetches the balancer state that switch `node` will read to send `packet`, received
+    /// on `in_port`, up (nothing when it goes down or is source-routed).
+    #[inline]
+    fn prefetch_balancer(&self, node: u32, in_port: u16, packet: &Packet) {
+        let info = &self.nodes[node as usize];
+        if info.role == Role::Host || packet.via != NO_VIA {
+            return;
+        }
+        let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
+        let target = &self.places[dst as usize];
+        if self.down_port(info, node, target).is_some() {
+            return;
+        }
+        let key = if info.role == Role::Edge {
+            target.edge_number
+        } else {
+            u32::from(target.pod)
+        };
+        let pipe = in_port / self.pipe_ports;
+        let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+        for address in balancer.hot_addresses(DestKey(key), Self::size_class(packet)) {
+            sys::prefetch(address);
+        }
+    }
+
+    /// The size class a balancer sees for `packet`.
+    #[inline]
+    fn size_class(packet: &Packet) -> SizeClass {
+        if packet.is_ack() {
+            SizeClass::Ack
+        } else {
+            SizeClass::of_frame(packet.frame, SizeClass::DEFAULT_ACK_MAX_FRAME)
+        }
+    }
+
+    /// The output ports that `node` may put `packet` on when it receives it: the one port when
+    /// it follows from the destination, every up-port when a balancer decides.
+    #[inline]
+    fn next_hop_ports(&self, node: u32, packet: &Packet) -> std::ops::Range<usize> {
+        let info = &self.nodes[node as usize];
+        let (first, count) = if info.role == Role::Host {
+            (0, u16::from(!packet.is_ack()))
+        } else {
+            let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
+            match self.down_port(info, node, &self.places[dst as usize]) {
+                Some(out) => (out, 1),
+                None => (info.up_first, u16::from(info.up_count)),
+            }
+        };
+        let first = (info.port_base + u32::from(first)) as usize;
+        first..first + usize::from(count)
     }
 
     #[inline]
@@ -857,17 +975,7 @@ impl<'a> Sim<'a> {
         let info = self.nodes[node as usize];
         let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
         let target = &self.places[dst as usize];
-        let down = match info.role {
-            Role::Edge => (target.edge == node).then_some(target.slot),
-            Role::Aggregation => (target.pod == info.pod).then_some(target.edge_in_pod),
-            Role::Core => Some(if self.fat_tree {
-                target.pod
-            } else {
-                target.edge_number as u16
-            }),
-            Role::Host => unreachable!("hosts receive, they do not forward"),
-        };
-        let out = match down {
+        let out = match self.down_port(&info, node, target) {
             Some(port) => port,
             None => {
                 let key = if info.role == Role::Edge {
@@ -887,6 +995,22 @@ impl<'a> Sim<'a> {
         self.enqueue((info.port_base + u32::from(out)) as usize, packet);
     }
 
+    /// The port on which switch `node` sends a frame for `target` down (or across the core);
+    /// `None` when the frame goes up.
+    #[inline]
+    fn down_port(&self, info: &NodeInfo, node: u32, target: &Place) -> Option<u16> {
+        match info.role {
+            Role::Edge => (target.edge == node).then_some(target.slot),
+            Role::Aggregation => (target.pod == info.pod).then_some(target.edge_in_pod),
+            Role::Core => Some(if self.fat_tree {
+                target.pod
+            } else {
+                target.edge_number as u16
+            }),
+            Role::Host => unreachable!("hosts receive, they do not forward"),
+        }
+    }
+
     /// The northbound decision: the DRB source route, or the load-balancing core.
     #[inline]
     fn choose_up(&mut self, info: NodeInfo, in_port: u16, key: u32, packet: &Packet) -> Option<u8> {
@@ -902,11 +1026,7 @@ impl<'a> Sim<'a> {
         } else {
             PortMask::all(info.up_count)
         };
-        let class = if packet.is_ack() {
-            SizeClass::Ack
-        } else {
-            SizeClass::of_frame(packet.frame, SizeClass::DEFAULT_ACK_MAX_FRAME)
-        };
+        let class = Self::size_class(packet);
         let kind_bit = u64::from(packet.is_ack());
         let flow_hash =
             mix64(u64::from(packet.flow) << 24 ^ kind_bit << 16 ^ u64::from(packet.entropy)) as u32;
@@ -937,7 +1057,7 @@ impl<'a> Sim<'a> {
         };
         let pipe = in_port / self.pipe_ports;
         let balancer = &mut self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-        balancer.choose(&northbound, loads).map(|port| port.0)
+        balancer.choose_alone(&northbound, loads).map(|port| port.0)
     }
 
     /// DRB: the `n`-th waypoint of the (src, dst) pointer, in the interleaved order that
@@ -1010,6 +1130,9 @@ impl<'a> Sim<'a> {
             }
         }
         let finish = now.max(port.free_at) + serialization;
+        if port.queued() == 0 {
+            port.head_finish = finish;
+        }
         port.free_at = finish;
         port.bytes += frame;
         port.data += u32::from(data);

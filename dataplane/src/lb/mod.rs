@@ -45,7 +45,7 @@ mod rng;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use order::{OrderRow, PortRows, PortTable};
 
@@ -329,14 +329,13 @@ impl LbConfig {
 pub struct SwitchBalancer {
     config: LbConfig,
     /// Every permutation of the switch's [`PortOrder`] written out, so that a pointer value maps
-    /// to its port in one load.
-    table: PortTable,
-    /// The row of `table` of every pointer slot (slot = key · 2 + class), i.e. its `id₁, id₂`.
-    rows: Box<[OrderRow]>,
-    /// Ofan pointers, one per slot; empty for other algorithms. Packed: padding them to a cache
-    /// line each made no measurable difference with two workers, since a batch touches each
-    /// pointer with a single `fetch_add`.
-    shared_pointers: Box<[AtomicU64]>,
+    /// to its port in one load; one table per width, shared by all switches of that width.
+    table: Arc<PortTable>,
+    /// Per pointer slot (slot = key · 2 + class): its row of `table` and, for Ofan, the shared
+    /// pointer, side by side so that a decision misses the cache once. Packed: padding the
+    /// pointers to a cache line each made no measurable difference with two workers, since a
+    /// batch touches each pointer with a single `fetch_add`.
+    slots: Box<[PointerSlot]>,
     /// The Simple RR pointers, one per size class.
     rr_pointers: [AtomicU64; SizeClass::COUNT as usize],
     /// ECMP hash salt of this switch.
@@ -353,18 +352,17 @@ impl SwitchBalancer {
     pub fn new(config: LbConfig) -> Result<Arc<Self>, LbError> {
         config.validate()?;
         let order = PortOrder::new(config.up_ports);
-        let table = PortTable::new(&order);
-        let slots = config.dest_keys as usize * SizeClass::COUNT as usize;
-        let rows = (0..slots)
-            .map(|slot| table.row(order.id(pointer_id(slot, config.dest_keys))))
+        let table = shared_table(config.up_ports);
+        let slots = (0..config.dest_keys as usize * SizeClass::COUNT as usize)
+            .map(|slot| PointerSlot {
+                pointer: AtomicU64::new(if config.algorithm == Algorithm::Ofan {
+                    pointer_start(config.seed, 0, slot, config.up_ports)
+                } else {
+                    0
+                }),
+                row: table.row(order.id(pointer_id(slot, config.dest_keys))),
+            })
             .collect();
-        let shared_pointers = if config.algorithm == Algorithm::Ofan {
-            (0..slots)
-                .map(|slot| AtomicU64::new(pointer_start(config.seed, 0, slot, config.up_ports)))
-                .collect()
-        } else {
-            Box::default()
-        };
         let rr_start = mix64(config.seed ^ 0x7272) % u64::from(config.up_ports);
         Ok(Arc::new(Self {
             salt: mix64(config.seed ^ 0x6563_6d70) as u32,
@@ -376,8 +374,7 @@ impl SwitchBalancer {
                 ),
             ],
             table,
-            rows,
-            shared_pointers,
+            slots,
             config,
         }))
     }
@@ -409,12 +406,12 @@ impl SwitchBalancer {
                 pipes: self.config.pipes,
             });
         }
-        let slots = self.rows.len();
+        let slots = self.slots.len();
         let own_pointers = if self.config.algorithm == Algorithm::Pofan {
             (0..slots)
                 .map(|slot| {
                     let start = pointer_start(self.config.seed, pipe, slot, self.config.up_ports);
-                    Rotation::new(start, self.rows[slot], self.config.up_ports)
+                    Rotation::new(start, self.slots[slot].row, self.config.up_ports)
                 })
                 .collect()
         } else {
@@ -444,13 +441,13 @@ impl SwitchBalancer {
     /// Ofan's shared pointer of `slot`.
     #[inline]
     fn shared_pointer(&self, slot: usize) -> &AtomicU64 {
-        &self.shared_pointers[slot]
+        &self.slots[slot].pointer
     }
 
     /// The port of the packet that draws value `n` from the pointer of `slot`.
     #[inline]
     fn pointer_port(&self, n: u64, slot: usize, valid: PortMask) -> u8 {
-        let (rows, row) = (self.table.rows(), self.rows[slot]);
+        let (rows, row) = (self.table.rows(), self.slots[slot].row);
         if valid == self.all_ports {
             rows.port(row, mod_small(n, u32::from(rows.width())) as u8)
         } else {
@@ -483,6 +480,36 @@ impl SwitchBalancer {
     #[inline]
     fn rr_port(n: u64, valid: PortMask) -> u8 {
         valid.nth(mod_small(n, valid.count()))
+    }
+}
+
+/// A pointer slot of a [`SwitchBalancer`]: the row of its permutation and Ofan's shared pointer.
+#[derive(Debug)]
+struct PointerSlot {
+    pointer: AtomicU64,
+    row: OrderRow,
+}
+
+/// The port table of [`PortOrder::new`]`(width)`, built once per width and shared by every
+/// switch of that width (the tables are identical, and one copy stays in cache).
+fn shared_table(width: u8) -> Arc<PortTable> {
+    static TABLES: [OnceLock<Arc<PortTable>>; MAX_PORTS + 1] =
+        [const { OnceLock::new() }; MAX_PORTS + 1];
+    Arc::clone(
+        TABLES[usize::from(width)].get_or_init(|| Arc::new(PortTable::new(&PortOrder::new(width)))),
+    )
+}
+
+/// Takes the next value of a shared pointer: a `fetch_add` when other threads may share it, a
+/// load and a store when the caller is its only user (`ALONE`). Both wrap at `2^64`.
+#[inline(always)]
+fn advance<const ALONE: bool>(pointer: &AtomicU64) -> u64 {
+    if ALONE {
+        let n = pointer.load(Ordering::Relaxed);
+        pointer.store(n.wrapping_add(1), Ordering::Relaxed);
+        n
+    } else {
+        pointer.fetch_add(1, Ordering::Relaxed)
     }
 }
 
@@ -720,6 +747,52 @@ impl PipeBalancer {
     /// algorithms ignore `loads` (it may be empty).
     #[inline]
     pub fn choose(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
+        self.decide::<false>(packet, loads)
+    }
+
+    /// [`choose`](Self::choose) for a caller that runs every pipe of the switch on its own
+    /// thread, such as the deterministic model: the same decisions, but the shared pointers
+    /// (Ofan, Simple RR) advance with a plain load and store instead of a locked
+    /// read-modify-write, which on x86 also waits for every earlier store to reach the cache.
+    ///
+    /// If pipes of the same switch choose on other threads at the same time, pointer values may
+    /// repeat: memory-safe, but no longer the algorithm. The dataplane's workers use
+    /// [`choose`](Self::choose) and [`choose_batch`](Self::choose_batch).
+    #[inline]
+    pub fn choose_alone(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
+        self.decide::<true>(packet, loads)
+    }
+
+    /// Where the state that [`choose`](Self::choose) reads for a packet to `key` of `class`
+    /// lives: the first and last byte of the switch's shared part and the destination's pointer
+    /// (Ofan's shared one, pOfan's own). For callers that prefetch it (the model, whose fabric
+    /// does not fit in the cache); the addresses are only ever compared or prefetched.
+    #[inline]
+    pub fn hot_addresses(&self, key: DestKey, class: SizeClass) -> [*const u8; 3] {
+        let switch = Arc::as_ptr(&self.switch).cast::<u8>();
+        let slot = slot_of(key, class);
+        let pointer = match self.own_pointers.get(slot) {
+            Some(own) => std::ptr::from_ref(own).cast(),
+            None => self
+                .switch
+                .slots
+                .get(slot)
+                .map_or(switch, |shared| std::ptr::from_ref(shared).cast()),
+        };
+        [
+            switch,
+            switch.wrapping_add(std::mem::size_of::<SwitchBalancer>() - 1),
+            pointer,
+        ]
+    }
+
+    /// [`choose`](Self::choose), with the shared pointers advanced by [`advance`].
+    #[inline(always)]
+    fn decide<const ALONE: bool>(
+        &mut self,
+        packet: &Northbound,
+        loads: &mut [PortLoad],
+    ) -> Option<UpPort> {
         if packet.valid.is_empty() {
             return None;
         }
@@ -731,7 +804,7 @@ impl PipeBalancer {
             }
             Algorithm::Rsq => packet.valid.nth(self.rng.below(packet.valid.count())),
             Algorithm::Rr => {
-                let n = switch.rr_pointers[packet.class as usize].fetch_add(1, Ordering::Relaxed);
+                let n = advance::<ALONE>(&switch.rr_pointers[packet.class as usize]);
                 SwitchBalancer::rr_port(n, packet.valid)
             }
             Algorithm::Jsq => shortest(&mut self.rng, packet.valid, loads, |load| load.bytes),
@@ -744,7 +817,7 @@ impl PipeBalancer {
             Algorithm::Drill => drill(&mut self.rng, &mut self.drill_last, packet.valid, loads),
             Algorithm::Ofan => {
                 let slot = slot_of(packet.key, packet.class);
-                let n = switch.shared_pointer(slot).fetch_add(1, Ordering::Relaxed);
+                let n = advance::<ALONE>(switch.shared_pointer(slot));
                 switch.pointer_port(n, slot, packet.valid)
             }
             Algorithm::Pofan => {
@@ -905,7 +978,7 @@ impl SwitchBalancer {
             let base = self
                 .shared_pointer(slot)
                 .fetch_add(u64::from(size), Ordering::Relaxed);
-            *cursor = Rotation::new(base, self.rows[slot], width);
+            *cursor = Rotation::new(base, self.slots[slot].row, width);
         }
         let (rows, all_ports) = (self.table.rows(), self.all_ports);
         for ((packet, &group), choice) in

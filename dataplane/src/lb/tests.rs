@@ -338,7 +338,7 @@ fn pointers_of_different_keys_follow_different_orders() {
             switch
                 .table
                 .rows()
-                .ports(switch.rows[slot_of(DestKey(key), SizeClass::Data)])
+                .ports(switch.slots[slot_of(DestKey(key), SizeClass::Data)].row)
                 .to_vec()
         })
         .map(|seq| {
