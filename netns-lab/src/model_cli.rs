@@ -36,6 +36,11 @@ enum ModelCommand {
     /// Fig. 3: worst link overload per stage (E→A, A→C, C→A, A→E) for each scheme.
     Fig3(FigArgs),
     /// Fig. 4: max queue and CCT increase vs message size, with fitted growth exponents.
+    ///
+    /// The default hosts pace like the lab's agents (ACK airtime charged by count, all
+    /// starting at t = 0), which keeps Simple RR and JSQ between the paper's classes (≈ 0.64,
+    /// 0.85); the paper's strictly periodic sources, Thm. 2's premise, are
+    /// `--ack-airtime reserved --start-phase random` (rr ≈ 1.0, jsq ≈ 0.96). See docs/model.md.
     Fig4(FigArgs),
     /// Fig. 6 / 17: pOfan pipe sizes vs DRB, and the DRB/Ofan max-queue ratio, vs network size.
     Fig6(FigArgs),
