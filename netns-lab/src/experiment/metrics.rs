@@ -61,8 +61,8 @@ pub struct RunSetup {
     pub payload: u32,
     /// Egress buffer per switch port, as the switches were given it.
     pub buffer: String,
-    /// Whether the switches' shapers made up for late departures (`up --catch-up`; the
-    /// agents did too, see their reports).
+    /// Whether the switches' shapers made up for late departures (`up --catch-up`; whether
+    /// the agents did is in their reports, `--agent-catch-up`).
     #[serde(default)]
     pub catch_up: bool,
     /// Repetition number, from 0.

@@ -79,8 +79,7 @@ pub struct LabOptions {
     /// Keep a lab built for the run instead of removing it.
     #[arg(long)]
     pub keep: bool,
-    /// Shapers of a lab built for the run catch up on late departures (`up --catch-up`);
-    /// agents catch up whenever the lab's switches do.
+    /// Shapers of a lab built for the run catch up on late departures (`up --catch-up`).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub catch_up: bool,
 }
@@ -111,8 +110,8 @@ pub struct TrafficOptions {
     /// a switch's late wake-up is measured by its shaper.
     #[arg(long, value_name = "PRIO", default_value_t = AGENT_RT_PRIORITY)]
     pub agent_rt_priority: u8,
-    /// Let agents make up for late sends (sch_fq style; gaps down to half a wire time). On by
-    /// itself on a lab built with `--catch-up`.
+    /// Let agents make up for late sends (sch_fq style; gaps down to half a wire time). Off by
+    /// default: a late agent continues at line rate from now, like a NIC.
     #[arg(long)]
     pub agent_catch_up: bool,
     /// Agents spin this many µs before each departure (real-time senders wake up within a
@@ -391,7 +390,7 @@ impl<'a> Experiment<'a> {
         }
         let options = AgentOptions {
             rt_priority: traffic.agent_rt_priority,
-            catch_up: traffic.agent_catch_up || lab.state.params.catch_up,
+            catch_up: traffic.agent_catch_up,
             spin_us: traffic.agent_spin_us,
             entropies: 64,
             port: 7000,

@@ -114,8 +114,9 @@ pub struct UpArgs {
     /// Shapers make up for late departures (ofan-switch --catch-up: the next gap shrinks by the
     /// lateness, at most half a frame time, as Linux's sch_fq does), so a link loaded at
     /// exactly its rate carries it despite the machine's timer jitter (40-70 µs per wake-up
-    /// on a VM, ~0.5 % of a 1 Mbit/s link lost at every late departure otherwise); experiments
-    /// on the lab let the agents do the same. `false`: strict shapers that restart from now.
+    /// on a VM, ~0.5 % of a 1 Mbit/s link lost at every late departure otherwise). The host
+    /// agents keep the strict rule (a late NIC continues at line rate from now) unless run with
+    /// --agent-catch-up. `false`: strict shapers that restart from now.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub catch_up: bool,
     /// Route source.
