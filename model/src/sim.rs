@@ -425,7 +425,6 @@ impl<'a> Sim<'a> {
         let algorithm = scheme.switch_algorithm();
         let pipes = k.div_ceil(config.pipe_ports);
         let first_edge = topology.edges()[0].id.0;
-        let first_agg = topology.aggregations().first().map(|node| node.id.0);
 
         let mut nodes = Vec::with_capacity(topology.nodes().len());
         let mut ports = Vec::new();
@@ -522,7 +521,6 @@ impl<'a> Sim<'a> {
                 held_acks: VecDeque::new(),
             })
             .collect();
-        let _ = first_agg;
 
         let payload = u64::from(config.link.payload_bytes);
         let header = config.link.header_bytes;
@@ -939,35 +937,31 @@ impl<'a> Sim<'a> {
             }
             return;
         }
-        {
-            {
-                debug_assert_eq!(flow.dst, host);
-                flow.received += 1;
-                flow.seq_sum += u64::from(packet.seq());
-                let n = flow.drb_ack;
-                flow.drb_ack = n.wrapping_add(1);
-                let src = flow.src;
-                self.counts.data_delivered += 1;
-                self.delivered_wire_bytes +=
-                    u64::from(packet.frame) + u64::from(self.config.link.gap_bytes);
-                let window = &mut self.deliveries[host as usize];
-                window.0 = window.0.min(now);
-                window.1 = now;
-                let via = if self.scheme == Scheme::Drb {
-                    self.drb_waypoint(host, src, n)
-                } else {
-                    NO_VIA
-                };
-                let ack = Packet {
-                    flow: packet.flow,
-                    seq_flags: packet.seq_flags | ACK_FLAG,
-                    frame: self.ack_frame,
-                    entropy: packet.entropy,
-                    via,
-                };
-                self.send_ack(host, ack);
-            }
-        }
+        debug_assert_eq!(flow.dst, host);
+        flow.received += 1;
+        flow.seq_sum += u64::from(packet.seq());
+        let n = flow.drb_ack;
+        flow.drb_ack = n.wrapping_add(1);
+        let src = flow.src;
+        self.counts.data_delivered += 1;
+        self.delivered_wire_bytes +=
+            u64::from(packet.frame) + u64::from(self.config.link.gap_bytes);
+        let window = &mut self.deliveries[host as usize];
+        window.0 = window.0.min(now);
+        window.1 = now;
+        let via = if self.scheme == Scheme::Drb {
+            self.drb_waypoint(host, src, n)
+        } else {
+            NO_VIA
+        };
+        let ack = Packet {
+            flow: packet.flow,
+            seq_flags: packet.seq_flags | ACK_FLAG,
+            frame: self.ack_frame,
+            entropy: packet.entropy,
+            via,
+        };
+        self.send_ack(host, ack);
     }
 
     /// A switch forwards a frame it has fully received on `in_port`.

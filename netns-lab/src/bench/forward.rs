@@ -767,12 +767,6 @@ fn to_json(args: &ForwardArgs, placement: &str, rows: &[Row]) -> Value {
             .find(|r| r.name == name)
             .and_then(Row::median_mpps)
     };
-    let paired = |other: &str| {
-        let row = |name: &str| rows.iter().find(|r| r.name == name);
-        row("ofan")
-            .zip(row(other))
-            .and_then(|(a, b)| report::paired_ratio(a, b))
-    };
     json!({
         "benchmark": "forward",
         "date": date,
@@ -816,8 +810,8 @@ fn to_json(args: &ForwardArgs, placement: &str, rows: &[Row]) -> Value {
             "testpmd_redirect": report::ratio(find("testpmd"), find("redirect")),
         },
         "paired_ratios": {
-            "ofan_bare": paired("bare"),
-            "ofan_testpmd": paired("testpmd"),
+            "ofan_bare": report::paired_ofan_ratio(rows, "bare"),
+            "ofan_testpmd": report::paired_ofan_ratio(rows, "testpmd"),
         },
     })
 }

@@ -82,6 +82,14 @@ pub fn paired_ratio(a: &Row, b: &Row) -> Option<f64> {
     }))
 }
 
+/// [`paired_ratio`] of the `ofan` row against the row named `other`, if both are in `rows`.
+pub fn paired_ofan_ratio(rows: &[Row], other: &str) -> Option<f64> {
+    let row = |name: &str| rows.iter().find(|r| r.name == name);
+    row("ofan")
+        .zip(row(other))
+        .and_then(|(a, b)| paired_ratio(a, b))
+}
+
 /// Within this fraction of the offered rate, a candidate forwarded everything it was given.
 const GENERATOR_BOUND: f64 = 0.97;
 
@@ -150,16 +158,11 @@ pub fn table(rows: &[Row]) -> String {
         cell(ratio(ofan, find("bare")), 2),
         cell(ratio(ofan, find("testpmd")), 2),
     );
-    let row = |name: &str| rows.iter().find(|r| r.name == name);
-    let paired = |other: &str| match (row("ofan"), row(other)) {
-        (Some(a), Some(b)) => paired_ratio(a, b),
-        _ => None,
-    };
     let _ = writeln!(
         out,
         "Medians of per-round ratios (each round's candidates measured back to back): ofan/bare = {}, ofan/testpmd = {}.",
-        cell(paired("bare"), 2),
-        cell(paired("testpmd"), 2),
+        cell(paired_ofan_ratio(rows, "bare"), 2),
+        cell(paired_ofan_ratio(rows, "testpmd"), 2),
     );
     out
 }

@@ -304,11 +304,7 @@ impl EventFd {
 
     /// Clears pending notifications.
     pub fn drain(&self) {
-        let mut value: u64 = 0;
-        // SAFETY: reads 8 bytes into a valid u64; EAGAIN (nothing pending) is fine.
-        unsafe {
-            libc::read(self.0.as_raw_fd(), (&mut value as *mut u64).cast(), 8);
-        }
+        read_counter(&self.0);
     }
 }
 
@@ -364,11 +360,17 @@ impl TimerFd {
 
     /// Clears an expiry.
     pub fn drain(&self) {
-        let mut expirations: u64 = 0;
-        // SAFETY: reads 8 bytes into a valid u64; EAGAIN (not expired) is fine.
-        unsafe {
-            libc::read(self.0.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8);
-        }
+        read_counter(&self.0);
+    }
+}
+
+/// Reads (and so resets) the 8-byte counter of a non-blocking eventfd or timerfd; EAGAIN
+/// (nothing pending) is fine.
+fn read_counter(fd: &OwnedFd) {
+    let mut value: u64 = 0;
+    // SAFETY: reads at most 8 bytes into a valid, writable u64 owned by this frame.
+    unsafe {
+        libc::read(fd.as_raw_fd(), (&mut value as *mut u64).cast(), 8);
     }
 }
 
