@@ -14,9 +14,8 @@
 //!   paced hosts (no congestion control, paper §2.2) whose links carry their data and their
 //!   ACKs (one per data frame; [`AckAirtime`] says how the pacer makes room for them). Every
 //!   northbound decision at an edge or aggregation switch is a call to
-//!   [`ofan_dataplane::lb::PipeBalancer::choose_alone`] on the pipe of the ingress port (the
-//!   dataplane's `choose`, with the shared pointers advanced without a locked instruction,
-//!   since one thread runs the whole fabric).
+//!   [`ofan_dataplane::lb::PipeBalancer::choose`] on the pipe of the ingress port, the
+//!   dataplane's own decision.
 //! * [`report`]: what a run measures ([`RunReport`]): CCT, its lower bound and increase,
 //!   utilization, per-stage queues and link overload, packet accounting, and Ofan's edge-uplink
 //!   bound (paper F.4) as a checked invariant.

@@ -1051,7 +1051,7 @@ impl<'a> Sim<'a> {
         };
         let pipe = in_port / self.pipe_ports;
         let balancer = &mut self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-        balancer.choose_alone(&northbound, loads).map(|port| port.0)
+        balancer.choose(&northbound, loads).map(|port| port.0)
     }
 
     /// DRB: the `n`-th waypoint of the (src, dst) pointer, in the interleaved order that

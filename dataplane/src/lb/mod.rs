@@ -500,19 +500,6 @@ fn shared_table(width: u8) -> Arc<PortTable> {
     )
 }
 
-/// Takes the next value of a shared pointer: a `fetch_add` when other threads may share it, a
-/// load and a store when the caller is its only user (`ALONE`). Both wrap at `2^64`.
-#[inline(always)]
-fn advance<const ALONE: bool>(pointer: &AtomicU64) -> u64 {
-    if ALONE {
-        let n = pointer.load(Ordering::Relaxed);
-        pointer.store(n.wrapping_add(1), Ordering::Relaxed);
-        n
-    } else {
-        pointer.fetch_add(1, Ordering::Relaxed)
-    }
-}
-
 /// Remainders by a small divisor without a division instruction (Lemire, Kaser and Kurz,
 /// "Faster remainder by direct computation", 2019): two multiplications per 32-bit step.
 ///
@@ -747,20 +734,7 @@ impl PipeBalancer {
     /// algorithms ignore `loads` (it may be empty).
     #[inline]
     pub fn choose(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
-        self.decide::<false>(packet, loads)
-    }
-
-    /// [`choose`](Self::choose) for a caller that runs every pipe of the switch on its own
-    /// thread, such as the deterministic model: the same decisions, but the shared pointers
-    /// (Ofan, Simple RR) advance with a plain load and store instead of a locked
-    /// read-modify-write, which on x86 also waits for every earlier store to reach the cache.
-    ///
-    /// If pipes of the same switch choose on other threads at the same time, pointer values may
-    /// repeat: memory-safe, but no longer the algorithm. The dataplane's workers use
-    /// [`choose`](Self::choose) and [`choose_batch`](Self::choose_batch).
-    #[inline]
-    pub fn choose_alone(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
-        self.decide::<true>(packet, loads)
+        self.decide(packet, loads)
     }
 
     /// Where the state that [`choose`](Self::choose) reads for a packet to `key` of `class`
@@ -786,13 +760,9 @@ impl PipeBalancer {
         ]
     }
 
-    /// [`choose`](Self::choose), with the shared pointers advanced by [`advance`].
+    /// [`choose`](Self::choose).
     #[inline(always)]
-    fn decide<const ALONE: bool>(
-        &mut self,
-        packet: &Northbound,
-        loads: &mut [PortLoad],
-    ) -> Option<UpPort> {
+    fn decide(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
         if packet.valid.is_empty() {
             return None;
         }
@@ -804,7 +774,7 @@ impl PipeBalancer {
             }
             Algorithm::Rsq => packet.valid.nth(self.rng.below(packet.valid.count())),
             Algorithm::Rr => {
-                let n = advance::<ALONE>(&switch.rr_pointers[packet.class as usize]);
+                let n = switch.rr_pointers[packet.class as usize].fetch_add(1, Ordering::Relaxed);
                 SwitchBalancer::rr_port(n, packet.valid)
             }
             Algorithm::Jsq => shortest(&mut self.rng, packet.valid, loads, |load| load.bytes),
@@ -817,7 +787,7 @@ impl PipeBalancer {
             Algorithm::Drill => drill(&mut self.rng, &mut self.drill_last, packet.valid, loads),
             Algorithm::Ofan => {
                 let slot = slot_of(packet.key, packet.class);
-                let n = advance::<ALONE>(switch.shared_pointer(slot));
+                let n = switch.shared_pointer(slot).fetch_add(1, Ordering::Relaxed);
                 switch.pointer_port(n, slot, packet.valid)
             }
             Algorithm::Pofan => {
