@@ -161,6 +161,25 @@ impl<A: LpmBits, V: Copy> Lpm<A, V> {
         self.tables.iter().find_map(|table| table.get(addr))
     }
 
+    /// The value of the longest prefix of at most `max_len` bits containing `addr`.
+    pub(crate) fn lookup_within(&self, addr: A, max_len: u8) -> Option<V> {
+        self.tables
+            .iter()
+            .filter(|table| table.len <= max_len)
+            .find_map(|table| table.get(addr))
+    }
+
+    /// Every prefix, as (prefix bits, length).
+    pub(crate) fn prefixes(&self) -> impl Iterator<Item = (A, u8)> + '_ {
+        self.tables.iter().flat_map(|table| {
+            table
+                .slots
+                .iter()
+                .flatten()
+                .map(move |&(prefix, _)| (prefix, table.len))
+        })
+    }
+
     /// The value of exactly this prefix.
     pub(crate) fn get_exact(&self, prefix: A, len: u8) -> Option<V> {
         self.tables

@@ -7,7 +7,9 @@
 //!   the current table once per batch and never sees a half-updated one.
 //! - Every lookup is allocation-free and lock-free: longest-prefix match for IPv4 and IPv6
 //!   routes and for destination keys (per-length hash tables, see `lpm`), an exact match for the
-//!   switch's own addresses.
+//!   switch's own addresses. The forwarding path asks all three at once ([`Fib::destination`]):
+//!   one walk over a table of the union of the three prefix sets, each entry holding the answers
+//!   for its prefix (see [`Destination`]).
 //! - Ports are `PortId(0..n)` (dense: an index into the switch's port list). The Up ports carry
 //!   their position among the Up ports, `0..w`, which is what the bits of a [`PortMask`] mean.
 //! - A route leads to a next-hop [`Group`] (1..=64 hops), to the switch itself, or nowhere.
@@ -97,6 +99,25 @@ pub enum RouteTarget {
     Local,
     /// Blackhole or prohibit: drop.
     Unreachable,
+}
+
+/// Everything the forwarding path needs to know of a destination address, from one
+/// longest-prefix walk ([`Fib::destination`]).
+///
+/// The table behind it holds every route prefix, key prefix and local address, each entry with
+/// the longest route, the longest key prefix and the local address that contain *its prefix*.
+/// That is the answer for every address whose longest entry it is: a route or key prefix that
+/// contains such an address is no longer than the entry (else it would be the longer entry), so
+/// it contains the entry's whole prefix too; and a local address is a full-length entry of its
+/// own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Destination {
+    /// The target of the longest route prefix containing the address ([`Fib::route`]).
+    pub route: Option<RouteTarget>,
+    /// The key of the longest key prefix containing it ([`Fib::dest_key`]).
+    pub key: Option<DestKey>,
+    /// Whether it is one of the switch's addresses ([`Fib::is_local`]).
+    pub local: bool,
 }
 
 /// The most hops one group may have (hop sets are 64-bit masks).
@@ -452,6 +473,9 @@ pub struct Fib {
     keys_v6: Lpm<u128, DestKey>,
     local_v4: Lpm<u32, ()>,
     local_v6: Lpm<u128, ()>,
+    /// The three above merged, for [`Fib::destination`].
+    destinations_v4: Lpm<u32, Destination>,
+    destinations_v6: Lpm<u128, Destination>,
     dest_keys: u32,
 }
 
@@ -468,6 +492,8 @@ impl Default for Fib {
             keys_v6: Lpm::empty(),
             local_v4: Lpm::empty(),
             local_v6: Lpm::empty(),
+            destinations_v4: Lpm::empty(),
+            destinations_v6: Lpm::empty(),
             dest_keys: 0,
         }
     }
@@ -533,6 +559,18 @@ impl Fib {
     /// the table is below it.
     pub fn dest_keys(&self) -> u32 {
         self.dest_keys
+    }
+
+    /// The route, destination key and locality of `dst` in one longest-prefix walk: the same
+    /// answers as [`route`](Self::route), [`dest_key`](Self::dest_key) and
+    /// [`is_local`](Self::is_local).
+    #[inline]
+    pub fn destination(&self, dst: IpAddr) -> Destination {
+        match dst {
+            IpAddr::V4(v4) => self.destinations_v4.lookup(v4.to_bits()),
+            IpAddr::V6(v6) => self.destinations_v6.lookup(v6.to_bits()),
+        }
+        .unwrap_or_default()
     }
 
     /// Whether `addr` is one of the switch's own addresses.
@@ -667,6 +705,8 @@ impl FibBuilder {
             .map(|&addr| (IpPrefix::host(addr), ()))
             .collect();
         let (local_v4, local_v6) = split_families(&locals);
+        let destinations_v4 = destinations(&routes_v4, &keys_v4, &local_v4);
+        let destinations_v6 = destinations(&routes_v6, &keys_v6, &local_v6);
         Ok(Fib {
             ports,
             up_ports,
@@ -677,6 +717,8 @@ impl FibBuilder {
             keys_v6,
             local_v4,
             local_v6,
+            destinations_v4,
+            destinations_v6,
             dest_keys,
         })
     }
@@ -827,6 +869,28 @@ fn split_families<V: Copy>(entries: &[(IpPrefix, V)]) -> (Lpm<u32, V>, Lpm<u128,
             IpAddr::V4(_) => None,
         });
     (Lpm::build(v4), Lpm::build(v6))
+}
+
+/// The merged table of [`Destination`]s: one entry per prefix of any of the three tables,
+/// holding the three answers for that prefix.
+fn destinations<A: lpm::LpmBits + std::hash::Hash>(
+    routes: &Lpm<A, RouteTarget>,
+    keys: &Lpm<A, DestKey>,
+    locals: &Lpm<A, ()>,
+) -> Lpm<A, Destination> {
+    let prefixes: std::collections::HashSet<(A, u8)> = routes
+        .prefixes()
+        .chain(keys.prefixes())
+        .chain(locals.prefixes())
+        .collect();
+    Lpm::build(prefixes.into_iter().map(|(prefix, len)| {
+        let destination = Destination {
+            route: routes.lookup_within(prefix, len),
+            key: keys.lookup_within(prefix, len),
+            local: len == A::BITS && locals.get_exact(prefix, len).is_some(),
+        };
+        (prefix, len, destination)
+    }))
 }
 
 #[cfg(test)]

@@ -87,6 +87,33 @@ fn longest_prefix_wins_for_routes_keys_and_locals() {
     assert_eq!(fib.up_port_count(), 2);
     assert_eq!(fib.up_port(UpPort(0)), Some(PortId(2)));
     assert_eq!(fib.up_port(UpPort(1)), Some(PortId(1)));
+    // The merged walk: a key prefix (10.1.2.0/24) longer than the route (0/0) that covers it,
+    // a local address inside a shorter route, and an address under nothing but the default.
+    assert_eq!(
+        fib.destination(ip("10.1.2.1")),
+        Destination {
+            route: Some(RouteTarget::Group(up)),
+            key: Some(DestKey(2)),
+            local: false,
+        }
+    );
+    assert_eq!(
+        fib.destination(ip("10.0.0.1")),
+        Destination {
+            route: Some(RouteTarget::Local),
+            key: None,
+            local: true,
+        }
+    );
+    assert_eq!(
+        fib.destination(ip("fd00::1")),
+        Destination {
+            route: Some(RouteTarget::Group(up)),
+            key: None,
+            local: true,
+        }
+    );
+    assert_eq!(fib.destination(ip("2001:db8::1")), Destination::default());
 }
 
 #[test]
@@ -383,6 +410,107 @@ proptest! {
         probes in proptest::collection::vec((any::<usize>(), any::<u128>()), 1..100),
     ) {
         check_against_naive(&raw, &probes, 128);
+    }
+}
+
+/// A table of random routes, keys and local addresses, nested in each other: every
+/// [`Fib::destination`] must agree with the three separate lookups, which the tests above check
+/// against a linear scan.
+fn check_destination(
+    routes: &[(IpAddr, u8, u8)],
+    keys: &[(IpAddr, u8, u32)],
+    locals: &[IpAddr],
+    probes: &[IpAddr],
+) {
+    let mut builder = four_ports();
+    let group = builder.group([hop(0, Some(0))]);
+    let mut seen = std::collections::HashSet::new();
+    for &(addr, len, kind) in routes {
+        let prefix = masked(addr, len);
+        if seen.insert(prefix) {
+            let target = match kind % 3 {
+                0 => RouteTarget::Group(group),
+                1 => RouteTarget::Local,
+                _ => RouteTarget::Unreachable,
+            };
+            builder.route(prefix, target);
+        }
+    }
+    seen.clear();
+    for &(addr, len, key) in keys {
+        let prefix = masked(addr, len);
+        if seen.insert(prefix) {
+            builder.dest_key(prefix, DestKey(key % 64));
+        }
+    }
+    for &addr in locals {
+        builder.local_address(addr);
+    }
+    let fib = builder.dest_keys(64).build().unwrap();
+    for &addr in probes.iter().chain(locals) {
+        assert_eq!(
+            fib.destination(addr),
+            Destination {
+                route: fib.route(addr),
+                key: fib.dest_key(addr),
+                local: fib.is_local(addr),
+            },
+            "{addr}"
+        );
+    }
+}
+
+/// The prefix of `len` bits (modulo the family's width) containing `addr`.
+fn masked(addr: IpAddr, len: u8) -> IpPrefix {
+    let network = match addr {
+        IpAddr::V4(a) => {
+            let len = len % 33;
+            (
+                IpAddr::V4(Ipv4Addr::from(a.to_bits() & u32::prefix_mask(len))),
+                len,
+            )
+        }
+        IpAddr::V6(a) => {
+            let len = len % 129;
+            (
+                IpAddr::V6(Ipv6Addr::from(a.to_bits() & u128::prefix_mask(len))),
+                len,
+            )
+        }
+    };
+    IpPrefix::new(network.0, network.1).unwrap()
+}
+
+/// Addresses in a small corner of the space (10.0.0.0/14 or fd00::/110), so that prefixes nest
+/// and probes hit them.
+fn near_v4() -> impl Strategy<Value = IpAddr> {
+    any::<u32>().prop_map(|a| IpAddr::V4(Ipv4Addr::from(a & 0x0003_ffff | 0x0a00_0000)))
+}
+
+fn near_v6() -> impl Strategy<Value = IpAddr> {
+    any::<u32>()
+        .prop_map(|a| IpAddr::V6(Ipv6Addr::from(u128::from(a & 0x3_ffff) | 0xfd00u128 << 112)))
+}
+
+fn near() -> impl Strategy<Value = IpAddr> {
+    prop_oneof![near_v4(), near_v6()]
+}
+
+fn near_len() -> impl Strategy<Value = u8> {
+    prop_oneof![0u8..=32, 96u8..=128]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn one_destination_walk_answers_like_three_lookups(
+        routes in proptest::collection::vec((near(), near_len(), any::<u8>()), 0..60),
+        keys in proptest::collection::vec((near(), near_len(), any::<u32>()), 0..60),
+        locals in proptest::collection::vec(near(), 0..8),
+        probes in proptest::collection::vec(near(), 1..100),
+    ) {
+        check_destination(&routes, &keys, &locals, &probes);
     }
 }
 

@@ -9,9 +9,10 @@
 //!
 //! Like VPP's `ip4_lookup_inline`, a batch (chunks of [`MAX_BATCH`]) goes through three passes
 //! over stack arrays, with no allocation, lock, log line or `Result` per frame:
-//! 1. parse ([`wire::parse`]), local-address check, route lookup, hop-limit check, next-hop
-//!    group; single-hop and plain ECMP groups are decided here; northbound choices get their
-//!    destination key and are queued;
+//! 1. parse ([`wire::parse`]), one lookup of the destination ([`Fib::destination`]: local
+//!    address, route and destination key), hop-limit check, next-hop group; single-hop and plain
+//!    ECMP groups are decided here; northbound choices get their destination key and are
+//!    queued;
 //! 2. one [`PipeBalancer::choose_batch`] for every queued northbound choice (valid mask = the
 //!    group's usable up-ports; key from the key table; size class from the frame length; the
 //!    flow hash from the parse). A northbound destination without a key (or with a key the
@@ -379,6 +380,7 @@ impl Forwarder {
         let lb_config = self.balancer.switch().config();
         let width_mask = PortMask::all(lb_config.up_ports);
         let lb_keys = lb_config.dest_keys;
+        let lb_hashes = lb_config.algorithm.uses_flow_hash();
 
         // Pass 1: parse, look up, decide what needs no choice.
         let mut egress: [Option<Egress>; MAX_BATCH] = [None; MAX_BATCH];
@@ -402,11 +404,12 @@ impl Forwarder {
                 verdicts[index] = Verdict::Drop(DropReason::Martian);
                 continue;
             }
-            if fib.is_local(parsed.dst) {
+            let destination = fib.destination(parsed.dst);
+            if destination.local {
                 verdicts[index] = Verdict::Kernel(KernelReason::LocalAddress);
                 continue;
             }
-            let group_id = match fib.route(parsed.dst) {
+            let group_id = match destination.route {
                 Some(RouteTarget::Group(group)) => group,
                 Some(RouteTarget::Local) => {
                     verdicts[index] = Verdict::Kernel(KernelReason::LocalRoute);
@@ -443,10 +446,10 @@ impl Forwarder {
             let version = parsed.version();
             let hop = match group.kind() {
                 GroupKind::Single => group.hop(0),
-                GroupKind::Ecmp => group.hop_by_hash(self.salted(parsed.flow_hash)),
+                GroupKind::Ecmp => group.hop_by_hash(self.salted(parsed.flow_hash())),
                 GroupKind::Northbound => {
                     let valid = PortMask(group.up_mask().0 & width_mask.0);
-                    match fib.dest_key(parsed.dst) {
+                    match destination.key {
                         Some(key) if key.0 < lb_keys && !valid.is_empty() => {
                             northbound[queued] = Northbound {
                                 key,
@@ -455,7 +458,7 @@ impl Forwarder {
                                     self.config.ack_max_frame,
                                 ),
                                 valid,
-                                flow_hash: parsed.flow_hash,
+                                flow_hash: if lb_hashes { parsed.flow_hash() } else { 0 },
                                 frame_len: frame_len as u32,
                             };
                             pending[queued] = Pending {
@@ -473,7 +476,7 @@ impl Forwarder {
                         Some(_) => {}
                         None => self.counters.no_key += 1,
                     }
-                    group.hop_by_hash(self.salted(parsed.flow_hash))
+                    group.hop_by_hash(self.salted(parsed.flow_hash()))
                 }
             };
             set_egress(
@@ -506,10 +509,12 @@ impl Forwarder {
             }
         }
 
-        // Pass 3: rewrite and count.
+        // Pass 3: rewrite and count. The verdict is counted from the value just decided, not
+        // read back from `verdicts`: a load of an enum stored a moment ago as two narrower
+        // stores cannot be forwarded from the store buffer and stalled every frame.
         for ((frame, verdict), egress) in frames.iter_mut().zip(verdicts.iter_mut()).zip(egress) {
-            if let Some(egress) = egress {
-                match fib.port(egress.port) {
+            let decided = match egress {
+                Some(egress) => match fib.port(egress.port) {
                     Some(port) => {
                         wire::forward_rewrite(
                             frame.data,
@@ -518,14 +523,16 @@ impl Forwarder {
                             port.mac,
                             egress.mac,
                         );
-                        *verdict = Verdict::Forward { port: egress.port };
+                        Verdict::Forward { port: egress.port }
                     }
                     // Impossible: the builder checks every hop's port.
-                    None => *verdict = Verdict::Drop(DropReason::PortDown),
-                }
-            }
+                    None => Verdict::Drop(DropReason::PortDown),
+                },
+                None => *verdict,
+            };
+            *verdict = decided;
             self.counters.frames += 1;
-            self.counters.count(*verdict);
+            self.counters.count(decided);
         }
     }
 
@@ -566,14 +573,17 @@ fn set_egress(
 }
 
 /// Addresses a router never forwards (RFC 1812 §5.3.7, RFC 4291 §2.5.2–2.5.6, RFC 3927 §7).
+/// IPv4 is tested on the address bits (what `Ipv4Addr::is_multicast` and friends test, in one
+/// word): multicast 224/4, limited broadcast, loopback 127/8, link-local 169.254/16,
+/// unspecified.
 #[inline]
 fn is_martian(src: IpAddr, dst: IpAddr) -> bool {
     match (src, dst) {
         (IpAddr::V4(src), IpAddr::V4(dst)) => {
-            let never = |a: std::net::Ipv4Addr| {
-                a.is_multicast() || a.is_broadcast() || a.is_loopback() || a.is_link_local()
-            };
-            never(src) || never(dst) || src.is_unspecified() || dst.is_unspecified()
+            let never =
+                |a: u32| a >> 28 == 0xE || a == u32::MAX || a >> 24 == 127 || a >> 16 == 0xA9FE;
+            let (src, dst) = (src.to_bits(), dst.to_bits());
+            never(src) || never(dst) || src == 0 || dst == 0
         }
         (IpAddr::V6(src), IpAddr::V6(dst)) => {
             let never = |a: std::net::Ipv6Addr| {

@@ -793,3 +793,45 @@ fn process_batch_speed() {
         fwd.counters().forwarded
     );
 }
+
+/// The IPv4 martian test on address bits says what the standard library's predicates say.
+#[test]
+fn martian_bits_match_std_predicates() {
+    let std_never =
+        |a: Ipv4Addr| a.is_multicast() || a.is_broadcast() || a.is_loopback() || a.is_link_local();
+    let edges = [
+        0u32,
+        1,
+        0x7eff_ffff,
+        0x7f00_0000,
+        0x7fff_ffff,
+        0x8000_0000,
+        0xa9fd_ffff,
+        0xa9fe_0000,
+        0xa9fe_ffff,
+        0xa9ff_0000,
+        0xdfff_ffff,
+        0xe000_0000,
+        0xefff_ffff,
+        0xf000_0000,
+        0xffff_fffe,
+        0xffff_ffff,
+        0x0a00_0001,
+    ];
+    let mut rng = LbRng::new(5);
+    let addresses: Vec<u32> = edges
+        .into_iter()
+        .chain((0..20_000).map(|_| rng.next_u64() as u32))
+        .collect();
+    for &src in &addresses {
+        for dst in [0x0a00_0105u32, src, addresses[(src % 17) as usize]] {
+            let (s, d) = (Ipv4Addr::from(src), Ipv4Addr::from(dst));
+            let expected = std_never(s) || std_never(d) || s.is_unspecified() || d.is_unspecified();
+            assert_eq!(
+                is_martian(IpAddr::V4(s), IpAddr::V4(d)),
+                expected,
+                "{s} -> {d}"
+            );
+        }
+    }
+}

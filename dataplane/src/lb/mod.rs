@@ -112,6 +112,11 @@ impl Algorithm {
         matches!(self, Algorithm::Jsq | Algorithm::Ar | Algorithm::Drill)
     }
 
+    /// Whether the algorithm reads [`Northbound::flow_hash`] (callers may leave it 0 otherwise).
+    pub const fn uses_flow_hash(self) -> bool {
+        matches!(self, Algorithm::Ecmp)
+    }
+
     /// Whether the algorithm keeps per-destination pointers (it is destination-based).
     pub const fn is_destination_based(self) -> bool {
         matches!(self, Algorithm::Ofan | Algorithm::Pofan)
@@ -284,7 +289,7 @@ pub struct Northbound {
     pub class: SizeClass,
     /// Up-ports that still reach the destination.
     pub valid: PortMask,
-    /// Hash of the flow's 5-tuple (used by ECMP only).
+    /// Hash of the flow's 5-tuple, read by ECMP only ([`Algorithm::uses_flow_hash`]).
     pub flow_hash: u32,
     /// Frame length in bytes (added to the chosen port's queue for queue-aware algorithms).
     pub frame_len: u32,

@@ -179,6 +179,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 
     /// Decrements the TTL (wrapping at 0; callers drop TTL ≤ 1 first) and updates the header
     /// checksum incrementally (RFC 1624 eqn. 3) over the TTL/protocol word. Returns the new TTL.
+    #[inline]
     pub fn decrement_ttl(&mut self) -> u8 {
         let ttl = self.ttl();
         let protocol = self.protocol().0;

@@ -7,7 +7,7 @@
 //!   `T: AsMut<[u8]>` too.
 //! - [`parse`] applies the forwarding fast path's policy on top of the views and returns the
 //!   few facts the forwarder needs as a [`ParsedFrame`] (offsets, addresses, hop limit,
-//!   protocol, ports, flow hash), or the one [`ParseError`] that names why the frame is not
+//!   protocol, ports; the flow hash on demand), or the one [`ParseError`] that names why the frame is not
 //!   for the fast path. It allocates nothing and reads each header once.
 //! - Accepted: Ethernet II with at most one 802.1Q tag; IPv4 without options, not a fragment,
 //!   with a correct header checksum (RFC 1812 §5.2.2: a router verifies it); IPv6 with any next
@@ -168,11 +168,27 @@ pub struct ParsedFrame {
     pub protocol: IpProtocol,
     /// TCP or UDP ports, when the header is present.
     pub ports: Option<L4Ports>,
-    /// Hash of the 5-tuple (ports 0 when absent).
-    pub flow_hash: u32,
 }
 
 impl ParsedFrame {
+    /// Hash of the 5-tuple (ports 0 when absent): [`flow_hash_v4`] or [`flow_hash_v6`].
+    /// Computed when asked, since only frames with a choice of next hops need it.
+    #[inline]
+    pub fn flow_hash(&self) -> u32 {
+        match (self.src, self.dst) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => flow_hash_v4(src, dst, self.protocol, self.ports),
+            (IpAddr::V6(src), IpAddr::V6(dst)) => flow_hash_v6(src, dst, self.protocol, self.ports),
+            // `parse` never mixes families; a hand-made frame that does is hashed as IPv6.
+            (src, dst) => {
+                let v6 = |addr: IpAddr| match addr {
+                    IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+                    IpAddr::V6(v6) => v6,
+                };
+                flow_hash_v6(v6(src), v6(dst), self.protocol, self.ports)
+            }
+        }
+    }
+
     /// IP version.
     #[inline]
     pub fn version(&self) -> IpVersion {
@@ -230,7 +246,6 @@ pub fn parse(frame: &[u8]) -> Result<ParsedFrame, ParseError> {
                 hop_limit: ip.ttl(),
                 protocol,
                 ports,
-                flow_hash: flow_hash_v4(src, dst, protocol, ports),
             })
         }
         EtherType::IPV6 => {
@@ -248,7 +263,6 @@ pub fn parse(frame: &[u8]) -> Result<ParsedFrame, ParseError> {
                 hop_limit: ip.hop_limit(),
                 protocol,
                 ports,
-                flow_hash: flow_hash_v6(src, dst, protocol, ports),
             })
         }
         EtherType::VLAN | EtherType::QINQ => Err(ParseError::UnsupportedVlan),

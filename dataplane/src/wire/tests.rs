@@ -77,8 +77,8 @@ fn vlan_tagged_frame_parses_with_tag() {
     );
     // The flow hash does not depend on the tag.
     assert_eq!(
-        parsed.flow_hash,
-        parse(&captured_ipv4_udp()).unwrap().flow_hash
+        parsed.flow_hash(),
+        parse(&captured_ipv4_udp()).unwrap().flow_hash()
     );
 }
 
@@ -272,7 +272,7 @@ fn flow_hash_depends_on_every_field_and_spreads() {
         let mut frame = base.clone();
         edit(&mut frame);
         refill_ipv4_checksum(&mut frame, 14);
-        parse(&frame).unwrap().flow_hash
+        parse(&frame).unwrap().flow_hash()
     };
     let h0 = hash(&|_| {});
     assert_ne!(h0, hash(&|f| f[29] ^= 1), "source address");
@@ -383,6 +383,18 @@ proptest! {
         data[2 * word..2 * word + 2].copy_from_slice(&new.to_be_bytes());
         data[10..12].copy_from_slice(&[0, 0]);
         prop_assert_eq!(checksum::update(sum, old, new), checksum::checksum(&data));
+    }
+
+    /// The word-at-a-time sum equals RFC 1071's definition: big-endian 16-bit words, an odd last
+    /// byte padded with a zero byte, end-around carry.
+    #[test]
+    fn ones_complement_sum_matches_the_definition(data in proptest::collection::vec(any::<u8>(), 0..80)) {
+        let mut sum = 0u32;
+        for word in data.chunks(2) {
+            sum += u32::from(u16::from_be_bytes([word[0], *word.get(1).unwrap_or(&0)]));
+            sum = (sum & 0xFFFF) + (sum >> 16);
+        }
+        prop_assert_eq!(checksum::ones_complement_sum(&data), sum as u16);
     }
 
     /// Arbitrary bytes never make the parser panic, and accepted frames satisfy its contract.
