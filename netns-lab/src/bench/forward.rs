@@ -91,7 +91,9 @@ pub struct ForwardArgs {
     /// Seconds of traffic before each measurement starts.
     #[arg(long, default_value_t = 1.0)]
     pub warmup: f64,
-    /// Candidates, in the order each round measures them.
+    /// Candidates. The first round measures them in this order, and each next round starts one
+    /// candidate later (round r begins with candidate r mod n), so that no candidate is always
+    /// measured first or always right after the same other one.
     #[arg(
         long,
         value_enum,
@@ -225,7 +227,9 @@ pub fn run(args: &ForwardArgs) -> anyhow::Result<()> {
         sink,
     };
     for round in 0..args.runs {
-        for (candidate, outcome) in rows.iter_mut() {
+        let count = rows.len();
+        for step in 0..count {
+            let (candidate, outcome) = &mut rows[(round + step) % count];
             let Outcome::Measured(samples) = outcome else {
                 continue;
             };
@@ -813,5 +817,21 @@ fn to_json(args: &ForwardArgs, placement: &str, rows: &[Row]) -> Value {
             "ofan_bare": report::paired_ofan_ratio(rows, "bare"),
             "ofan_testpmd": report::paired_ofan_ratio(rows, "testpmd"),
         },
+        "paired_intervals": {
+            "ofan_bare": interval_json(report::ofan_interval(rows, "bare")),
+            "ofan_testpmd": interval_json(report::ofan_interval(rows, "testpmd")),
+        },
+    })
+}
+
+/// A per-round ratio interval as JSON (geometric mean, 95 % bounds, rounds), or null.
+fn interval_json(interval: Option<report::Interval>) -> Value {
+    interval.map_or(Value::Null, |i| {
+        json!({
+            "geometric_mean": i.estimate,
+            "low_95": i.low,
+            "high_95": i.high,
+            "rounds": i.rounds,
+        })
     })
 }

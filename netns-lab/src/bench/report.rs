@@ -72,14 +72,79 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 /// measured seconds apart, so load that drifts over the run cancels in each quotient, which the
 /// ratio of the two medians does not do. `None` unless both were measured in a common round.
 pub fn paired_ratio(a: &Row, b: &Row) -> Option<f64> {
+    median(round_ratios(a, b))
+}
+
+/// The per-round ratios `a / b` (rounds in which both were measured).
+fn round_ratios(a: &Row, b: &Row) -> Vec<f64> {
     let (Outcome::Measured(a), Outcome::Measured(b)) = (&a.outcome, &b.outcome) else {
-        return None;
+        return Vec::new();
     };
-    median(a.iter().filter_map(|x| {
-        b.iter()
-            .find(|y| y.round == x.round)
-            .and_then(|y| ratio(Some(x.mpps), Some(y.mpps)))
-    }))
+    a.iter()
+        .filter_map(|x| {
+            b.iter()
+                .find(|y| y.round == x.round)
+                .and_then(|y| ratio(Some(x.mpps), Some(y.mpps)))
+        })
+        .collect()
+}
+
+/// A ratio with its 95 % confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    /// Geometric mean of the per-round ratios.
+    pub estimate: f64,
+    /// Lower bound.
+    pub low: f64,
+    /// Upper bound.
+    pub high: f64,
+    /// Rounds it rests on.
+    pub rounds: usize,
+}
+
+/// Student's t for a two-sided 95 % interval with `df` degrees of freedom (1.96 past 30).
+fn t_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    TABLE.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
+}
+
+/// The geometric mean of the per-round ratios `a / b` with a 95 % confidence interval (Student's
+/// t on the logarithms, rounds taken as independent): how precisely the run pins the ratio down
+/// on a machine whose rate moves by ±15 % from second to second. `None` below two common rounds.
+pub fn paired_interval(a: &Row, b: &Row) -> Option<Interval> {
+    let logs: Vec<f64> = round_ratios(a, b).into_iter().map(f64::ln).collect();
+    let n = logs.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    let variance = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t_975(n - 1) * (variance / n as f64).sqrt();
+    Some(Interval {
+        estimate: mean.exp(),
+        low: (mean - half).exp(),
+        high: (mean + half).exp(),
+        rounds: n,
+    })
+}
+
+/// [`paired_interval`] of the `ofan` row against the row named `other`.
+pub fn ofan_interval(rows: &[Row], other: &str) -> Option<Interval> {
+    let row = |name: &str| rows.iter().find(|r| r.name == name);
+    row("ofan")
+        .zip(row(other))
+        .and_then(|(a, b)| paired_interval(a, b))
+}
+
+fn interval_cell(interval: Option<Interval>) -> String {
+    interval.map_or_else(
+        || "–".to_owned(),
+        |i| format!("{:.3} [{:.3}, {:.3}]", i.estimate, i.low, i.high),
+    )
 }
 
 /// [`paired_ratio`] of the `ofan` row against the row named `other`, if both are in `rows`.
@@ -164,6 +229,15 @@ pub fn table(rows: &[Row]) -> String {
         cell(paired_ofan_ratio(rows, "bare"), 2),
         cell(paired_ofan_ratio(rows, "testpmd"), 2),
     );
+    let _ = writeln!(
+        out,
+        "Geometric means of per-round ratios with 95 % confidence intervals: ofan/bare = {}, ofan/testpmd = {} ({} rounds).",
+        interval_cell(ofan_interval(rows, "bare")),
+        interval_cell(ofan_interval(rows, "testpmd")),
+        ofan_interval(rows, "bare")
+            .or_else(|| ofan_interval(rows, "testpmd"))
+            .map_or(0, |i| i.rounds),
+    );
     out
 }
 
@@ -212,6 +286,54 @@ mod tests {
             outcome: Outcome::Unavailable("x".into()),
         };
         assert_eq!(paired_ratio(&a, &none), None);
+    }
+
+    #[test]
+    fn paired_intervals_cover_the_ratio_and_narrow_with_rounds() {
+        let row = |name, rates: &[f64]| Row {
+            name,
+            description: "",
+            outcome: Outcome::Measured(
+                rates
+                    .iter()
+                    .enumerate()
+                    .map(|(round, &mpps)| Sample {
+                        round,
+                        ..sample(mpps)
+                    })
+                    .collect(),
+            ),
+        };
+        // Per-round ratios 0.9 and 1.1 alternating: geometric mean √0.99.
+        let base: Vec<f64> = (0..40).map(|i| 0.5 + 0.01 * f64::from(i % 7)).collect();
+        let wobble = |n: usize| -> Vec<f64> {
+            base[..n]
+                .iter()
+                .enumerate()
+                .map(|(i, b)| b * if i % 2 == 0 { 0.9 } else { 1.1 })
+                .collect()
+        };
+        let short = paired_interval(&row("ofan", &wobble(4)), &row("bare", &base[..4])).unwrap();
+        let long = paired_interval(&row("ofan", &wobble(40)), &row("bare", &base)).unwrap();
+        for interval in [short, long] {
+            assert!(
+                (interval.estimate - 0.99f64.sqrt()).abs() < 1e-9,
+                "{interval:?}"
+            );
+            assert!(interval.low < interval.estimate && interval.estimate < interval.high);
+        }
+        assert_eq!((short.rounds, long.rounds), (4, 40));
+        assert!(
+            long.high - long.low < (short.high - short.low) / 4.0,
+            "{short:?} {long:?}"
+        );
+        // Constant ratios: a zero-width interval.
+        let exact = paired_interval(&row("ofan", &[0.5, 0.6]), &row("bare", &[1.0, 1.2])).unwrap();
+        assert!((exact.low - 0.5).abs() < 1e-12 && (exact.high - 0.5).abs() < 1e-12);
+        assert_eq!(
+            paired_interval(&row("ofan", &[0.5]), &row("bare", &[1.0])),
+            None
+        );
     }
 
     #[test]
