@@ -173,7 +173,7 @@ pub struct ParsedFrame {
 impl ParsedFrame {
     /// Hash of the 5-tuple (ports 0 when absent): [`flow_hash_v4`] or [`flow_hash_v6`].
     /// Computed when asked, since only frames with a choice of next hops need it.
-    #[inline]
+    #[inline(always)]
     pub fn flow_hash(&self) -> u32 {
         match (self.src, self.dst) {
             (IpAddr::V4(src), IpAddr::V4(dst)) => flow_hash_v4(src, dst, self.protocol, self.ports),
