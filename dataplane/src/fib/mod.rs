@@ -7,9 +7,9 @@
 //!   the current table once per batch and never sees a half-updated one.
 //! - Every lookup is allocation-free and lock-free: longest-prefix match for IPv4 and IPv6
 //!   routes and for destination keys (per-length hash tables, see `lpm`), an exact match for the
-//!   switch's own addresses. The forwarding path asks all three at once ([`Fib::destination`]):
-//!   one walk over a table of the union of the three prefix sets, each entry holding the answers
-//!   for its prefix (see [`Destination`]).
+//!   switch's own addresses. All three are answered by one walk ([`Fib::destination`]) over a
+//!   table of the union of the three prefix sets, each entry holding the answers for its prefix
+//!   (see [`Destination`]).
 //! - Ports are `PortId(0..n)` (dense: an index into the switch's port list). The Up ports carry
 //!   their position among the Up ports, `0..w`, which is what the bits of a [`PortMask`] mean.
 //! - A route leads to a next-hop [`Group`] (1..=64 hops), to the switch itself, or nowhere.
@@ -469,11 +469,9 @@ pub struct Fib {
     groups: Box<[Group]>,
     routes_v4: Lpm<u32, RouteTarget>,
     routes_v6: Lpm<u128, RouteTarget>,
-    keys_v4: Lpm<u32, DestKey>,
-    keys_v6: Lpm<u128, DestKey>,
-    local_v4: Lpm<u32, ()>,
-    local_v6: Lpm<u128, ()>,
-    /// The three above merged, for [`Fib::destination`].
+    /// Routes, keys and local addresses merged (see [`Destination`]): what [`Fib::destination`],
+    /// [`Fib::route`], [`Fib::dest_key`] and [`Fib::is_local`] read. The routes are kept on
+    /// their own too, for the exact-prefix queries of the control plane.
     destinations_v4: Lpm<u32, Destination>,
     destinations_v6: Lpm<u128, Destination>,
     dest_keys: u32,
@@ -488,10 +486,6 @@ impl Default for Fib {
             groups: Box::default(),
             routes_v4: Lpm::empty(),
             routes_v6: Lpm::empty(),
-            keys_v4: Lpm::empty(),
-            keys_v6: Lpm::empty(),
-            local_v4: Lpm::empty(),
-            local_v6: Lpm::empty(),
             destinations_v4: Lpm::empty(),
             destinations_v6: Lpm::empty(),
             dest_keys: 0,
@@ -540,19 +534,13 @@ impl Fib {
     /// The target of the longest route prefix containing `dst`.
     #[inline]
     pub fn route(&self, dst: IpAddr) -> Option<RouteTarget> {
-        match dst {
-            IpAddr::V4(v4) => self.routes_v4.lookup(v4.to_bits()),
-            IpAddr::V6(v6) => self.routes_v6.lookup(v6.to_bits()),
-        }
+        self.destination(dst).route
     }
 
     /// The destination key of the longest key prefix containing `dst`.
     #[inline]
     pub fn dest_key(&self, dst: IpAddr) -> Option<DestKey> {
-        match dst {
-            IpAddr::V4(v4) => self.keys_v4.lookup(v4.to_bits()),
-            IpAddr::V6(v6) => self.keys_v6.lookup(v6.to_bits()),
-        }
+        self.destination(dst).key
     }
 
     /// Number of destination keys (the `dest_keys` of the switch's `LbConfig`); every key in
@@ -576,10 +564,7 @@ impl Fib {
     /// Whether `addr` is one of the switch's own addresses.
     #[inline]
     pub fn is_local(&self, addr: IpAddr) -> bool {
-        match addr {
-            IpAddr::V4(v4) => self.local_v4.lookup(v4.to_bits()).is_some(),
-            IpAddr::V6(v6) => self.local_v6.lookup(v6.to_bits()).is_some(),
-        }
+        self.destination(addr).local
     }
 
     /// The target of exactly `prefix`, if it is a route.
@@ -713,10 +698,6 @@ impl FibBuilder {
             groups,
             routes_v4,
             routes_v6,
-            keys_v4,
-            keys_v6,
-            local_v4,
-            local_v6,
             destinations_v4,
             destinations_v6,
             dest_keys,

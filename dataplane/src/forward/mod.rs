@@ -14,10 +14,10 @@
 //!    ECMP groups are decided here; northbound choices get their destination key and are
 //!    queued;
 //! 2. one [`PipeBalancer::choose_batch`] for every queued northbound choice (valid mask = the
-//!    group's usable up-ports; key from the key table; size class from the frame length; the
-//!    flow hash from the parse). A northbound destination without a key (or with a key the
-//!    balancer does not have) falls back to ECMP over the usable hops and is counted
-//!    (`no_key`, `key_out_of_range`);
+//!    group's usable up-ports; key from the destination lookup; size class from the frame
+//!    length; the flow hash, computed only for an algorithm that reads it). A northbound
+//!    destination without a key (or with a key the balancer does not have) falls back to ECMP
+//!    over the usable hops and is counted (`no_key`, `key_out_of_range`);
 //! 3. rewrite of every forwarded frame.
 //!
 //! Everything but the frames themselves is checked per batch, not trusted: a table whose

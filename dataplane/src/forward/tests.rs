@@ -750,50 +750,6 @@ fn hundred_thousand_random_frames_never_panic() {
     }
 }
 
-/// Speed of parse-and-decide on 64-frame batches of small northbound IPv4 frames (Ofan).
-/// Not a test: run with
-/// `cargo test -p ofan-dataplane --release -- --ignored --nocapture process_batch_speed`.
-#[test]
-#[ignore = "micro-benchmark"]
-fn process_batch_speed() {
-    let table = fib(ALL_UP);
-    let mut fwd = forwarder();
-    let template: Vec<Vec<u8>> = (0..64u16)
-        .map(|i| {
-            ipv4_udp(
-                [10, 0, 0, 2].into(),
-                [10, 0, 1 + (i % 2) as u8, 5].into(),
-                64,
-                (i, 4791),
-                18,
-            )
-        })
-        .collect();
-    let mut frames = template.clone();
-    let mut verdicts = [Verdict::Drop(DropReason::NoRoute); 64];
-    let mut loads = [PortLoad::default(); 2];
-    let rounds = 100_000;
-    let start = std::time::Instant::now();
-    for _ in 0..rounds {
-        for (frame, original) in frames.iter_mut().zip(&template) {
-            frame.copy_from_slice(original);
-        }
-        let mut batch: Vec<FrameRef<'_>> = frames
-            .iter_mut()
-            .map(|data| FrameRef {
-                ingress: PortId(0),
-                data,
-            })
-            .collect();
-        fwd.process_batch(&table, &mut batch, &mut loads, &mut verdicts);
-    }
-    let per = start.elapsed().as_nanos() as f64 / (rounds * 64) as f64;
-    println!(
-        "{per:.1} ns per frame (frame copy and batch setup included), {} forwarded",
-        fwd.counters().forwarded
-    );
-}
-
 /// The IPv4 martian test on address bits says what the standard library's predicates say.
 #[test]
 fn martian_bits_match_std_predicates() {

@@ -737,37 +737,9 @@ impl PipeBalancer {
     /// have `w` entries for the queue-aware algorithms ([`Algorithm::uses_queues`]); the chosen
     /// port's entry is increased by this packet so that later decisions see it. Other
     /// algorithms ignore `loads` (it may be empty).
-    #[inline]
-    pub fn choose(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
-        self.decide(packet, loads)
-    }
-
-    /// Where the state that [`choose`](Self::choose) reads for a packet to `key` of `class`
-    /// lives: the first and last byte of the switch's shared part and the destination's pointer
-    /// (Ofan's shared one, pOfan's own). For callers that prefetch it (the model, whose fabric
-    /// does not fit in the cache); the addresses are only ever compared or prefetched.
-    #[inline]
-    pub fn hot_addresses(&self, key: DestKey, class: SizeClass) -> [*const u8; 3] {
-        let switch = Arc::as_ptr(&self.switch).cast::<u8>();
-        let slot = slot_of(key, class);
-        let pointer = match self.own_pointers.get(slot) {
-            Some(own) => std::ptr::from_ref(own).cast(),
-            None => self
-                .switch
-                .slots
-                .get(slot)
-                .map_or(switch, |shared| std::ptr::from_ref(shared).cast()),
-        };
-        [
-            switch,
-            switch.wrapping_add(std::mem::size_of::<SwitchBalancer>() - 1),
-            pointer,
-        ]
-    }
-
-    /// [`choose`](Self::choose).
+    // Always inlined: the model calls it once per packet in its event loop.
     #[inline(always)]
-    fn decide(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
+    pub fn choose(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
         if packet.valid.is_empty() {
             return None;
         }
@@ -806,6 +778,29 @@ impl PipeBalancer {
             load.bytes = load.bytes.saturating_add(packet.frame_len);
         }
         Some(UpPort(port))
+    }
+
+    /// Where the state that [`choose`](Self::choose) reads for a packet to `key` of `class`
+    /// lives: the first and last byte of the switch's shared part and the destination's pointer
+    /// (Ofan's shared one, pOfan's own). For callers that prefetch it (the model, whose fabric
+    /// does not fit in the cache); the addresses are only ever compared or prefetched.
+    #[inline]
+    pub fn hot_addresses(&self, key: DestKey, class: SizeClass) -> [*const u8; 3] {
+        let switch = Arc::as_ptr(&self.switch).cast::<u8>();
+        let slot = slot_of(key, class);
+        let pointer = match self.own_pointers.get(slot) {
+            Some(own) => std::ptr::from_ref(own).cast(),
+            None => self
+                .switch
+                .slots
+                .get(slot)
+                .map_or(switch, |shared| std::ptr::from_ref(shared).cast()),
+        };
+        [
+            switch,
+            switch.wrapping_add(std::mem::size_of::<SwitchBalancer>() - 1),
+            pointer,
+        ]
     }
 
     /// Chooses the up-ports of a batch of packets, in order; `out[i]` is the choice for

@@ -7,8 +7,8 @@
 //!   `T: AsMut<[u8]>` too.
 //! - [`parse`] applies the forwarding fast path's policy on top of the views and returns the
 //!   few facts the forwarder needs as a [`ParsedFrame`] (offsets, addresses, hop limit,
-//!   protocol, ports; the flow hash on demand), or the one [`ParseError`] that names why the frame is not
-//!   for the fast path. It allocates nothing and reads each header once.
+//!   protocol, ports; the flow hash on demand), or the one [`ParseError`] that names why the
+//!   frame is not for the fast path. It allocates nothing and reads each header once.
 //! - Accepted: Ethernet II with at most one 802.1Q tag; IPv4 without options, not a fragment,
 //!   with a correct header checksum (RFC 1812 §5.2.2: a router verifies it); IPv6 with any next
 //!   header. Bytes after the IP packet (Ethernet padding) are allowed and ignored.

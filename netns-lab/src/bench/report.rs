@@ -134,10 +134,13 @@ pub fn paired_interval(a: &Row, b: &Row) -> Option<Interval> {
 
 /// [`paired_interval`] of the `ofan` row against the row named `other`.
 pub fn ofan_interval(rows: &[Row], other: &str) -> Option<Interval> {
+    ofan_and(rows, other).and_then(|(a, b)| paired_interval(a, b))
+}
+
+/// The `ofan` row and the row named `other`, if both are in `rows`.
+fn ofan_and<'a>(rows: &'a [Row], other: &str) -> Option<(&'a Row, &'a Row)> {
     let row = |name: &str| rows.iter().find(|r| r.name == name);
-    row("ofan")
-        .zip(row(other))
-        .and_then(|(a, b)| paired_interval(a, b))
+    row("ofan").zip(row(other))
 }
 
 fn interval_cell(interval: Option<Interval>) -> String {
@@ -149,10 +152,7 @@ fn interval_cell(interval: Option<Interval>) -> String {
 
 /// [`paired_ratio`] of the `ofan` row against the row named `other`, if both are in `rows`.
 pub fn paired_ofan_ratio(rows: &[Row], other: &str) -> Option<f64> {
-    let row = |name: &str| rows.iter().find(|r| r.name == name);
-    row("ofan")
-        .zip(row(other))
-        .and_then(|(a, b)| paired_ratio(a, b))
+    ofan_and(rows, other).and_then(|(a, b)| paired_ratio(a, b))
 }
 
 /// Within this fraction of the offered rate, a candidate forwarded everything it was given.
