@@ -229,14 +229,13 @@ pub fn table(rows: &[Row]) -> String {
         cell(paired_ofan_ratio(rows, "bare"), 2),
         cell(paired_ofan_ratio(rows, "testpmd"), 2),
     );
+    let (bare, testpmd) = (ofan_interval(rows, "bare"), ofan_interval(rows, "testpmd"));
     let _ = writeln!(
         out,
         "Geometric means of per-round ratios with 95 % confidence intervals: ofan/bare = {}, ofan/testpmd = {} ({} rounds).",
-        interval_cell(ofan_interval(rows, "bare")),
-        interval_cell(ofan_interval(rows, "testpmd")),
-        ofan_interval(rows, "bare")
-            .or_else(|| ofan_interval(rows, "testpmd"))
-            .map_or(0, |i| i.rounds),
+        interval_cell(bare),
+        interval_cell(testpmd),
+        bare.or(testpmd).map_or(0, |i| i.rounds),
     );
     out
 }
