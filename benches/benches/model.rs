@@ -32,7 +32,8 @@ fn permutation(c: &mut Criterion) {
         let mut config = ModelConfig::paper();
         config.topology = TopologyKind::FatTree { k };
         let topology = Topology::new(config.topology).expect("valid k");
-        let events = run_on(&topology, &config).expect("runs").events;
+        let report = run_on(&topology, &config).expect("runs");
+        let events = report.model().expect("a model report").events;
         eprintln!(
             "k={k}: {events} events per run, peak RSS so far {}",
             peak_rss()

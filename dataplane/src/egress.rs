@@ -24,6 +24,12 @@
 //! rate then survives the jitter, at the price of gaps down to half a frame time (a momentary
 //! rate of up to 2 R, never two frames at once).
 //!
+//! ## What the queue holds
+//! A shaped port's queue holds every frame accepted and not yet fully transmitted: the frame
+//! on the wire counts until its slot ends (`next_free`), as in an output-queued switch and in
+//! the model (`ofan_model::report`: one definition of a queue for both). Depth, maxima, the
+//! time-averaged depth and buffer admission all use this count.
+//!
 //! With a rate of 0 the queue does not shape: every queued frame may leave as soon as the
 //! device takes it, and the device's own ring is the bottleneck.
 
@@ -203,6 +209,9 @@ pub struct EgressQueue<D> {
     config: EgressConfig,
     fifo: VecDeque<Queued<D>>,
     next_free_ns: u64,
+    /// Bytes of the frame on the wire, 0 when none: it still counts in the depth until its
+    /// slot ends at `next_free_ns`.
+    on_wire: u32,
     stats: EgressStats,
 }
 
@@ -213,6 +222,7 @@ impl<D> EgressQueue<D> {
             config,
             fifo: VecDeque::with_capacity(capacity_hint),
             next_free_ns: 0,
+            on_wire: 0,
             stats: EgressStats::default(),
         }
     }
@@ -242,10 +252,12 @@ impl<D> EgressQueue<D> {
         self.fifo.is_empty()
     }
 
-    /// Whether a frame of `len` bytes would be accepted now, and marked CE if it is
-    /// `ecn_capable`. Counts nothing; [`push`](Self::push) or [`reject`](Self::reject) follows.
+    /// Whether a frame of `len` bytes would be accepted at `now_ns`, and marked CE if it is
+    /// `ecn_capable`. Counts nothing (but lets the frame on the wire leave the depth if its
+    /// slot has ended); [`push`](Self::push) or [`reject`](Self::reject) follows.
     #[inline]
-    pub fn admit(&self, len: u32, ecn_capable: bool) -> Admission {
+    pub fn admit(&mut self, len: u32, ecn_capable: bool, now_ns: u64) -> Admission {
+        self.settle(now_ns);
         let depth_bytes = self.stats.depth_bytes;
         if u64::from(depth_bytes) + u64::from(len) > u64::from(self.config.buffer_bytes) {
             return Admission::Drop;
@@ -270,13 +282,13 @@ impl<D> EgressQueue<D> {
     /// Queues a frame accepted by [`admit`](Self::admit) (`marked`: it was marked CE).
     #[inline]
     pub fn push(&mut self, desc: D, len: u32, marked: bool, now_ns: u64) {
+        self.integrate(now_ns);
         self.stats
             .arrival_depth
             .record(u64::from(self.stats.depth_packets));
         if marked {
             self.stats.ecn_marked += 1;
         }
-        self.integrate(now_ns);
         self.fifo.push_back(Queued {
             desc,
             len,
@@ -295,7 +307,7 @@ impl<D> EgressQueue<D> {
     /// [`push`](Self::push) or [`reject`](Self::reject).
     #[inline]
     pub fn enqueue(&mut self, desc: D, len: u32, ecn_capable: bool, now_ns: u64) -> Enqueued<D> {
-        match self.admit(len, ecn_capable) {
+        match self.admit(len, ecn_capable, now_ns) {
             Admission::Drop => {
                 self.reject();
                 Enqueued::Dropped(desc)
@@ -332,7 +344,17 @@ impl<D> EgressQueue<D> {
             }
             let head = self.fifo.pop_front().expect("next_departure_ns saw a head");
             self.integrate(now_ns);
-            if self.config.link_rate_bps != 0 {
+            let stats = &mut self.stats;
+            stats.departed_packets += 1;
+            stats.departed_bytes += u64::from(head.len);
+            if self.config.link_rate_bps == 0 {
+                stats.depth_packets -= 1;
+                stats.depth_bytes -= head.len;
+            } else {
+                // `integrate` settled the previous frame (its slot ended by `scheduled`); this
+                // one stays in the depth until its own slot ends.
+                debug_assert_eq!(self.on_wire, 0);
+                self.on_wire = head.len;
                 let late = now_ns - scheduled;
                 self.stats.lateness_ns.record(late);
                 self.stats.max_lateness_ns = self.stats.max_lateness_ns.max(late);
@@ -346,11 +368,6 @@ impl<D> EgressQueue<D> {
                 };
                 self.next_free_ns = now_ns + serialization - credit;
             }
-            let stats = &mut self.stats;
-            stats.departed_packets += 1;
-            stats.departed_bytes += u64::from(head.len);
-            stats.depth_packets -= 1;
-            stats.depth_bytes -= head.len;
             send(head.desc, head.len);
             sent += 1;
         }
@@ -369,8 +386,14 @@ impl<D> EgressQueue<D> {
         let stats = &mut self.stats;
         stats.departed_packets -= 1;
         stats.departed_bytes -= u64::from(len);
-        stats.depth_packets += 1;
-        stats.depth_bytes += len;
+        if self.config.link_rate_bps != 0 {
+            // It never went on the wire, and it is still counted in the depth (`dequeue` made
+            // it the frame on the wire).
+            self.on_wire = 0;
+        } else {
+            stats.depth_packets += 1;
+            stats.depth_bytes += len;
+        }
         self.next_free_ns = now_ns;
     }
 
@@ -380,6 +403,7 @@ impl<D> EgressQueue<D> {
         for queued in self.fifo.drain(..) {
             free(queued.desc);
         }
+        self.on_wire = 0;
         self.stats.depth_packets = 0;
         self.stats.depth_bytes = 0;
     }
@@ -394,9 +418,28 @@ impl<D> EgressQueue<D> {
         stats.arrival_depth = Log2Histogram::default();
     }
 
-    /// Brings the time integrals of the depth up to `now_ns`.
+    /// Brings the time integrals of the depth up to `now_ns` (the frame on the wire leaves the
+    /// depth at the end of its slot, if that came first).
     #[inline]
     pub fn integrate(&mut self, now_ns: u64) {
+        self.settle(now_ns);
+        self.integrate_to(now_ns);
+    }
+
+    /// Lets the frame on the wire leave the depth if its slot ended by `now_ns`.
+    #[inline]
+    fn settle(&mut self, now_ns: u64) {
+        if self.on_wire != 0 && now_ns >= self.next_free_ns {
+            self.integrate_to(self.next_free_ns);
+            let stats = &mut self.stats;
+            stats.depth_packets -= 1;
+            stats.depth_bytes -= self.on_wire;
+            self.on_wire = 0;
+        }
+    }
+
+    #[inline]
+    fn integrate_to(&mut self, now_ns: u64) {
         let stats = &mut self.stats;
         let elapsed = u128::from(now_ns.saturating_sub(stats.last_change_ns));
         stats.depth_packet_ns += u128::from(stats.depth_packets) * elapsed;
@@ -591,6 +634,51 @@ mod tests {
         assert_eq!(stats.depth_byte_ns, 200 * 1_000 + 100 * 1_000);
         // Over 4 µs the time-averaged depth is 0.75 frames.
         assert_eq!(stats.depth_packet_ns as f64 / 4_000.0, 0.75);
+    }
+
+    #[test]
+    fn the_frame_on_the_wire_counts_until_its_slot_ends() {
+        // 1480 B + 20 B gap at 1 Mbit/s: a 12 ms slot.
+        let mut queue = shaped(MBIT);
+        let slot = queue.config().serialization_ns(1480);
+        assert_eq!(slot, 12_000_000);
+        queue.enqueue(0, 1480, false, 0);
+        queue.enqueue(1, 1480, false, 0);
+        assert_eq!(queue.dequeue(0, 1, |_, _| {}), 1);
+        // Both still count: one on the wire, one waiting.
+        assert_eq!(queue.stats().depth_packets, 2);
+        queue.integrate(slot - 1);
+        assert_eq!(queue.stats().depth_bytes, 2 * 1480);
+        assert_eq!(queue.dequeue(slot, 1, |_, _| {}), 1);
+        assert_eq!(queue.stats().depth_packets, 1);
+        queue.integrate(3 * slot);
+        assert_eq!(queue.stats().depth_packets, 0);
+        // Two frames for one slot, one for the next, none after: 3 frame-slots.
+        assert_eq!(queue.stats().depth_packet_ns, 3 * u128::from(slot));
+        assert_eq!(
+            (
+                queue.stats().max_depth_packets,
+                queue.stats().departed_packets
+            ),
+            (2, 2)
+        );
+    }
+
+    #[test]
+    fn buffer_admission_counts_the_frame_on_the_wire() {
+        let mut queue = shaped(MBIT);
+        for desc in 0..6 {
+            queue.enqueue(desc, 1500, false, 0);
+        }
+        queue.dequeue(0, 1, |_, _| {});
+        // 9000 B counted (one on the wire): 1500 more do not fit in 10,000 B…
+        assert_eq!(queue.enqueue(6, 1500, false, 1), Enqueued::Dropped(6));
+        // …until the slot of the frame on the wire has ended.
+        let slot = queue.config().serialization_ns(1500);
+        assert!(matches!(
+            queue.enqueue(7, 1500, false, slot),
+            Enqueued::Queued { .. }
+        ));
     }
 
     #[test]

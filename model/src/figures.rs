@@ -289,25 +289,24 @@ fn metrics_of(report: &RunReport) -> BTreeMap<String, f64> {
         "max_queue_kb".into(),
         report.max_queue_bytes as f64 / 1000.0,
     );
-    m.insert(
-        "max_queue_packets".into(),
-        f64::from(report.max_queue_packets),
-    );
+    m.insert("max_queue_packets".into(), report.max_queue_packets as f64);
     m.insert("utilization".into(), report.utilization);
     if let (Some(cct), Some(increase)) = (report.cct_ps, report.cct_increase) {
         m.insert("cct_us".into(), cct as f64 / 1e6);
         m.insert("cct_increase_pct".into(), increase * 100.0);
     }
-    m.insert(
-        "edge_up_max_data".into(),
-        f64::from(report.edge_uplink.max_data_packets),
-    );
-    m.insert("drops".into(), report.packets.drops_buffer as f64);
-    if let Some(rho) = report.rho_max {
-        m.insert("rho_max".into(), rho);
+    m.insert("drops".into(), report.drops.get("switch.buffer") as f64);
+    if let Some(model) = report.model() {
+        m.insert(
+            "edge_up_max_data".into(),
+            f64::from(model.edge_uplink.max_data_packets),
+        );
+        if let Some(rho) = model.rho_max {
+            m.insert("rho_max".into(), rho);
+        }
     }
-    for stage in Stage::ALL {
-        let stats = report.stage(stage);
+    for stats in &report.queues {
+        let stage = stats.stage;
         m.insert(
             format!("overload_{stage:?}").to_lowercase(),
             stats.link_overload * 100.0,

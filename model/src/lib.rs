@@ -17,8 +17,9 @@
 //!   [`ofan_dataplane::lb::PipeBalancer::choose`] on the pipe of the ingress port, the
 //!   dataplane's own decision.
 //! * [`report`]: what a run measures ([`RunReport`]): CCT, its lower bound and increase,
-//!   utilization, per-stage queues and link overload, packet accounting, and Ofan's edge-uplink
-//!   bound (paper F.4) as a checked invariant.
+//!   utilization, per-stage queues and link overload, packet accounting, drops by reason, and
+//!   Ofan's edge-uplink bound (paper F.4) as a checked invariant — schema `ofan.run/2`, the
+//!   same type the lab writes.
 //! * [`figures`]: the paper's figures as sweeps over many runs, with tables, fits and SVG plots
 //!   ([`svg`]).
 //!
@@ -40,7 +41,7 @@
 //! config.scheme = "ofan".parse::<Scheme>()?;
 //! let report = run(&config)?;
 //! assert!(report.cct_ps.unwrap() >= report.lower_bound_ps);
-//! assert_eq!(report.edge_uplink.violations, 0);
+//! assert_eq!(report.model().unwrap().edge_uplink.violations, 0);
 //! # Ok::<(), ofan_model::ModelError>(())
 //! ```
 // `unsafe` is denied everywhere but in `sys`, which wraps the one CPU instruction the model needs.

@@ -1,9 +1,28 @@
-//! What a run measures, as serializable data (schema `ofan.run/1`, shared with the lab where
-//! the two overlap: `cct_ps`, `lower_bound_ps`, `cct_increase`, `utilization`, `queues`).
+//! What one run of a collective measured: the report schema `ofan.run/2`, one type for both
+//! producers — the model (`source = "model"`) and the namespace lab (`source = "lab"`).
+//!
+//! Every field common to the two is defined once, here, with one meaning; what only one of them
+//! can tell lives in its [`Details`] section (the model's configuration and its F.4 invariant;
+//! the lab's setup, delivery check, loss census and emulation fidelity). A report read back
+//! from JSON is the same value ([`RunReport::from_json`]).
+//!
+//! # Conventions
+//! - Time is integer picoseconds. The *run window* of a report starts with the first DATA
+//!   departure and ends at the CCT (the last ACK); for a run that did not complete, at the
+//!   last thing the producer saw (the model's last event, the lab's last agent report).
+//! - A port's *queue* holds every frame accepted and not yet fully transmitted: the frame on
+//!   the wire counts until its last bit has left. Buffer admission uses the same count.
+//! - *Wire bits* of a frame are its bytes plus the inter-frame gap ([`crate::config`]'s link
+//!   parameters: preamble, delimiter, gap), times eight.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::ModelConfig;
+
+/// The schema name every report carries.
+pub const SCHEMA: &str = "ofan.run/2";
 
 /// The six queueing stages of a three-tier fat tree, by output port.
 ///
@@ -57,53 +76,83 @@ impl Stage {
     }
 }
 
-/// Queue statistics of the output ports of one stage.
-///
-/// A port's queue holds every frame enqueued and not yet fully transmitted (the frame being
-/// serialized included); bytes are frame bytes without the inter-frame gap.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Queue statistics of the output ports of one stage (queue as defined in the
+/// [module documentation](self): the frame on the wire included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueStats {
     /// Stage.
-    pub stage: Option<Stage>,
+    pub stage: Stage,
     /// Number of output ports in the stage.
     pub ports: u32,
-    /// Largest queue of any port, frames (data and ACKs).
-    pub max_packets: u32,
-    /// Largest number of data frames queued at any port.
-    pub max_data_packets: u32,
-    /// Largest queue of any port, bytes.
+    /// Largest queue of any port, frames (DATA and ACKs).
+    pub max_packets: u64,
+    /// Largest number of DATA frames queued at any port, where the producer tells DATA from
+    /// ACKs (the model; the lab's switches do not).
+    pub max_data_packets: Option<u64>,
+    /// Largest queue of any port, bytes (frame bytes, no gap).
     pub max_bytes: u64,
-    /// Time-averaged queue per port over the run, frames.
+    /// Time-averaged queue per port over the run window, frames.
     pub mean_packets: f64,
-    /// Time-averaged queue per port over the run, bytes.
+    /// Time-averaged queue per port over the run window, bytes.
     pub mean_bytes: f64,
-    /// Worst link overload: data frames carried by the busiest port over the mean of the
-    /// stage's ports, minus one (paper Fig. 3); 0 when the stage carried nothing.
+    /// Frame bytes sent by the stage's busiest port over the mean of its ports, minus one
+    /// (paper Fig. 3's link overload; DATA and ACK frames alike, DATA dominate); 0 when the
+    /// stage sent nothing.
     pub link_overload: f64,
+    /// Mean over the stage's ports of wire bits sent / (line rate × run window).
+    pub utilization: f64,
 }
 
-/// Packet accounting.
+/// Frames the hosts sent and received.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PacketCounts {
-    /// Data frames the hosts sent.
+    /// DATA transmissions, retransmissions included.
     pub data_sent: u64,
-    /// Data frames that reached their destination host.
+    /// DATA transmissions that were retransmissions.
+    pub retransmissions: u64,
+    /// Retransmission timeouts that fired (each retransmits one packet).
+    pub timeouts: u64,
+    /// Distinct DATA packets that reached their destination.
     pub data_delivered: u64,
-    /// ACKs the receivers sent.
+    /// DATA arrivals of a packet that had already arrived.
+    pub duplicate_data: u64,
+    /// ACKs the receivers sent (one per DATA arrival, duplicates included).
     pub acks_sent: u64,
-    /// ACKs that reached the data sender.
+    /// ACK arrivals at the DATA senders, duplicates included.
     pub acks_delivered: u64,
-    /// Frames dropped at a full switch buffer.
-    pub drops_buffer: u64,
-    /// Frames dropped because no up-port was valid.
-    pub drops_no_route: u64,
-    /// Data frames marked CE.
+    /// ACK arrivals for a packet that was already ACKed.
+    pub duplicate_acks: u64,
+    /// DATA packets that arrived marked CE.
     pub ecn_marks: u64,
-    /// Flows whose every data frame was delivered exactly once (count and sequence-number
-    /// checksum) and acknowledged.
+    /// Flows whose every DATA packet was delivered and ACKed.
     pub flows_complete: u64,
-    /// Flows in the workload.
-    pub flows: u64,
+}
+
+/// Frames lost on the way, by reason (`switch.buffer`, `xsk.rx_ring_full`, …; only reasons
+/// that occurred). The reasons each producer reports are listed where it fills them in
+/// (`Sim::report` in the model, `experiment::metrics` in the lab).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drops {
+    /// Sum over the reasons.
+    pub total: u64,
+    /// Count per reason.
+    pub by_reason: BTreeMap<String, u64>,
+}
+
+impl Drops {
+    /// Counts `count` frames lost for `reason` (nothing when `count` is 0).
+    pub fn add(&mut self, reason: &str, count: u64) {
+        if count > 0 {
+            *self.by_reason.entry(reason.to_owned()).or_default() += count;
+            self.total += count;
+        }
+    }
+
+    /// The count of `reason` (0 when it never occurred).
+    #[must_use]
+    pub fn get(&self, reason: &str) -> u64 {
+        self.by_reason.get(reason).copied().unwrap_or(0)
+    }
 }
 
 /// A checked invariant: Ofan's edge-uplink queue never exceeds w + 1 data frames (paper F.4).
@@ -121,17 +170,11 @@ pub struct EdgeUplinkInvariant {
     pub violations: u64,
 }
 
-/// The result of one run. Fully determined by the [`ModelConfig`]: no wall-clock field.
+/// What only the model tells. Fully determined by its configuration: no wall-clock field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunReport {
-    /// `"ofan.run/1"`.
-    pub schema: String,
-    /// `"model"` (the lab writes `"lab"`).
-    pub source: String,
+pub struct ModelRun {
     /// The configuration that produced this report.
     pub config: ModelConfig,
-    /// Hosts in the topology.
-    pub hosts: u32,
     /// Failed links (ids).
     pub failed_links: Vec<u32>,
     /// Fraction of line rate hosts were paced at (load × ρ_max or load).
@@ -139,26 +182,6 @@ pub struct RunReport {
     /// ρ_max of the workload under the failures (computed when failures or ρ_max pacing ask
     /// for it).
     pub rho_max: Option<f64>,
-    /// Collective completion time: first frame sent (t = 0) to last ACK received, ps; `None` if
-    /// some flow never completed (drops: the model has no loss recovery).
-    pub cct_ps: Option<u64>,
-    /// Lower bound on the CCT at full line rate without failures, ps (paper A; for workloads
-    /// where hosts carry several flows, also the per-host serialization bound).
-    pub lower_bound_ps: u64,
-    /// `cct / lower_bound − 1`.
-    pub cct_increase: Option<f64>,
-    /// Data bits delivered (frames with their gap) over line rate × the sum of the receivers'
-    /// delivery windows, a receiver's window running from its first data arrival to its last
-    /// plus one frame time: 1.0 when every receiver is fed back to back.
-    pub utilization: f64,
-    /// Largest queue at any switch port, bytes.
-    pub max_queue_bytes: u64,
-    /// Largest queue at any switch port, frames.
-    pub max_queue_packets: u32,
-    /// Per-stage queue statistics, from host to host.
-    pub queues: Vec<QueueStats>,
-    /// Packet accounting.
-    pub packets: PacketCounts,
     /// Ofan's edge-uplink bound (paper F.4), checked at every enqueue.
     pub edge_uplink: EdgeUplinkInvariant,
     /// Events processed.
@@ -167,16 +190,201 @@ pub struct RunReport {
     pub end_ps: u64,
 }
 
+/// How a lab repetition was run (what the report must say besides the measurements).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabSetup {
+    /// Lab name.
+    pub lab: String,
+    /// Collective (`permutation`, `all-to-all`, `ring`, `matrix`).
+    pub collective: String,
+    /// Switch load-balancing algorithm.
+    pub lb: String,
+    /// Host-side load balancing of the agents (`none`, `spray`, `reps`).
+    pub host_lb: String,
+    /// Bytes per flow (the largest, for a matrix).
+    pub message_bytes: u64,
+    /// ρ: the agents send at ρ × link rate.
+    pub load: f64,
+    /// Link rate of every link, bits per second.
+    pub link_rate_bps: u64,
+    /// UDP payload of a full DATA packet (agent header included).
+    pub payload: u32,
+    /// Egress buffer per switch port, as the switches were given it.
+    pub buffer: String,
+    /// Whether the switches' shapers made up for late departures (`up --catch-up`; whether
+    /// the agents did is in their reports, `--agent-catch-up`).
+    #[serde(default)]
+    pub catch_up: bool,
+    /// Repetition number, from 0.
+    pub repetition: u32,
+    /// Seed of the collective (permutation) of this repetition.
+    pub seed: u64,
+}
+
+/// Did every packet arrive? (The counts themselves are in [`PacketCounts`].)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// DATA packets the plan's flows consist of.
+    pub data_expected: u64,
+    /// Packets that never arrived.
+    pub missing: u64,
+    /// Every agent completed (all own flows ACKed, all incoming flows received).
+    pub complete: bool,
+    /// Complete, nothing missing, and every duplicate explained by a retransmission (a packet
+    /// the sender resent because its ACK was late or lost).
+    pub exactly_once: bool,
+    /// Agents that bound their sockets after the start time (peers' first packets may have
+    /// found no socket): should be 0.
+    pub late_agents: u32,
+}
+
+/// Every frame the agents sent, accounted for: delivered, counted as dropped by some counter,
+/// or still queued in a switch when the run ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Census {
+    /// Frames the agents sent: DATA transmissions and ACKs.
+    pub frames_sent: u64,
+    /// Frames the agents received: DATA and ACK arrivals, duplicates included.
+    pub frames_received: u64,
+    /// Frames sent and never received.
+    pub frames_lost: u64,
+    /// Frames still queued at switch ports after the run.
+    pub frames_queued: u64,
+    /// Lost frames that neither a drop counter ([`RunReport::drops`]) nor a queue explains:
+    /// should be 0. (Counters also count frames the agents did not send, such as neighbour
+    /// discovery, so a positive value is certain, a zero one is a bound.)
+    pub unaccounted: u64,
+}
+
+/// How faithfully the lab emulated the links.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fidelity {
+    /// Worst port's shaper lateness p99 (upper bucket bound) in packet times of a full DATA
+    /// frame, over ports that sent enough frames to tell.
+    pub shaper_late_p99_packet_times: f64,
+    /// That port, `switch:port`.
+    pub worst_port: String,
+    /// Lowest achieved / requested sending rate over the agents with at least two packets.
+    pub agent_rate_ratio_min: f64,
+    /// Largest p99 lateness of an agent's departures, ns.
+    pub agent_late_p99_ns_max: u64,
+    /// Shaper lateness p99 within the lab's threshold and every agent within 1 % of its rate.
+    pub faithful: bool,
+}
+
+/// What only the lab tells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabRun {
+    /// How it was run.
+    pub setup: LabSetup,
+    /// Delivery check.
+    pub delivery: Delivery,
+    /// Every frame accounted for.
+    pub census: Census,
+    /// Emulation fidelity.
+    pub fidelity: Fidelity,
+}
+
+/// The producer's own section, tagged by `source` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum Details {
+    /// The deterministic model.
+    Model(ModelRun),
+    /// The namespace lab.
+    Lab(LabRun),
+}
+
+/// One run of a collective (schema [`SCHEMA`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// Hosts in the topology (the model) or the plan (the lab).
+    pub hosts: u32,
+    /// Flows of the collective.
+    pub flows: u32,
+    /// Collective completion time: first DATA sent to last ACK received, ps; `None` when some
+    /// flow never completed.
+    pub cct_ps: Option<u64>,
+    /// The CCT lower bound of the system that produced the report, ps (see
+    /// `ofan_topology::timing`).
+    pub lower_bound_ps: u64,
+    /// `cct / lower_bound − 1`.
+    pub cct_increase: Option<f64>,
+    /// DATA wire bits delivered (distinct packets) over line rate × the sum of the receivers'
+    /// delivery windows, a receiver's window running from its first DATA arrival to its last
+    /// plus one full-frame time: 1.0 when every receiver is fed back to back.
+    pub utilization: f64,
+    /// Largest queue at any switch port, frames.
+    pub max_queue_packets: u64,
+    /// Largest queue at any switch port, bytes.
+    pub max_queue_bytes: u64,
+    /// Per-stage queue statistics, from host to host.
+    pub queues: Vec<QueueStats>,
+    /// Frames sent and received by the hosts.
+    pub packets: PacketCounts,
+    /// Frames lost, by reason.
+    pub drops: Drops,
+    /// The producer's own section (`"source": "model"` or `"lab"`).
+    #[serde(flatten)]
+    pub details: Details,
+}
+
 impl RunReport {
-    /// The statistics of `stage`.
-    ///
-    /// # Panics
-    /// Never for reports produced by [`crate::run`] (they list every stage).
+    /// The statistics of `stage`, if the topology has it.
     #[must_use]
-    pub fn stage(&self, stage: Stage) -> &QueueStats {
-        self.queues
-            .iter()
-            .find(|stats| stats.stage == Some(stage))
-            .expect("every stage is reported")
+    pub fn stage(&self, stage: Stage) -> Option<&QueueStats> {
+        self.queues.iter().find(|stats| stats.stage == stage)
     }
+
+    /// The model's section, when the model produced the report.
+    #[must_use]
+    pub fn model(&self) -> Option<&ModelRun> {
+        match &self.details {
+            Details::Model(model) => Some(model),
+            Details::Lab(_) => None,
+        }
+    }
+
+    /// The lab's section, when the lab produced the report.
+    #[must_use]
+    pub fn lab(&self) -> Option<&LabRun> {
+        match &self.details {
+            Details::Lab(lab) => Some(lab),
+            Details::Model(_) => None,
+        }
+    }
+
+    /// `"model"` or `"lab"`.
+    #[must_use]
+    pub fn source(&self) -> &'static str {
+        match self.details {
+            Details::Model(_) => "model",
+            Details::Lab(_) => "lab",
+        }
+    }
+
+    /// Reads a report written as JSON.
+    ///
+    /// # Errors
+    /// When the text is not a report of schema [`SCHEMA`].
+    pub fn from_json(text: &str) -> Result<Self, ReportError> {
+        let report: Self = serde_json::from_str(text).map_err(ReportError::Json)?;
+        if report.schema != SCHEMA {
+            return Err(ReportError::Schema(report.schema));
+        }
+        Ok(report)
+    }
+}
+
+/// A report that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Not JSON of this shape.
+    #[error("not an {SCHEMA} report: {0}")]
+    Json(serde_json::Error),
+    /// Another schema.
+    #[error("schema {0}, expected {SCHEMA}")]
+    Schema(String),
 }

@@ -51,7 +51,10 @@ use crate::config::{
 };
 use crate::error::ModelError;
 use crate::queue::EventQueue;
-use crate::report::{EdgeUplinkInvariant, PacketCounts, QueueStats, RunReport, Stage};
+use crate::report::{
+    Details, Drops, EdgeUplinkInvariant, ModelRun, PacketCounts, QueueStats, RunReport, Stage,
+    SCHEMA,
+};
 use crate::ring::Ring;
 use crate::sys;
 use crate::workload;
@@ -152,7 +155,7 @@ const _: () = assert!(
 
 /// What the output ports of one stage measure. The report only needs maxima and sums over a
 /// stage, so they are accumulated per stage (six entries that stay in cache) rather than per
-/// port; only the data frames carried are kept per port (the busiest link).
+/// port; only the frames carried are kept per port (the busiest link, utilization).
 #[derive(Debug, Default, Clone, Copy)]
 struct StageStats {
     max_packets: u32,
@@ -269,8 +272,8 @@ struct Sim<'a> {
     ports: Vec<Port>,
     /// Per [`Stage`] (by discriminant).
     stage_stats: [StageStats; Stage::ALL.len()],
-    /// Per port: data frames carried.
-    data_carried: Vec<u64>,
+    /// Per port: frame bytes and frames carried.
+    carried: Vec<[u64; 2]>,
     /// Per port: its link id.
     port_links: Vec<u32>,
     hosts: Vec<Host>,
@@ -295,6 +298,10 @@ struct Sim<'a> {
     ecn: u64,
     pipe_ports: u16,
     counts: PacketCounts,
+    /// Frames dropped at a full switch buffer.
+    drops_buffer: u64,
+    /// Frames dropped because no up-port was valid.
+    drops_no_route: u64,
     edge_bound: u32,
     edge_violations: u64,
     edge_max_data: u32,
@@ -571,7 +578,7 @@ impl<'a> Sim<'a> {
         }
         let host_count = hosts.len();
         let flow_ends = flows.iter().map(|flow| [flow.src, flow.dst]).collect();
-        let data_carried = vec![0; ports.len()];
+        let carried = vec![[0; 2]; ports.len()];
         Ok(Self {
             topology,
             config,
@@ -582,7 +589,7 @@ impl<'a> Sim<'a> {
             nodes,
             ports,
             stage_stats: [StageStats::default(); Stage::ALL.len()],
-            data_carried,
+            carried,
             port_links,
             hosts,
             places,
@@ -605,10 +612,9 @@ impl<'a> Sim<'a> {
             },
             ecn: config.ecn_threshold_bytes,
             pipe_ports: config.pipe_ports,
-            counts: PacketCounts {
-                flows: specs.len() as u64,
-                ..PacketCounts::default()
-            },
+            counts: PacketCounts::default(),
+            drops_buffer: 0,
+            drops_no_route: 0,
             edge_bound: u32::from(w) + 1,
             edge_violations: 0,
             edge_max_data: 0,
@@ -980,7 +986,7 @@ impl<'a> Sim<'a> {
                 match self.choose_up(info, in_port, key, &packet) {
                     Some(position) => info.up_first + u16::from(position),
                     None => {
-                        self.counts.drops_no_route += 1;
+                        self.drops_no_route += 1;
                         return;
                     }
                 }
@@ -1115,7 +1121,7 @@ impl<'a> Sim<'a> {
         let data = !packet.is_ack();
         if port.stage.is_switch() {
             if port.bytes.saturating_add(frame) > self.buffer {
-                self.counts.drops_buffer += 1;
+                self.drops_buffer += 1;
                 return;
             }
             if data && port.bytes >= self.ecn {
@@ -1133,7 +1139,9 @@ impl<'a> Sim<'a> {
         let arrival = finish + propagation;
         let idle = port.wire.is_empty();
         port.wire.push_back(Flight { arrival, packet });
-        self.data_carried[port_id] += u64::from(data);
+        let carried = &mut self.carried[port_id];
+        carried[0] += frame;
+        carried[1] += 1;
         let stats = &mut self.stage_stats[port.stage as usize];
         stats.max_packets = stats.max_packets.max(port.queued());
         stats.max_data = stats.max_data.max(port.data);
@@ -1173,16 +1181,17 @@ impl<'a> Sim<'a> {
             }
         }
         let lower_bound = lower_bound_ps(self.topology, self.config, specs);
+        // The run window: t = 0 (the first departure) to the CCT, or the last event.
+        let window = cct.unwrap_or(end);
+        let link = self.config.link;
         let queues: Vec<QueueStats> = Stage::ALL
             .iter()
             .map(|&stage| {
                 let stats = &self.stage_stats[stage as usize];
-                stage_report(&self.ports, &self.data_carried, stage, stats, end)
+                stage_report(&self.ports, &self.carried, stage, stats, window, &link)
             })
             .collect();
-        let switch_stages = queues
-            .iter()
-            .filter(|stats| stats.stage.is_some_and(Stage::is_switch));
+        let switch_stages = queues.iter().filter(|stats| stats.stage.is_switch());
         let max_queue_bytes = switch_stages
             .clone()
             .map(|s| s.max_bytes)
@@ -1216,14 +1225,13 @@ impl<'a> Sim<'a> {
             && failures.is_empty()
             && one_flow_each
             && !matches!(self.config.workload, Workload::AllToAll);
+        let mut drops = Drops::default();
+        drops.add("switch.buffer", self.drops_buffer);
+        drops.add("switch.no_route", self.drops_no_route);
         RunReport {
-            schema: "ofan.run/1".to_owned(),
-            source: "model".to_owned(),
-            config: self.config.clone(),
+            schema: SCHEMA.to_owned(),
             hosts: self.hosts.len() as u32,
-            failed_links: failures.iter().map(|link| link.0).collect(),
-            send_rate,
-            rho_max,
+            flows: specs.len() as u32,
             cct_ps: cct,
             lower_bound_ps: lower_bound,
             cct_increase: cct.map(|cct| cct as f64 / lower_bound as f64 - 1.0),
@@ -1232,49 +1240,63 @@ impl<'a> Sim<'a> {
             max_queue_packets,
             queues,
             packets: self.counts.clone(),
-            edge_uplink: EdgeUplinkInvariant {
-                applies,
-                bound_data_packets: self.edge_bound,
-                max_data_packets: self.edge_max_data,
-                violations: self.edge_violations,
-            },
-            events: self.events,
-            end_ps: end,
+            drops,
+            details: Details::Model(ModelRun {
+                config: self.config.clone(),
+                failed_links: failures.iter().map(|link| link.0).collect(),
+                send_rate,
+                rho_max,
+                edge_uplink: EdgeUplinkInvariant {
+                    applies,
+                    bound_data_packets: self.edge_bound,
+                    max_data_packets: self.edge_max_data,
+                    violations: self.edge_violations,
+                },
+                events: self.events,
+                end_ps: end,
+            }),
         }
     }
 }
 
 fn stage_report(
     ports: &[Port],
-    data_carried: &[u64],
+    carried: &[[u64; 2]],
     stage: Stage,
     measured: &StageStats,
-    end: u64,
+    window: u64,
+    link: &ofan_topology::LinkParams,
 ) -> QueueStats {
     let mut stats = QueueStats {
-        stage: Some(stage),
-        max_packets: measured.max_packets,
-        max_data_packets: measured.max_data,
+        stage,
+        ports: 0,
+        max_packets: u64::from(measured.max_packets),
+        max_data_packets: Some(u64::from(measured.max_data)),
         max_bytes: measured.max_bytes,
-        ..QueueStats::default()
+        mean_packets: 0.0,
+        mean_bytes: 0.0,
+        link_overload: 0.0,
+        utilization: 0.0,
     };
-    let (mut carried, mut busiest) = (0u64, 0u64);
+    let (mut bytes, mut busiest, mut wire_bits) = (0u64, 0u64, 0.0f64);
     let of_stage = ports
         .iter()
-        .zip(data_carried)
+        .zip(carried)
         .filter(|(port, _)| port.stage == stage);
-    for (_, &port_carried) in of_stage {
+    for (_, &[port_bytes, port_frames]) in of_stage {
         stats.ports += 1;
-        carried += port_carried;
-        busiest = busiest.max(port_carried);
+        bytes += port_bytes;
+        busiest = busiest.max(port_bytes);
+        wire_bits += (port_bytes + port_frames * u64::from(link.gap_bytes)) as f64 * 8.0;
     }
-    if stats.ports > 0 && end > 0 {
-        let span = f64::from(stats.ports) * end as f64;
+    if stats.ports > 0 && window > 0 {
+        let span = f64::from(stats.ports) * window as f64;
         stats.mean_packets = measured.area_packets as f64 / span;
         stats.mean_bytes = measured.area_bytes as f64 / span;
+        stats.utilization = wire_bits / (link.rate_bps as f64 * span * 1e-12);
     }
-    if carried > 0 {
-        let mean = carried as f64 / f64::from(stats.ports);
+    if bytes > 0 {
+        let mean = bytes as f64 / f64::from(stats.ports);
         stats.link_overload = busiest as f64 / mean - 1.0;
     }
     stats

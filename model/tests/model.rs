@@ -78,13 +78,13 @@ fn large_buffers_conserve_every_packet() {
             };
             let packets = flows * 20_000u64.div_ceil(4096);
             let counts = &report.packets;
-            assert_eq!(counts.flows, flows, "{scheme} {workload:?}");
+            assert_eq!(u64::from(report.flows), flows, "{scheme} {workload:?}");
             assert_eq!(counts.flows_complete, flows, "{scheme} {workload:?}");
             assert_eq!(counts.data_sent, packets, "{scheme} {workload:?}");
             assert_eq!(counts.data_delivered, packets, "{scheme} {workload:?}");
             assert_eq!(counts.acks_sent, packets, "{scheme} {workload:?}");
             assert_eq!(counts.acks_delivered, packets, "{scheme} {workload:?}");
-            assert_eq!(counts.drops_buffer + counts.drops_no_route, 0);
+            assert_eq!(report.drops.total, 0);
             assert!(report.cct_ps.unwrap() >= report.lower_bound_ps, "{scheme}");
         }
     }
@@ -156,7 +156,7 @@ fn ofan_edge_uplinks_stay_within_w_plus_one() {
                 let mut config = config(k, bytes, ofan());
                 config.seed = seed;
                 let report = run(&config).unwrap();
-                let invariant = &report.edge_uplink;
+                let invariant = &report.model().unwrap().edge_uplink;
                 assert!(invariant.applies);
                 assert_eq!(invariant.bound_data_packets, u32::from(k / 2) + 1);
                 assert_eq!(
@@ -174,8 +174,22 @@ fn ofan_edge_uplinks_stay_within_w_plus_one() {
 fn the_edge_bound_does_not_apply_outside_its_conditions() {
     let mut all_to_all = config(4, 8192, ofan());
     all_to_all.workload = Workload::AllToAll;
-    assert!(!run(&all_to_all).unwrap().edge_uplink.applies);
-    assert!(!run(&config(4, 8192, rsq())).unwrap().edge_uplink.applies);
+    assert!(
+        !run(&all_to_all)
+            .unwrap()
+            .model()
+            .unwrap()
+            .edge_uplink
+            .applies
+    );
+    assert!(
+        !run(&config(4, 8192, rsq()))
+            .unwrap()
+            .model()
+            .unwrap()
+            .edge_uplink
+            .applies
+    );
 }
 
 /// Small-scale Fig. 4 classes: Ofan's max queue stays flat as messages grow 16×, RSQ's grows.
@@ -205,17 +219,17 @@ fn small_buffers_drop_and_count() {
     config.buffer_bytes = 2 * (4096 + 62);
     let report = run(&config).unwrap();
     let counts = &report.packets;
-    assert!(counts.drops_buffer > 0);
-    assert!(counts.flows_complete < counts.flows);
+    assert!(report.drops.get("switch.buffer") > 0);
+    assert!(counts.flows_complete < u64::from(report.flows));
     assert_eq!(report.cct_ps, None);
     assert_eq!(
         counts.data_sent + counts.acks_sent,
-        counts.data_delivered + counts.acks_delivered + counts.drops_buffer + counts.drops_no_route
+        counts.data_delivered + counts.acks_delivered + report.drops.total
     );
     assert!(report
         .queues
         .iter()
-        .filter(|stats| stats.stage.is_some_and(Stage::is_switch))
+        .filter(|stats| stats.stage.is_switch())
         .all(|stats| stats.max_bytes <= config.buffer_bytes));
 }
 
@@ -238,12 +252,15 @@ fn failed_links_are_avoided_and_paced_at_rho_max() {
         };
         config.pacing = Pacing::RhoMax;
         let report = run(&config).unwrap();
-        let rho = report.rho_max.unwrap();
+        let rho = report.model().unwrap().rho_max.unwrap();
         assert!(rho < 1.0 && rho > 0.0, "{rho}");
-        assert_eq!(report.send_rate, rho);
-        assert_eq!(report.packets.drops_no_route, 0, "{scheme}");
+        assert_eq!(report.model().unwrap().send_rate, rho);
+        assert_eq!(report.drops.get("switch.no_route"), 0, "{scheme}");
         assert_eq!(report.packets.flows_complete, 16, "{scheme}");
-        assert_eq!(report.failed_links, vec![edge_up, agg_core]);
+        assert_eq!(
+            report.model().unwrap().failed_links,
+            vec![edge_up, agg_core]
+        );
     }
 }
 
@@ -254,7 +271,7 @@ fn random_failures_are_reproducible() {
     config.pacing = Pacing::RhoMax;
     let a = run(&config).unwrap();
     assert_eq!(json(&a), json(&run(&config).unwrap()));
-    assert_eq!(a.packets.flows_complete, a.packets.flows);
+    assert_eq!(a.packets.flows_complete, u64::from(a.flows));
 }
 
 #[test]
@@ -264,9 +281,9 @@ fn leaf_spine_runs_every_scheme() {
         config.topology = TopologyKind::LeafSpine { k: 6 };
         let report = run(&config).unwrap();
         assert_eq!(report.packets.flows_complete, 18, "{scheme}");
-        assert_eq!(report.stage(Stage::AggUp).ports, 0);
+        assert_eq!(report.stage(Stage::AggUp).unwrap().ports, 0);
         if scheme == ofan() {
-            assert_eq!(report.edge_uplink.violations, 0);
+            assert_eq!(report.model().unwrap().edge_uplink.violations, 0);
         }
     }
 }
@@ -429,7 +446,10 @@ fn periodic_senders_stick_to_their_ports_under_simple_rr() {
         config.workload = Workload::InterPodPermutation;
         config.buffer_limit = BufferLimit::Unlimited;
         let report = run(&config).unwrap();
-        assert!(report.stage(Stage::EdgeUp).link_overload < 0.01, "{bytes}");
+        assert!(
+            report.stage(Stage::EdgeUp).unwrap().link_overload < 0.01,
+            "{bytes}"
+        );
         report.max_queue_bytes as f64
     };
     let growth = max_queue(1 << 20) / max_queue(256 * 1024);

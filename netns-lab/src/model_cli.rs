@@ -337,7 +337,7 @@ fn run_one(args: RunArgs) -> anyhow::Result<()> {
         .collect::<Result<Vec<RunReport>, _>>()?;
     let wall = started.elapsed().as_secs_f64();
     print_reports(&reports);
-    let events: u64 = reports.iter().map(|r| r.events).sum();
+    let events: u64 = reports.iter().map(|r| model_of(r).events).sum();
     eprintln!(
         "{} run(s) in {wall:.3} s wall, {:.1} M events/s",
         reports.len(),
@@ -380,13 +380,14 @@ fn print_reports(reports: &[RunReport]) {
     for r in reports {
         let stages: Vec<String> = Stage::ALL
             .iter()
-            .map(|&s| r.stage(s).max_packets.to_string())
+            .map(|&s| r.stage(s).map_or(0, |q| q.max_packets).to_string())
             .collect();
-        let edge = &r.edge_uplink;
+        let model = model_of(r);
+        let edge = &model.edge_uplink;
         println!(
             "{:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8}",
-            r.config.scheme.name(),
-            r.config.seed,
+            model.config.scheme.name(),
+            model.config.seed,
             r.cct_ps
                 .map_or("-".into(), |c| format!("{:.3}", c as f64 / 1e6)),
             r.lower_bound_ps as f64 / 1e6,
@@ -406,9 +407,16 @@ fn print_reports(reports: &[RunReport]) {
                 // The bound is only claimed for Ofan on a permutation without failures.
                 format!("{} (n/a)", edge.max_data_packets)
             },
-            r.packets.drops_buffer + r.packets.drops_no_route,
+            r.drops.total,
         );
     }
+}
+
+/// The model's section of a report the model wrote.
+fn model_of(report: &RunReport) -> &ofan_model::report::ModelRun {
+    report
+        .model()
+        .expect("ofan_model::run writes reports with a model section")
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -481,7 +489,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let started = Instant::now();
         let report = ofan_model::run(&config)?;
         times.push(started.elapsed().as_secs_f64());
-        events = report.events;
+        events = model_of(&report).events;
     }
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];

@@ -302,7 +302,7 @@ impl Worker {
         let local = self.owner_of[usize::from(port.0)].1;
         let capable = ecn::is_capable(self.umem.data(&mut frame));
         let len = frame.len();
-        match self.ports[local].egress.admit(len, capable) {
+        match self.ports[local].egress.admit(len, capable, now) {
             Admission::Queue { mark_ce } => {
                 let marked = mark_ce && ecn::set_ce(self.umem.data(&mut frame));
                 self.ports[local].egress.push(frame, len, marked, now);

@@ -41,6 +41,9 @@ pub struct AgentReport {
     pub flows: Vec<FlowReport>,
     /// DATA received, per source host.
     pub received: Vec<SourceReport>,
+    /// ACKs sent (one per DATA arrival, duplicates included).
+    #[serde(default)]
+    pub acks_sent: u64,
     /// Packets that were not counted above.
     pub ignored: Ignored,
     /// How well the departure schedule was kept.
@@ -66,8 +69,12 @@ pub struct FlowReport {
     pub duplicate_acks: u64,
     /// ACKs echoing CE (distinct packets).
     pub ce_marks: u64,
-    /// Always 0: the agent never retransmits (the lab should not lose packets).
+    /// Retransmissions (selective repeat: a packet whose ACK did not come within the
+    /// retransmission timeout is sent again).
     pub retransmits: u64,
+    /// Retransmission timeouts that fired.
+    #[serde(default)]
+    pub timeouts: u64,
     /// First packet sent.
     pub first_send_ns: Option<u64>,
     /// Last packet sent.

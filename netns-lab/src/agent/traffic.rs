@@ -124,6 +124,7 @@ struct ReceiverStats {
     first_data: Vec<Option<u64>>,
     last_data: Vec<Option<u64>>,
     ignored: Ignored,
+    acks_sent: u64,
     complete: bool,
     timed_out: bool,
 }
@@ -458,6 +459,7 @@ fn receive_loop(
         first_data: vec![None; ins],
         last_data: vec![None; ins],
         ignored: Ignored::default(),
+        acks_sent: 0,
         complete: false,
         timed_out: false,
     };
@@ -515,6 +517,7 @@ fn receive_loop(
                 if socket.send_to(&ack, &to.into()).is_err() {
                     stats.ignored.ack_send_errors += 1;
                 } else {
+                    stats.acks_sent += 1;
                     link.ack_sent(wire::wire_bytes(HEADER_LEN as u64));
                 }
                 let set = &mut stats.received[local];
@@ -590,6 +593,7 @@ fn report(
                 duplicate_acks: received.acked[local].duplicates(),
                 ce_marks: received.ack_ce[local],
                 retransmits: 0,
+                timeouts: 0,
                 first_send_ns: sent.first_send[local],
                 last_send_ns: sent.last_send[local],
                 last_ack_ns: received.last_ack[local],
@@ -651,6 +655,7 @@ fn report(
         timed_out: received.timed_out,
         flows,
         received: received_report,
+        acks_sent: received.acks_sent,
         ignored: received.ignored.clone(),
         pacing: PacingReport {
             requested_bps: config.load * config.link_rate_bps as f64,

@@ -1,18 +1,28 @@
-//! What one repetition measured, computed from the agents' reports and the switches'
-//! telemetry before and after it. Pure: no I/O, so every number here is unit-tested.
+//! What one repetition measured, computed from the agents' reports, the switches' telemetry
+//! and the namespaces' kernel counters before and after it. Pure: no I/O, so every number here
+//! is unit-tested.
 //!
-//! The report is the model's schema `ofan.run/1` with `source = "lab"` where the two overlap
-//! (`cct_ps`, `lower_bound_ps`, `cct_increase`, `utilization`, `queues` with the same stage
-//! names and field names), plus what only the lab can tell: delivery, drops and fidelity.
+//! The report is the one schema of a run, [`RunReport`] (`ofan.run/2`, defined with the model
+//! in `ofan_model::report`), with the lab's own section ([`LabRun`]: setup, delivery check,
+//! loss census, fidelity).
+//!
+//! Drop reasons the lab reports (each only when it occurred): `switch.buffer` (egress tail
+//! drop), `switch.handoff` (hand-off ring to another worker full), `switch.<reason>` (the
+//! forwarding layer's named reasons, `DropReason`), `xsk.rx_dropped` / `xsk.rx_ring_full` /
+//! `xsk.invalid_descs` (the kernel's counters of the switches' AF_XDP sockets), and the
+//! namespaces' kernel counters of [`super::kernel::NAMES`] (interfaces and host UDP sockets).
 
 use std::collections::BTreeMap;
 
 use ofan_dataplane::forward::DropReason;
 use ofan_dataplane::telemetry::{PortSnapshot, SwitchSnapshot};
-use ofan_model::report::Stage;
+pub use ofan_model::report::{
+    Census, Delivery, Details, Drops, Fidelity, LabRun, LabSetup, PacketCounts, QueueStats,
+    RunReport, Stage, SCHEMA,
+};
 use ofan_topology::{LinkParams, NodeId, PortDirection, Role, Topology};
-use serde::{Deserialize, Serialize};
 
+use super::kernel::KernelCounters;
 use crate::agent::collective::Plan;
 use crate::agent::report::{collective_cct_ns, AgentReport};
 
@@ -40,160 +50,24 @@ pub struct SwitchSample {
     pub after: SwitchSnapshot,
 }
 
-/// How a repetition was run (what the report must say besides the measurements).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSetup {
-    /// Lab name.
-    pub lab: String,
-    /// Collective (`permutation`, `all-to-all`, `ring`, `matrix`).
-    pub collective: String,
-    /// Switch load-balancing algorithm.
-    pub lb: String,
-    /// Host-side load balancing of the agents (`none`, `spray`, `reps`).
-    pub host_lb: String,
-    /// Bytes per flow (the largest, for a matrix).
-    pub message_bytes: u64,
-    /// ρ: the agents send at ρ × link rate.
-    pub load: f64,
-    /// Link rate of every link, bits per second.
-    pub link_rate_bps: u64,
-    /// UDP payload of a full DATA packet (agent header included).
-    pub payload: u32,
-    /// Egress buffer per switch port, as the switches were given it.
-    pub buffer: String,
-    /// Whether the switches' shapers made up for late departures (`up --catch-up`; whether
-    /// the agents did is in their reports, `--agent-catch-up`).
-    #[serde(default)]
-    pub catch_up: bool,
-    /// Repetition number, from 0.
-    pub repetition: u32,
-    /// Seed of the collective (permutation) of this repetition.
-    pub seed: u64,
+/// A namespace's kernel counters before and after a repetition.
+#[derive(Debug, Clone)]
+pub struct KernelSample {
+    /// Before the agents started.
+    pub before: KernelCounters,
+    /// After every agent finished.
+    pub after: KernelCounters,
 }
 
-/// Queue statistics of one stage's output ports (field names as in the model).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StageQueues {
-    /// Stage.
-    pub stage: Stage,
-    /// Output ports in the stage.
-    pub ports: u32,
-    /// Largest queue of any port, frames (DATA and ACKs: the switch does not tell them apart).
-    pub max_packets: u64,
-    /// Largest queue of any port, bytes.
-    pub max_bytes: u64,
-    /// Time-averaged queue per port over the CCT, frames.
-    pub mean_packets: f64,
-    /// Time-averaged queue per port over the CCT, bytes.
-    pub mean_bytes: f64,
-    /// Bytes sent by the busiest port over the mean of the stage's ports, minus one (the
-    /// model's Fig. 3 overload, by bytes: DATA dominates them); 0 when nothing was sent.
-    pub link_overload: f64,
-    /// Mean over the stage's ports of wire bits sent / (rate × CCT).
-    pub utilization: f64,
-}
-
-/// Did every packet arrive exactly once?
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Delivery {
-    /// DATA packets the plan's flows consist of.
-    pub data_expected: u64,
-    /// DATA packets sent.
-    pub data_sent: u64,
-    /// DATA arrivals, duplicates included.
-    pub data_received: u64,
-    /// Arrivals of packets that had already arrived.
-    pub duplicates: u64,
-    /// Packets that never arrived.
-    pub missing: u64,
-    /// Distinct DATA packets ACKed back to their sender.
-    pub acked: u64,
-    /// DATA packets that arrived CE-marked.
-    pub ce_marks: u64,
-    /// Every agent completed (all own flows ACKed, all incoming flows received).
-    pub complete: bool,
-    /// Complete, no duplicate, nothing missing.
-    pub exactly_once: bool,
-    /// Agents that bound their sockets after the start time (peers' first packets may have
-    /// found no socket): should be 0.
-    pub late_agents: u32,
-}
-
-/// Frames the switches dropped during the repetition.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Drops {
-    /// Egress buffer full (tail drop).
-    pub buffer: u64,
-    /// Hand-off ring to another worker full.
-    pub handoff: u64,
-    /// Dropped by the kernel at the switches' AF_XDP sockets (RX ring full, no fill frame).
-    pub socket: u64,
-    /// Dropped by the forwarding layer, by reason (only reasons that occurred).
-    pub forwarding: BTreeMap<String, u64>,
-    /// All of the above.
-    pub total: u64,
-}
-
-/// How faithfully the lab emulated the links.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Fidelity {
-    /// Worst port's shaper lateness p99 (upper bucket bound) in packet times of a full DATA
-    /// frame, over ports that sent at least [`LATENESS_MIN_PACKETS`] frames.
-    pub shaper_late_p99_packet_times: f64,
-    /// That port, `switch:port`.
-    pub worst_port: String,
-    /// Lowest achieved / requested sending rate over the agents with at least two packets.
-    pub agent_rate_ratio_min: f64,
-    /// Largest p99 lateness of an agent's departures, ns.
-    pub agent_late_p99_ns_max: u64,
-    /// Shaper lateness p99 within [`FAITHFUL_LATENESS`] packet times and every agent within
-    /// 1 % of its rate.
-    pub faithful: bool,
-}
-
-/// One repetition (schema `ofan.run/1`, source `lab`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RepReport {
-    /// `"ofan.run/1"`.
-    pub schema: String,
-    /// `"lab"`.
-    pub source: String,
-    /// How it was run.
-    pub setup: RunSetup,
-    /// Hosts in the plan.
-    pub hosts: u32,
-    /// Flows in the plan.
-    pub flows: u32,
-    /// First DATA sent anywhere to last ACK received anywhere, ps (`None` when incomplete).
-    pub cct_ps: Option<u64>,
-    /// The topology's lower bound for this plan at ρ × link rate, ps.
-    pub lower_bound_ps: u64,
-    /// `cct / lower_bound − 1`.
-    pub cct_increase: Option<f64>,
-    /// DATA wire bits delivered over line rate × the receivers' delivery windows (first to last
-    /// arrival plus one frame time), as in the model: 1.0 when every receiver is fed back to
-    /// back.
-    pub utilization: f64,
-    /// Largest queue at any switch port, frames.
-    pub max_queue_packets: u64,
-    /// Largest queue at any switch port, bytes.
-    pub max_queue_bytes: u64,
-    /// Per-stage queues, host to host (the host stage is the agents' pacing: no queue).
-    pub queues: Vec<StageQueues>,
-    /// Delivery check.
-    pub delivery: Delivery,
-    /// Switch drops.
-    pub drops: Drops,
-    /// Emulation fidelity.
-    pub fidelity: Fidelity,
-}
-
-impl RepReport {
-    /// The statistics of `stage`, if the topology has it.
-    #[must_use]
-    pub fn stage(&self, stage: Stage) -> Option<&StageQueues> {
-        self.queues.iter().find(|queues| queues.stage == stage)
-    }
+/// The lab section of a report the lab's experiments wrote.
+///
+/// # Panics
+/// When `report` is a model report: experiments only ever hold the lab's own reports.
+#[must_use]
+pub fn lab_of(report: &RunReport) -> &LabRun {
+    report
+        .lab()
+        .expect("the lab's experiments hold reports with a lab section")
 }
 
 /// The stage of a switch's output port.
@@ -267,15 +141,18 @@ pub struct RepInput<'a> {
     pub reports: &'a [AgentReport],
     /// Every switch, before and after.
     pub switches: &'a [SwitchSample],
+    /// Every namespace's kernel counters, before and after (may be empty: then the kernel's
+    /// losses are not counted, and the census may call them unaccounted).
+    pub kernels: &'a [KernelSample],
     /// How it was run.
-    pub setup: RunSetup,
+    pub setup: LabSetup,
 }
 
 /// Computes the report of one repetition.
 ///
 /// # Errors
 /// When the plan and the topology disagree (see [`lower_bound_ps`]).
-pub fn evaluate(input: &RepInput<'_>) -> Result<RepReport, String> {
+pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
     let setup = &input.setup;
     let rate = setup.link_rate_bps as f64;
     let full_frame = u64::from(setup.payload + FRAME_OVERHEAD);
@@ -289,9 +166,10 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RepReport, String> {
         setup.payload,
     )?;
 
-    // Queues per stage, from the switches' port telemetry.
+    // Queues per stage, from the switches' port telemetry; drops by name.
     let mut stages: BTreeMap<Stage, Vec<PortDelta>> = BTreeMap::new();
     let mut drops = Drops::default();
+    let mut frames_queued = 0;
     let mut worst = (0.0f64, String::new());
     for sample in input.switches {
         let node = input.topology.node(sample.node);
@@ -306,9 +184,12 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RepReport, String> {
                 continue;
             };
             let delta = PortDelta::new(before, after);
-            drops.buffer += delta.drops_buffer;
-            drops.handoff += delta.drops_handoff;
-            drops.socket += delta.socket_drops;
+            drops.add("switch.buffer", delta.drops_buffer);
+            drops.add("switch.handoff", delta.drops_handoff);
+            drops.add("xsk.rx_dropped", delta.xsk_rx_dropped);
+            drops.add("xsk.rx_ring_full", delta.xsk_rx_ring_full);
+            drops.add("xsk.invalid_descs", delta.xsk_invalid_descs);
+            frames_queued += u64::from(after.depth_packets);
             if delta.tx_packets >= LATENESS_MIN_PACKETS {
                 let late = after.lateness_p99_ns as f64 / frame_ns;
                 if late > worst.0 || worst.1.is_empty() {
@@ -320,20 +201,22 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RepReport, String> {
         for reason in DropReason::ALL {
             let name = reason.name();
             let count = counter(&sample.after, name).saturating_sub(counter(&sample.before, name));
-            if count > 0 {
-                *drops.forwarding.entry(name.to_owned()).or_default() += count;
-            }
+            drops.add(&format!("switch.{name}"), count);
         }
     }
-    drops.total =
-        drops.buffer + drops.handoff + drops.socket + drops.forwarding.values().sum::<u64>();
+    for sample in input.kernels {
+        for (name, count) in sample.before.delta(&sample.after).0 {
+            drops.add(name, count);
+        }
+    }
 
     let cct_for_means = cct_ns.or_else(|| collective_cct_ns(input.reports));
     // The host NIC is the agent's pacer: it never queues.
-    let mut queues = vec![StageQueues {
+    let mut queues = vec![QueueStats {
         stage: Stage::HostUp,
         ports: input.plan.hosts.len() as u32,
         max_packets: 0,
+        max_data_packets: None,
         max_bytes: 0,
         mean_packets: 0.0,
         mean_bytes: 0.0,
@@ -345,7 +228,8 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RepReport, String> {
     }
     queues.sort_by_key(|queues| queues.stage);
 
-    let delivery = delivery(input.reports);
+    let (packets, delivery) = delivery(input.reports);
+    let census = census(input.reports, &drops, frames_queued);
     let agent_rate_ratio_min = agent_rate_ratio(input.reports);
     let fidelity = Fidelity {
         faithful: worst.0 <= FAITHFUL_LATENESS && agent_rate_ratio_min >= 0.99,
@@ -360,22 +244,30 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RepReport, String> {
             .unwrap_or(0),
     };
     let cct_ps = cct_ns.map(|ns| ns.saturating_mul(1000));
-    Ok(RepReport {
-        schema: "ofan.run/1".to_owned(),
-        source: "lab".to_owned(),
-        setup: setup.clone(),
+    let switch_queues = queues.iter().filter(|q| q.stage.is_switch());
+    Ok(RunReport {
+        schema: SCHEMA.to_owned(),
         hosts: input.plan.hosts.len() as u32,
         flows: input.plan.flows.len() as u32,
         cct_ps,
         lower_bound_ps: lower_bound,
         cct_increase: cct_ps.map(|cct| cct as f64 / lower_bound.max(1) as f64 - 1.0),
         utilization: receiver_utilization(input.reports, full_frame, rate),
-        max_queue_packets: queues.iter().map(|q| q.max_packets).max().unwrap_or(0),
-        max_queue_bytes: queues.iter().map(|q| q.max_bytes).max().unwrap_or(0),
+        max_queue_packets: switch_queues
+            .clone()
+            .map(|q| q.max_packets)
+            .max()
+            .unwrap_or(0),
+        max_queue_bytes: switch_queues.map(|q| q.max_bytes).max().unwrap_or(0),
         queues,
-        delivery,
+        packets,
         drops,
-        fidelity,
+        details: Details::Lab(LabRun {
+            setup: setup.clone(),
+            delivery,
+            census,
+            fidelity,
+        }),
     })
 }
 
@@ -390,11 +282,14 @@ struct PortDelta {
     depth_byte_ns: u64,
     drops_buffer: u64,
     drops_handoff: u64,
-    socket_drops: u64,
+    xsk_rx_dropped: u64,
+    xsk_rx_ring_full: u64,
+    xsk_invalid_descs: u64,
 }
 
 impl PortDelta {
     fn new(before: &PortSnapshot, after: &PortSnapshot) -> Self {
+        let (b, a) = (&before.socket_drops, &after.socket_drops);
         Self {
             tx_packets: after.tx_packets.saturating_sub(before.tx_packets),
             tx_bytes: after.tx_bytes.saturating_sub(before.tx_bytes),
@@ -405,10 +300,9 @@ impl PortDelta {
             depth_byte_ns: after.depth_byte_ns.saturating_sub(before.depth_byte_ns),
             drops_buffer: after.drops_buffer.saturating_sub(before.drops_buffer),
             drops_handoff: after.drops_handoff.saturating_sub(before.drops_handoff),
-            socket_drops: after
-                .socket_drops
-                .rx_dropped
-                .saturating_sub(before.socket_drops.rx_dropped),
+            xsk_rx_dropped: a.rx_dropped.saturating_sub(b.rx_dropped),
+            xsk_rx_ring_full: a.rx_ring_full.saturating_sub(b.rx_ring_full),
+            xsk_invalid_descs: a.invalid_descs.saturating_sub(b.invalid_descs),
         }
     }
 }
@@ -426,7 +320,7 @@ fn counter(snapshot: &SwitchSnapshot, name: &str) -> u64 {
         .sum()
 }
 
-fn stage_queues(stage: Stage, ports: &[PortDelta], cct_ns: Option<u64>, rate: f64) -> StageQueues {
+fn stage_queues(stage: Stage, ports: &[PortDelta], cct_ns: Option<u64>, rate: f64) -> QueueStats {
     let n = ports.len().max(1) as f64;
     let window = cct_ns.unwrap_or(0) as f64;
     let per_port_mean = |integral: u64| {
@@ -452,10 +346,11 @@ fn stage_queues(stage: Stage, ports: &[PortDelta], cct_ns: Option<u64>, rate: f6
     } else {
         0.0
     };
-    StageQueues {
+    QueueStats {
         stage,
         ports: ports.len() as u32,
         max_packets: ports.iter().map(|p| p.max_packets).max().unwrap_or(0),
+        max_data_packets: None,
         max_bytes: ports.iter().map(|p| p.max_bytes).max().unwrap_or(0),
         mean_packets: ports
             .iter()
@@ -476,23 +371,62 @@ fn complete(reports: &[AgentReport]) -> bool {
     !reports.is_empty() && reports.iter().all(|r| r.complete)
 }
 
-fn delivery(reports: &[AgentReport]) -> Delivery {
+/// The hosts' packet counts and the delivery check.
+fn delivery(reports: &[AgentReport]) -> (PacketCounts, Delivery) {
     let sum = |f: &dyn Fn(&AgentReport) -> u64| reports.iter().map(f).sum::<u64>();
     let data_expected = sum(&|r| r.received.iter().map(|s| s.expected).sum());
     let duplicates = sum(&|r| r.received.iter().map(|s| s.duplicates).sum());
     let missing = sum(&|r| r.received.iter().map(|s| s.missing).sum());
+    let arrivals = sum(&|r| r.received.iter().map(|s| s.packets).sum());
+    let retransmissions = sum(&|r| r.flows.iter().map(|f| f.retransmits).sum());
+    let acks = sum(&|r| r.flows.iter().map(|f| u64::from(f.acks)).sum());
+    let duplicate_acks = sum(&|r| r.flows.iter().map(|f| f.duplicate_acks).sum());
     let complete = complete(reports);
-    Delivery {
-        data_expected,
+    let packets = PacketCounts {
         data_sent: sum(&|r| r.pacing.packets),
-        data_received: sum(&|r| r.received.iter().map(|s| s.packets).sum()),
-        duplicates,
+        retransmissions,
+        timeouts: sum(&|r| r.flows.iter().map(|f| f.timeouts).sum()),
+        data_delivered: arrivals - duplicates.min(arrivals),
+        duplicate_data: duplicates,
+        acks_sent: sum(&|r| r.acks_sent),
+        acks_delivered: acks + duplicate_acks,
+        duplicate_acks,
+        ecn_marks: sum(&|r| r.received.iter().map(|s| s.ce_marks).sum()),
+        flows_complete: reports
+            .iter()
+            .flat_map(|r| &r.flows)
+            .filter(|f| f.acks == f.packets)
+            .count() as u64,
+    };
+    let delivery = Delivery {
+        data_expected,
         missing,
-        acked: sum(&|r| r.flows.iter().map(|f| u64::from(f.acks)).sum()),
-        ce_marks: sum(&|r| r.received.iter().map(|s| s.ce_marks).sum()),
         complete,
-        exactly_once: complete && duplicates == 0 && missing == 0,
+        exactly_once: complete && missing == 0 && duplicates <= retransmissions,
         late_agents: reports.iter().filter(|r| r.ready_ns > r.start_ns).count() as u32,
+    };
+    (packets, delivery)
+}
+
+/// Every frame the agents sent: received, dropped and counted, or still queued.
+fn census(reports: &[AgentReport], drops: &Drops, frames_queued: u64) -> Census {
+    let sum = |f: &dyn Fn(&AgentReport) -> u64| reports.iter().map(f).sum::<u64>();
+    let frames_sent = sum(&|r| r.pacing.packets + r.acks_sent);
+    let frames_received = sum(&|r| {
+        r.received.iter().map(|s| s.packets).sum::<u64>()
+            + r.flows
+                .iter()
+                .map(|f| u64::from(f.acks) + f.duplicate_acks)
+                .sum::<u64>()
+            + r.ignored.out_of_range
+    });
+    let frames_lost = frames_sent.saturating_sub(frames_received);
+    Census {
+        frames_sent,
+        frames_received,
+        frames_lost,
+        frames_queued,
+        unaccounted: frames_lost.saturating_sub(drops.total + frames_queued),
     }
 }
 
@@ -564,8 +498,8 @@ mod tests {
     const PAYLOAD: u32 = 1472;
     const BYTES: u64 = 64 << 10;
 
-    fn setup() -> RunSetup {
-        RunSetup {
+    fn setup() -> LabSetup {
+        LabSetup {
             lab: "t".into(),
             collective: "permutation".into(),
             lb: "ofan".into(),
@@ -620,6 +554,7 @@ mod tests {
                 duplicate_acks: 0,
                 ce_marks: 0,
                 retransmits: 0,
+                timeouts: 0,
                 first_send_ns: Some(t0),
                 last_send_ns: Some(t1 - 1_000_000),
                 last_ack_ns: Some(t1),
@@ -635,6 +570,7 @@ mod tests {
                 first_ns: Some(t0 + 20_000_000),
                 last_ns: Some(t1 - 500_000),
             }],
+            acks_sent: packets - missing,
             ignored: Ignored::default(),
             pacing: PacingReport {
                 requested_bps: RATE as f64,
@@ -760,12 +696,13 @@ mod tests {
         }
     }
 
-    fn evaluate_scenario(s: &Scenario) -> RepReport {
+    fn evaluate_scenario(s: &Scenario) -> RunReport {
         evaluate(&RepInput {
             topology: &s.topology,
             plan: &s.plan,
             reports: &s.reports,
             switches: &s.switches,
+            kernels: &[],
             setup: setup(),
         })
         .unwrap()
@@ -795,13 +732,14 @@ mod tests {
         assert!((edge_up.link_overload - 15.0).abs() < 1e-9);
         assert_eq!(report.stage(Stage::AggUp).unwrap().max_packets, 0);
         assert_eq!(report.max_queue_packets, 7);
-        assert_eq!(report.drops.buffer, 4);
-        assert_eq!(report.drops.forwarding.get("no_route"), Some(&2));
+        assert_eq!(report.drops.get("switch.buffer"), 4);
+        assert_eq!(report.drops.get("switch.no_route"), 2);
         assert_eq!(report.drops.total, 6);
         // The core's port: 6 ms late at 1 Mbit/s and 1534 B frames = 0.489 packet times.
-        assert_eq!(report.fidelity.worst_port, "c-0:p0");
-        assert!((report.fidelity.shaper_late_p99_packet_times - 0.4889).abs() < 1e-3);
-        assert!(!report.fidelity.faithful);
+        let fidelity = &lab_of(&report).fidelity;
+        assert_eq!(fidelity.worst_port, "c-0:p0");
+        assert!((fidelity.shaper_late_p99_packet_times - 0.4889).abs() < 1e-3);
+        assert!(!fidelity.faithful);
     }
 
     #[test]
@@ -815,9 +753,12 @@ mod tests {
         assert!((0.55e12..0.6e12).contains(&(bound as f64)), "{bound}");
         let increase = report.cct_increase.unwrap();
         assert!((increase - (1e12 / bound as f64 - 1.0)).abs() < 1e-12);
-        assert!(report.delivery.exactly_once);
-        assert_eq!(report.delivery.data_expected, 16 * 46);
-        assert_eq!(report.delivery.late_agents, 0);
+        let delivery = &lab_of(&report).delivery;
+        assert!(delivery.exactly_once);
+        assert_eq!(delivery.data_expected, 16 * 46);
+        assert_eq!(delivery.late_agents, 0);
+        assert_eq!(report.packets.data_delivered, 16 * 46);
+        assert_eq!(report.packets.flows_complete, 16);
         assert!(report.utilization > 0.5 && report.utilization <= 1.0);
         // At half the rate the bound doubles (about).
         let half = lower_bound_ps(&s.topology, &s.plan, RATE, 0.5, PAYLOAD).unwrap();
@@ -830,10 +771,93 @@ mod tests {
         let report = evaluate_scenario(&s);
         assert_eq!(report.cct_ps, None);
         assert_eq!(report.cct_increase, None);
-        assert!(!report.delivery.exactly_once);
-        assert_eq!(report.delivery.missing, 16);
+        assert!(!lab_of(&report).delivery.exactly_once);
+        assert_eq!(lab_of(&report).delivery.missing, 16);
         // Queue means still use the span the agents saw.
         assert!(report.stage(Stage::EdgeUp).unwrap().mean_packets > 0.0);
+    }
+
+    /// Scenario 0 without any switch drop, and one DATA packet of host 0's incoming flow lost
+    /// on the way (never received, so never ACKed).
+    fn one_loss() -> Scenario {
+        let mut s = scenario(0);
+        for sample in &mut s.switches {
+            sample.after = sample.before.clone();
+        }
+        let receiver = &mut s.reports[0];
+        receiver.received[0].packets -= 1;
+        receiver.received[0].missing = 1;
+        receiver.acks_sent -= 1;
+        receiver.complete = false;
+        let src = s
+            .plan
+            .host_index(&receiver.received[0].src.clone())
+            .unwrap() as usize;
+        s.reports[src].flows[0].acks -= 1;
+        s
+    }
+
+    #[test]
+    fn a_loss_no_counter_explains_is_unaccounted() {
+        let s = one_loss();
+        let report = evaluate_scenario(&s);
+        let census = &lab_of(&report).census;
+        assert_eq!(census.frames_sent, 16 * 46 * 2 - 1);
+        assert_eq!(census.frames_lost, 1);
+        assert_eq!(census.unaccounted, 1);
+        assert_eq!(report.drops.total, 0);
+    }
+
+    #[test]
+    fn a_loss_the_kernel_counted_is_accounted_for_by_name() {
+        let s = one_loss();
+        let before = KernelCounters::default();
+        let mut after = KernelCounters::default();
+        after.0.insert("host.udp_rcvbuf", 1);
+        let report = evaluate(&RepInput {
+            topology: &s.topology,
+            plan: &s.plan,
+            reports: &s.reports,
+            switches: &s.switches,
+            kernels: &[KernelSample { before, after }],
+            setup: setup(),
+        })
+        .unwrap();
+        assert_eq!(report.drops.get("host.udp_rcvbuf"), 1);
+        assert_eq!(report.drops.total, 1);
+        assert_eq!(lab_of(&report).census.unaccounted, 0);
+        assert_eq!(lab_of(&report).census.frames_lost, 1);
+    }
+
+    #[test]
+    fn duplicates_count_as_exactly_once_only_when_retransmissions_explain_them() {
+        let mut s = scenario(0);
+        s.reports[0].received[0].packets += 1;
+        s.reports[0].received[0].duplicates = 1;
+        assert!(!lab_of(&evaluate_scenario(&s)).delivery.exactly_once);
+        let src = s
+            .plan
+            .host_index(&s.reports[0].received[0].src.clone())
+            .unwrap() as usize;
+        s.reports[src].flows[0].retransmits = 1;
+        let report = evaluate_scenario(&s);
+        assert!(lab_of(&report).delivery.exactly_once);
+        assert_eq!(report.packets.retransmissions, 1);
+        assert_eq!(report.packets.duplicate_data, 1);
+        assert_eq!(report.packets.data_delivered, 16 * 46);
+    }
+
+    #[test]
+    fn the_report_round_trips_through_json_with_its_schema_and_source() {
+        let report = evaluate_scenario(&scenario(0));
+        let json = serde_json::to_string(&report).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["schema"], "ofan.run/2");
+        assert_eq!(value["source"], "lab");
+        assert!(value["setup"].is_object() && value["census"].is_object());
+        assert_eq!(RunReport::from_json(&json).unwrap(), report);
+        let other = json.replace("ofan.run/2", "ofan.run/1");
+        assert!(RunReport::from_json(&other).is_err());
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! Layers:
 //! - [`metrics`] (pure): one repetition's report from agent reports and switch snapshots.
 //! - [`summary`] (pure): mean ± SEM over repetitions, the growth-exponent fit, the table.
+//! - [`kernel`]: the namespaces' kernel loss counters (parsing pure, reading in the namespace).
 //! - [`runner`] (I/O): reset and snapshot switches, start and wait for the agents.
 //! - [`output`] (I/O): results directory, JSON, CSV, SVG plots.
 
+pub mod kernel;
 pub mod metrics;
 pub mod output;
 pub mod runner;
@@ -24,7 +26,7 @@ use crate::agent::collective::{self, Plan};
 use crate::agent::entropy::HostLb;
 use crate::agent::{parse_size, read_matrix};
 use crate::lab::{self, Loaded};
-use metrics::{RepReport, RunSetup};
+use metrics::{LabSetup, RunReport};
 use runner::AgentOptions;
 use summary::{Summarized, Variant};
 
@@ -397,7 +399,7 @@ impl<'a> Experiment<'a> {
         };
         let total = cells.len() * traffic.repeat as usize;
         let started = Instant::now();
-        let mut reports: Vec<RepReport> = Vec::with_capacity(total);
+        let mut reports: Vec<RunReport> = Vec::with_capacity(total);
         let mut done = 0usize;
         for cell in cells {
             session.ensure_lb(&cell.variant.lb)?;
@@ -405,7 +407,7 @@ impl<'a> Experiment<'a> {
             for repetition in 0..traffic.repeat {
                 let seed = traffic.seed + u64::from(repetition);
                 let plan = self.plan(&lab, cell.bytes, seed)?;
-                let setup = RunSetup {
+                let setup = LabSetup {
                     lab: lab.state.name.clone(),
                     collective: self.collective.name().to_owned(),
                     lb: cell.variant.lb.clone(),

@@ -9,6 +9,7 @@ use ofan_model::report::Stage;
 use ofan_model::svg::{LinePlot, Series};
 use serde::Serialize;
 
+use super::metrics::lab_of;
 use super::summary::{size_label, stage_key, Summarized};
 
 /// `results.json`.
@@ -61,11 +62,12 @@ pub fn runs_csv(results: &Summarized) -> String {
         );
     }
     out.push_str(
-        ",drops,data_sent,data_received,duplicates,missing,ce_marks,exactly_once,\
-         shaper_late_p99_packet_times,agent_rate_ratio_min,faithful\n",
+        ",drops,retransmissions,data_sent,data_delivered,duplicates,missing,ce_marks,exactly_once,\
+         unaccounted,shaper_late_p99_packet_times,agent_rate_ratio_min,faithful\n",
     );
     for run in &results.runs {
-        let s = &run.setup;
+        let lab = lab_of(run);
+        let s = &lab.setup;
         let variant = results
             .cells
             .iter()
@@ -100,20 +102,22 @@ pub fn runs_csv(results: &Summarized) -> String {
                 None => out.push_str(",,,,"),
             }
         }
-        let d = &run.delivery;
+        let (d, p) = (&lab.delivery, &run.packets);
         let _ = writeln!(
             out,
-            ",{},{},{},{},{},{},{},{},{},{}",
+            ",{},{},{},{},{},{},{},{},{},{},{},{}",
             run.drops.total,
-            d.data_sent,
-            d.data_received,
-            d.duplicates,
+            p.retransmissions,
+            p.data_sent,
+            p.data_delivered,
+            p.duplicate_data,
             d.missing,
-            d.ce_marks,
+            p.ecn_marks,
             d.exactly_once,
-            run.fidelity.shaper_late_p99_packet_times,
-            run.fidelity.agent_rate_ratio_min,
-            run.fidelity.faithful,
+            lab.census.unaccounted,
+            lab.fidelity.shaper_late_p99_packet_times,
+            lab.fidelity.agent_rate_ratio_min,
+            lab.fidelity.faithful,
         );
     }
     out

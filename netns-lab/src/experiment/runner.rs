@@ -12,7 +12,8 @@ use anyhow::{bail, Context};
 use ofan_dataplane::telemetry::SwitchSnapshot;
 use ofan_topology::NodeId;
 
-use super::metrics::{self, RepInput, RepReport, RunSetup, SwitchSample};
+use super::kernel::{self, KernelCounters};
+use super::metrics::{self, KernelSample, LabSetup, RepInput, RunReport, SwitchSample};
 use crate::agent::collective::Plan;
 use crate::agent::report::AgentReport;
 use crate::lab::{plan::namespace, Loaded};
@@ -20,6 +21,10 @@ use crate::lab::{plan::namespace, Loaded};
 /// How long after a reset request every worker has applied it: an idle worker wakes up at
 /// least every 100 ms.
 const RESET_SETTLE: Duration = Duration::from_millis(250);
+
+/// How long after the last agent exits the switches and kernels are read: frames still
+/// between a switch's queue and a host's socket reach their counters.
+const SETTLE_AFTER: Duration = Duration::from_millis(50);
 
 /// Options passed to every agent.
 #[derive(Debug, Clone)]
@@ -59,10 +64,10 @@ impl Drop for Agents {
 pub fn run_repetition(
     lab: &Loaded,
     plan: &Plan,
-    setup: RunSetup,
+    setup: LabSetup,
     options: &AgentOptions,
     dir: &Path,
-) -> anyhow::Result<RepReport> {
+) -> anyhow::Result<RunReport> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let plan_path = dir.join("plan.json");
     std::fs::write(&plan_path, plan.to_json())
@@ -88,6 +93,8 @@ pub fn run_repetition(
     }
     std::thread::sleep(RESET_SETTLE);
     let before = snapshot_all(&switches)?;
+    let namespaces = open_namespaces(lab)?;
+    let kernels_before = kernel_all(&namespaces)?;
 
     // Agents bind their sockets within milliseconds of starting; leave them ample time.
     let hosts = plan.hosts.len() as u64;
@@ -147,7 +154,10 @@ pub fn run_repetition(
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(agents);
+    // Frames still on their way between a switch and a host's socket land in a counter.
+    std::thread::sleep(SETTLE_AFTER);
     let after = snapshot_all(&switches)?;
+    let kernels_after = kernel_all(&namespaces)?;
 
     let reports = plan
         .hosts
@@ -182,6 +192,12 @@ pub fn run_repetition(
         plan,
         reports: &reports,
         switches: &samples,
+        kernels: &namespaces
+            .iter()
+            .zip(kernels_before)
+            .zip(kernels_after)
+            .map(|((_, before), after)| KernelSample { before, after })
+            .collect::<Vec<_>>(),
         setup,
     })
     .map_err(anyhow::Error::msg)?;
@@ -195,10 +211,32 @@ pub fn run_repetition(
 /// within one packet time (the collective still starts together at the scale of a message),
 /// but their departures never fall due at the same instant — on a small machine, sixteen
 /// agents due at once would queue for the CPUs and each lose that wait at every packet.
-fn stagger_ns(setup: &RunSetup, hosts: usize) -> u64 {
+fn stagger_ns(setup: &LabSetup, hosts: usize) -> u64 {
     let frame_bits = f64::from(setup.payload + metrics::FRAME_OVERHEAD) * 8.0 + 160.0;
     let wire_ns = frame_bits / (setup.link_rate_bps as f64 * setup.load) * 1e9;
     (wire_ns / hosts.max(1) as f64) as u64
+}
+
+/// Every node's namespace of the lab (switches and hosts), open.
+fn open_namespaces(lab: &Loaded) -> anyhow::Result<Vec<(String, File)>> {
+    lab.topology
+        .nodes()
+        .iter()
+        .map(|node| {
+            let file = crate::lab::open_namespace(&lab.state.name, &node.name)
+                .with_context(|| format!("cannot open the namespace of {}", node.name))?;
+            Ok((node.name.clone(), file))
+        })
+        .collect()
+}
+
+fn kernel_all(namespaces: &[(String, File)]) -> anyhow::Result<Vec<KernelCounters>> {
+    namespaces
+        .iter()
+        .map(|(node, file)| {
+            kernel::read(file).with_context(|| format!("kernel counters of {node}"))
+        })
+        .collect()
 }
 
 fn snapshot_all(switches: &[(NodeId, String, PathBuf)]) -> anyhow::Result<Vec<SwitchSnapshot>> {

@@ -11,7 +11,7 @@ use ofan_model::figures::{fit_exponent, Point, Summary};
 use ofan_model::report::Stage;
 use serde::{Deserialize, Serialize};
 
-use super::metrics::RepReport;
+use super::metrics::{lab_of, RunReport};
 use crate::agent::entropy::HostLb;
 
 /// What runs: a switch algorithm and the agents' host load balancing.
@@ -79,6 +79,8 @@ pub struct CellSummary {
     pub runs: usize,
     /// Repetitions in which every packet arrived exactly once (CCT metrics are over these).
     pub exactly_once_runs: usize,
+    /// Repetitions whose every lost frame a drop counter explains (census `unaccounted` 0).
+    pub accounted_runs: usize,
     /// Repetitions whose emulation was faithful.
     pub faithful_runs: usize,
     /// Metric → mean ± SEM over the repetitions.
@@ -99,7 +101,7 @@ pub struct Summarized {
     /// Cells in the order they ran.
     pub cells: Vec<CellSummary>,
     /// Every repetition.
-    pub runs: Vec<RepReport>,
+    pub runs: Vec<RunReport>,
 }
 
 /// Stage key used in metric names (`max_queue.edge_up`, …).
@@ -116,7 +118,8 @@ pub fn stage_key(stage: Stage) -> &'static str {
 }
 
 /// The metrics of one repetition, by name.
-fn metrics_of(report: &RepReport) -> Vec<(String, f64)> {
+fn metrics_of(report: &RunReport) -> Vec<(String, f64)> {
+    let lab = lab_of(report);
     let mut metrics = vec![
         (
             "lower_bound_s".to_owned(),
@@ -128,17 +131,22 @@ fn metrics_of(report: &RepReport) -> Vec<(String, f64)> {
         ),
         ("max_queue_bytes".to_owned(), report.max_queue_bytes as f64),
         ("drops".to_owned(), report.drops.total as f64),
-        ("ce_marks".to_owned(), report.delivery.ce_marks as f64),
+        (
+            "retransmissions".to_owned(),
+            report.packets.retransmissions as f64,
+        ),
+        ("ce_marks".to_owned(), report.packets.ecn_marks as f64),
+        ("unaccounted".to_owned(), lab.census.unaccounted as f64),
         (
             "shaper_late_p99_packet_times".to_owned(),
-            report.fidelity.shaper_late_p99_packet_times,
+            lab.fidelity.shaper_late_p99_packet_times,
         ),
         (
             "agent_rate_ratio_min".to_owned(),
-            report.fidelity.agent_rate_ratio_min,
+            lab.fidelity.agent_rate_ratio_min,
         ),
     ];
-    if report.delivery.exactly_once {
+    if lab.delivery.exactly_once {
         if let (Some(cct), Some(increase)) = (report.cct_ps, report.cct_increase) {
             metrics.push(("cct_s".to_owned(), cct as f64 * 1e-12));
             metrics.push(("cct_increase".to_owned(), increase));
@@ -158,13 +166,13 @@ fn metrics_of(report: &RepReport) -> Vec<(String, f64)> {
 
 /// Groups repetitions into cells (variant × size, in order of appearance) and summarizes them.
 #[must_use]
-pub fn summarize(runs: Vec<RepReport>) -> Summarized {
+pub fn summarize(runs: Vec<RunReport>) -> Summarized {
     let mut order: Vec<(String, u64)> = Vec::new();
-    let mut groups: BTreeMap<(String, u64), Vec<&RepReport>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, u64), Vec<&RunReport>> = BTreeMap::new();
     for run in &runs {
         let key = (
-            variant_name(&run.setup.lb, &run.setup.host_lb),
-            run.setup.message_bytes,
+            variant_name(&lab_of(run).setup.lb, &lab_of(run).setup.host_lb),
+            lab_of(run).setup.message_bytes,
         );
         if !groups.contains_key(&key) {
             order.push(key.clone());
@@ -183,12 +191,19 @@ pub fn summarize(runs: Vec<RepReport>) -> Summarized {
             }
             CellSummary {
                 variant: key.0.clone(),
-                lb: group[0].setup.lb.clone(),
-                host_lb: group[0].setup.host_lb.clone(),
+                lb: lab_of(group[0]).setup.lb.clone(),
+                host_lb: lab_of(group[0]).setup.host_lb.clone(),
                 message_bytes: key.1,
                 runs: group.len(),
-                exactly_once_runs: group.iter().filter(|r| r.delivery.exactly_once).count(),
-                faithful_runs: group.iter().filter(|r| r.fidelity.faithful).count(),
+                exactly_once_runs: group
+                    .iter()
+                    .filter(|r| lab_of(r).delivery.exactly_once)
+                    .count(),
+                accounted_runs: group
+                    .iter()
+                    .filter(|r| lab_of(r).census.unaccounted == 0)
+                    .count(),
+                faithful_runs: group.iter().filter(|r| lab_of(r).fidelity.faithful).count(),
                 metrics: values
                     .into_iter()
                     .map(|(name, values)| (name, Summary::of(&values)))
@@ -245,7 +260,9 @@ pub fn table(results: &Summarized) -> String {
             "mean queue pkts",
             "util",
             "drops",
+            "retx",
             "exactly once",
+            "accounted",
             "faithful",
         ]
         .iter()
@@ -273,7 +290,9 @@ pub fn table(results: &Summarized) -> String {
         row.push(format!("{mean_queue:.2}"));
         row.push(mean_sem(cell, "utilization", 1.0, 3));
         row.push(mean_sem(cell, "drops", 1.0, 0));
+        row.push(mean_sem(cell, "retransmissions", 1.0, 0));
         row.push(format!("{}/{}", cell.exactly_once_runs, cell.runs));
+        row.push(format!("{}/{}", cell.accounted_runs, cell.runs));
         row.push(format!("{}/{}", cell.faithful_runs, cell.runs));
         rows.push(row);
     }
@@ -299,7 +318,9 @@ pub fn table(results: &Summarized) -> String {
         }
     }
     out.push_str(
-        "mean ± SEM over repetitions; CCT over exactly-once repetitions; max queue = largest \
+        "mean ± SEM over repetitions; CCT over exactly-once repetitions (every packet delivered, \
+         lost ones recovered by retransmission: retx); accounted = repetitions whose every lost \
+         frame a drop counter explains; max queue = largest \
          queue of any port of the stage in a repetition, KB (1 full DATA frame = 1.5 KB; \
          ACKs are 60 B); mean queue = time-averaged frames per port over the CCT, worst stage; \
          util = delivered DATA over line rate × receive windows\n",
@@ -350,29 +371,36 @@ pub fn progress_line(
     total: usize,
     elapsed: Duration,
     variant: &Variant,
-    report: &RepReport,
+    report: &RunReport,
 ) -> String {
     let eta = elapsed.as_secs_f64() / done as f64 * (total - done) as f64;
     let cct = report.cct_ps.map_or_else(
         || "incomplete".to_owned(),
         |c| format!("{:.3} s", c as f64 * 1e-12),
     );
+    let lab = lab_of(report);
     let increase = report
         .cct_increase
         .map_or_else(String::new, |i| format!(" (+{:.1} %)", i * 100.0));
     format!(
-        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, {}{} — elapsed {:.0} s, ETA {eta:.0} s",
+        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
         variant.name(),
-        size_label(report.setup.message_bytes),
-        report.setup.repetition + 1,
+        size_label(lab.setup.message_bytes),
+        lab.setup.repetition + 1,
         report.max_queue_bytes as f64 * 1e-3,
         report.drops.total,
-        if report.delivery.exactly_once {
+        report.packets.retransmissions,
+        if lab.delivery.exactly_once {
             "exactly once"
         } else {
             "NOT exactly once"
         },
-        if report.fidelity.faithful {
+        if lab.census.unaccounted > 0 {
+            format!(", UNACCOUNTED losses {}", lab.census.unaccounted)
+        } else {
+            String::new()
+        },
+        if lab.fidelity.faithful {
             ""
         } else {
             ", NOT faithful"
@@ -384,26 +412,14 @@ pub fn progress_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::metrics::{Delivery, Drops, Fidelity, RunSetup, StageQueues};
+    use crate::experiment::metrics::{
+        Census, Delivery, Details, Drops, Fidelity, LabRun, LabSetup, PacketCounts, QueueStats,
+        SCHEMA,
+    };
 
-    fn run(lb: &str, host_lb: &str, bytes: u64, repetition: u32, max_bytes: u64) -> RepReport {
-        RepReport {
-            schema: "ofan.run/1".into(),
-            source: "lab".into(),
-            setup: RunSetup {
-                lab: "t".into(),
-                collective: "permutation".into(),
-                lb: lb.into(),
-                host_lb: host_lb.into(),
-                message_bytes: bytes,
-                load: 1.0,
-                link_rate_bps: 1_000_000,
-                payload: 1472,
-                buffer: "2MB".into(),
-                catch_up: true,
-                repetition,
-                seed: 1 + u64::from(repetition),
-            },
+    fn run(lb: &str, host_lb: &str, bytes: u64, repetition: u32, max_bytes: u64) -> RunReport {
+        RunReport {
+            schema: SCHEMA.into(),
             hosts: 16,
             flows: 16,
             cct_ps: Some(1_000_000 + u64::from(repetition) * 100_000),
@@ -412,26 +428,45 @@ mod tests {
             utilization: 0.9,
             max_queue_packets: max_bytes / 1514,
             max_queue_bytes: max_bytes,
-            queues: vec![StageQueues {
+            queues: vec![QueueStats {
                 stage: Stage::EdgeUp,
                 ports: 16,
                 max_packets: max_bytes / 1514,
+                max_data_packets: None,
                 max_bytes,
                 mean_packets: 1.0,
                 mean_bytes: 1514.0,
                 link_overload: 0.0,
                 utilization: 0.8,
             }],
-            delivery: Delivery {
-                complete: true,
-                exactly_once: true,
-                ..Delivery::default()
-            },
+            packets: PacketCounts::default(),
             drops: Drops::default(),
-            fidelity: Fidelity {
-                faithful: true,
-                ..Fidelity::default()
-            },
+            details: Details::Lab(LabRun {
+                setup: LabSetup {
+                    lab: "t".into(),
+                    collective: "permutation".into(),
+                    lb: lb.into(),
+                    host_lb: host_lb.into(),
+                    message_bytes: bytes,
+                    load: 1.0,
+                    link_rate_bps: 1_000_000,
+                    payload: 1472,
+                    buffer: "2MB".into(),
+                    catch_up: true,
+                    repetition,
+                    seed: 1 + u64::from(repetition),
+                },
+                delivery: Delivery {
+                    complete: true,
+                    exactly_once: true,
+                    ..Delivery::default()
+                },
+                census: Census::default(),
+                fidelity: Fidelity {
+                    faithful: true,
+                    ..Fidelity::default()
+                },
+            }),
         }
     }
 

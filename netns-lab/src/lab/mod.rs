@@ -1099,6 +1099,14 @@ fn exec(name: &str, node: &str, command: &[String]) -> anyhow::Result<()> {
     std::process::exit(status.code().unwrap_or(1));
 }
 
+/// Opens the namespace of `node` of lab `lab` (for `setns`).
+///
+/// # Errors
+/// When it does not exist.
+pub fn open_namespace(lab: &str, node: &str) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(Path::new(net::NETNS_DIR).join(plan::namespace(lab, node)))
+}
+
 /// Pings every ordered host pair; prints the matrix (when it fits) and a summary.
 fn pingall(name: &str, attempts: u32, print: bool) -> anyhow::Result<bool> {
     let lab = load(name)?;
@@ -1106,8 +1114,7 @@ fn pingall(name: &str, attempts: u32, print: bool) -> anyhow::Result<bool> {
     let spaces: Vec<std::fs::File> = hosts
         .iter()
         .map(|host| {
-            std::fs::File::open(Path::new(net::NETNS_DIR).join(plan::namespace(name, &host.name)))
-                .with_context(|| format!("namespace of {}", host.name))
+            open_namespace(name, &host.name).with_context(|| format!("namespace of {}", host.name))
         })
         .collect::<anyhow::Result<_>>()?;
     let pairs: Vec<(&std::fs::File, Ipv4Addr)> = spaces
