@@ -47,6 +47,21 @@ fn same_seed_is_bit_identical_and_seeds_differ() {
 }
 
 #[test]
+fn a_report_reads_back_as_the_same_value_with_its_schema_and_source() {
+    let report = run(&config(4, 64 * 1024, ofan())).unwrap();
+    let text = json(&report);
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["schema"], ofan_model::report::SCHEMA);
+    assert_eq!(value["source"], "model");
+    assert!(value["config"].is_object() && value["edge_uplink"].is_object());
+    assert_eq!(
+        ofan_model::report::RunReport::from_json(&text).unwrap(),
+        report
+    );
+    assert!(ofan_model::report::RunReport::from_json(&text.replace("ofan.run/2", "x")).is_err());
+}
+
+#[test]
 fn parallel_runs_equal_sequential_runs() {
     let configs: Vec<ModelConfig> = [ofan(), rsq(), Scheme::Drb]
         .into_iter()

@@ -351,3 +351,105 @@ fn agent_echoes_ce_through_a_marking_switch() {
         "only unmarked ACKs are recycled: {entropy}, {marked} marked"
     );
 }
+
+/// Through an `ofan-switch` port shaped to 40 Mbit/s with an 8 KB buffer, DATA sent at 50 Mbit/s
+/// overflows the buffer and is tail-dropped: the sender's selective repeat retransmits every
+/// lost packet after its timeout, the flow completes with every packet delivered, and the drops
+/// the switch counted are all made up for (each dropped DATA frame is retransmitted at least
+/// once; only DATA is dropped here, the ACK direction carries 64-byte frames at a fifth of its
+/// rate).
+#[test]
+fn agent_recovers_every_packet_a_switch_drops() {
+    if !require_root("agent_recovers_every_packet_a_switch_drops") {
+        return;
+    }
+    let switch = binary("ofan-switch");
+    assert!(
+        switch.exists(),
+        "build the binaries first: cargo build --release --workspace --bins"
+    );
+    let _machine = serial();
+    let mut lab = Lab::new("loss");
+    lab.add_ns("a");
+    lab.add_ns("sw");
+    lab.add_ns("b");
+    lab.link("a", "eth0", "sw", "p0");
+    lab.link("b", "eth0", "sw", "p1");
+    lab.addr("sw", "p0", "10.0.0.0/31");
+    lab.addr("sw", "p1", "10.0.1.0/31");
+    lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    lab.host("a", "eth0", "10.0.0.1/31", "10.0.0.0");
+    lab.host("b", "eth0", "10.0.1.1/31", "10.0.1.0");
+    let socket = lab.dir().join("sw.sock").display().to_string();
+    lab.spawn(
+        "sw",
+        "switch",
+        &[
+            switch.to_str().unwrap(),
+            "--admin-socket",
+            &socket,
+            "--port",
+            "p0:host",
+            "--port",
+            "p1:host",
+            "--link-rate",
+            "40mbit",
+            "--buffer",
+            "8KB",
+        ],
+    );
+    let up = lab.wait_for(Duration::from_secs(10), || {
+        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+    });
+    assert!(up, "switch did not come up:\n{}", lab.log("switch"));
+
+    let hosts = [("a", "10.0.0.1"), ("b", "10.0.1.1")];
+    let plan = plan(&lab, &hosts, "0,1048576\n0,0\n");
+    let reports = run_agents(&mut lab, &plan, &["a", "b"], &[]);
+    let (a, b) = (&reports[0], &reports[1]);
+    assert_eq!(a["complete"], true, "{a}");
+    assert_eq!(b["complete"], true, "{b}");
+    let flow = &a["flows"][0];
+    let packets = u64_of(&flow["packets"]);
+    assert_eq!(u64_of(&flow["acks"]), packets, "{flow}");
+    let retransmits = u64_of(&flow["retransmits"]);
+    let received = &b["received"][0];
+    assert_eq!(u64_of(&received["missing"]), 0, "{received}");
+    assert!(
+        u64_of(&received["duplicates"]) <= retransmits,
+        "every duplicate is a retransmitted copy: {received}, {retransmits} retransmitted"
+    );
+
+    let output = Command::new(&switch)
+        .args(["stats", "--json", "--socket", &socket])
+        .output()
+        .expect("ofan-switch stats");
+    let stats: Value = serde_json::from_slice(&output.stdout).expect("stats JSON");
+    let p1 = stats["data_path"]["ports"]
+        .as_array()
+        .and_then(|ports| ports.iter().find(|port| port["name"] == "p1"))
+        .unwrap_or_else(|| panic!("no port p1 in {stats}"));
+    let dropped = u64_of(&p1["drops_buffer"]);
+    assert!(
+        dropped > 0,
+        "50 Mbit/s into 40 with 8 KB of buffer must drop: {p1}"
+    );
+    assert!(
+        retransmits >= dropped,
+        "{dropped} DATA frames dropped, only {retransmits} retransmitted"
+    );
+    let recovery = &a["recovery"];
+    assert_eq!(
+        u64_of(&recovery["retransmissions"]),
+        retransmits,
+        "{recovery}"
+    );
+    assert!(u64_of(&recovery["rtt_samples"]) > 0, "{recovery}");
+    // The drops cost time: the CCT exceeds the 1 MB's serialization at the switch's 40 Mbit/s.
+    let cct_ns = u64_of(&flow["last_ack_ns"]) - u64_of(&flow["first_send_ns"]);
+    let bottleneck_ns = (packets - 1) as f64 * WIRE_BYTES * 8.0 / 40e6 * 1e9;
+    assert!(
+        cct_ns as f64 > bottleneck_ns,
+        "CCT {cct_ns} ns vs {bottleneck_ns} ns"
+    );
+}

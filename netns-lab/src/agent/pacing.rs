@@ -64,6 +64,12 @@ impl Pacer {
         (wire_bytes as f64 * 8.0 * 1e12 / self.paced_bps).round() as u128
     }
 
+    /// The sender had nothing to send until `now_ns` (it waited for a retransmission timer or
+    /// an ACK): the schedule resumes from then, the wait is not lateness.
+    pub fn resume(&mut self, now_ns: u64) {
+        self.next_ps = self.next_ps.max(u128::from(now_ns) * 1000);
+    }
+
     /// Like [`sent`](Self::sent), with the next departure pushed back by `extra_ps` more (the
     /// time ACKs took on the host link, see [`HostLink::ack_delay_ps`]).
     pub fn sent_with_acks(&mut self, sent_ns: u64, wire_bytes: u64, extra_ps: u128) {
@@ -258,6 +264,20 @@ mod tests {
         assert_eq!(pacer.due_ns(), 200, "back on the original schedule");
         pacer.sent(500, 100); // 300 ns late: at most 50 ns credit
         assert_eq!(pacer.due_ns(), 550);
+    }
+
+    #[test]
+    fn resuming_after_an_idle_wait_is_on_time_and_never_early() {
+        let mut pacer = Pacer::new(1e6, 0);
+        pacer.sent(0, 125);
+        // Idle until 5 ms: the next packet leaves then, on time, one wire time before the next.
+        pacer.resume(5_000_000);
+        assert_eq!(pacer.due_ns(), 5_000_000);
+        pacer.sent(5_000_000, 125);
+        assert_eq!(pacer.due_ns(), 6_000_000);
+        // Resuming before the due time changes nothing.
+        pacer.resume(5_500_000);
+        assert_eq!(pacer.due_ns(), 6_000_000);
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub struct AgentReport {
     /// ACKs sent (one per DATA arrival, duplicates included).
     #[serde(default)]
     pub acks_sent: u64,
+    /// The sender's loss recovery: retransmissions, timeouts, RTT estimate (ns).
+    #[serde(default)]
+    pub recovery: ofan_transport::RecoveryStats,
     /// Packets that were not counted above.
     pub ignored: Ignored,
     /// How well the departure schedule was kept.
@@ -72,9 +75,6 @@ pub struct FlowReport {
     /// Retransmissions (selective repeat: a packet whose ACK did not come within the
     /// retransmission timeout is sent again).
     pub retransmits: u64,
-    /// Retransmission timeouts that fired.
-    #[serde(default)]
-    pub timeouts: u64,
     /// First packet sent.
     pub first_send_ns: Option<u64>,
     /// Last packet sent.

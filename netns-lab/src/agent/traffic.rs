@@ -1,10 +1,12 @@
 //! The agent's I/O: sockets, the paced sender thread and the receiver (which ACKs DATA and
 //! collects ACKs), and the report.
 //!
-//! Two threads: the sender owns the departure schedule, the entropy choice and the send
+//! Two threads: the sender owns the departure schedule, the loss recovery
+//! ([`ofan_transport::SelectiveRepeat`]: it decides which packet goes next — a packet whose
+//! retransmission timer expired first, else the next new one), the entropy choice and the send
 //! side of the socket pool; the receiver owns the receive socket and all exactly-once
-//! accounting. They share only a stop flag and, under REPS, a channel carrying ACK feedback
-//! (flow, entropy, CE) from the receiver to the sender.
+//! accounting. They share only a stop flag and a channel carrying every new ACK (flow,
+//! sequence number, arrival time, entropy, CE) from the receiver to the sender.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -13,6 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use ofan_transport::{RecoveryConfig, RecoveryStats, SelectiveRepeat};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::collective::Plan;
@@ -84,23 +87,35 @@ enum Role {
     In(u32),
 }
 
-/// ACK feedback for REPS.
+/// A new ACK, from the receiver to the sender (recovery, and REPS's entropy feedback).
 #[derive(Debug, Clone, Copy)]
 struct Feedback {
     flow: u32,
+    sequence: u32,
+    at_ns: u64,
     entropy: u16,
     ce: bool,
 }
 
-/// What the sender measured.
+/// How long the sender waits for an ACK at most when it has nothing to send (it also checks
+/// the stop flag and the deadline this often).
+const IDLE_POLL: Duration = Duration::from_millis(5);
+
+/// What the sender measured. The rate statistics (`first_ns`, `last_ns`,
+/// `wire_bytes_but_last`, the ACK bytes) cover the paced phase — from the first departure to
+/// the last first transmission, retransmissions in between included; retransmissions after it
+/// follow idle waits for a timer and say nothing about the pacer.
 #[derive(Debug, Default)]
 struct SenderStats {
     first_send: Vec<Option<u64>>,
     last_send: Vec<Option<u64>>,
+    retransmits: Vec<u64>,
     lateness: Lateness,
     packets: u64,
     wire_bytes: u64,
     wire_bytes_but_last: u64,
+    /// DATA wire bytes of the paced phase.
+    paced_wire_bytes: u64,
     /// ACK wire bytes the host link had carried at the first and the last DATA departure.
     ack_bytes_at_first: Option<u64>,
     ack_bytes_at_last: u64,
@@ -110,6 +125,7 @@ struct SenderStats {
     realtime: bool,
     recycled: u64,
     fresh: u64,
+    recovery: RecoveryStats,
 }
 
 /// What the receiver measured.
@@ -262,7 +278,6 @@ pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
     let stop = AtomicBool::new(false);
     let link = HostLink::new(config.link_rate_bps as f64);
     let (feedback_tx, feedback_rx) = mpsc::channel();
-    let feedback_tx = (config.host_lb == HostLb::Reps).then_some(feedback_tx);
 
     let (sent, received) = std::thread::scope(|scope| {
         let (flows, pool, stop, link) = (&out_flows, &pool, &stop, &link);
@@ -279,7 +294,7 @@ pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
             &out_flows,
             &in_packets,
             &receiver,
-            feedback_tx.as_ref(),
+            &feedback_tx,
             link,
             stop,
             deadline_ns,
@@ -325,6 +340,7 @@ fn send_loop(
         realtime: false,
         first_send: vec![None; flows.len()],
         last_send: vec![None; flows.len()],
+        retransmits: vec![0; flows.len()],
         lateness: Lateness::with_capacity(usize::try_from(total).unwrap_or(0)),
         ..SenderStats::default()
     };
@@ -344,30 +360,63 @@ fn send_loop(
         pool.len() as u16,
         config.seed ^ (u64::from(config.host) << 32),
     );
+    let packets: Vec<u32> = flows.iter().map(|flow| flow.packets).collect();
+    let mut recovery = SelectiveRepeat::new(recovery_config(config), &packets);
     let mut buf = vec![0u8; config.payload as usize];
     let mut next_sequence = vec![0u32; flows.len()];
     let mut active: Vec<usize> = (0..flows.len()).filter(|&i| flows[i].packets > 0).collect();
     let mut cursor = 0;
+    // The sender waited for a timer or an ACK with nothing to send: the next departure is not
+    // late, it resumes the schedule from now.
+    let mut idle = false;
+    // ACK wire bytes already charged to the host link.
+    let mut acks_charged = 0;
 
-    while !active.is_empty() && !stop.load(Ordering::Relaxed) {
-        let local = active[cursor];
-        let flow = &flows[local];
-        let sequence = next_sequence[local];
-        let len = if sequence + 1 == flow.packets {
-            flow.last_payload
-        } else {
-            config.payload
-        };
+    while !stop.load(Ordering::Relaxed) {
+        take_acks(feedback, &mut recovery, &mut selector);
+        if recovery.complete() {
+            break;
+        }
         let due = pacer.due_ns();
         if due > deadline_ns {
             break;
         }
         let now = wait_until(due, config.spin_ns);
-        stats.lateness.record(now - due);
-
-        while let Ok(ack) = feedback.try_recv() {
-            selector.on_ack(ack.flow as usize, ack.entropy, ack.ce);
+        take_acks(feedback, &mut recovery, &mut selector);
+        if recovery.complete() {
+            break;
         }
+        // What goes next: a packet whose timer expired, else a new one.
+        let (local, sequence, retransmission) = if let Some((flow, seq)) = recovery.next_lost(now) {
+            (flow as usize, seq, true)
+        } else if let Some(&local) = active.get(cursor) {
+            (local, next_sequence[local], false)
+        } else {
+            // Nothing to send until a timer expires or an ACK completes the flows.
+            let wake = recovery
+                .next_deadline()
+                .unwrap_or(u64::MAX)
+                .min(deadline_ns);
+            let wait = Duration::from_nanos(wake.saturating_sub(sys::monotonic_ns()));
+            if let Ok(ack) = feedback.recv_timeout(wait.min(IDLE_POLL)) {
+                on_feedback(ack, &mut recovery, &mut selector);
+            }
+            idle = true;
+            continue;
+        };
+        let flow = &flows[local];
+        let len = if sequence + 1 == flow.packets {
+            flow.last_payload
+        } else {
+            config.payload
+        };
+        if idle {
+            pacer.resume(now);
+            idle = false;
+        } else {
+            stats.lateness.record(now - due);
+        }
+
         let entropy = selector.choose(local);
         Header {
             kind: Kind::Data,
@@ -402,24 +451,35 @@ fn send_loop(
                 }
             }
         }
+        recovery.on_send(local as u32, sequence, now);
         let wire = wire::wire_bytes(u64::from(len));
         // The ACKs sent since the previous departure took their share of the host link.
         let acks = link.ack_bytes();
-        let ack_wire = acks - stats.ack_bytes_at_last;
+        let ack_wire = acks - acks_charged;
+        acks_charged = acks;
         pacer.sent_with_acks(now, wire, link.ack_delay_ps(ack_wire, wire, &pacer));
-        stats.ack_bytes_at_first.get_or_insert(acks);
-        stats.ack_bytes_at_last = acks;
 
         stats.first_send[local].get_or_insert(now);
         stats.last_send[local] = Some(now);
-        stats.first_ns.get_or_insert(now);
-        if stats.last_ns.is_some() {
-            stats.wire_bytes_but_last = stats.wire_bytes;
-        }
-        stats.last_ns = Some(now);
         stats.packets += 1;
         stats.wire_bytes += wire;
+        // The paced phase lasts while new packets remain (see `SenderStats`).
+        let paced_phase = !active.is_empty();
+        if paced_phase {
+            stats.ack_bytes_at_first.get_or_insert(acks);
+            stats.ack_bytes_at_last = acks;
+            stats.first_ns.get_or_insert(now);
+            if stats.last_ns.is_some() {
+                stats.wire_bytes_but_last = stats.paced_wire_bytes;
+            }
+            stats.last_ns = Some(now);
+            stats.paced_wire_bytes += wire;
+        }
 
+        if retransmission {
+            stats.retransmits[local] += 1;
+            continue;
+        }
         next_sequence[local] += 1;
         if next_sequence[local] == flow.packets {
             active.remove(cursor);
@@ -432,7 +492,32 @@ fn send_loop(
     }
     stats.recycled = selector.recycled;
     stats.fresh = selector.fresh;
+    stats.recovery = recovery.stats();
     Ok(stats)
+}
+
+/// The retransmission timers of `config`'s agent: scaled to one full DATA frame's wire time at
+/// the link rate, as in the model (`RecoveryConfig::for_frame_time`).
+fn recovery_config(config: &AgentConfig) -> RecoveryConfig {
+    let frame_ns = wire::wire_bytes(u64::from(config.payload)) as f64 * 8.0 * 1e9
+        / config.link_rate_bps as f64;
+    RecoveryConfig::for_frame_time(frame_ns.ceil() as u64)
+}
+
+/// Applies every ACK the receiver has passed on so far.
+fn take_acks(
+    feedback: &mpsc::Receiver<Feedback>,
+    recovery: &mut SelectiveRepeat,
+    selector: &mut EntropySelector,
+) {
+    while let Ok(ack) = feedback.try_recv() {
+        on_feedback(ack, recovery, selector);
+    }
+}
+
+fn on_feedback(ack: Feedback, recovery: &mut SelectiveRepeat, selector: &mut EntropySelector) {
+    recovery.on_ack(ack.flow, ack.sequence, ack.at_ns);
+    selector.on_ack(ack.flow as usize, ack.entropy, ack.ce);
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -442,7 +527,7 @@ fn receive_loop(
     out_flows: &[OutFlow],
     in_packets: &[u32],
     socket: &Socket,
-    feedback: Option<&mpsc::Sender<Feedback>>,
+    feedback: &mpsc::Sender<Feedback>,
     link: &HostLink,
     stop: &AtomicBool,
     deadline_ns: u64,
@@ -556,13 +641,13 @@ fn receive_loop(
                 if ce {
                     stats.ack_ce[local] += 1;
                 }
-                if let Some(feedback) = feedback {
-                    let _ = feedback.send(Feedback {
-                        flow: local as u32,
-                        entropy: header.entropy,
-                        ce,
-                    });
-                }
+                let _ = feedback.send(Feedback {
+                    flow: local as u32,
+                    sequence: header.sequence,
+                    at_ns: now,
+                    entropy: header.entropy,
+                    ce,
+                });
             }
             _ => stats.ignored.unknown_flow += 1,
         }
@@ -592,8 +677,7 @@ fn report(
                 acks: received.acked[local].distinct(),
                 duplicate_acks: received.acked[local].duplicates(),
                 ce_marks: received.ack_ce[local],
-                retransmits: 0,
-                timeouts: 0,
+                retransmits: sent.retransmits[local],
                 first_send_ns: sent.first_send[local],
                 last_send_ns: sent.last_send[local],
                 last_ack_ns: received.last_ack[local],
@@ -656,6 +740,7 @@ fn report(
         flows,
         received: received_report,
         acks_sent: received.acks_sent,
+        recovery: sent.recovery,
         ignored: received.ignored.clone(),
         pacing: PacingReport {
             requested_bps: config.load * config.link_rate_bps as f64,

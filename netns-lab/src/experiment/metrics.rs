@@ -385,7 +385,7 @@ fn delivery(reports: &[AgentReport]) -> (PacketCounts, Delivery) {
     let packets = PacketCounts {
         data_sent: sum(&|r| r.pacing.packets),
         retransmissions,
-        timeouts: sum(&|r| r.flows.iter().map(|f| f.timeouts).sum()),
+        timeouts: sum(&|r| r.recovery.timeouts),
         data_delivered: arrivals - duplicates.min(arrivals),
         duplicate_data: duplicates,
         acks_sent: sum(&|r| r.acks_sent),
@@ -554,7 +554,6 @@ mod tests {
                 duplicate_acks: 0,
                 ce_marks: 0,
                 retransmits: 0,
-                timeouts: 0,
                 first_send_ns: Some(t0),
                 last_send_ns: Some(t1 - 1_000_000),
                 last_ack_ns: Some(t1),
@@ -571,6 +570,7 @@ mod tests {
                 last_ns: Some(t1 - 500_000),
             }],
             acks_sent: packets - missing,
+            recovery: ofan_transport::RecoveryStats::default(),
             ignored: Ignored::default(),
             pacing: PacingReport {
                 requested_bps: RATE as f64,
