@@ -438,6 +438,11 @@ fn agent_recovers_every_packet_a_switch_drops() {
         retransmits >= dropped,
         "{dropped} DATA frames dropped, only {retransmits} retransmitted"
     );
+    eprintln!(
+        "{packets} packets, {dropped} dropped at the switch, {retransmits} retransmitted, {} \
+         duplicates, recovery {}",
+        received["duplicates"], a["recovery"]
+    );
     let recovery = &a["recovery"];
     assert_eq!(
         u64_of(&recovery["retransmissions"]),
