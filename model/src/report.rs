@@ -268,8 +268,18 @@ pub struct Fidelity {
     pub agent_rate_ratio_min: f64,
     /// Largest p99 lateness of an agent's departures, ns.
     pub agent_late_p99_ns_max: u64,
-    /// Shaper lateness p99 within the lab's threshold and every agent within 1 % of its rate.
+    /// Smallest ratio over the receivers of their observed delivery window to the time their
+    /// link needs at line rate for what they received: below 1, frames arrived faster than the
+    /// emulated link can carry them (a shaper catching up after a stall).
+    #[serde(default = "one")]
+    pub receiver_window_ratio_min: f64,
+    /// Shaper lateness p99 within the lab's threshold, every agent within 1 % of its rate and
+    /// no receiver window compressed by more than 1 %.
     pub faithful: bool,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// What only the lab tells.
@@ -314,7 +324,9 @@ pub struct RunReport {
     pub cct_increase: Option<f64>,
     /// DATA wire bits delivered (distinct packets) over line rate × the sum of the receivers'
     /// delivery windows, a receiver's window running from its first DATA arrival to its last
-    /// plus one full-frame time: 1.0 when every receiver is fed back to back.
+    /// plus one full-frame time, and never shorter than its frames take at line rate (so the
+    /// value is at most 1; in the lab a shorter observed window is an emulation artefact,
+    /// reported as `receiver_window_ratio_min`): 1.0 when every receiver is fed back to back.
     pub utilization: f64,
     /// Largest queue at any switch port, frames.
     pub max_queue_packets: u64,

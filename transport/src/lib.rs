@@ -35,4 +35,6 @@
 
 pub mod recovery;
 
-pub use recovery::{Ack, RecoveryConfig, RecoveryError, RecoveryStats, SelectiveRepeat, Time};
+pub use recovery::{
+    Ack, RecoveryConfig, RecoveryError, RecoveryStats, SelectiveRepeat, Time, ECHO_MASK,
+};

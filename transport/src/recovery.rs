@@ -12,7 +12,7 @@
 //! on what the network delivers.
 //!
 //! # Timers
-//! A packet sent once expires at `sent + rto`, with `rto` the *current* retransmission timeout:
+//! A packet sent once expires at `sent + rto`, with `rto` the *current* (backed-off) timeout:
 //! every first transmission shares it, so the oldest one expires first and a FIFO in send order
 //! answers "which first transmission expires next" from its head. A packet sent again after
 //! its `t`-th timeout expires at `sent + min(rto · 2^t, rto_max)` (exponential backoff per
@@ -25,8 +25,11 @@
 //! the first sample `R` sets `srtt = R`, `rttvar = R / 2`; each later one sets
 //! `rttvar = 3/4 · rttvar + 1/4 · |srtt − R|`, then `srtt = 7/8 · srtt + 1/8 · R` (integer
 //! arithmetic, rounded down); `rto = max(rto_min, srtt + 4 · rttvar)`, capped at `rto_max`.
-//! RFC 6298's doubling of the RTO on a timeout (§5.5) is kept per packet instead, so that one
-//! lost packet does not slow down the recovery of the others.
+//! A timeout also doubles every timer (RFC 6298 §5.5: `rto · 2^b` after `b` timeouts since the
+//! last RTT sample, at most `rto_max`) until a sample arrives: a sender whose round trip grew
+//! past its timeout all at once (a burst of queueing, a stalled machine) then resends a handful
+//! of packets, not every one of them several times over, and the first sample restores the
+//! measured timeout.
 //!
 //! # Example
 //! ```
@@ -52,6 +55,10 @@ use serde::{Deserialize, Serialize};
 
 /// A point in time or a duration, in the caller's unit (ns in the lab agent, ps in the model).
 pub type Time = u64;
+
+/// The bits of a copy's number that an ACK echoes ([`SelectiveRepeat::on_ack_echo`]): 7, so
+/// that the tag fits beside a flag in one byte.
+pub const ECHO_MASK: u32 = 0x7f;
 
 /// First transmissions the FIFO has room for before it first grows.
 const FIFO_CAPACITY: usize = 256;
@@ -221,6 +228,8 @@ pub struct SelectiveRepeat {
     srtt: Option<Time>,
     rttvar: Time,
     max_timeouts: u32,
+    /// Timeouts since the last RTT sample: every timer runs `rto · 2^backoff` (RFC 6298 §5.5).
+    backoff: u32,
     stats: RecoveryStats,
 }
 
@@ -259,6 +268,7 @@ impl SelectiveRepeat {
             srtt: None,
             rttvar: 0,
             max_timeouts: u32::MAX,
+            backoff: 0,
             stats: RecoveryStats::default(),
         }
     }
@@ -289,10 +299,14 @@ impl SelectiveRepeat {
         (index < end).then_some(index)
     }
 
-    /// The packet's timeout after `timeouts` expiries: `rto · 2^timeouts`, at most `rto_max`.
+    /// The timeout of a packet whose own timer expired `timeouts` times:
+    /// `rto · 2^max(backoff, timeouts)`, at most `rto_max` — one doubling per timeout, whether
+    /// the sender's (since the last RTT sample) or the packet's own.
     #[inline]
     fn backed_off(&self, timeouts: u32) -> Time {
-        let factor = 1u64.checked_shl(timeouts).unwrap_or(u64::MAX);
+        let factor = 1u64
+            .checked_shl(self.backoff.max(timeouts))
+            .unwrap_or(u64::MAX);
         self.rto.saturating_mul(factor).min(self.config.rto_max)
     }
 
@@ -328,6 +342,30 @@ impl SelectiveRepeat {
     /// exactly once (Karn's rule).
     #[inline]
     pub fn on_ack(&mut self, flow: u32, seq: u32, now: Time) -> Ack {
+        self.acknowledge(flow, seq, None, now)
+    }
+
+    /// How many times `seq` of `flow` was sent so far (0 for an unknown packet). A sender that
+    /// can carry a tag in its packets sends `transmissions & ECHO_MASK` with each copy, and its
+    /// receiver echoes it in the ACK ([`on_ack_echo`](Self::on_ack_echo)).
+    #[must_use]
+    pub fn transmissions(&self, flow: u32, seq: u32) -> u32 {
+        self.index(flow, seq)
+            .map_or(0, |index| self.packets[index].transmissions)
+    }
+
+    /// Like [`on_ack`](Self::on_ack), for an ACK that echoes which copy it answers: `echo` is
+    /// the copy's [`transmissions`](Self::transmissions) before it was sent, masked with
+    /// [`ECHO_MASK`] (0 for the first copy). An ACK of the latest copy gives an RTT sample even
+    /// when the packet was retransmitted (as TCP's timestamp echo does, RFC 7323 §4.1): without
+    /// it, a sender whose every packet timed out once would never sample again (Karn's rule) and
+    /// keep a timeout below the round trip, retransmitting everything.
+    #[inline]
+    pub fn on_ack_echo(&mut self, flow: u32, seq: u32, echo: u32, now: Time) -> Ack {
+        self.acknowledge(flow, seq, Some(echo & ECHO_MASK), now)
+    }
+
+    fn acknowledge(&mut self, flow: u32, seq: u32, echo: Option<u32>, now: Time) -> Ack {
         let Some(index) = self.index(flow, seq) else {
             self.stats.out_of_range_acks += 1;
             return Ack::OutOfRange;
@@ -342,7 +380,11 @@ impl SelectiveRepeat {
             return Ack::Duplicate;
         }
         packet.acked = true;
-        let sample = (packet.transmissions == 1).then(|| now.saturating_sub(packet.sent_at));
+        let latest = match echo {
+            Some(echo) => echo == packet.transmissions.wrapping_sub(1) & ECHO_MASK,
+            None => packet.transmissions == 1,
+        };
+        let sample = latest.then(|| now.saturating_sub(packet.sent_at));
         let acked = &mut self.acked[flow as usize];
         *acked += 1;
         if *acked as usize == self.first[flow as usize + 1] - self.first[flow as usize] {
@@ -358,6 +400,7 @@ impl SelectiveRepeat {
     /// RFC 6298 §2.2–2.4 with `rto_min` for the clock granularity term, capped at `rto_max`.
     fn sample(&mut self, rtt: Time) {
         self.stats.rtt_samples += 1;
+        self.backoff = 0;
         let srtt = match self.srtt {
             None => {
                 self.rttvar = rtt / 2;
@@ -409,7 +452,7 @@ impl SelectiveRepeat {
         self.skip_fifo();
         let fifo = self.fifo.front().map(|&(flow, seq)| {
             let packet = &self.packets[self.first[flow as usize] + seq as usize];
-            packet.sent_at.saturating_add(self.rto)
+            packet.sent_at.saturating_add(self.backed_off(0))
         });
         if self.heap.is_empty() {
             return fifo.map(|deadline| (deadline, Expiry::Fifo));
@@ -451,6 +494,11 @@ impl SelectiveRepeat {
             }
             packet.timeouts += 1;
             self.stats.timeouts += 1;
+            // RFC 6298 §5.5: back off every timer until an RTT sample says how long the round
+            // trip is now (at most to rto_max).
+            if self.backed_off(0) < self.config.rto_max {
+                self.backoff += 1;
+            }
             return Some((flow, seq));
         }
     }

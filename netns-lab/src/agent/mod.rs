@@ -162,6 +162,19 @@ struct RunArgs {
     /// Where to write the JSON report.
     #[arg(long, value_name = "FILE", required = true)]
     out: Option<PathBuf>,
+    /// After completing, keep answering DATA with ACKs (a peer whose last ACK was lost
+    /// retransmits) until no frame has arrived for this long — or, with --stop-file, until that
+    /// file exists. The report is written at exit.
+    #[arg(long, value_name = "DURATION", default_value = "500ms")]
+    linger: String,
+    /// Create this file the moment the agent completes (the lab's runner waits for every
+    /// agent's before it stops them all).
+    #[arg(long, value_name = "FILE")]
+    done_file: Option<PathBuf>,
+    /// Linger after completing until this file exists (instead of --linger's quiet time), so
+    /// that no peer is left retransmitting to a closed port.
+    #[arg(long, value_name = "FILE")]
+    stop_file: Option<PathBuf>,
 }
 
 /// Which collective `agent plan` builds.
@@ -337,6 +350,14 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
         spin_ns: args.spin_us.saturating_mul(1000),
         catch_up: args.catch_up,
         realtime: (args.rt_priority > 0).then_some(i32::from(args.rt_priority.min(99))),
+        linger: match &args.stop_file {
+            Some(path) => traffic::Linger::UntilFile(path.clone()),
+            None => traffic::Linger::Quiet(
+                parse_duration(&args.linger)
+                    .with_context(|| format!("--linger {}", args.linger))?,
+            ),
+        },
+        done_file: args.done_file.clone(),
     };
     let report = traffic::run_agent(&config)?;
     write_atomically(out, &serde_json::to_string_pretty(&report)?)?;

@@ -119,6 +119,10 @@ pub struct Ignored {
     pub out_of_range: u64,
     /// ACKs that could not be sent.
     pub ack_send_errors: u64,
+    /// Frames still in the socket when the agent stopped, read and discarded (so that the run's
+    /// census counts them as received, not lost).
+    #[serde(default)]
+    pub drained: u64,
 }
 
 /// Pacing accuracy.

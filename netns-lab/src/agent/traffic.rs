@@ -64,6 +64,20 @@ pub struct AgentConfig {
     pub catch_up: bool,
     /// Run the sender thread SCHED_FIFO at this priority.
     pub realtime: Option<i32>,
+    /// How long to keep answering after completing.
+    pub linger: Linger,
+    /// Created when the agent completes.
+    pub done_file: Option<std::path::PathBuf>,
+}
+
+/// How long an agent that completed keeps receiving and ACKing: a peer whose last ACK was lost
+/// retransmits, and only an ACK lets it complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Linger {
+    /// Until no frame has arrived for this long.
+    Quiet(Duration),
+    /// Until this file exists (the runner creates it once every agent completed).
+    UntilFile(std::path::PathBuf),
 }
 
 /// An own flow as the sender sees it.
@@ -92,6 +106,8 @@ enum Role {
 struct Feedback {
     flow: u32,
     sequence: u32,
+    /// The copy number the ACK echoes (which transmission it answers).
+    copy: u32,
     at_ns: u64,
     entropy: u16,
     ce: bool,
@@ -418,9 +434,10 @@ fn send_loop(
         }
 
         let entropy = selector.choose(local);
+        let copy = recovery.transmissions(local as u32, sequence);
         Header {
             kind: Kind::Data,
-            flags: Flags::default(),
+            flags: Flags::of_copy(copy),
             collective: config.plan.collective,
             flow: flow.id,
             sequence,
@@ -516,7 +533,7 @@ fn take_acks(
 }
 
 fn on_feedback(ack: Feedback, recovery: &mut SelectiveRepeat, selector: &mut EntropySelector) {
-    recovery.on_ack(ack.flow, ack.sequence, ack.at_ns);
+    recovery.on_ack_echo(ack.flow, ack.sequence, ack.copy, ack.at_ns);
     selector.on_ack(ack.flow as usize, ack.entropy, ack.ce);
 }
 
@@ -553,17 +570,33 @@ fn receive_loop(
     // Only the header is read; the rest of a DATA packet is truncated away.
     let mut buf = [0u8; 64];
     let mut ack = [0u8; HEADER_LEN];
+    // Since when nothing arrived, once complete.
+    let mut quiet_since = 0;
 
     loop {
-        if outs_done == outs && ins_done == ins {
+        if !stats.complete && outs_done == outs && ins_done == ins {
             stats.complete = true;
-            break;
+            quiet_since = sys::monotonic_ns();
+            if let Some(path) = &config.done_file {
+                std::fs::write(path, b"")
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+            }
         }
-        if stop.load(Ordering::Relaxed) {
+        if stats.complete {
+            let done = match &config.linger {
+                Linger::Quiet(quiet) => {
+                    sys::monotonic_ns().saturating_sub(quiet_since) >= quiet.as_nanos() as u64
+                }
+                Linger::UntilFile(path) => path.exists(),
+            };
+            if done {
+                break;
+            }
+        } else if stop.load(Ordering::Relaxed) {
             break;
         }
         if sys::monotonic_ns() > deadline_ns {
-            stats.timed_out = true;
+            stats.timed_out = !stats.complete;
             break;
         }
         let datagram = match sys::recv_with_tos(socket, &mut buf) {
@@ -581,6 +614,7 @@ fn receive_loop(
             Err(e) => return Err(e).context("receiving"),
         };
         let now = sys::monotonic_ns();
+        quiet_since = now;
         let Ok(header) = wire::Header::parse(&buf[..datagram.len]) else {
             stats.ignored.malformed += 1;
             continue;
@@ -644,12 +678,19 @@ fn receive_loop(
                 let _ = feedback.send(Feedback {
                     flow: local as u32,
                     sequence: header.sequence,
+                    copy: header.flags.copy(),
                     at_ns: now,
                     entropy: header.entropy,
                     ce,
                 });
             }
             _ => stats.ignored.unknown_flow += 1,
+        }
+    }
+    // What is still in the socket would be dropped silently with it: read and count it.
+    if socket.set_nonblocking(true).is_ok() {
+        while sys::recv_with_tos(socket, &mut buf).is_ok() {
+            stats.ignored.drained += 1;
         }
     }
     Ok(stats)

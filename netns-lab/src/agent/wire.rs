@@ -10,7 +10,10 @@
 //! All integers are big-endian. `ver|kind` is the version (high nibble, [`VERSION`]) and the
 //! kind (low nibble): 0 DATA, 1 ACK — the same numbers as the switch's size classes
 //! (`ofan_dataplane::lb::SizeClass`). `flags` bit 0 ([`Flags::CE`]) in an ACK says that the
-//! acknowledged DATA packet arrived with the ECN CE codepoint. `entropy` is chosen by the
+//! acknowledged DATA packet arrived with the ECN CE codepoint; bits 1–7 ([`Flags::copy`]) number
+//! the copy of a DATA packet (0 for the first transmission, modulo 128), and its ACK echoes
+//! them, so the sender knows which copy an ACK answers and can time it (the loss recovery's RTT
+//! samples, `ofan_transport::SelectiveRepeat::on_ack_echo`). `entropy` is chosen by the
 //! sender of a DATA packet (an index into its pool of UDP source ports) and echoed in the ACK.
 //!
 //! A DATA packet is the header padded with zeros to the configured UDP payload (the last packet
@@ -78,6 +81,18 @@ impl Flags {
     #[must_use]
     pub const fn ce(self) -> bool {
         self.0 & Self::CE != 0
+    }
+
+    /// Flags of a DATA packet's copy number `copy` (modulo 128).
+    #[must_use]
+    pub const fn of_copy(copy: u32) -> Self {
+        Self(((copy & 0x7f) as u8) << 1)
+    }
+
+    /// The copy number (of a DATA packet, or echoed in its ACK), modulo 128.
+    #[must_use]
+    pub const fn copy(self) -> u32 {
+        (self.0 >> 1) as u32
     }
 }
 
@@ -168,13 +183,13 @@ impl Header {
     }
 
     /// The ACK of this DATA header, received with IPv4 TOS byte `tos` (`None`: unknown, taken
-    /// as not CE): same collective, flow, sequence and entropy, CE echoed.
+    /// as not CE): same collective, flow, sequence, copy number and entropy, CE echoed.
     #[must_use]
     pub fn ack(&self, tos: Option<u8>) -> Self {
         let ce = tos.is_some_and(is_ce);
         Self {
             kind: Kind::Ack,
-            flags: Flags(if ce { Flags::CE } else { 0 }),
+            flags: Flags(Flags::of_copy(self.flags.copy()).0 | if ce { Flags::CE } else { 0 }),
             ..*self
         }
     }
@@ -248,6 +263,23 @@ mod tests {
                 DATA.entropy
             )
         );
+    }
+
+    #[test]
+    fn acks_echo_the_copy_number_beside_ce() {
+        let data = Header {
+            flags: Flags::of_copy(130),
+            ..DATA
+        };
+        assert_eq!(data.flags.copy(), 2, "copies count modulo 128");
+        assert!(!data.flags.ce());
+        let ack = data.ack(Some(ECN_CE));
+        assert_eq!((ack.flags.copy(), ack.flags.ce()), (2, true));
+        let mut buf = [0u8; HEADER_LEN];
+        ack.write(&mut buf);
+        assert_eq!(buf[3], 0b0000_0101);
+        assert_eq!(Header::parse(&buf).unwrap(), ack);
+        assert_eq!(DATA.ack(None).flags.copy(), 0);
     }
 
     #[test]

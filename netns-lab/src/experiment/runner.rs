@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use ofan_dataplane::telemetry::SwitchSnapshot;
-use ofan_topology::NodeId;
+use ofan_topology::{NodeId, Role};
 
-use super::kernel::{self, KernelCounters};
+use super::kernel::{self, KernelCounters, Side};
 use super::metrics::{self, KernelSample, LabSetup, RepInput, RunReport, SwitchSample};
 use crate::agent::collective::Plan;
 use crate::agent::report::AgentReport;
@@ -101,7 +101,11 @@ pub fn run_repetition(
     let lead = Duration::from_millis(500 + 25 * hosts);
     let start_at = crate::agent::monotonic_now_ns() + lead.as_nanos() as u64;
     let expected_s = lower_bound_ps as f64 * 1e-12;
-    let timeout_s = 4.0 * expected_s + 10.0;
+    // A bound on a stuck run, not on a slow one: recovering losses costs time.
+    let timeout_s = 10.0 * expected_s + 10.0;
+    let stop_file = dir.join("stop");
+    let _ = std::fs::remove_file(&stop_file);
+    let done_file = |host: &str| dir.join(format!("{host}.done"));
     let exe = std::env::current_exe().context("cannot find the ofan-lab binary")?;
     let stagger = stagger_ns(&setup, plan.hosts.len());
     let mut agents = Agents(Vec::with_capacity(plan.hosts.len()));
@@ -130,28 +134,43 @@ pub fn run_repetition(
             .args(["--rt-priority", &options.rt_priority.to_string()])
             .arg("--out")
             .arg(dir.join(format!("{}.json", host.name)))
+            .arg("--done-file")
+            .arg(done_file(&host.name))
+            .arg("--stop-file")
+            .arg(&stop_file)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
         if options.catch_up {
             command.arg("--catch-up");
         }
+        let _ = std::fs::remove_file(done_file(&host.name));
         let child = command
             .spawn()
             .with_context(|| format!("cannot start the agent of {}", host.name))?;
         agents.0.push((host.name.clone(), child));
     }
+    // Every agent keeps answering after it completes, until all have (a peer whose last ACK
+    // was lost must still get one); then they all stop and write their reports.
     let deadline = Instant::now() + lead + Duration::from_secs_f64(timeout_s + 15.0);
+    let mut stopping = false;
     while Instant::now() < deadline {
-        let running = agents
+        let running: Vec<&str> = agents
             .0
             .iter_mut()
-            .filter_map(|(_, child)| matches!(child.try_wait(), Ok(None)).then_some(()))
-            .count();
-        if running == 0 {
+            .filter_map(|(host, child)| {
+                matches!(child.try_wait(), Ok(None)).then_some(host.as_str())
+            })
+            .collect();
+        if running.is_empty() {
             break;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        if !stopping && running.iter().all(|host| done_file(host).exists()) {
+            File::create(&stop_file)
+                .with_context(|| format!("cannot create {}", stop_file.display()))?;
+            stopping = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
     drop(agents);
     // Frames still on their way between a switch and a host's socket land in a counter.
@@ -218,23 +237,28 @@ fn stagger_ns(setup: &LabSetup, hosts: usize) -> u64 {
 }
 
 /// Every node's namespace of the lab (switches and hosts), open.
-fn open_namespaces(lab: &Loaded) -> anyhow::Result<Vec<(String, File)>> {
+fn open_namespaces(lab: &Loaded) -> anyhow::Result<Vec<(String, Side, File)>> {
     lab.topology
         .nodes()
         .iter()
         .map(|node| {
             let file = crate::lab::open_namespace(&lab.state.name, &node.name)
                 .with_context(|| format!("cannot open the namespace of {}", node.name))?;
-            Ok((node.name.clone(), file))
+            let side = if node.role == Role::Host {
+                Side::Host
+            } else {
+                Side::Switch
+            };
+            Ok((node.name.clone(), side, file))
         })
         .collect()
 }
 
-fn kernel_all(namespaces: &[(String, File)]) -> anyhow::Result<Vec<KernelCounters>> {
+fn kernel_all(namespaces: &[(String, Side, File)]) -> anyhow::Result<Vec<KernelCounters>> {
     namespaces
         .iter()
-        .map(|(node, file)| {
-            kernel::read(file).with_context(|| format!("kernel counters of {node}"))
+        .map(|(node, side, file)| {
+            kernel::read(file, *side).with_context(|| format!("kernel counters of {node}"))
         })
         .collect()
 }

@@ -212,17 +212,18 @@ fn the_oldest_expired_packet_comes_first() {
     assert_eq!(recovery.rto(), 10);
     // Both flows' first packets expired; the first sent comes first.
     assert_eq!(recovery.next_lost(1000), Some((0, 0)));
-    recovery.on_send(0, 0, 1000); // retransmission: deadline 1000 + 20
+    // Each timeout doubles every timer until the next RTT sample (RFC 6298 §5.5).
+    recovery.on_send(0, 0, 1000); // one timeout so far: deadline 1000 + 10 · 2
     assert_eq!(recovery.next_lost(1000), Some((1, 0)));
-    recovery.on_send(1, 0, 1000);
+    recovery.on_send(1, 0, 1000); // two: 1000 + 10 · 4
     assert_eq!(recovery.next_lost(1000), Some((1, 1)));
-    recovery.on_send(1, 1, 1001); // deadline 1021
+    recovery.on_send(1, 1, 1001); // three: 1001 + 10 · 8
     assert_eq!(recovery.next_deadline(), Some(1020));
     assert_eq!(recovery.next_lost(1019), None);
-    assert_eq!(recovery.next_lost(1021), Some((0, 0)));
-    assert_eq!(recovery.next_lost(1021), Some((1, 0)));
-    assert_eq!(recovery.next_lost(1021), Some((1, 1)));
-    assert_eq!(recovery.next_lost(1021), None);
+    assert_eq!(recovery.next_lost(1081), Some((0, 0)));
+    assert_eq!(recovery.next_lost(1081), Some((1, 0)));
+    assert_eq!(recovery.next_lost(1081), Some((1, 1)));
+    assert_eq!(recovery.next_lost(1081), None);
 }
 
 #[test]
@@ -383,4 +384,84 @@ proptest! {
         prop_assert_eq!(stats.rtt_samples, total);
         prop_assert_eq!(stats.duplicate_acks, 0);
     }
+}
+
+#[test]
+fn an_echoed_ack_of_the_latest_copy_samples_the_rtt_karn_would_not() {
+    // One packet times out spuriously (its ACK is just slow), is resent, and the ACK of the
+    // second copy comes back 30 after that copy left.
+    let config = RecoveryConfig::for_frame_time(10);
+    let mut plain = SelectiveRepeat::new(config, &[1]);
+    let mut echoed = SelectiveRepeat::new(config, &[1]);
+    for recovery in [&mut plain, &mut echoed] {
+        assert_eq!(recovery.transmissions(0, 0), 0);
+        recovery.on_send(0, 0, 0);
+        let lost = recovery.next_lost(config.rto_initial);
+        assert_eq!(lost, Some((0, 0)));
+        assert_eq!(recovery.transmissions(0, 0), 1);
+        recovery.on_send(0, 0, config.rto_initial);
+    }
+    assert_eq!(plain.on_ack(0, 0, config.rto_initial + 30), Ack::New);
+    assert_eq!(
+        plain.stats().rtt_samples,
+        0,
+        "Karn: a retransmitted packet gives no sample"
+    );
+    // The echo names the second copy (sent after 1 transmission): a sample of exactly 30.
+    assert_eq!(
+        echoed.on_ack_echo(0, 0, 1, config.rto_initial + 30),
+        Ack::New
+    );
+    assert_eq!(echoed.stats().rtt_samples, 1);
+    assert_eq!(echoed.stats().srtt, Some(30));
+}
+
+#[test]
+fn an_echo_of_an_earlier_copy_gives_no_sample() {
+    let config = RecoveryConfig::for_frame_time(10);
+    let mut recovery = SelectiveRepeat::new(config, &[1]);
+    recovery.on_send(0, 0, 0);
+    assert!(recovery.next_lost(config.rto_initial).is_some());
+    recovery.on_send(0, 0, config.rto_initial);
+    // The first copy's ACK (echo 0) arrives after the second copy left: its RTT is unknown.
+    assert_eq!(
+        recovery.on_ack_echo(0, 0, 0, config.rto_initial + 5),
+        Ack::New
+    );
+    assert_eq!(recovery.stats().rtt_samples, 0);
+    assert!(recovery.complete());
+    // Echoes wrap with ECHO_MASK: 129 transmissions later the tag is 1 again.
+    assert_eq!(ECHO_MASK, 0x7f);
+}
+
+#[test]
+fn a_round_trip_beyond_the_timeout_costs_a_few_retransmissions_not_all() {
+    // 100 packets back to back, frame time 1 (rto_initial 64, rto_max 4096); every ACK (of the
+    // first copy) comes back 2000 later: far beyond the initial timeout.
+    let config = RecoveryConfig::for_frame_time(1);
+    let mut recovery = SelectiveRepeat::new(config, &[100]);
+    let delay = 2000;
+    let mut acks: Vec<(Time, u32)> = (0..100).map(|seq| (Time::from(seq) + delay, seq)).collect();
+    acks.reverse();
+    let mut next = 0u32;
+    for now in 0..=(100 + delay) {
+        while acks.last().is_some_and(|&(at, _)| at <= now) {
+            let (_, seq) = acks.pop().unwrap();
+            recovery.on_ack_echo(0, seq, 0, now);
+        }
+        if let Some((_, seq)) = recovery.next_lost(now) {
+            recovery.on_send(0, seq, now);
+        } else if next < 100 {
+            recovery.on_send(0, next, now);
+            next += 1;
+        }
+    }
+    assert!(recovery.complete());
+    // Timeouts at 64, +128, +256, +512, +1024: then the ACKs are back (doubling, §5.5).
+    let retransmissions = recovery.stats().retransmissions;
+    assert!(retransmissions <= 6, "{retransmissions} retransmissions");
+    assert!(retransmissions >= 1);
+    // The first sample (a packet sent once) restored the measured timeout.
+    let srtt = recovery.stats().srtt.unwrap();
+    assert!((delay - 10..=delay).contains(&srtt), "srtt {srtt}");
 }
