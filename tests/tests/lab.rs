@@ -3,14 +3,16 @@
 //!
 //! Every test owns its lab through [`LabGuard`], which runs `ofan-lab down --name …` and checks
 //! that no namespace of the lab is left, also when the test fails. Lab names carry the test
-//! process id, so they never collide with a developer's labs or a concurrent run. Skipped (with
-//! a message) when not run as root.
+//! process id, so they never collide with a developer's labs or a concurrent run.
+//!
+//! A root suite (`harness = false`, see [`ofan_tests::root_tests!`]): without root its tests are
+//! reported ignored, and under `CI=true` they fail.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use ofan_tests::{binary, namespaces_with_prefix, require_root, serial};
+use ofan_tests::{binary, namespaces_with_prefix, serial};
 use ofan_topology::{Role, Topology};
 use serde_json::Value;
 
@@ -196,11 +198,7 @@ fn port_packets(lab: &LabGuard, node: &str, ifname: &str) -> u64 {
 /// The k=4 lab end to end: up, all 240 ordered pairs ping, traceroute across pods shows
 /// edge–aggregation–core–aggregation–edge, the data path (not the kernel) forwarded, and down
 /// leaves no namespace, link, process or XDP program.
-#[test]
 fn k4_lab_up_pingall_traceroute_down() {
-    if !require_root("k4_lab_up_pingall_traceroute_down") {
-        return;
-    }
     let _machine = serial();
     let lab = LabGuard::new("a");
     let started = Instant::now();
@@ -271,11 +269,7 @@ fn k4_lab_up_pingall_traceroute_down() {
 
 /// A link taken down: pingall still passes (routes avoid it) and its counters stop; back up,
 /// pingall passes again.
-#[test]
 fn link_down_is_routed_around_and_its_counters_stop() {
-    if !require_root("link_down_is_routed_around_and_its_counters_stop") {
-        return;
-    }
     let _machine = serial();
     let lab = LabGuard::new("b");
     lab.ok(&["up", "--topo", "fat-tree", "--k", "4"]);
@@ -322,11 +316,7 @@ fn link_down_is_routed_around_and_its_counters_stop() {
 
 /// `kill -9` of every switch process: status shows them crashed, and down still removes
 /// everything. Then an `up` killed halfway: down removes what it had made.
-#[test]
 fn down_after_kill_9_of_every_switch_and_of_up_itself() {
-    if !require_root("down_after_kill_9_of_every_switch_and_of_up_itself") {
-        return;
-    }
     let _machine = serial();
     let lab = LabGuard::new("c");
     lab.ok(&["up", "--topo", "fat-tree", "--k", "4"]);
@@ -362,11 +352,7 @@ fn down_after_kill_9_of_every_switch_and_of_up_itself() {
 }
 
 /// Two labs with different names at once: both work; removing one leaves the other intact.
-#[test]
 fn two_labs_at_once() {
-    if !require_root("two_labs_at_once") {
-        return;
-    }
     let _machine = serial();
     let first = LabGuard::new("d");
     let second = LabGuard::new("e");
@@ -388,11 +374,7 @@ fn two_labs_at_once() {
 /// stage's queues, no drops), the agents pace at no more than the requested rate and the run
 /// discloses whether they kept within 1 % of it, and afterwards ping, traceroute and iperf3
 /// still work between hosts.
-#[test]
 fn small_permutation_produces_a_complete_result_file() {
-    if !require_root("small_permutation_produces_a_complete_result_file") {
-        return;
-    }
     let _machine = serial();
     let lab = LabGuard::new("x");
     lab.ok(&["up", "--k", "4", "--lb", "ofan", "--buffer", "2MB"]);
@@ -457,9 +439,8 @@ fn small_permutation_produces_a_complete_result_file() {
         // put the link at 1.055), not far below it, and a run whose slowest agent missed its
         // rate by more than 1 % says so. Whether an agent keeps within 1 % is up to the
         // machine: a strict pacer loses every stall, and this VM stalls a spinning nice −20
-        // thread for 1–4 ms a few times in 5 s (CI saw 0.9888, p99 lateness 3.2 ms). The
-        // ignored `agent_pacing_within_one_percent` checks it on an idle machine, and every
-        // run discloses it in `fidelity`.
+        // thread for 1–4 ms a few times in 5 s (CI saw 0.9888, p99 lateness 3.2 ms). So it
+        // is measured, not tested: every run discloses it in `fidelity` (docs/experiments.md).
         let fidelity = &run["fidelity"];
         let ratio = fidelity["agent_rate_ratio_min"].as_f64().unwrap();
         assert!(
@@ -535,3 +516,11 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+ofan_tests::root_tests!(
+    k4_lab_up_pingall_traceroute_down,
+    link_down_is_routed_around_and_its_counters_stop,
+    down_after_kill_9_of_every_switch_and_of_up_itself,
+    two_labs_at_once,
+    small_permutation_produces_a_complete_result_file,
+);
