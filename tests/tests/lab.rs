@@ -431,10 +431,7 @@ fn small_permutation_produces_a_complete_result_file() {
                 "edge_down"
             ]
         );
-        // Every DATA frame crossed an edge uplink (all flows leave their edge switch in a
-        // permutation only when source and destination differ in edge; at least the queue
-        // statistics must have seen traffic somewhere).
-        assert!(run["max_queue_bytes"].as_u64().unwrap() >= 1514, "{run}");
+        assert_queues_are_consistent(run);
         // Pacing: never faster than the link (an invariant of the pacer: uncharged ACKs would
         // put the link at 1.055), not far below it, and a run whose slowest agent missed its
         // rate by more than 1 % says so. Whether an agent keeps within 1 % is up to the
@@ -503,6 +500,78 @@ fn small_permutation_produces_a_complete_result_file() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_file(&json);
     lab.down_and_check(&pids);
+}
+
+/// The largest frame of a lab run: a DATA frame, 1,472 B of UDP payload + 42 B of headers.
+const MAX_FRAME: u64 = 1514;
+/// The smallest: an ACK, the 18-byte agent header + 42 B of headers.
+const MIN_FRAME: u64 = 60;
+/// The buffer of every switch port in `small_permutation_produces_a_complete_result_file`
+/// (`--buffer 2MB`: binary prefixes).
+const BUFFER: u64 = 2 << 20;
+
+/// Checks what the switches' queue telemetry must satisfy in a drop-free repetition of a k = 4
+/// fat tree (each stage's statistics come from a different set of ports and switches):
+///
+/// * every stage's deepest queue fits in the port's buffer (tail drop admits only frames that
+///   fit), and holds between `MIN_FRAME` and `MAX_FRAME` bytes per frame of its deepest packet
+///   count (the run's frames are DATA and ACKs only; the byte maximum is reached with at most
+///   the packet maximum of frames, and the packet maximum with at least `MIN_FRAME` bytes
+///   each); the report's maxima are the stages' maxima;
+/// * what goes up comes down: every frame that leaves an edge switch upwards (E→A) enters an
+///   edge switch from above exactly once (A→E), and every frame sent to a core (A→C) leaves it
+///   (C→A), so with nothing dropped and nothing in flight the two stages of each pair sent the
+///   same wire bytes. `utilization` is a stage's wire bits over (rate × CCT), averaged over its
+///   ports, so `utilization × ports` is proportional to those bytes. A switch that forwarded a
+///   frame back up, duplicated or lost one, or telemetry that counted a port in the wrong
+///   stage or missed a worker's frames, breaks the equality.
+fn assert_queues_are_consistent(run: &Value) {
+    let stage = |name: &str| -> &Value {
+        run["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["stage"] == name)
+            .unwrap_or_else(|| panic!("no stage {name}: {run}"))
+    };
+    let mut deepest = (0, 0);
+    for name in ["edge_up", "agg_up", "core_down", "agg_down", "edge_down"] {
+        let queues = stage(name);
+        let packets = queues["max_packets"].as_u64().unwrap();
+        let bytes = queues["max_bytes"].as_u64().unwrap();
+        assert!(
+            bytes <= BUFFER,
+            "{name}: {bytes} B queued in a {BUFFER} B buffer"
+        );
+        assert!(
+            (MIN_FRAME * packets..=MAX_FRAME * packets).contains(&bytes),
+            "{name}: a deepest queue of {bytes} B does not fit its deepest {packets} frames: {queues}"
+        );
+        eprintln!("{name}: deepest queue {packets} frames, {bytes} B");
+        deepest = (deepest.0.max(packets), deepest.1.max(bytes));
+    }
+    assert_eq!(
+        (
+            run["max_queue_packets"].as_u64().unwrap(),
+            run["max_queue_bytes"].as_u64().unwrap()
+        ),
+        deepest,
+        "{run}"
+    );
+    let wire = |name: &str| {
+        let queues = stage(name);
+        queues["utilization"].as_f64().unwrap() * queues["ports"].as_f64().unwrap()
+    };
+    for (up, down) in [("edge_up", "agg_down"), ("agg_up", "core_down")] {
+        let (sent_up, sent_down) = (wire(up), wire(down));
+        eprintln!("{up} {sent_up:.6} vs {down} {sent_down:.6} (link × CCT of wire bits)");
+        assert!(sent_up > 0.0, "{up} carried nothing: {run}");
+        assert!(
+            (sent_up - sent_down).abs() <= 1e-9 * sent_up,
+            "{up} sent {sent_up} link-CCTs of wire bits, {down} {sent_down}: {}",
+            run["queues"]
+        );
+    }
 }
 
 /// Kills a child process that is still running when the test ends.

@@ -631,7 +631,16 @@ fn each_algorithm_splits_an_ecmp_group_by_its_definition() {
                 }
             }
             // Per-packet random (or random tie-breaks of equal, empty queues): every port used,
-            // none far from 1,000 (binomial sd ≈ 27; the bound is 8 sd).
+            // none far from 1,000 (binomial sd ≈ 27; the bound is 8 sd). Through this switch
+            // jsq, ar and drill cannot be told from rsq: the up-ports are unshaped, so a frame
+            // leaves as soon as it is queued, the queues are practically always empty when a
+            // batch is decided, and each algorithm falls back to its random tie-break. What only each of them does is tested at the pure level with synthetic
+            // queue loads, against all eight algorithms: `dataplane::lb` tests
+            // `only_jsq_always_takes_the_shortest_queue_in_bytes`,
+            // `only_ar_is_indifferent_within_a_level_and_strict_across_levels`,
+            // `only_drill_takes_the_shorter_of_two_samples_and_its_memory`, and the forwarder's
+            // `queue_aware_choices_read_the_loads_by_up_position` (the loads the worker passes,
+            // by up position). This test checks that the switch runs them end to end.
             _ => {
                 for count in key0.iter().chain(&key1) {
                     assert!(
