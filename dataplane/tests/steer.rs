@@ -97,7 +97,24 @@ impl Lab {
             "{test} failed inside {}:\n{stdout}\n{stderr}",
             self.switch_ns
         );
-        eprint!("{stdout}");
+        // The body's own output, without the child harness's lines ("running 1 test",
+        // "test <name> ... " before the body's first line, "ok", "test result: …"), which
+        // would read as extra suites in the parent's output.
+        for line in stdout.lines() {
+            let line = line
+                .strip_prefix("test ")
+                .and_then(|rest| rest.strip_prefix(test))
+                .map_or(line, |rest| {
+                    rest.trim_start().trim_start_matches("...").trim_start()
+                });
+            let harness = line.is_empty()
+                || line == "ok"
+                || line.starts_with("running ")
+                || line.starts_with("test result: ");
+            if !harness {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 
