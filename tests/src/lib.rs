@@ -1,11 +1,15 @@
 //! Support for ofan's root integration tests: network namespaces, veth pairs and processes that
-//! are always cleaned up.
+//! are always cleaned up, and the harness that runs the root test suites.
 //!
 //! Every object carries a unique prefix (`ofan-t<pid>-…`) and is owned by an RAII guard:
 //! [`Lab`] deletes exactly the namespaces it created (which removes their veths and any XDP
 //! program attached inside them) and kills exactly the processes it started, by pid — also when
-//! the test panics. Tests that need root call [`require_root`] and are skipped (with a message)
-//! when not run as root.
+//! the test panics.
+//!
+//! A suite of tests that need root is a test target with `harness = false` whose `main` is
+//! [`root_tests!`]: as root every test runs; otherwise each is reported *ignored* (counted in
+//! `cargo test`'s summary, with one line saying why), and with `CI=true` in the environment each
+//! *fails* instead, so that CI cannot pass by skipping them. See [`run_root_tests`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,27 +28,124 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Whether the tests run as root; prints why a test is skipped otherwise.
-pub fn require_root(test: &str) -> bool {
-    // SAFETY-free: geteuid through `id -u` keeps this crate without unsafe.
-    let root = Command::new("id")
+/// Whether this process runs as root (effective uid 0), which the root suites need to create
+/// network namespaces and attach XDP programs.
+pub fn is_root() -> bool {
+    // `id -u` prints the effective uid, and keeps this crate free of `unsafe` (no `geteuid`).
+    Command::new("id")
         .arg("-u")
         .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
-        .unwrap_or(false);
-    if !root {
-        eprintln!("skipping {test}: needs root (network namespaces, XDP)");
-    }
-    root
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
 }
 
-/// For a measuring root test: `None` (skip, with a message) unless root, else the machine.
+/// Whether the environment says this is a CI run (`CI=true`, as CI systems set it; `1` too).
+pub fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| {
+        let value = value.trim();
+        value.eq_ignore_ascii_case("true") || value == "1"
+    })
+}
+
+/// How a root suite treats its tests in this environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootGate {
+    /// Root: every test runs.
+    Run,
+    /// Not root: every test is reported ignored (it still runs with `--ignored` or
+    /// `--include-ignored`, and then fails for want of root).
+    Ignore,
+    /// Not root under CI: every test fails, saying so.
+    Fail,
+}
+
+impl RootGate {
+    /// The gate for a process that is (or is not) root, in a CI run or not.
+    pub const fn new(root: bool, ci: bool) -> Self {
+        match (root, ci) {
+            (true, _) => RootGate::Run,
+            (false, false) => RootGate::Ignore,
+            (false, true) => RootGate::Fail,
+        }
+    }
+
+    /// The gate of this process.
+    pub fn current() -> Self {
+        Self::new(is_root(), is_ci())
+    }
+}
+
+/// What a root test needs root for: printed once per suite, and in the failure of each test
+/// under CI.
+const ROOT_FOR: &str = "network namespaces, veth pairs, XDP programs";
+
+/// Runs one root test under `gate`: under [`RootGate::Fail`] it fails without running, saying
+/// why; otherwise it runs (an ignored test runs only when asked for with `--ignored`).
+pub fn run_gated(gate: RootGate, test: fn()) -> Result<(), libtest_mimic::Failed> {
+    match gate {
+        RootGate::Fail => {
+            Err(format!("needs root ({ROOT_FOR}), and CI=true forbids skipping it").into())
+        }
+        RootGate::Run | RootGate::Ignore => {
+            test();
+            Ok(())
+        }
+    }
+}
+
+/// The trials of a root suite under `gate`, flagged ignored under [`RootGate::Ignore`].
+pub fn root_trials(gate: RootGate, tests: &[(&'static str, fn())]) -> Vec<libtest_mimic::Trial> {
+    tests
+        .iter()
+        .map(|&(name, test)| {
+            libtest_mimic::Trial::test(name, move || run_gated(gate, test))
+                .with_ignored_flag(gate == RootGate::Ignore)
+        })
+        .collect()
+}
+
+/// The `main` of a root suite: runs `tests` (name, function) with the arguments of cargo test's
+/// own harness (name filters, `--exact`, `--skip`, `--list`, `--ignored`, `--test-threads`, …).
+///
+/// As root every test runs. Otherwise every test is reported ignored and one line on stderr
+/// says why; with `CI=true` every test fails instead (see [`RootGate`]). A test panics to fail,
+/// as under the standard harness.
+pub fn run_root_tests(tests: &[(&'static str, fn())]) -> std::process::ExitCode {
+    let args = libtest_mimic::Arguments::from_args();
+    let gate = RootGate::current();
+    if !args.list {
+        match gate {
+            RootGate::Run => {}
+            RootGate::Ignore => eprintln!(
+                "note: not root: the {} tests of this suite need root ({ROOT_FOR}); they are \
+                 reported ignored (run as root to run them)",
+                tests.len()
+            ),
+            RootGate::Fail => eprintln!(
+                "error: CI=true but not root: the {} tests of this suite need root ({ROOT_FOR}) \
+                 and fail rather than skip",
+                tests.len()
+            ),
+        }
+    }
+    libtest_mimic::run(&args, root_trials(gate, tests)).exit_code()
+}
+
+/// Declares the `main` of a root suite (a test target with `harness = false`) that runs the
+/// listed test functions under their own names, through [`run_root_tests`]:
 ///
 /// ```ignore
-/// let Some(_machine) = ofan_tests::root_serial("my_test") else { return };
+/// ofan_tests::root_tests!(k4_lab_up_pingall_traceroute_down, two_labs_at_once);
 /// ```
-pub fn root_serial(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    require_root(test).then(serial)
+///
+/// The tests are plain `fn()`s without `#[test]`: one left out of the list is dead code, which
+/// the workspace's `clippy -D warnings` rejects, so no test is silently never run.
+#[macro_export]
+macro_rules! root_tests {
+    ($($test:ident),+ $(,)?) => {
+        fn main() -> ::std::process::ExitCode {
+            $crate::run_root_tests(&[$((::std::stringify!($test), $test as fn())),+])
+        }
+    };
 }
 
 /// Path of a workspace binary built by cargo: `$OFAN_BIN_DIR/<name>` when set, else
@@ -266,9 +367,12 @@ impl Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         for (_, child) in &mut self.children {
-            let _ = Command::new("kill")
-                .args(["-s", "TERM", &child.id().to_string()])
-                .status();
+            // Only a child still running: the pid of one already waited for may be reused.
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = Command::new("kill")
+                    .args(["-s", "TERM", &child.id().to_string()])
+                    .status();
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(5);
         for (_, child) in &mut self.children {
@@ -307,4 +411,52 @@ pub fn key_values(text: &str) -> BTreeMap<String, String> {
         .filter_map(|word| word.split_once('='))
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passes() {}
+
+    fn panics() {
+        panic!("must not run");
+    }
+
+    const TESTS: [(&str, fn()); 2] = [("passes", passes), ("panics", panics)];
+
+    #[test]
+    fn the_gate_follows_root_and_ci() {
+        assert_eq!(RootGate::new(true, false), RootGate::Run);
+        assert_eq!(RootGate::new(true, true), RootGate::Run);
+        assert_eq!(RootGate::new(false, false), RootGate::Ignore);
+        assert_eq!(RootGate::new(false, true), RootGate::Fail);
+    }
+
+    #[test]
+    fn trials_keep_their_names_and_are_ignored_only_without_root() {
+        for (gate, ignored) in [
+            (RootGate::Run, false),
+            (RootGate::Ignore, true),
+            (RootGate::Fail, false),
+        ] {
+            let trials = root_trials(gate, &TESTS);
+            let seen: Vec<_> = trials
+                .iter()
+                .map(|t| (t.name(), t.has_ignored_flag()))
+                .collect();
+            assert_eq!(seen, [("passes", ignored), ("panics", ignored)], "{gate:?}");
+        }
+    }
+
+    #[test]
+    fn under_ci_without_root_a_test_fails_without_running() {
+        let failed = run_gated(RootGate::Fail, panics).unwrap_err();
+        assert!(
+            failed.message().is_some_and(|m| m.contains("CI=true")),
+            "{failed:?}"
+        );
+        assert!(run_gated(RootGate::Run, passes).is_ok());
+        assert!(run_gated(RootGate::Ignore, passes).is_ok());
+    }
 }

@@ -2,7 +2,7 @@
 //! the keys the topology assigns are the pointers the balancer keeps.
 
 use ofan_dataplane::lb::{
-    Algorithm, LbConfig, Northbound, PortMask, SizeClass, SwitchBalancer, UpPort,
+    id_bits, Algorithm, LbConfig, Northbound, PortMask, SizeClass, SwitchBalancer, UpPort, BASIS,
 };
 use ofan_topology::{NodeId, Role, Topology};
 
@@ -107,12 +107,33 @@ fn all_destinations_in_one_pod_share_one_pointer_at_an_aggregation_switch() {
     assert_rotates(&interleave(&topology, agg, &pod3, 4), 4);
 }
 
+/// Paper §4.1 "Memory needs", k = 64: each edge switch keeps ~4K pointers (2.5 KB), each
+/// aggregation switch 126 pointers (79 B), of `log₂ w = 5` bits each, plus 20 B for the basis
+/// permutation.
+///
+/// The bytes are the bits rounded *up* to whole bytes: 126 pointers × 5 bits = 630 bits, which
+/// take 79 bytes (78 bytes hold only 624 bits); the paper's 79 B is right. The edge's "4K" is
+/// 2,048 destination edges × 2 packet types = 4,096 pointers, 20,480 bits = 2,560 B = 2.5 KiB;
+/// the 4,094 an edge switch ever uses (its own key never goes up) take 2,559 B. The basis
+/// permutation is `w · ⌈log₂ w⌉` = 160 bits = 20 B.
+///
+/// These are the paper's hardware figures (registers of ⌈log₂ w⌉ bits). This software switch
+/// keeps each pointer as a 64-bit packet counter (an `AtomicU64` whose value mod w is the
+/// paper's pointer, so that workers share it with one `fetch_add`), 8 B instead of 5 bits,
+/// beside the row of its permutation in the switch's port table.
 #[test]
 fn pointer_memory_at_k64() {
     let topology = Topology::fat_tree(64).unwrap();
     let edge = topology.edges()[0].id;
     let agg = topology.aggregations()[0].id;
     assert_eq!(topology.role(edge), Role::Edge);
+    let w = topology.up_ports(edge).len() as u8;
+    assert_eq!(w, 32);
+    assert_eq!(topology.up_ports(agg).len(), 32);
+    // A pointer holds a value in 0..w: ⌈log₂ w⌉ bits, the paper's log₂ 32 = 5.
+    let bits = id_bits(w) as usize;
+    assert_eq!(bits, 5);
+    let bytes = |pointers: usize| (pointers * bits).div_ceil(8);
     // Edge: one pointer per other edge switch per size class (paper §4.1: "4K pointers").
     let edges = topology.dest_key_count(edge) as usize;
     let edge_pointers_used = (edges - 1) * SizeClass::COUNT as usize;
@@ -124,12 +145,12 @@ fn pointer_memory_at_k64() {
     let pofan_edge = balancer(&topology, edge, Algorithm::Pofan, 8);
     println!(
         "k = 64: edge switch {edges} keys → {edge_pointers_used} pointers used ({} allocated, own key unused), \
-         {} B at 5 bits each; aggregation switch {pods} keys → {agg_pointers_used} pointers used ({} allocated), \
-         {} B at 5 bits; pOfan with 8 pipes of 4 ports: {} pointers at an edge switch",
+         {} B at {bits} bits each; aggregation switch {pods} keys → {agg_pointers_used} pointers used ({} allocated), \
+         {} B at {bits} bits; pOfan with 8 pipes of 4 ports: {} pointers at an edge switch",
         ofan_edge.pointer_count(),
-        edge_pointers_used * 5 / 8,
+        bytes(edge_pointers_used),
         ofan_agg.pointer_count(),
-        agg_pointers_used * 5 / 8,
+        bytes(agg_pointers_used),
         pofan_edge.pointer_count()
     );
     assert_eq!(edges, 2048);
@@ -139,7 +160,11 @@ fn pointer_memory_at_k64() {
     assert_eq!(agg_pointers_used, 126);
     assert_eq!(ofan_agg.pointer_count(), 128);
     assert_eq!(pofan_edge.pointer_count(), 8 * 4096);
-    // The paper's 2.5 KB and 79 B (5-bit pointers).
-    assert_eq!(edge_pointers_used * 5 / 8, 2558);
-    assert_eq!(agg_pointers_used * 5 / 8, 78);
+    // The paper's 2.5 KB (all 4,096 pointers: 2,560 B; the 4,094 used: 2,559 B) and 79 B.
+    assert_eq!(bytes(ofan_edge.pointer_count()), 2560);
+    assert_eq!(bytes(edge_pointers_used), 2559);
+    assert_eq!(bytes(agg_pointers_used), 79);
+    // The paper's 20 B for the basis permutation P: w values of ⌈log₂ w⌉ bits.
+    assert_eq!(BASIS[usize::from(w)].len(), 32);
+    assert_eq!(bytes(BASIS[usize::from(w)].len()), 20);
 }

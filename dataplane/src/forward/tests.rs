@@ -583,6 +583,83 @@ fn unusable_up_ports_are_never_chosen() {
     }
 }
 
+/// The queue-aware algorithms see the worker's `loads` by up position (position 0 is port 1,
+/// position 1 port 2 in this table) and count each choice into them: JSQ and AR avoid the
+/// longer queue whichever position it is at, and JSQ fills the shorter one until the two are
+/// level, then alternates.
+#[test]
+fn queue_aware_choices_read_the_loads_by_up_position() {
+    let table = fib(ALL_UP);
+    let frame = v4([10, 0, 0, 2], [10, 0, 1, 5], 64, 1000);
+    let frame_len = frame.len() as u32;
+    // 60 kB is AR's level 1 of the 1 MiB buffer (≥ 5 %); an empty queue is level 0.
+    let long = PortLoad {
+        packets: 40,
+        bytes: 60_000,
+    };
+    for algorithm in [Algorithm::Jsq, Algorithm::Ar] {
+        for long_at in 0..2 {
+            let mut fwd = forwarder_with(algorithm, 2, 3);
+            let mut loads = [PortLoad::default(); 2];
+            loads[long_at] = long;
+            let mut frames = vec![frame.clone(); 8];
+            let mut refs: Vec<FrameRef<'_>> = frames
+                .iter_mut()
+                .map(|data| FrameRef {
+                    ingress: PortId(0),
+                    data,
+                })
+                .collect();
+            let mut verdicts = vec![Verdict::Drop(DropReason::NoRoute); 8];
+            fwd.process_batch(&table, &mut refs, &mut loads, &mut verdicts);
+            let short_port = PortId(1 + (1 - long_at as u16));
+            assert!(
+                verdicts
+                    .iter()
+                    .all(|v| *v == Verdict::Forward { port: short_port }),
+                "{algorithm}, long queue at position {long_at}: {verdicts:?}"
+            );
+            assert_eq!(loads[long_at], long, "{algorithm}");
+            assert_eq!(
+                loads[1 - long_at],
+                PortLoad {
+                    packets: 8,
+                    bytes: 8 * frame_len
+                },
+                "{algorithm}: each choice is counted into the chosen queue"
+            );
+        }
+    }
+    // JSQ from queues of 0 and 3 frames: the first three frames level them, then they
+    // alternate (ties at random), so 9 frames end at 6 and 6.
+    let mut fwd = forwarder_with(Algorithm::Jsq, 2, 3);
+    let mut loads = [
+        PortLoad::default(),
+        PortLoad {
+            packets: 3,
+            bytes: 3 * frame_len,
+        },
+    ];
+    let mut frames = vec![frame.clone(); 9];
+    let mut refs: Vec<FrameRef<'_>> = frames
+        .iter_mut()
+        .map(|data| FrameRef {
+            ingress: PortId(0),
+            data,
+        })
+        .collect();
+    let mut verdicts = vec![Verdict::Drop(DropReason::NoRoute); 9];
+    fwd.process_batch(&table, &mut refs, &mut loads, &mut verdicts);
+    assert!(
+        verdicts[..3]
+            .iter()
+            .all(|v| *v == Verdict::Forward { port: PortId(1) }),
+        "{verdicts:?}"
+    );
+    assert_eq!(loads[0].packets, 6, "{loads:?}");
+    assert_eq!(loads[1].packets, 6, "{loads:?}");
+}
+
 #[test]
 fn destinations_without_key_fall_back_to_ecmp() {
     let table = fib(ALL_UP);

@@ -336,18 +336,48 @@ mod tests {
         );
     }
 
-    #[test]
-    fn additions_alone_give_at_most_w_orders() {
-        // The identity basis with id₁ = 0: every order is a shift of 0, 1, …, w−1, i.e. the same
-        // cyclic order up to relabelling — the F.2 argument for mixing XOR in.
-        let order = PortOrder::with_basis(&[0, 1, 2, 3, 4, 5]);
+    /// The distinct cyclic orders of the ids `(xor, shift)` for `xor` in `xors`, `shift` in
+    /// `shifts`, over `order`.
+    fn cyclic_orders(
+        order: &PortOrder,
+        xors: impl Iterator<Item = u8> + Clone,
+        shifts: impl Iterator<Item = u8> + Clone,
+    ) -> usize {
         let mut seen = HashSet::new();
-        for shift in 0..6 {
-            seen.insert(canonical_rotation(
-                &order.sequence(OrderId { xor: 0, shift }),
-            ));
+        for xor in xors {
+            for shift in shifts.clone() {
+                seen.insert(canonical_rotation(&order.sequence(OrderId { xor, shift })));
+            }
         }
-        assert!(seen.len() <= 6);
+        seen.len()
+    }
+
+    #[test]
+    fn additions_alone_give_one_cyclic_order_and_xor_makes_the_diversity() {
+        // F.2: "all additions combine into one shift". Over the identity basis a shift `s` only
+        // relabels the ports (p becomes p + s mod w), so every pointer follows the same cyclic
+        // order 0 → 1 → … → w−1 → 0: exactly one order for every w, whatever the shift. A shift
+        // that were not a relabelling mod w (a wrong wrap-around, a shift of the position
+        // instead of the port over a non-identity basis) breaks this.
+        for width in 1..=MAX_PORTS as u8 {
+            let identity: Vec<u8> = (0..width).collect();
+            let order = PortOrder::with_basis(&identity);
+            assert_eq!(cyclic_orders(&order, 0..1, 0..width), 1, "w = {width}");
+        }
+        // Over the searched w = 6 basis, additions alone (xor = 0) and XORs alone (shift = 0)
+        // give few orders; together they give the recorded count, which is more than either
+        // family gives alone; an implementation that dropped the XOR step or the addition step
+        // would give exactly what the other family gives.
+        let order = PortOrder::new(6);
+        let additions = cyclic_orders(&order, 0..1, 0..6);
+        let xors = cyclic_orders(&order, 0..8, 0..1);
+        let both = cyclic_orders(&order, 0..8, 0..6);
+        assert_eq!(both, usize::from(BASIS_ORDER_COUNTS[6]));
+        assert!(
+            both > additions.max(xors),
+            "XOR and addition together give {both} orders, additions alone {additions}, \
+             XORs alone {xors}"
+        );
     }
 
     fn all_permutations(width: u8) -> Vec<Vec<u8>> {

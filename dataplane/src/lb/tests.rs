@@ -157,50 +157,125 @@ proptest! {
     }
 }
 
-/// The pointer rule written out plainly, as the code computed it before the port table, the
-/// pointer positions and the batch loops: the packet drawing value `n` from the pointer of slot
-/// `s` takes the `(n mod v)`-th valid port in the order `π_id(0), π_id(1), …` evaluated with the
-/// F.2 formula ([`PortOrder::port_at`]) and a true `%`.
+/// Paper appendix F.2 written out from its formula, independently of `order.rs`: no
+/// [`PortOrder`], [`id_bits`] or pointer-id helper of the crate is used, only the basis table
+/// (the paper's global constant `P`, drawn offline).
+mod f2 {
+    use super::SizeClass;
+
+    /// `b = ⌈log₂ w⌉`: the smallest `b` with `2^b ≥ w`.
+    fn ceil_log2(width: u32) -> u32 {
+        let mut bits = 0;
+        while (1u32 << bits) < width {
+            bits += 1;
+        }
+        bits
+    }
+
+    /// `id = d + N_d · t`: destination `d` of `N_d`, packet type `t` (0 data, 1 ACK).
+    pub fn pointer_id(destination: u32, destinations: u32, class: SizeClass) -> u32 {
+        let packet_type = match class {
+            SizeClass::Data => 0,
+            SizeClass::Ack => 1,
+        };
+        destination + destinations * packet_type
+    }
+
+    /// `π_id(0), …, π_id(w−1)` with `π_id(i) = (xor_w(P[i], id₁) + id₂) mod w`, where
+    /// `xor_w(v, x) = v ⊕ x` if that is `< w`, else `v`; `id₁` is the low `b` bits of `id` and
+    /// `id₂` its high bits, taken mod `w`.
+    pub fn port_order(basis: &[u8], id: u32) -> Vec<u8> {
+        let width = basis.len() as u32;
+        let bits = ceil_log2(width);
+        let id1 = id % (1 << bits);
+        let id2 = (id >> bits) % width;
+        basis
+            .iter()
+            .map(|&value| {
+                let value = u32::from(value);
+                let flipped = value ^ id1;
+                let xor_w = if flipped < width { flipped } else { value };
+                ((xor_w + id2) % width) as u8
+            })
+            .collect()
+    }
+}
+
+/// The pointer rule of the module documentation over the F.2 orders of [`f2`]: the packet that
+/// draws value `n` from the pointer of `(key, class)` takes the `(n mod v)`-th valid port in
+/// that pointer's order, with a true `%`. Nothing of the balancer is used but where each
+/// pointer starts, which is the balancer's seeded random choice (paper F.2: "starting at a
+/// random position"); it is read from the balancer's state before any packet, and checked
+/// against the documented rule (data in `0..w`, the ACK pointer `⌊w/2⌋` after it).
 struct ReferencePointers {
-    order: PortOrder,
-    ids: Vec<OrderId>,
+    /// Per `(key, class)`, at `key · 2 + class`: the port order.
+    orders: Vec<Vec<u8>>,
+    /// Per `(key, class)`: the next pointer value.
     counts: Vec<u64>,
 }
 
 impl ReferencePointers {
-    /// The pointers of `pipe` (for Ofan, the switch's shared ones: pass 0).
-    fn new(cfg: &LbConfig, pipe: u16) -> Self {
-        let order = PortOrder::new(cfg.up_ports);
-        let slots = cfg.dest_keys as usize * 2;
-        Self {
-            ids: (0..slots)
-                .map(|slot| order.id(pointer_id(slot, cfg.dest_keys)))
-                .collect(),
-            counts: (0..slots)
-                .map(|slot| pointer_start(cfg.seed, pipe, slot, cfg.up_ports))
-                .collect(),
-            order,
+    /// The pointers `pipe` will use (for Ofan, its switch's shared ones), as they start.
+    fn of(pipe: &PipeBalancer) -> Self {
+        let cfg = pipe.switch().config();
+        let (width, keys) = (cfg.up_ports, cfg.dest_keys);
+        let mut orders = Vec::new();
+        let mut counts = Vec::new();
+        for key in 0..keys {
+            for class in [SizeClass::Data, SizeClass::Ack] {
+                let id = f2::pointer_id(key, keys, class);
+                orders.push(f2::port_order(BASIS[usize::from(width)], id));
+                let slot = slot_of(DestKey(key), class);
+                counts.push(match cfg.algorithm {
+                    Algorithm::Ofan => pipe.switch.shared_pointer(slot).load(Ordering::Relaxed),
+                    _ => pipe.own_pointers[slot].count,
+                });
+            }
         }
+        let w = u64::from(width);
+        for pair in counts.chunks(2) {
+            assert!(
+                pair[0] < w,
+                "a data pointer starts at {} ≥ w = {w}",
+                pair[0]
+            );
+            assert_eq!(pair[1], (pair[0] + w / 2) % w, "ACK start of {pair:?}");
+        }
+        Self { orders, counts }
     }
 
     fn choose(&mut self, packet: &Northbound) -> Option<UpPort> {
         if packet.valid.is_empty() {
             return None;
         }
-        let slot = packet.key.0 as usize * 2 + packet.class as usize;
-        let n = self.counts[slot];
-        self.counts[slot] += 1;
-        let mut rank = n % u64::from(packet.valid.count());
-        for position in 0..self.order.width() {
-            let port = self.order.port_at(position, self.ids[slot]);
-            if packet.valid.contains(port) {
-                if rank == 0 {
-                    return Some(UpPort(port));
-                }
-                rank -= 1;
-            }
-        }
-        unreachable!()
+        let class = match packet.class {
+            SizeClass::Data => 0,
+            SizeClass::Ack => 1,
+        };
+        let pointer = packet.key.0 as usize * 2 + class;
+        let n = self.counts[pointer];
+        self.counts[pointer] += 1;
+        let rank = n % u64::from(packet.valid.count());
+        self.orders[pointer]
+            .iter()
+            .copied()
+            .filter(|&port| packet.valid.contains(port))
+            .nth(rank as usize)
+            .map(UpPort)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    /// The implementation's port sequences are the F.2 formula's, for every width and any id.
+    #[test]
+    fn port_orders_are_the_f2_formula(width in 1u8..=64, id in any::<u32>()) {
+        let order = PortOrder::new(width);
+        prop_assert_eq!(
+            order.sequence(order.id(id)),
+            f2::port_order(BASIS[usize::from(width)], id)
+        );
     }
 }
 
@@ -224,11 +299,12 @@ fn mixed_packets(width: u8, spec: &[(u32, bool, u8, u64)]) -> Vec<Northbound> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
-    /// The fast paths (port table, kept positions, pOfan's batch loop, Ofan's grouped batches)
-    /// decide exactly what the plain rule decides, one by one
-    /// and in batches of any size, with and without failed ports, for every w.
+    /// Ofan and pOfan decide exactly what the plain rule over the F.2 formula decides
+    /// ([`ReferencePointers`]): through every fast path (port table, kept positions, pOfan's
+    /// batch loop, Ofan's grouped batches), one by one and in batches of any size, with and
+    /// without failed ports, for every w, key count, pipe and seed.
     #[test]
-    fn fast_paths_equal_the_plain_rule(
+    fn pointers_follow_the_f2_reference_through_every_fast_path(
         algorithm in prop_oneof![Just(Algorithm::Ofan), Just(Algorithm::Pofan)],
         width in 1u8..=64,
         keys in 1u32..10,
@@ -242,12 +318,11 @@ proptest! {
         let spec: Vec<_> = spec.into_iter().map(|(key, ack, mode, bits)| (key % keys, ack, mode, bits)).collect();
         let packets = mixed_packets(width, &spec);
         let cfg = config(algorithm, width, keys, pipes, seed);
-        let reference_pipe = if algorithm == Algorithm::Ofan { 0 } else { pipe };
-        let mut reference = ReferencePointers::new(&cfg, reference_pipe);
-        let expected: Vec<Option<UpPort>> = packets.iter().map(|p| reference.choose(p)).collect();
-
         let switch = SwitchBalancer::new(cfg.clone()).unwrap();
         let mut one_by_one = switch.pipe(pipe).unwrap();
+        let mut reference = ReferencePointers::of(&one_by_one);
+        let expected: Vec<Option<UpPort>> = packets.iter().map(|p| reference.choose(p)).collect();
+
         let sequential: Vec<Option<UpPort>> =
             packets.iter().map(|p| one_by_one.choose(p, &mut [])).collect();
         prop_assert_eq!(&sequential, &expected);
@@ -264,9 +339,8 @@ proptest! {
 
 #[test]
 fn ofan_group_marks_survive_the_chunk_number_wrapping() {
-    let cfg = config(Algorithm::Ofan, 6, 5, 1, 4);
-    let mut reference = ReferencePointers::new(&cfg, 0);
-    let mut pipe = pipe0(cfg);
+    let mut pipe = pipe0(config(Algorithm::Ofan, 6, 5, 1, 4));
+    let mut reference = ReferencePointers::of(&pipe);
     let mut rng = LbRng::new(8);
     let spec: Vec<_> = (0..64 * 8)
         .map(|_| {
@@ -644,32 +718,165 @@ fn ar_quantizes_queues_to_four_levels() {
     assert!(picks[0] > 400 && picks[1] > 400, "{picks:?}");
 }
 
+/// Loads of `width` ports whose byte counts rank them as `ranking` says (`ranking[r]` is the
+/// port with the `r`-th shortest queue: `1000 · (r + 1)` bytes), while their packet counts rank
+/// them the other way round (`width − r` packets), so that a choice by bytes and a choice by
+/// packets differ.
+fn ranked_loads(ranking: &[u8]) -> Vec<PortLoad> {
+    let mut loads = vec![PortLoad::default(); ranking.len()];
+    for (rank, &port) in ranking.iter().enumerate() {
+        loads[usize::from(port)] = PortLoad {
+            packets: (ranking.len() - rank) as u32,
+            bytes: 1000 * (rank as u32 + 1),
+        };
+    }
+    loads
+}
+
+/// A uniformly random order of the ports `0..width`.
+fn shuffled(rng: &mut LbRng, width: u8) -> Vec<u8> {
+    let mut ports: Vec<u8> = (0..width).collect();
+    for i in (1..ports.len()).rev() {
+        ports.swap(i, rng.below(i as u32 + 1) as usize);
+    }
+    ports
+}
+
+/// One decision over a copy of `loads` (queues do not grow between decisions), with a flow hash
+/// that changes from call to call so that ECMP is not pinned to one port by the test.
+fn decide(pipe: &mut PipeBalancer, loads: &[PortLoad], draw: u32) -> u8 {
+    let width = loads.len() as u8;
+    let packet = Northbound {
+        flow_hash: mix64(u64::from(draw)) as u32,
+        ..packet(0, SizeClass::Data, PortMask::all(width))
+    };
+    let mut scratch = loads.to_vec();
+    pipe.choose(&packet, &mut scratch).unwrap().0
+}
+
+/// JSQ: every decision takes the queue shortest in bytes (not in packets), wherever it is.
+fn jsq_behaviour(algorithm: Algorithm) -> Result<(), String> {
+    let mut pipe = pipe0(config(algorithm, 8, 1, 1, 31));
+    let mut rng = LbRng::new(1);
+    for draw in 0..400 {
+        let ranking = shuffled(&mut rng, 8);
+        let port = decide(&mut pipe, &ranked_loads(&ranking), draw);
+        if port != ranking[0] {
+            return Err(format!(
+                "draw {draw}: port {port}, not the shortest queue {} of {ranking:?}",
+                ranking[0]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// AR: queues of the same level (< 5 %, < 10 %, < 20 %, ≥ 20 % of the buffer) are equal to it,
+/// so it picks between two level-0 queues of 0.5 and 4 kB at random, and never a queue of a
+/// higher level (7 kB: level 1; 50 kB: level 3), wherever the four queues are.
+fn ar_behaviour(algorithm: Algorithm) -> Result<(), String> {
+    let mut pipe = pipe0(LbConfig {
+        buffer_bytes: 100_000,
+        ..config(algorithm, 4, 1, 1, 32)
+    });
+    let mut rng = LbRng::new(2);
+    let bytes = [500, 4_000, 7_000, 50_000];
+    let mut picks = [0u32; 4];
+    for draw in 0..2_000 {
+        let ranking = shuffled(&mut rng, 4);
+        let mut loads = vec![PortLoad::default(); 4];
+        for (&port, &queue) in ranking.iter().zip(&bytes) {
+            loads[usize::from(port)] = PortLoad {
+                packets: queue / 500,
+                bytes: queue,
+            };
+        }
+        let port = decide(&mut pipe, &loads, draw);
+        picks[ranking.iter().position(|&p| p == port).unwrap()] += 1;
+    }
+    // 1,000 expected for each level-0 queue; the binomial sd is 22.
+    if (900..=1100).contains(&picks[0])
+        && (900..=1100).contains(&picks[1])
+        && picks[2] + picks[3] == 0
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "picks of the 0.5 / 4 / 7 / 50 kB queues: {picks:?}"
+        ))
+    }
+}
+
+/// DRILL(2, 1). Without memory (a fresh balancer's first decision) it takes the shorter of two
+/// uniform samples drawn with replacement, so it takes the queue of rank `r` (of `w`) with
+/// probability `((w−r)² − (w−r−1)²) / w²`: 15/64 for the shortest of 8, 1/64 for the longest;
+/// neither always the shortest (JSQ) nor uniform (random choice), nor the distribution of one
+/// sample or three. With memory, over fixed queues, the remembered port is always a candidate,
+/// so a decision is never worse than the one before.
+fn drill_behaviour(algorithm: Algorithm) -> Result<(), String> {
+    const WIDTH: u8 = 8;
+    const FRESH: u32 = 4_000;
+    let mut rng = LbRng::new(3);
+    let mut by_rank = [0u32; WIDTH as usize];
+    for draw in 0..FRESH {
+        let mut pipe = pipe0(config(algorithm, WIDTH, 1, 1, u64::from(draw)));
+        let ranking = shuffled(&mut rng, WIDTH);
+        let port = decide(&mut pipe, &ranked_loads(&ranking), draw);
+        by_rank[ranking.iter().position(|&p| p == port).unwrap()] += 1;
+    }
+    let w = f64::from(WIDTH);
+    for (rank, &count) in by_rank.iter().enumerate() {
+        let above = w - rank as f64;
+        let p = (above * above - (above - 1.0) * (above - 1.0)) / (w * w);
+        let expected = f64::from(FRESH) * p;
+        let sd = (expected * (1.0 - p)).sqrt();
+        if (f64::from(count) - expected).abs() > 5.0 * sd {
+            return Err(format!(
+                "first decisions by queue rank {by_rank:?}: rank {rank} {count} times, expected \
+                 {expected:.0} ± {sd:.0}"
+            ));
+        }
+    }
+    let mut pipe = pipe0(config(algorithm, WIDTH, 1, 1, 33));
+    let ranking = shuffled(&mut rng, WIDTH);
+    let loads = ranked_loads(&ranking);
+    let mut previous = u32::MAX;
+    for draw in 0..200 {
+        let port = decide(&mut pipe, &loads, draw);
+        let bytes = loads[usize::from(port)].bytes;
+        if bytes > previous {
+            return Err(format!(
+                "decision {draw} took a {bytes} B queue after a {previous} B one"
+            ));
+        }
+        previous = bytes;
+    }
+    Ok(())
+}
+
+/// Runs `behaviour` for every algorithm: `owner` must show it, and no other algorithm may.
+fn assert_only(owner: Algorithm, behaviour: fn(Algorithm) -> Result<(), String>) {
+    for algorithm in Algorithm::ALL {
+        match behaviour(algorithm) {
+            Ok(()) => assert_eq!(algorithm, owner, "{algorithm} shows {owner}'s behaviour"),
+            Err(why) => assert_ne!(algorithm, owner, "{owner}: {why}"),
+        }
+    }
+}
+
 #[test]
-fn drill_remembers_its_last_choice() {
-    let mut pipe = pipe0(config(Algorithm::Drill, 8, 1, 1, 12));
-    let mut loads = [PortLoad {
-        packets: 10,
-        bytes: 10_000,
-    }; 8];
-    loads[5] = PortLoad::default();
-    // Once port 5 has been sampled it is remembered, and stays the choice while it is the
-    // least loaded (the test does not let queues grow: scratch copies).
-    let picks: Vec<u8> = (0..200)
-        .map(|_| {
-            let mut scratch = loads;
-            pipe.choose(&packet(0, SizeClass::Data, PortMask::all(8)), &mut scratch)
-                .unwrap()
-                .0
-        })
-        .collect();
-    let first_five = picks
-        .iter()
-        .position(|&p| p == 5)
-        .expect("port 5 never sampled");
-    assert!(picks[first_five..].iter().all(|&p| p == 5), "{picks:?}");
-    // DRILL never picks a port it has neither sampled nor remembered: with two samples and all
-    // other queues equal, over many draws it uses several ports before finding port 5.
-    assert!(first_five < 40);
+fn only_jsq_always_takes_the_shortest_queue_in_bytes() {
+    assert_only(Algorithm::Jsq, jsq_behaviour);
+}
+
+#[test]
+fn only_ar_is_indifferent_within_a_level_and_strict_across_levels() {
+    assert_only(Algorithm::Ar, ar_behaviour);
+}
+
+#[test]
+fn only_drill_takes_the_shorter_of_two_samples_and_its_memory() {
+    assert_only(Algorithm::Drill, drill_behaviour);
 }
 
 #[test]
