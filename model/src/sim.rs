@@ -43,7 +43,7 @@ use ofan_dataplane::lb::{
     SizeClass, SwitchBalancer,
 };
 use ofan_topology::{
-    FailedLinks, NodeId, PortDirection, Role, Topology, TopologyKind, TrafficMatrix,
+    switch_seed, FailedLinks, NodeId, PortDirection, Role, Topology, TopologyKind, TrafficMatrix,
 };
 
 use crate::config::{
@@ -58,8 +58,6 @@ use crate::workload;
 
 /// `via` of a packet that is not source-routed.
 const NO_VIA: u16 = u16::MAX;
-/// Salt of the per-switch load-balancer seeds.
-const SWITCH_SALT: u64 = 0x7377_6974_6368;
 /// Salt of the per-host generators.
 const HOST_SALT: u64 = 0x686f_7374;
 /// Salt of the hosts' start phases.
@@ -449,7 +447,8 @@ impl<'a> Sim<'a> {
                     dest_keys,
                     pipes,
                     buffer_bytes: u32::try_from(config.buffer_bytes).unwrap_or(u32::MAX),
-                    seed: mix64(config.seed ^ mix64(SWITCH_SALT ^ u64::from(node.id.0))),
+                    // As the lab's switches derive theirs: from the run seed and the name.
+                    seed: switch_seed(config.seed, &node.name),
                 })?;
                 for pipe in 0..pipes {
                     balancers.push(lb.pipe(pipe)?);
