@@ -630,6 +630,7 @@ fn ecmp_lab_lights_every_core_link() {
         .zip(&after)
         .map(|((_, _, before), (_, _, after))| after - before)
         .collect();
+    eprintln!("frames per aggregation–core direction: {carried:?}");
     assert!(
         dark.is_empty(),
         "{} of 32 aggregation–core directions carried nothing: {dark:?} (tx per direction: \
