@@ -142,10 +142,12 @@ pub struct RunReport {
     /// Collective completion time: first frame sent (t = 0) to last ACK received, ps; `None` if
     /// some flow never completed (drops: the model has no loss recovery).
     pub cct_ps: Option<u64>,
-    /// Lower bound on the CCT at full line rate without failures, ps (paper A; for workloads
-    /// where hosts carry several flows, also the per-host serialization bound).
+    /// Lower bound for this system: no run of this configuration can finish sooner — store and
+    /// forward, hosts pacing data at `send_rate`, failure-free shortest paths; the larger of
+    /// every host's paced sending and its line-rate receiving, each followed by the frames'
+    /// trips (`ofan_topology::timing`), ps.
     pub lower_bound_ps: u64,
-    /// `cct / lower_bound − 1`.
+    /// `cct / lower_bound − 1`: how much longer than the bound for the same send rate.
     pub cct_increase: Option<f64>,
     /// Data bits delivered (frames with their gap) over line rate × the sum of the receivers'
     /// delivery windows, a receiver's window running from its first data arrival to its last

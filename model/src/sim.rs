@@ -43,7 +43,8 @@ use ofan_dataplane::lb::{
     SizeClass, SwitchBalancer,
 };
 use ofan_topology::{
-    switch_seed, FailedLinks, NodeId, PortDirection, Role, Topology, TopologyKind, TrafficMatrix,
+    switch_seed, BoundSystem, FailedLinks, Forwarding, NodeId, PortDirection, Role, SendRate,
+    Topology, TopologyKind, TrafficMatrix,
 };
 
 use crate::config::{
@@ -559,7 +560,7 @@ impl<'a> Sim<'a> {
         for link in failures.iter() {
             dead[link.index()] = true;
         }
-        let rate_ppm = ((send_rate * 1e6).round() as u64).clamp(1, 1_000_000);
+        let rate_ppm = u64::from(SendRate::nearest(send_rate).ppm());
         let wire = |frame: u32| {
             config
                 .link
@@ -1171,7 +1172,7 @@ impl<'a> Sim<'a> {
                 _ => cct = None,
             }
         }
-        let lower_bound = lower_bound_ps(self.topology, self.config, specs);
+        let lower_bound = lower_bound_ps(self.topology, self.config, specs, send_rate);
         let queues: Vec<QueueStats> = Stage::ALL
             .iter()
             .map(|&stage| {
@@ -1279,12 +1280,22 @@ fn stage_report(
     stats
 }
 
-/// The CCT lower bound at full line rate without failures: the topology's per-flow bound
-/// (paper A) and, for hosts that send or receive several flows, their serialization bound.
-fn lower_bound_ps(topology: &Topology, config: &ModelConfig, specs: &[FlowSpec]) -> u64 {
+/// The CCT lower bound for the model (`ofan_topology::timing`): store-and-forward, hosts
+/// pacing their data at `send_rate` (the rate [`Sim`] paces at: `load`, or `load × ρ_max`),
+/// shortest paths of the failure-free topology.
+fn lower_bound_ps(
+    topology: &Topology,
+    config: &ModelConfig,
+    specs: &[FlowSpec],
+    send_rate: f64,
+) -> u64 {
     let flows: Vec<_> = specs
         .iter()
         .map(|spec| (NodeId(spec.src), NodeId(spec.dst), spec.bytes))
         .collect();
-    topology.collective_lower_bound_ps(&config.link, &flows)
+    let system = BoundSystem {
+        send_rate: SendRate::nearest(send_rate),
+        forwarding: Forwarding::StoreAndForward,
+    };
+    topology.collective_lower_bound_ps(&config.link, &system, &flows)
 }

@@ -617,6 +617,11 @@ fn ecmp_lab_lights_every_core_link() {
     let run = &results["runs"][0];
     assert_eq!(run["setup"]["lb"], "ecmp", "{run}");
     assert_eq!(run["delivery"]["exactly_once"], true, "{}", run["delivery"]);
+    // The lab's bound holds for an all-to-all too (every host sends and receives 15 flows).
+    let cct = run["cct_ps"].as_u64().expect("a CCT");
+    let bound = run["lower_bound_ps"].as_u64().unwrap();
+    eprintln!("all-to-all CCT {cct} ps, lower bound {bound} ps");
+    assert!(cct >= bound, "CCT {cct} below the bound {bound}");
     let after = core_link_tx(&lab, &topology);
     assert_eq!(after.len(), 32);
     let dark: Vec<String> = before

@@ -12,8 +12,9 @@
 //! agree on the answers: Ofan's consolidated destination keys ([`Topology::dest_key`], paper
 //! §4.1), shortest paths, which up ports stay valid under link failures
 //! ([`Topology::valid_up_mask`]), the sustainable rate ρ_max ([`Topology::rho_max`], paper §2.2,
-//! §6.2), a lower bound on collective completion time ([`Topology::cct_lower_bound_ps`]) and
-//! every switch's own seed derived from the run's ([`switch_seed`]).
+//! §6.2), a lower bound on collective completion time ([`Topology::collective_lower_bound_ps`]:
+//! one definition, parameterized by the system — the model's or the lab's —, see [`timing`])
+//! and every switch's own seed derived from the run's ([`switch_seed`]).
 //!
 //! ## Shapes
 //!
@@ -111,7 +112,7 @@ pub use load::{Flow, LinkLoad, TrafficMatrix};
 pub use model::{Link, LinkId, Node, NodeId, Port, PortDirection, PortIndex, Role, TopologyKind};
 pub use routing::{DestKey, FailedLinks};
 pub use seed::switch_seed;
-pub use timing::LinkParams;
+pub use timing::{BoundSystem, Forwarding, LinkParams, SendRate};
 pub use topology::Topology;
 
 #[cfg(test)]

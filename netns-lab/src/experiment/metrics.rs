@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use ofan_dataplane::forward::DropReason;
 use ofan_dataplane::telemetry::{PortSnapshot, SwitchSnapshot};
 use ofan_model::report::Stage;
-use ofan_topology::{LinkParams, NodeId, PortDirection, Role, Topology};
+use ofan_topology::{
+    BoundSystem, Forwarding, LinkParams, NodeId, PortDirection, Role, SendRate, Topology,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::collective::Plan;
@@ -166,7 +168,10 @@ pub struct RepReport {
     pub flows: u32,
     /// First DATA sent anywhere to last ACK received anywhere, ps (`None` when incomplete).
     pub cct_ps: Option<u64>,
-    /// The topology's lower bound for this plan at ρ × link rate, ps.
+    /// Lower bound for this system: no lab run of this plan can finish sooner — agents pacing
+    /// DATA at ρ × link rate, frames leaving the shapers at the start of their slots, every
+    /// link at link rate; the larger of every host's paced sending and its line-rate
+    /// receiving ([`lower_bound_ps`], `ofan_topology::timing`), ps.
     pub lower_bound_ps: u64,
     /// `cct / lower_bound − 1`.
     pub cct_increase: Option<f64>,
@@ -223,7 +228,10 @@ pub fn link_params(link_rate_bps: u64, payload: u32) -> LinkParams {
     }
 }
 
-/// The lower bound of `plan` on `topology` at ρ × link rate, ps.
+/// The lower bound of `plan` on `topology` for the lab, ps: frames leave the switches' shapers
+/// at the start of their slots over veths (no store-and-forward, no propagation), the agents
+/// pace DATA at `load` × `link_rate_bps`, every link runs at `link_rate_bps`
+/// (`ofan_topology::timing`).
 ///
 /// # Errors
 /// When a plan host is not a host of the topology.
@@ -251,9 +259,12 @@ pub fn lower_bound_ps(
         .iter()
         .map(|flow| (ids[flow.src as usize], ids[flow.dst as usize], flow.bytes))
         .collect();
-    // Sending at ρ·R is sending at a link of rate ρ·R.
-    let rate = (link_rate_bps as f64 * load).round() as u64;
-    Ok(topology.collective_lower_bound_ps(&link_params(rate.max(1), payload), &flows))
+    let system = BoundSystem {
+        send_rate: SendRate::at_least(load),
+        forwarding: Forwarding::AtSlotStart,
+    };
+    let params = link_params(link_rate_bps.max(1), payload);
+    Ok(topology.collective_lower_bound_ps(&params, &system, &flows))
 }
 
 /// Everything a repetition produced.
@@ -819,9 +830,42 @@ mod tests {
         assert_eq!(report.delivery.data_expected, 16 * 46);
         assert_eq!(report.delivery.late_agents, 0);
         assert!(report.utilization > 0.5 && report.utilization <= 1.0);
-        // At half the rate the bound doubles (about).
-        let half = lower_bound_ps(&s.topology, &s.plan, RATE, 0.5, PAYLOAD).unwrap();
-        assert!((half as f64 / bound as f64 - 2.0).abs() < 0.01);
+    }
+
+    /// The lab's bound, by hand: 64 KiB flows at 1 Mbit/s are 45 frames of 1 534 B (12.272 ms)
+    /// and one of 106 + 60 + 20 = 186 B (1.488 ms); ACKs are 80 B (0.64 ms). Frames leave the
+    /// shapers at the start of their slots over veths, so hops add nothing; the agents pace
+    /// DATA at ρ, the links run at line rate.
+    #[test]
+    fn the_lab_bound_is_paced_sending_or_line_rate_receiving() {
+        let s = scenario(0);
+        let bound = |load| lower_bound_ps(&s.topology, &s.plan, RATE, load, PAYLOAD).unwrap();
+        const MS: u64 = 1_000_000_000;
+        // ρ = 1: each host receives 46 DATA frames and 46 ACKs, 583.168 ms on its link, less a
+        // full frame that may come last: 570.896 ms — more than its own sending (45 × 12.272 =
+        // 552.24 ms). The store-and-forward bound at ρ·R said 565.008 ms.
+        assert_eq!(bound(1.0), 570_896 * MS / 1000);
+        // ρ < 1: the paced sending, 45 frame times at ρ, is the bound; hops still add nothing
+        // (the store-and-forward bound at ρ·R said 1 130.016 ms at ρ = 0.5).
+        assert_eq!(bound(0.5), 45 * 24_544 * MS / 1000);
+        assert_eq!(bound(0.8), 45 * 15_340 * MS / 1000);
+        // 12.272 ms / 0.3 = 40.906 666… ms per frame, rounded down to the picosecond.
+        assert_eq!(bound(0.3), 45 * 40_906_666_666);
+        // The lab's bound is not the model's: store-and-forward over 6 hops would add the last
+        // frame and its ACK at every hop.
+        let model = s.topology.collective_lower_bound_ps(
+            &link_params(RATE, PAYLOAD),
+            &BoundSystem {
+                send_rate: SendRate::at_least(0.5),
+                forwarding: Forwarding::StoreAndForward,
+            },
+            &s.plan
+                .flows
+                .iter()
+                .map(|flow| (NodeId(flow.src), NodeId(flow.dst), flow.bytes))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(model - bound(0.5), 6 * (1_488 + 640) * MS / 1000);
     }
 
     #[test]
