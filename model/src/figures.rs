@@ -682,7 +682,7 @@ pub fn failures(
     fig.panels = vec![
         panel(
             "cct_increase_pct",
-            "CCT increase over failure-free bound (%)",
+            "CCT increase over the bound at the ρ_max send rate, failure-free paths (%)",
             false,
         ),
         panel("rho_max", "ρ_max", false),

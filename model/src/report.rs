@@ -317,8 +317,11 @@ pub struct RunReport {
     /// Collective completion time: first DATA sent to last ACK received, ps; `None` when some
     /// flow never completed.
     pub cct_ps: Option<u64>,
-    /// The CCT lower bound of the system that produced the report, ps (see
-    /// `ofan_topology::timing`).
+    /// Lower bound for the system that produced the report: no run of it can finish sooner
+    /// (`ofan_topology::timing`, one definition parameterized by the system): the larger over
+    /// the hosts of their paced sending at ρ and their line-rate receiving, each followed by
+    /// the last frames' trips — store and forward in the model, frames leaving at the start of
+    /// their slot in the lab — ps.
     pub lower_bound_ps: u64,
     /// `cct / lower_bound − 1`.
     pub cct_increase: Option<f64>,

@@ -43,7 +43,8 @@ use ofan_dataplane::lb::{
     SizeClass, SwitchBalancer,
 };
 use ofan_topology::{
-    FailedLinks, NodeId, PortDirection, Role, Topology, TopologyKind, TrafficMatrix,
+    switch_seed, BoundSystem, FailedLinks, Forwarding, NodeId, PortDirection, Role, SendRate,
+    Topology, TopologyKind, TrafficMatrix,
 };
 
 use crate::config::{
@@ -61,8 +62,6 @@ use crate::workload;
 
 /// `via` of a packet that is not source-routed.
 const NO_VIA: u16 = u16::MAX;
-/// Salt of the per-switch load-balancer seeds.
-const SWITCH_SALT: u64 = 0x7377_6974_6368;
 /// Salt of the per-host generators.
 const HOST_SALT: u64 = 0x686f_7374;
 /// Salt of the hosts' start phases.
@@ -456,7 +455,8 @@ impl<'a> Sim<'a> {
                     dest_keys,
                     pipes,
                     buffer_bytes: u32::try_from(config.buffer_bytes).unwrap_or(u32::MAX),
-                    seed: mix64(config.seed ^ mix64(SWITCH_SALT ^ u64::from(node.id.0))),
+                    // As the lab's switches derive theirs: from the run seed and the name.
+                    seed: switch_seed(config.seed, &node.name),
                 })?;
                 for pipe in 0..pipes {
                     balancers.push(lb.pipe(pipe)?);
@@ -567,7 +567,7 @@ impl<'a> Sim<'a> {
         for link in failures.iter() {
             dead[link.index()] = true;
         }
-        let rate_ppm = ((send_rate * 1e6).round() as u64).clamp(1, 1_000_000);
+        let rate_ppm = u64::from(SendRate::nearest(send_rate).ppm());
         let wire = |frame: u32| {
             config
                 .link
@@ -1180,7 +1180,7 @@ impl<'a> Sim<'a> {
                 _ => cct = None,
             }
         }
-        let lower_bound = lower_bound_ps(self.topology, self.config, specs);
+        let lower_bound = lower_bound_ps(self.topology, self.config, specs, send_rate);
         // The run window: t = 0 (the first departure) to the CCT, or the last event.
         let window = cct.unwrap_or(end);
         let link = self.config.link;
@@ -1302,12 +1302,22 @@ fn stage_report(
     stats
 }
 
-/// The CCT lower bound at full line rate without failures: the topology's per-flow bound
-/// (paper A) and, for hosts that send or receive several flows, their serialization bound.
-fn lower_bound_ps(topology: &Topology, config: &ModelConfig, specs: &[FlowSpec]) -> u64 {
+/// The CCT lower bound for the model (`ofan_topology::timing`): store-and-forward, hosts
+/// pacing their data at `send_rate` (the rate [`Sim`] paces at: `load`, or `load × ρ_max`),
+/// shortest paths of the failure-free topology.
+fn lower_bound_ps(
+    topology: &Topology,
+    config: &ModelConfig,
+    specs: &[FlowSpec],
+    send_rate: f64,
+) -> u64 {
     let flows: Vec<_> = specs
         .iter()
         .map(|spec| (NodeId(spec.src), NodeId(spec.dst), spec.bytes))
         .collect();
-    topology.collective_lower_bound_ps(&config.link, &flows)
+    let system = BoundSystem {
+        send_rate: SendRate::nearest(send_rate),
+        forwarding: Forwarding::StoreAndForward,
+    };
+    topology.collective_lower_bound_ps(&config.link, &system, &flows)
 }

@@ -11,7 +11,7 @@ use ofan_dataplane::afxdp::{BindMode, PollMode, PortSpec, RuntimeConfig, XdpMode
 use ofan_dataplane::egress::EgressConfig;
 use ofan_dataplane::fib::{IpPrefix, PortId, PortRole};
 use ofan_dataplane::lb::{Algorithm, DestKey, LbConfig, SizeClass};
-use ofan_topology::{NodeId, PortDirection, Role, Topology};
+use ofan_topology::{switch_seed, NodeId, PortDirection, Role, Topology};
 use serde::Deserialize;
 
 use ofan_topology::units::{parse_rate, parse_size};
@@ -20,7 +20,12 @@ use ofan_topology::units::{parse_rate, parse_size};
 pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every key optional, flags override)
 
   name = "e-p0-0"                 switch name (logs, stats); default: --node or "ofan-switch"
-  seed = 1                        seed of every random choice (pointer starts, hash salt)
+  seed = 1                        run seed: the lab's, shared by every switch of a run; this
+                                  switch seeds its random choices (hash salts, pointer starts,
+                                  random streams) with one derived from it and `name`
+                                  (ofan_topology::switch_seed), so no two switches share them
+  switch_seed = 7                 this switch's own seed, used as is (no derivation; overrides
+                                  `seed`): to reproduce one switch's choices exactly
   topology = "topo.json"          topology file (ofan-lab topo --out); with `node`, ports,
   node = "e-p0-0"                 roles and the destination-key table default to the plan
 
@@ -88,6 +93,7 @@ fn error(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
 pub struct FileConfig {
     name: Option<String>,
     seed: Option<u64>,
+    switch_seed: Option<u64>,
     topology: Option<PathBuf>,
     node: Option<String>,
     #[serde(default)]
@@ -235,9 +241,13 @@ pub struct Overrides {
     /// Worker wait mode: wakeup (idle switches sleep) or busy (pinned, spinning).
     #[arg(long, value_enum, value_name = "MODE")]
     pub poll: Option<PollArg>,
-    /// Seed of every random choice.
+    /// Run seed (the lab's, the same for every switch): the switch derives its own from it and
+    /// its name.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// This switch's own seed, used as is (overrides --seed and the derivation).
+    #[arg(long, value_name = "N")]
+    pub switch_seed: Option<u64>,
     /// Admin socket path.
     #[arg(long, value_name = "PATH")]
     pub admin_socket: Option<PathBuf>,
@@ -566,7 +576,12 @@ fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigEr
             .max(1),
     };
 
-    let seed = flags.seed.or(file.seed).unwrap_or(1);
+    // One run seed for every switch; each switch's own from it and the name, so that no two
+    // switches salt their hashes alike (ECMP polarization) or start their pointers together.
+    let seed = match flags.switch_seed.or(file.switch_seed) {
+        Some(exact) => exact,
+        None => switch_seed(flags.seed.or(file.seed).unwrap_or(1), &name),
+    };
     let rt_priority = match flags.rt_priority.or(file.xdp.rt_priority).unwrap_or(0) {
         0 => None,
         p @ 1..=99 => Some(p),
@@ -883,6 +898,29 @@ mod tests {
             Some(16_384)
         );
         assert_eq!(config.admin_socket, PathBuf::from("/run/ofan/e1.sock"));
+    }
+
+    #[test]
+    fn each_switch_derives_its_own_seed_from_the_run_seed_and_its_name() {
+        let ports = "[[ports]]\nname = \"p0\"\nrole = \"up\"\n";
+        let seed_of = |head: &str| parse(&format!("{head}\n{ports}")).unwrap().runtime.lb.seed;
+        let edge = seed_of("name = \"e-p0-0\"\nseed = 7");
+        let agg = seed_of("name = \"a-p0-0\"\nseed = 7");
+        // Two switches of one run: different seeds, neither the run seed.
+        assert_ne!(edge, agg);
+        assert_ne!(edge, 7);
+        assert_ne!(agg, 7);
+        // The same switch in the same run: the same seed, from the file or the flags.
+        assert_eq!(edge, seed_of("name = \"e-p0-0\"\nseed = 7"));
+        let file: FileConfig = toml::from_str(&format!("name = \"e-p0-0\"\n{ports}")).unwrap();
+        let flags = Overrides {
+            seed: Some(7),
+            ..Overrides::default()
+        };
+        assert_eq!(resolve(file, &flags).unwrap().runtime.lb.seed, edge);
+        // Another run seed moves it; an exact switch seed is taken as is.
+        assert_ne!(edge, seed_of("name = \"e-p0-0\"\nseed = 8"));
+        assert_eq!(seed_of("name = \"e-p0-0\"\nseed = 7\nswitch_seed = 7"), 7);
     }
 
     #[test]

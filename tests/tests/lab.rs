@@ -593,10 +593,118 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// tx packets of every port of switch `node`, by interface name.
+fn port_tx(lab: &LabGuard, node: &str) -> std::collections::BTreeMap<String, u64> {
+    lab.stats(node)["data_path"]["ports"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ports in the stats of {node}"))
+        .iter()
+        .map(|port| {
+            let name = port["name"].as_str().expect("a port name").to_owned();
+            (name, port["tx_packets"].as_u64().expect("tx_packets"))
+        })
+        .collect()
+}
+
+/// tx packets of every aggregation–core direction: (switch, port) → count, for every
+/// aggregation's up ports (towards the cores) and every core port (towards the aggregations).
+fn core_link_tx(lab: &LabGuard, topology: &Topology) -> Vec<(String, String, u64)> {
+    let mut directions = Vec::new();
+    for node in topology.aggregations().iter().chain(topology.cores()) {
+        let tx = port_tx(lab, &node.name);
+        for port in &node.ports {
+            let towards_core = topology.role(port.peer) == Role::Core;
+            let towards_agg = topology.role(port.peer) == Role::Aggregation;
+            if (node.role == Role::Aggregation && towards_core)
+                || (node.role == Role::Core && towards_agg)
+            {
+                let count = *tx
+                    .get(&port.ifname)
+                    .unwrap_or_else(|| panic!("no port {} at {}", port.ifname, node.name));
+                directions.push((node.name.clone(), port.ifname.clone(), count));
+            }
+        }
+    }
+    directions
+}
+
+/// Plain ECMP is not hash-polarized: every switch salts its hash differently, so an
+/// aggregation switch's choice is independent of its edge switch's, and inter-pod traffic
+/// reaches every core. With one seed shared by all switches, an edge switch and the
+/// aggregation switch it chose pick the same rank, and only cores c-0 and c-3 of k = 4 carry
+/// traffic: 16 of the 32 aggregation–core directions stay dark.
+///
+/// Why an all-to-all and not a permutation: a directed link agg(p, a) → core is used by the
+/// DATA of flows leaving pod p and by the ACKs of flows entering it, each choosing one of the
+/// pod's 4 (aggregation, core) uplink pairs uniformly. A permutation of 16 hosts has about 3
+/// flows out of and 3 into each pod, so a given direction stays dark with probability about
+/// (3/4)^6 ≈ 0.18, and some of the 32 does almost surely (≈ 5.7 expected): that test could
+/// not pass even without polarization. In an all-to-all every pod sends 4 × 12 = 48 inter-pod
+/// flows and receives 48: a direction stays dark with probability (3/4)^96 ≈ 1e-12, all 32
+/// light up except with probability ≈ 3e-11. One 4 KB all-to-all (3 packets per flow, 0.6 s
+/// at 1 Mbit/s) is enough.
+fn ecmp_lab_lights_every_core_link() {
+    let _machine = serial();
+    let lab = LabGuard::new("s");
+    lab.ok(&["up", "--k", "4", "--lb", "ecmp", "--buffer", "2MB"]);
+    let pids = lab.switch_pids();
+    pingall_passes(&lab, 240);
+    let topology = Topology::fat_tree(4).unwrap();
+    let before = core_link_tx(&lab, &topology);
+    let json = std::env::temp_dir().join(format!("{}-ecmp.json", lab.name));
+    let out = std::env::temp_dir().join(format!("{}-ecmp-results", lab.name));
+    lab.ok(&[
+        "run",
+        "all-to-all",
+        "--size",
+        "4KB",
+        "--repeat",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json file")).unwrap();
+    let run = &results["runs"][0];
+    assert_eq!(run["setup"]["lb"], "ecmp", "{run}");
+    assert_eq!(run["delivery"]["exactly_once"], true, "{}", run["delivery"]);
+    // The lab's bound holds for an all-to-all too (every host sends and receives 15 flows).
+    let cct = run["cct_ps"].as_u64().expect("a CCT");
+    let bound = run["lower_bound_ps"].as_u64().unwrap();
+    eprintln!("all-to-all CCT {cct} ps, lower bound {bound} ps");
+    assert!(cct >= bound, "CCT {cct} below the bound {bound}");
+    let after = core_link_tx(&lab, &topology);
+    assert_eq!(after.len(), 32);
+    let dark: Vec<String> = before
+        .iter()
+        .zip(&after)
+        .filter(|((_, _, before), (_, _, after))| after <= before)
+        .map(|((node, port, _), _)| format!("{node}:{port}"))
+        .collect();
+    let carried: Vec<u64> = before
+        .iter()
+        .zip(&after)
+        .map(|((_, _, before), (_, _, after))| after - before)
+        .collect();
+    eprintln!("frames per aggregation–core direction: {carried:?}");
+    assert!(
+        dark.is_empty(),
+        "{} of 32 aggregation–core directions carried nothing: {dark:?} (tx per direction: \
+         {carried:?})",
+        dark.len()
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&json);
+    lab.down_and_check(&pids);
+}
+
 ofan_tests::root_tests!(
     k4_lab_up_pingall_traceroute_down,
     link_down_is_routed_around_and_its_counters_stop,
     down_after_kill_9_of_every_switch_and_of_up_itself,
     two_labs_at_once,
     small_permutation_produces_a_complete_result_file,
+    ecmp_lab_lights_every_core_link,
 );

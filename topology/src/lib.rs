@@ -12,7 +12,9 @@
 //! agree on the answers: Ofan's consolidated destination keys ([`Topology::dest_key`], paper
 //! §4.1), shortest paths, which up ports stay valid under link failures
 //! ([`Topology::valid_up_mask`]), the sustainable rate ρ_max ([`Topology::rho_max`], paper §2.2,
-//! §6.2) and a lower bound on collective completion time ([`Topology::cct_lower_bound_ps`]).
+//! §6.2), a lower bound on collective completion time ([`Topology::collective_lower_bound_ps`]:
+//! one definition, parameterized by the system — the model's or the lab's —, see [`timing`])
+//! and every switch's own seed derived from the run's ([`switch_seed`]).
 //!
 //! ## Shapes
 //!
@@ -99,6 +101,7 @@ mod error;
 pub mod load;
 mod model;
 mod routing;
+pub mod seed;
 mod shape;
 pub mod timing;
 mod topology;
@@ -108,7 +111,8 @@ pub use error::TopologyError;
 pub use load::{Flow, LinkLoad, TrafficMatrix};
 pub use model::{Link, LinkId, Node, NodeId, Port, PortDirection, PortIndex, Role, TopologyKind};
 pub use routing::{DestKey, FailedLinks};
-pub use timing::LinkParams;
+pub use seed::switch_seed;
+pub use timing::{BoundSystem, Forwarding, LinkParams, SendRate};
 pub use topology::Topology;
 
 #[cfg(test)]

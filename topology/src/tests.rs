@@ -9,8 +9,8 @@ use std::net::Ipv4Addr;
 use proptest::prelude::*;
 
 use crate::{
-    DestKey, FailedLinks, LinkId, LinkParams, Node, NodeId, PortDirection, PortIndex, Role,
-    Topology, TopologyError, TopologyKind, TrafficMatrix,
+    BoundSystem, DestKey, FailedLinks, Forwarding, LinkId, LinkParams, Node, NodeId, PortDirection,
+    PortIndex, Role, SendRate, Topology, TopologyError, TopologyKind, TrafficMatrix,
 };
 
 fn fat_tree(k: u16) -> Topology {
@@ -1104,42 +1104,49 @@ fn cct_lower_bound_hand_computed() {
         gap_bytes: 5,
     };
     let t = fat_tree(4);
+    let bound = |flows: &[(NodeId, NodeId)], bytes| {
+        t.cct_lower_bound_ps(
+            &params,
+            &BoundSystem::STORE_AND_FORWARD_AT_LINE_RATE,
+            flows,
+            bytes,
+        )
+    };
     let same_pod = (by_name(&t, "h-p0-e0-h0"), by_name(&t, "h-p0-e1-h0"));
     let other_pod = (by_name(&t, "h-p0-e0-h1"), by_name(&t, "h-p3-e1-h0"));
     // 250 B = 3 packets of 100, 100 and 50 B; the last frame is 65 B (65 000 ps).
     // Same pod, 4 hops: 2·115 000 (first two packets) + 65 000 (last packet) + 1 000
     // (propagation, hop 1) + 3·(65 000 + 1 000) (hops 2–4) + 4·(25 000 + 1 000) (ACK)
     // = 230 000 + 66 000 + 198 000 + 104 000 = 598 000.
-    assert_eq!(t.cct_lower_bound_ps(&params, &[same_pod], 250), 598_000);
+    assert_eq!(bound(&[same_pod], 250), 598_000);
     // Between pods, 6 hops: 230 000 + 6·66 000 + 6·26 000 = 782 000; the bound is the max.
-    assert_eq!(
-        t.cct_lower_bound_ps(&params, &[same_pod, other_pod], 250),
-        782_000
-    );
+    assert_eq!(bound(&[same_pod, other_pod], 250), 782_000);
     // One packet under one edge (2 hops): 2·(65 000 + 1 000) + 2·26 000 = 184 000.
     let same_edge = (by_name(&t, "h-p0-e0-h0"), by_name(&t, "h-p0-e0-h1"));
-    assert_eq!(t.cct_lower_bound_ps(&params, &[same_edge], 50), 184_000);
-    assert_eq!(t.cct_lower_bound_ps(&params, &[same_edge], 0), 0);
-    assert_eq!(
-        t.cct_lower_bound_ps(&params, &[(same_edge.0, same_edge.0)], 250),
-        0
-    );
-    assert_eq!(t.cct_lower_bound_ps(&params, &[], 250), 0);
+    assert_eq!(bound(&[same_edge], 50), 184_000);
+    assert_eq!(bound(&[same_edge], 0), 0);
+    assert_eq!(bound(&[(same_edge.0, same_edge.0)], 250), 0);
+    assert_eq!(bound(&[], 250), 0);
 }
 
 #[test]
 fn cct_lower_bound_paper_worked_number() {
-    // The number worked out in the `timing` module documentation.
+    // The numbers worked out in the `timing` module documentation.
     let t = fat_tree(12);
     let flow = (by_name(&t, "h-p0-e0-h0"), by_name(&t, "h-p11-e5-h5"));
+    let bound = |send_rate| {
+        let system = BoundSystem {
+            send_rate,
+            forwarding: Forwarding::StoreAndForward,
+        };
+        t.cct_lower_bound_ps(&LinkParams::paper(), &system, &[flow], 1 << 20)
+    };
     assert_eq!(
-        t.cct_lower_bound_ps(&LinkParams::paper(), &[flow], 1 << 20),
+        bound(SendRate::LINE),
         255 * 41_780 + 6 * (41_780 + 500_000) + 6 * (840 + 500_000)
     );
-    assert_eq!(
-        t.cct_lower_bound_ps(&LinkParams::paper(), &[flow], 1 << 20),
-        16_909_620
-    );
+    assert_eq!(bound(SendRate::LINE), 16_909_620);
+    assert_eq!(bound(SendRate::nearest(0.8)), 19_573_095);
 }
 
 #[test]

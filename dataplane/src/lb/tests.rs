@@ -1005,3 +1005,136 @@ fn port_mask_select_and_iterate() {
     assert_eq!(PortMask::all(64).count(), 64);
     assert_eq!(PortMask::all(3), PortMask(0b111));
 }
+
+/// The balancers of the edge and aggregation switches of a fat tree of radix `k`, seeded as
+/// the lab and the model seed them: each switch's own seed from the run seed and its name
+/// (`seed_of(run_seed, name)`).
+fn fabric(
+    k: u16,
+    algorithm: Algorithm,
+    seed_of: impl Fn(&str) -> u64,
+) -> Vec<(ofan_topology::Role, PipeBalancer)> {
+    let topology = ofan_topology::Topology::fat_tree(k).unwrap();
+    topology
+        .switches()
+        .iter()
+        .filter(|switch| switch.role != ofan_topology::Role::Core)
+        .map(|switch| {
+            let keys = topology.dest_key_count(switch.id);
+            let up_ports = (k / 2) as u8;
+            let cfg = config(algorithm, up_ports, keys, 1, seed_of(&switch.name));
+            (switch.role, pipe0(cfg))
+        })
+        .collect()
+}
+
+/// The up-port an ECMP balancer picks for flow hash `hash`.
+fn ecmp_port(pipe: &mut PipeBalancer, hash: u32) -> u8 {
+    let pkt = Northbound {
+        flow_hash: hash,
+        ..packet(
+            0,
+            SizeClass::Data,
+            PortMask::all(pipe.switch().config().up_ports),
+        )
+    };
+    pipe.choose(&pkt, &mut []).unwrap().0
+}
+
+/// The port of the first data packet to every key: where each Ofan data pointer starts (up to
+/// the key's permutation, the same at every switch of the tier).
+fn ofan_starts(pipe: &mut PipeBalancer) -> Vec<u8> {
+    let config = pipe.switch().config().clone();
+    (0..config.dest_keys)
+        .map(|key| {
+            let all = PortMask::all(config.up_ports);
+            pipe.choose(&packet(key, SizeClass::Data, all), &mut [])
+                .unwrap()
+                .0
+        })
+        .collect()
+}
+
+/// How often two ECMP switches pick the same up-port rank, over 4 096 flows.
+fn rank_agreement(a: &mut PipeBalancer, b: &mut PipeBalancer) -> f64 {
+    let same = (0..4096u64)
+        .filter(|&i| {
+            let hash = mix64(i) as u32;
+            ecmp_port(a, hash) == ecmp_port(b, hash)
+        })
+        .count();
+    same as f64 / 4096.0
+}
+
+/// Per-switch seeds (`ofan_topology::switch_seed`) give the 16 balancing switches of a k = 4
+/// fat tree different ECMP salts and Ofan pointer starts: no hash polarization between an edge
+/// switch and an aggregation switch (they agree on the rank for about half of the flows, not
+/// all), pointer starts that differ between switches of a tier. The run seed used as is by
+/// every switch (the lab before) fails each check; the test shows that too.
+#[test]
+fn per_switch_seeds_decorrelate_ecmp_salts_and_ofan_pointer_starts() {
+    use ofan_topology::{switch_seed, Role};
+    for run_seed in [1, 2, 0x5eed] {
+        // ECMP: the ports of 64 flows are a signature of the salt; all 16 differ.
+        let mut ecmp = fabric(4, Algorithm::Ecmp, |name| switch_seed(run_seed, name));
+        let signatures: std::collections::HashSet<u64> = ecmp
+            .iter_mut()
+            .map(|(_, pipe)| {
+                (0..64u64).fold(0, |bits, i| {
+                    bits | u64::from(ecmp_port(pipe, mix64(i ^ 0xf10e) as u32)) << i
+                })
+            })
+            .collect();
+        assert_eq!(signatures.len(), 16, "run seed {run_seed}");
+        // No polarization: an edge switch and each aggregation switch of its pod pick the same
+        // rank for a flow about half the time (independent hashes; ±6 standard deviations).
+        let (edges, aggs) = ecmp.split_at_mut(8);
+        assert!(edges.len() == 8 && aggs.iter().all(|(role, _)| *role == Role::Aggregation));
+        for (index, (_, edge)) in edges.iter_mut().enumerate() {
+            let pod = index / 2;
+            for (_, agg) in &mut aggs[pod * 2..pod * 2 + 2] {
+                let agreement = rank_agreement(edge, agg);
+                assert!(
+                    (0.45..=0.55).contains(&agreement),
+                    "run seed {run_seed}: edge {index} and an aggregation of its pod agree on \
+                     {agreement}"
+                );
+            }
+        }
+
+        // Ofan: within each tier, not every switch starts its pointers at the same ports.
+        let mut ofan = fabric(4, Algorithm::Ofan, |name| switch_seed(run_seed, name));
+        for tier in [Role::Edge, Role::Aggregation] {
+            let starts: std::collections::HashSet<Vec<u8>> = ofan
+                .iter_mut()
+                .filter(|(role, _)| *role == tier)
+                .map(|(_, pipe)| ofan_starts(pipe))
+                .collect();
+            assert!(
+                starts.len() > 1,
+                "run seed {run_seed}: {tier:?} starts {starts:?}"
+            );
+        }
+        // At k = 8 the start vectors are long enough (4^32 at an edge, 4^8 at an aggregation)
+        // to tell every switch apart: all 32 edges and all 32 aggregations differ.
+        let mut wide = fabric(8, Algorithm::Ofan, |name| switch_seed(run_seed, name));
+        for tier in [Role::Edge, Role::Aggregation] {
+            let starts: std::collections::HashSet<Vec<u8>> = wide
+                .iter_mut()
+                .filter(|(role, _)| *role == tier)
+                .map(|(_, pipe)| ofan_starts(pipe))
+                .collect();
+            assert_eq!(starts.len(), 32, "run seed {run_seed}: {tier:?}");
+        }
+    }
+
+    // The same checks fail when every switch takes the run seed as is.
+    let mut shared = fabric(4, Algorithm::Ecmp, |_| 1);
+    let (edges, aggs) = shared.split_at_mut(8);
+    assert_eq!(rank_agreement(&mut edges[0].1, &mut aggs[0].1), 1.0);
+    let mut shared = fabric(4, Algorithm::Ofan, |_| 1);
+    let first = ofan_starts(&mut shared[0].1);
+    assert!(shared[1..8]
+        .iter_mut()
+        .all(|(_, pipe)| ofan_starts(pipe) == first));
+}

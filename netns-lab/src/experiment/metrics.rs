@@ -20,7 +20,9 @@ pub use ofan_model::report::{
     Census, Delivery, Details, Drops, Fidelity, LabRun, LabSetup, PacketCounts, QueueStats,
     RunReport, Stage, SCHEMA,
 };
-use ofan_topology::{LinkParams, NodeId, PortDirection, Role, Topology};
+use ofan_topology::{
+    BoundSystem, Forwarding, LinkParams, NodeId, PortDirection, Role, SendRate, Topology,
+};
 
 use super::kernel::KernelCounters;
 use crate::agent::collective::Plan;
@@ -97,7 +99,10 @@ pub fn link_params(link_rate_bps: u64, payload: u32) -> LinkParams {
     }
 }
 
-/// The lower bound of `plan` on `topology` at ρ × link rate, ps.
+/// The lower bound of `plan` on `topology` for the lab, ps: frames leave the switches' shapers
+/// at the start of their slots over veths (no store-and-forward, no propagation), the agents
+/// pace DATA at `load` × `link_rate_bps`, every link runs at `link_rate_bps`
+/// (`ofan_topology::timing`).
 ///
 /// # Errors
 /// When a plan host is not a host of the topology.
@@ -125,9 +130,12 @@ pub fn lower_bound_ps(
         .iter()
         .map(|flow| (ids[flow.src as usize], ids[flow.dst as usize], flow.bytes))
         .collect();
-    // Sending at ρ·R is sending at a link of rate ρ·R.
-    let rate = (link_rate_bps as f64 * load).round() as u64;
-    Ok(topology.collective_lower_bound_ps(&link_params(rate.max(1), payload), &flows))
+    let system = BoundSystem {
+        send_rate: SendRate::at_least(load),
+        forwarding: Forwarding::AtSlotStart,
+    };
+    let params = link_params(link_rate_bps.max(1), payload);
+    Ok(topology.collective_lower_bound_ps(&params, &system, &flows))
 }
 
 /// Everything a repetition produced.
@@ -787,9 +795,42 @@ mod tests {
         assert_eq!(report.packets.data_delivered, 16 * 46);
         assert_eq!(report.packets.flows_complete, 16);
         assert!(report.utilization > 0.5 && report.utilization <= 1.0);
-        // At half the rate the bound doubles (about).
-        let half = lower_bound_ps(&s.topology, &s.plan, RATE, 0.5, PAYLOAD).unwrap();
-        assert!((half as f64 / bound as f64 - 2.0).abs() < 0.01);
+    }
+
+    /// The lab's bound, by hand: 64 KiB flows at 1 Mbit/s are 45 frames of 1 534 B (12.272 ms)
+    /// and one of 106 + 60 + 20 = 186 B (1.488 ms); ACKs are 80 B (0.64 ms). Frames leave the
+    /// shapers at the start of their slots over veths, so hops add nothing; the agents pace
+    /// DATA at ρ, the links run at line rate.
+    #[test]
+    fn the_lab_bound_is_paced_sending_or_line_rate_receiving() {
+        let s = scenario(0);
+        let bound = |load| lower_bound_ps(&s.topology, &s.plan, RATE, load, PAYLOAD).unwrap();
+        const MS: u64 = 1_000_000_000;
+        // ρ = 1: each host receives 46 DATA frames and 46 ACKs, 583.168 ms on its link, less a
+        // full frame that may come last: 570.896 ms — more than its own sending (45 × 12.272 =
+        // 552.24 ms). The store-and-forward bound at ρ·R said 565.008 ms.
+        assert_eq!(bound(1.0), 570_896 * MS / 1000);
+        // ρ < 1: the paced sending, 45 frame times at ρ, is the bound; hops still add nothing
+        // (the store-and-forward bound at ρ·R said 1 130.016 ms at ρ = 0.5).
+        assert_eq!(bound(0.5), 45 * 24_544 * MS / 1000);
+        assert_eq!(bound(0.8), 45 * 15_340 * MS / 1000);
+        // 12.272 ms / 0.3 = 40.906 666… ms per frame, rounded down to the picosecond.
+        assert_eq!(bound(0.3), 45 * 40_906_666_666);
+        // The lab's bound is not the model's: store-and-forward over 6 hops would add the last
+        // frame and its ACK at every hop.
+        let model = s.topology.collective_lower_bound_ps(
+            &link_params(RATE, PAYLOAD),
+            &BoundSystem {
+                send_rate: SendRate::at_least(0.5),
+                forwarding: Forwarding::StoreAndForward,
+            },
+            &s.plan
+                .flows
+                .iter()
+                .map(|flow| (NodeId(flow.src), NodeId(flow.dst), flow.bytes))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(model - bound(0.5), 6 * (1_488 + 640) * MS / 1000);
     }
 
     #[test]

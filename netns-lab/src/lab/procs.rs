@@ -62,6 +62,7 @@ fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
         params.link_rate.clone(),
         "--buffer".to_owned(),
         params.buffer.clone(),
+        // The lab's one seed: every switch derives its own from it and its node name.
         "--seed".to_owned(),
         params.seed.to_string(),
         "--poll".to_owned(),
