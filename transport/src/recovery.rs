@@ -1,0 +1,503 @@
+//! Selective repeat with per-packet retransmission timers (RFC 6298), for the flows one host
+//! sends.
+//!
+//! # Contract
+//! The caller owns time and the wire. It tells [`SelectiveRepeat`] when it (re)transmits a packet
+//! ([`SelectiveRepeat::on_send`]) and when an ACK arrives ([`SelectiveRepeat::on_ack`]); before
+//! each transmission it asks whether a packet is due again ([`SelectiveRepeat::next_lost`]) and
+//! sends that one first; when it has nothing else to send it sleeps until
+//! [`SelectiveRepeat::next_deadline`]. Flows are local indices `0..n`; sequence numbers are
+//! `0..packets[flow]`. Calls about a flow or sequence number out of range are ignored
+//! ([`on_send`](SelectiveRepeat::on_send)) or answered [`Ack::OutOfRange`]: nothing here panics
+//! on what the network delivers.
+//!
+//! # Timers
+//! A packet sent once expires at `sent + rto`, with `rto` the *current* retransmission timeout:
+//! every first transmission shares it, so the oldest one expires first and a FIFO in send order
+//! answers "which first transmission expires next" from its head. A packet sent again after
+//! its `t`-th timeout expires at `sent + min(rto · 2^t, rto_max)` (exponential backoff per
+//! packet), fixed when it is sent; those wait in a binary heap, which holds only the packets
+//! being recovered. Entries of packets that were ACKed or sent again since are skipped when
+//! they reach the front (lazy deletion), so an ACK costs O(1).
+//!
+//! `rto` starts at `rto_initial` and follows RFC 6298 §2 from the packets that were sent exactly
+//! once (Karn's rule: the ACK of a retransmitted packet may answer either copy):
+//! the first sample `R` sets `srtt = R`, `rttvar = R / 2`; each later one sets
+//! `rttvar = 3/4 · rttvar + 1/4 · |srtt − R|`, then `srtt = 7/8 · srtt + 1/8 · R` (integer
+//! arithmetic, rounded down); `rto = max(rto_min, srtt + 4 · rttvar)`, capped at `rto_max`.
+//! RFC 6298's doubling of the RTO on a timeout (§5.5) is kept per packet instead, so that one
+//! lost packet does not slow down the recovery of the others.
+//!
+//! # Example
+//! ```
+//! use ofan_transport::{Ack, RecoveryConfig, SelectiveRepeat};
+//!
+//! // One flow of two packets, a frame time of 10 (rto_min 160, rto_initial 640).
+//! let mut recovery = SelectiveRepeat::new(RecoveryConfig::for_frame_time(10), &[2]);
+//! recovery.on_send(0, 0, 0);
+//! recovery.on_send(0, 1, 10); // lost
+//! assert_eq!(recovery.on_ack(0, 0, 50), Ack::New); // RTT 50: rto = max(160, 50 + 4 · 25)
+//! assert_eq!(recovery.next_lost(169), None);
+//! assert_eq!(recovery.next_lost(170), Some((0, 1))); // sent at 10, rto 160
+//! recovery.on_send(0, 1, 170);
+//! assert_eq!(recovery.on_ack(0, 1, 220), Ack::New);
+//! assert!(recovery.complete());
+//! assert_eq!(recovery.stats().retransmissions, 1);
+//! ```
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+/// A point in time or a duration, in the caller's unit (ns in the lab agent, ps in the model).
+pub type Time = u64;
+
+/// First transmissions the FIFO has room for before it first grows.
+const FIFO_CAPACITY: usize = 256;
+
+/// Retransmission-timer parameters (in the caller's time unit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryConfig {
+    /// Lower bound of the RTO computed from RTT samples.
+    pub rto_min: Time,
+    /// RTO before the first RTT sample.
+    pub rto_initial: Time,
+    /// Upper bound of the RTO and of every backed-off timeout.
+    pub rto_max: Time,
+}
+
+/// Why a [`RecoveryConfig`] is not usable as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecoveryError {
+    /// The timeouts are not ordered `0 < rto_min <= rto_initial <= rto_max`.
+    #[error(
+        "retransmission timeouts must satisfy 0 < rto_min ({rto_min}) <= rto_initial \
+         ({rto_initial}) <= rto_max ({rto_max})"
+    )]
+    InvalidTimeouts {
+        /// The given `rto_min`.
+        rto_min: Time,
+        /// The given `rto_initial`.
+        rto_initial: Time,
+        /// The given `rto_max`.
+        rto_max: Time,
+    },
+}
+
+impl RecoveryConfig {
+    /// `rto_min` in frame times: twice the unloaded round trip of the longest fat-tree path
+    /// (6 store-and-forward hops of a DATA frame plus the ACK's way back ≈ 7–8 frame times), so
+    /// that the timer of an unqueued packet never fires before its ACK can be back.
+    pub const RTO_MIN_FRAMES: u64 = 16;
+    /// `rto_initial` in frame times: before any sample, 8× the unloaded round trip (RFC 6298
+    /// starts at 1 s, several times a typical RTT), which leaves room for the queues the first
+    /// packets of a synchronous collective meet.
+    pub const RTO_INITIAL_FRAMES: u64 = 64;
+    /// `rto_max` in frame times: a backed-off timer waits at most this long (with 1 MB flows of
+    /// ~700 frames at 1 472 B, a few messages' worth), so a lost packet at the end of a run is
+    /// not left for minutes.
+    pub const RTO_MAX_FRAMES: u64 = 4096;
+
+    /// Defaults scaled to the wire time of one full DATA frame at line rate, `frame_time`
+    /// (both the lab and the model call this, so they recover alike): `rto_min` =
+    /// [`RTO_MIN_FRAMES`](Self::RTO_MIN_FRAMES) = 16 frame times, `rto_initial` =
+    /// [`RTO_INITIAL_FRAMES`](Self::RTO_INITIAL_FRAMES) = 64, `rto_max` =
+    /// [`RTO_MAX_FRAMES`](Self::RTO_MAX_FRAMES) = 4096. A `frame_time` of 0 counts as 1.
+    #[must_use]
+    pub fn for_frame_time(frame_time: Time) -> Self {
+        let frame_time = frame_time.max(1);
+        Self {
+            rto_min: frame_time.saturating_mul(Self::RTO_MIN_FRAMES),
+            rto_initial: frame_time.saturating_mul(Self::RTO_INITIAL_FRAMES),
+            rto_max: frame_time.saturating_mul(Self::RTO_MAX_FRAMES),
+        }
+    }
+
+    /// Checks `0 < rto_min <= rto_initial <= rto_max`.
+    ///
+    /// # Errors
+    /// [`RecoveryError::InvalidTimeouts`] otherwise.
+    pub fn validate(&self) -> Result<(), RecoveryError> {
+        if 0 < self.rto_min && self.rto_min <= self.rto_initial && self.rto_initial <= self.rto_max
+        {
+            Ok(())
+        } else {
+            Err(RecoveryError::InvalidTimeouts {
+                rto_min: self.rto_min,
+                rto_initial: self.rto_initial,
+                rto_max: self.rto_max,
+            })
+        }
+    }
+
+    /// The closest valid configuration: `rto_max` at least 1, `rto_min` within `1..=rto_max`,
+    /// `rto_initial` within `rto_min..=rto_max`. A valid configuration is returned unchanged.
+    #[must_use]
+    pub fn normalized(self) -> Self {
+        let rto_max = self.rto_max.max(1);
+        let rto_min = self.rto_min.clamp(1, rto_max);
+        Self {
+            rto_min,
+            rto_initial: self.rto_initial.clamp(rto_min, rto_max),
+            rto_max,
+        }
+    }
+}
+
+/// What an ACK meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ack {
+    /// The first ACK of a packet that was sent: it is now acknowledged.
+    New,
+    /// The packet was already acknowledged (an ACK of a second copy, or a duplicated ACK).
+    Duplicate,
+    /// No such flow or sequence number, or a packet that was never sent.
+    OutOfRange,
+}
+
+/// What the recovery did, for reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryStats {
+    /// Transmissions of packets sent before (every [`SelectiveRepeat::on_send`] but the first
+    /// of each packet).
+    pub retransmissions: u64,
+    /// Expired timers reported by [`SelectiveRepeat::next_lost`].
+    pub timeouts: u64,
+    /// Expired timers of packets that had already timed out the [`SelectiveRepeat::give_up_after`]
+    /// limit: their packets are no longer offered for retransmission.
+    pub abandoned: u64,
+    /// RTT samples taken (ACKs of packets sent exactly once).
+    pub rtt_samples: u64,
+    /// Smoothed RTT; `None` before the first sample.
+    pub srtt: Option<Time>,
+    /// RTT variation; `None` before the first sample.
+    pub rttvar: Option<Time>,
+    /// ACKs of packets already acknowledged.
+    pub duplicate_acks: u64,
+    /// ACKs of no packet that was sent.
+    pub out_of_range_acks: u64,
+}
+
+/// The recovery state of one packet.
+#[derive(Debug, Clone, Copy, Default)]
+struct PacketState {
+    /// When it was last sent.
+    sent_at: Time,
+    /// Times sent; also the generation that tells a current heap entry from a stale one.
+    transmissions: u32,
+    /// Times its timer expired.
+    timeouts: u32,
+    acked: bool,
+}
+
+/// A retransmitted packet's timer in the heap; ordered by deadline, then flow and sequence
+/// number, so that ties resolve the same way in every run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Timer {
+    deadline: Time,
+    flow: u32,
+    seq: u32,
+    /// The packet's `transmissions` when the timer was armed.
+    generation: u32,
+}
+
+/// Selective repeat for the flows one host sends. Flows are local indices 0..n.
+#[derive(Debug, Clone)]
+pub struct SelectiveRepeat {
+    config: RecoveryConfig,
+    /// `first[f]..first[f + 1]`: the packets of flow `f` in `packets`.
+    first: Vec<usize>,
+    packets: Vec<PacketState>,
+    /// Per flow: packets acknowledged.
+    acked: Vec<u32>,
+    /// Flows whose every packet is acknowledged.
+    complete_flows: usize,
+    /// First transmissions (flow, sequence number) in send order, possibly stale.
+    fifo: VecDeque<(u32, u32)>,
+    /// Timers of retransmitted packets, possibly stale.
+    heap: BinaryHeap<Reverse<Timer>>,
+    rto: Time,
+    srtt: Option<Time>,
+    rttvar: Time,
+    max_timeouts: u32,
+    stats: RecoveryStats,
+}
+
+/// Where the next expiry comes from.
+#[derive(Debug, Clone, Copy)]
+enum Expiry {
+    Fifo,
+    Heap,
+}
+
+impl SelectiveRepeat {
+    /// `packets[f]` = DATA packets of local flow f. An invalid `config` is
+    /// [`normalized`](RecoveryConfig::normalized) (check it with
+    /// [`RecoveryConfig::validate`] where it is parsed).
+    #[must_use]
+    pub fn new(config: RecoveryConfig, packets: &[u32]) -> Self {
+        let config = config.normalized();
+        let mut first = Vec::with_capacity(packets.len() + 1);
+        let mut total = 0usize;
+        first.push(0);
+        for &count in packets {
+            total += count as usize;
+            first.push(total);
+        }
+        let acked = vec![0; packets.len()];
+        let complete_flows = packets.iter().filter(|&&count| count == 0).count();
+        Self {
+            config,
+            first,
+            packets: vec![PacketState::default(); total],
+            acked,
+            complete_flows,
+            fifo: VecDeque::with_capacity(total.min(FIFO_CAPACITY)),
+            heap: BinaryHeap::new(),
+            rto: config.rto_initial,
+            srtt: None,
+            rttvar: 0,
+            max_timeouts: u32::MAX,
+            stats: RecoveryStats::default(),
+        }
+    }
+
+    /// Gives a packet up after `timeouts` expiries: when its timer expires once more it is not
+    /// offered for retransmission (counted in [`RecoveryStats::abandoned`]), so a flow that
+    /// cannot get through ends incomplete instead of retrying forever. A late ACK still
+    /// acknowledges it. Unlimited by default.
+    #[must_use]
+    pub fn give_up_after(mut self, timeouts: u32) -> Self {
+        self.max_timeouts = timeouts;
+        self
+    }
+
+    /// The configuration in force (normalized).
+    #[must_use]
+    pub fn config(&self) -> RecoveryConfig {
+        self.config
+    }
+
+    /// Index of `seq` of `flow` in `packets`.
+    #[inline]
+    fn index(&self, flow: u32, seq: u32) -> Option<usize> {
+        let flow = flow as usize;
+        let start = *self.first.get(flow)?;
+        let end = *self.first.get(flow + 1)?;
+        let index = start + seq as usize;
+        (index < end).then_some(index)
+    }
+
+    /// The packet's timeout after `timeouts` expiries: `rto · 2^timeouts`, at most `rto_max`.
+    #[inline]
+    fn backed_off(&self, timeouts: u32) -> Time {
+        let factor = 1u64.checked_shl(timeouts).unwrap_or(u64::MAX);
+        self.rto.saturating_mul(factor).min(self.config.rto_max)
+    }
+
+    /// A (re)transmission of `seq` of `flow` left at `now`: arm its timer.
+    #[inline]
+    pub fn on_send(&mut self, flow: u32, seq: u32, now: Time) {
+        let Some(index) = self.index(flow, seq) else {
+            return;
+        };
+        let packet = &mut self.packets[index];
+        packet.transmissions = packet.transmissions.wrapping_add(1);
+        packet.sent_at = now;
+        if packet.transmissions == 1 {
+            self.fifo.push_back((flow, seq));
+            return;
+        }
+        self.stats.retransmissions += 1;
+        if packet.acked {
+            return;
+        }
+        let (generation, timeouts) = (packet.transmissions, packet.timeouts);
+        let deadline = now.saturating_add(self.backed_off(timeouts));
+        self.heap.push(Reverse(Timer {
+            deadline,
+            flow,
+            seq,
+            generation,
+        }));
+    }
+
+    /// An ACK for `seq` of `flow` arrived at `now`. Updates the RTT estimate (RFC 6298:
+    /// srtt, rttvar, rto = max(rto_min, srtt + 4·rttvar), capped at rto_max) from packets sent
+    /// exactly once (Karn's rule).
+    #[inline]
+    pub fn on_ack(&mut self, flow: u32, seq: u32, now: Time) -> Ack {
+        let Some(index) = self.index(flow, seq) else {
+            self.stats.out_of_range_acks += 1;
+            return Ack::OutOfRange;
+        };
+        let packet = &mut self.packets[index];
+        if packet.transmissions == 0 {
+            self.stats.out_of_range_acks += 1;
+            return Ack::OutOfRange;
+        }
+        if packet.acked {
+            self.stats.duplicate_acks += 1;
+            return Ack::Duplicate;
+        }
+        packet.acked = true;
+        let sample = (packet.transmissions == 1).then(|| now.saturating_sub(packet.sent_at));
+        let acked = &mut self.acked[flow as usize];
+        *acked += 1;
+        if *acked as usize == self.first[flow as usize + 1] - self.first[flow as usize] {
+            self.complete_flows += 1;
+        }
+        if let Some(rtt) = sample {
+            self.sample(rtt);
+        }
+        self.skip_fifo();
+        Ack::New
+    }
+
+    /// RFC 6298 §2.2–2.4 with `rto_min` for the clock granularity term, capped at `rto_max`.
+    fn sample(&mut self, rtt: Time) {
+        self.stats.rtt_samples += 1;
+        let srtt = match self.srtt {
+            None => {
+                self.rttvar = rtt / 2;
+                rtt
+            }
+            Some(srtt) => {
+                // In u128 so that no sum overflows; each result is at most the largest input.
+                let weighted = |old: Time, old_weight: u128, new: Time, shift: u32| {
+                    ((u128::from(old) * old_weight + u128::from(new)) >> shift) as Time
+                };
+                self.rttvar = weighted(self.rttvar, 3, srtt.abs_diff(rtt), 2);
+                weighted(srtt, 7, rtt, 3)
+            }
+        };
+        self.srtt = Some(srtt);
+        self.rto = srtt
+            .saturating_add(self.rttvar.saturating_mul(4))
+            .clamp(self.config.rto_min, self.config.rto_max);
+    }
+
+    /// Drops the FIFO's front entries that no longer time a first transmission.
+    #[inline]
+    fn skip_fifo(&mut self) {
+        while let Some(&(flow, seq)) = self.fifo.front() {
+            let packet = &self.packets[self.first[flow as usize] + seq as usize];
+            if packet.acked || packet.transmissions != 1 || packet.timeouts != 0 {
+                self.fifo.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Drops the heap's top entries that no longer time a retransmission.
+    fn skip_heap(&mut self) {
+        while let Some(Reverse(timer)) = self.heap.peek() {
+            let packet = &self.packets[self.first[timer.flow as usize] + timer.seq as usize];
+            if packet.acked || packet.transmissions != timer.generation {
+                self.heap.pop();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The earliest armed timer and where it is (after skipping stale entries).
+    #[inline]
+    fn earliest(&mut self) -> Option<(Time, Expiry)> {
+        self.skip_fifo();
+        let fifo = self.fifo.front().map(|&(flow, seq)| {
+            let packet = &self.packets[self.first[flow as usize] + seq as usize];
+            packet.sent_at.saturating_add(self.rto)
+        });
+        if self.heap.is_empty() {
+            return fifo.map(|deadline| (deadline, Expiry::Fifo));
+        }
+        self.skip_heap();
+        let heap = self.heap.peek().map(|Reverse(timer)| timer.deadline);
+        match (fifo, heap) {
+            (Some(f), Some(h)) if h < f => Some((h, Expiry::Heap)),
+            (Some(f), _) => Some((f, Expiry::Fifo)),
+            (None, Some(h)) => Some((h, Expiry::Heap)),
+            (None, None) => None,
+        }
+    }
+
+    /// The oldest unACKed packet whose timer expired by `now` (the caller retransmits it at once
+    /// and calls `on_send`), with exponential backoff per packet (each timeout of the same packet
+    /// doubles its timeout, up to rto_max). `None` when nothing has expired.
+    ///
+    /// The packet returned has no timer until [`on_send`](Self::on_send) re-arms it.
+    #[inline]
+    pub fn next_lost(&mut self, now: Time) -> Option<(u32, u32)> {
+        loop {
+            let (deadline, from) = self.earliest()?;
+            if deadline > now {
+                return None;
+            }
+            let (flow, seq) = match from {
+                Expiry::Fifo => self.fifo.pop_front()?,
+                Expiry::Heap => {
+                    let Reverse(timer) = self.heap.pop()?;
+                    (timer.flow, timer.seq)
+                }
+            };
+            let index = self.first[flow as usize] + seq as usize;
+            let packet = &mut self.packets[index];
+            if packet.timeouts >= self.max_timeouts {
+                self.stats.abandoned += 1;
+                continue;
+            }
+            packet.timeouts += 1;
+            self.stats.timeouts += 1;
+            return Some((flow, seq));
+        }
+    }
+
+    /// When the earliest armed timer expires (the caller sleeps until then when it has nothing
+    /// else to send); `None` when nothing is outstanding.
+    #[inline]
+    pub fn next_deadline(&mut self) -> Option<Time> {
+        self.earliest().map(|(deadline, _)| deadline)
+    }
+
+    /// Whether every packet of `flow` is ACKed (`false` for a flow out of range).
+    #[must_use]
+    pub fn flow_complete(&self, flow: u32) -> bool {
+        let flow = flow as usize;
+        match (
+            self.acked.get(flow),
+            self.first.get(flow),
+            self.first.get(flow + 1),
+        ) {
+            (Some(&acked), Some(&start), Some(&end)) => acked as usize == end - start,
+            _ => false,
+        }
+    }
+
+    /// Every packet of every flow ACKed.
+    #[must_use]
+    pub fn complete(&self) -> bool {
+        self.complete_flows == self.acked.len()
+    }
+
+    /// Current retransmission timeout.
+    #[must_use]
+    pub fn rto(&self) -> Time {
+        self.rto
+    }
+
+    /// What the recovery did so far.
+    #[must_use]
+    pub fn stats(&self) -> RecoveryStats {
+        RecoveryStats {
+            srtt: self.srtt,
+            rttvar: self.srtt.map(|_| self.rttvar),
+            ..self.stats
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,386 @@
+//! Unit tests of [`SelectiveRepeat`] on hand-made sequences, and properties against a lossy,
+//! reordering toy network.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// Timeouts that are easy to follow by hand.
+const CONFIG: RecoveryConfig = RecoveryConfig {
+    rto_min: 10,
+    rto_initial: 100,
+    rto_max: 1000,
+};
+
+#[test]
+fn defaults_scale_with_the_frame_time() {
+    let config = RecoveryConfig::for_frame_time(1_000);
+    assert_eq!(config.rto_min, 16_000);
+    assert_eq!(config.rto_initial, 64_000);
+    assert_eq!(config.rto_max, 4_096_000);
+    assert_eq!(config.validate(), Ok(()));
+    assert_eq!(RecoveryConfig::for_frame_time(0).rto_min, 16);
+}
+
+#[test]
+fn invalid_configs_are_rejected_and_normalized() {
+    let bad = RecoveryConfig {
+        rto_min: 0,
+        rto_initial: 5000,
+        rto_max: 100,
+    };
+    assert!(matches!(
+        bad.validate(),
+        Err(RecoveryError::InvalidTimeouts { rto_min: 0, .. })
+    ));
+    let fixed = bad.normalized();
+    assert_eq!(
+        fixed,
+        RecoveryConfig {
+            rto_min: 1,
+            rto_initial: 100,
+            rto_max: 100
+        }
+    );
+    assert_eq!(fixed.validate(), Ok(()));
+    assert_eq!(CONFIG.normalized(), CONFIG);
+}
+
+#[test]
+fn no_loss_means_no_retransmission() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[3, 2]);
+    assert!(!recovery.complete());
+    assert_eq!(recovery.next_deadline(), None);
+    for (now, (flow, seq)) in [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2)]
+        .into_iter()
+        .enumerate()
+    {
+        recovery.on_send(flow, seq, now as Time);
+    }
+    assert_eq!(recovery.next_deadline(), Some(100));
+    for (now, (flow, seq)) in [(1, 0), (0, 0), (1, 1), (0, 2), (0, 1)]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(recovery.next_lost(20 + now as Time), None);
+        assert_eq!(recovery.on_ack(flow, seq, 20 + now as Time), Ack::New);
+    }
+    assert!(recovery.flow_complete(0) && recovery.flow_complete(1) && recovery.complete());
+    assert_eq!(recovery.next_deadline(), None);
+    assert_eq!(recovery.next_lost(Time::MAX), None);
+    let stats = recovery.stats();
+    assert_eq!(stats.retransmissions, 0);
+    assert_eq!(stats.timeouts, 0);
+    assert_eq!(stats.rtt_samples, 5);
+}
+
+#[test]
+fn a_dropped_packet_is_retransmitted_once_after_the_rto() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[3]);
+    for seq in 0..3 {
+        recovery.on_send(0, seq, Time::from(seq));
+    }
+    // Packet 1 is lost; 0 and 2 come back after 20.
+    assert_eq!(recovery.on_ack(0, 0, 20), Ack::New);
+    assert_eq!(recovery.on_ack(0, 2, 22), Ack::New);
+    assert!(!recovery.flow_complete(0));
+    // Samples 20, 20: srtt 20, rttvar (3·10 + 0) / 4 = 7, rto = 20 + 28 = 48.
+    assert_eq!(recovery.rto(), 48);
+    assert_eq!(recovery.next_deadline(), Some(1 + 48));
+    assert_eq!(recovery.next_lost(48), None);
+    assert_eq!(recovery.next_lost(49), Some((0, 1)));
+    assert_eq!(recovery.next_lost(49), None, "reported once");
+    recovery.on_send(0, 1, 49);
+    assert_eq!(recovery.next_deadline(), Some(49 + 2 * 48));
+    assert_eq!(recovery.on_ack(0, 1, 70), Ack::New);
+    assert!(recovery.complete());
+    assert_eq!(recovery.next_lost(Time::MAX), None);
+    let stats = recovery.stats();
+    assert_eq!((stats.retransmissions, stats.timeouts), (1, 1));
+    assert_eq!(
+        stats.rtt_samples, 2,
+        "the retransmitted packet gives no sample"
+    );
+}
+
+#[test]
+fn each_timeout_of_a_packet_doubles_its_timeout_up_to_rto_max() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[1]);
+    recovery.on_send(0, 0, 0);
+    let mut now = 0;
+    let mut waits = Vec::new();
+    for _ in 0..6 {
+        let deadline = recovery.next_deadline().expect("outstanding");
+        waits.push(deadline - now);
+        assert_eq!(recovery.next_lost(deadline - 1), None);
+        assert_eq!(recovery.next_lost(deadline), Some((0, 0)));
+        now = deadline;
+        recovery.on_send(0, 0, now);
+    }
+    assert_eq!(waits, [100, 200, 400, 800, 1000, 1000]);
+    assert_eq!(recovery.stats().timeouts, 6);
+    assert_eq!(recovery.stats().retransmissions, 6);
+}
+
+#[test]
+fn karn_a_retransmitted_packet_gives_no_rtt_sample() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[1]);
+    recovery.on_send(0, 0, 0);
+    assert_eq!(recovery.next_lost(100), Some((0, 0)));
+    recovery.on_send(0, 0, 100);
+    // The ACK may answer the first copy (RTT 130) or the second (30): no sample either way.
+    assert_eq!(recovery.on_ack(0, 0, 130), Ack::New);
+    assert_eq!(recovery.stats().rtt_samples, 0);
+    assert_eq!(recovery.stats().srtt, None);
+    assert_eq!(recovery.rto(), 100);
+    assert_eq!(recovery.on_ack(0, 0, 131), Ack::Duplicate);
+    assert_eq!(recovery.stats().duplicate_acks, 1);
+}
+
+#[test]
+fn rto_follows_rfc_6298_on_a_hand_sequence() {
+    let mut recovery = SelectiveRepeat::new(
+        RecoveryConfig {
+            rto_min: 10,
+            rto_initial: 1000,
+            rto_max: 2000,
+        },
+        &[5],
+    );
+    // (sent, acked): RTTs 100, 200, 50, 1, 2000.
+    let rtts = [100, 200, 50, 1, 2000];
+    // R = 100: srtt 100, rttvar 50, rto 100 + 200 = 300.
+    // R = 200: rttvar (150 + 100) / 4 = 62, srtt (700 + 200) / 8 = 112, rto 112 + 248 = 360.
+    // R = 50: rttvar (186 + 62) / 4 = 62, srtt (784 + 50) / 8 = 104, rto 104 + 248 = 352.
+    // R = 1: rttvar (186 + 103) / 4 = 72, srtt (728 + 1) / 8 = 91, rto 91 + 288 = 379.
+    // R = 2000: rttvar (216 + 1909) / 4 = 531, srtt (637 + 2000) / 8 = 329,
+    //   rto 329 + 2124 = 2453, capped at 2000.
+    let expected = [
+        (100, 50, 300),
+        (112, 62, 360),
+        (104, 62, 352),
+        (91, 72, 379),
+        (329, 531, 2000),
+    ];
+    let mut now = 0;
+    for (seq, (rtt, (srtt, rttvar, rto))) in rtts.into_iter().zip(expected).enumerate() {
+        recovery.on_send(0, seq as u32, now);
+        assert_eq!(recovery.on_ack(0, seq as u32, now + rtt), Ack::New);
+        let stats = recovery.stats();
+        assert_eq!(
+            (stats.srtt, stats.rttvar, recovery.rto()),
+            (Some(srtt), Some(rttvar), rto),
+            "after sample {rtt}"
+        );
+        now += rtt + 1;
+    }
+}
+
+#[test]
+fn rto_never_goes_below_rto_min() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[1]);
+    recovery.on_send(0, 0, 0);
+    recovery.on_ack(0, 0, 1);
+    // srtt 1, rttvar 0 (1 / 2 rounded down): 1 + 0 < rto_min.
+    assert_eq!(recovery.rto(), CONFIG.rto_min);
+}
+
+#[test]
+fn acks_of_nothing_sent_are_out_of_range() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[2]);
+    assert_eq!(recovery.on_ack(0, 0, 5), Ack::OutOfRange, "never sent");
+    assert_eq!(recovery.on_ack(0, 2, 5), Ack::OutOfRange);
+    assert_eq!(recovery.on_ack(1, 0, 5), Ack::OutOfRange);
+    recovery.on_send(7, 0, 0); // ignored
+    recovery.on_send(0, 9, 0); // ignored
+    assert_eq!(recovery.next_deadline(), None);
+    assert_eq!(recovery.stats().out_of_range_acks, 3);
+    assert!(!recovery.flow_complete(5));
+}
+
+#[test]
+fn the_oldest_expired_packet_comes_first() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[2, 2]);
+    recovery.on_send(0, 0, 0);
+    recovery.on_send(1, 0, 1);
+    recovery.on_send(0, 1, 2);
+    recovery.on_send(1, 1, 3);
+    assert_eq!(recovery.on_ack(0, 1, 5), Ack::New); // srtt 3, rttvar 1: rto = rto_min = 10
+    assert_eq!(recovery.rto(), 10);
+    // Both flows' first packets expired; the first sent comes first.
+    assert_eq!(recovery.next_lost(1000), Some((0, 0)));
+    recovery.on_send(0, 0, 1000); // retransmission: deadline 1000 + 20
+    assert_eq!(recovery.next_lost(1000), Some((1, 0)));
+    recovery.on_send(1, 0, 1000);
+    assert_eq!(recovery.next_lost(1000), Some((1, 1)));
+    recovery.on_send(1, 1, 1001); // deadline 1021
+    assert_eq!(recovery.next_deadline(), Some(1020));
+    assert_eq!(recovery.next_lost(1019), None);
+    assert_eq!(recovery.next_lost(1021), Some((0, 0)));
+    assert_eq!(recovery.next_lost(1021), Some((1, 0)));
+    assert_eq!(recovery.next_lost(1021), Some((1, 1)));
+    assert_eq!(recovery.next_lost(1021), None);
+}
+
+#[test]
+fn sending_again_replaces_the_packets_timer() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[1]);
+    recovery.on_send(0, 0, 0);
+    assert_eq!(recovery.next_lost(100), Some((0, 0)));
+    recovery.on_send(0, 0, 100); // timer at 100 + 200
+    recovery.on_send(0, 0, 150); // sent once more without a timeout: timer at 150 + 200
+    assert_eq!(recovery.next_deadline(), Some(350));
+    assert_eq!(recovery.next_lost(349), None);
+    assert_eq!(recovery.next_lost(350), Some((0, 0)));
+    assert_eq!(recovery.stats().retransmissions, 2);
+}
+
+#[test]
+fn given_up_packets_are_no_longer_offered() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[1]).give_up_after(2);
+    recovery.on_send(0, 0, 0);
+    assert_eq!(recovery.next_lost(100), Some((0, 0)));
+    recovery.on_send(0, 0, 100);
+    assert_eq!(recovery.next_lost(300), Some((0, 0)));
+    recovery.on_send(0, 0, 300);
+    assert_eq!(recovery.next_lost(700), None);
+    assert_eq!(recovery.next_deadline(), None);
+    assert_eq!(recovery.stats().abandoned, 1);
+    assert!(!recovery.complete());
+    assert_eq!(
+        recovery.on_ack(0, 0, 800),
+        Ack::New,
+        "a late ACK still counts"
+    );
+    assert!(recovery.complete());
+}
+
+/// A small deterministic generator for the toy network.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound
+    }
+}
+
+/// What a toy run saw.
+#[derive(Debug)]
+struct Outcome {
+    recovery: SelectiveRepeat,
+    transmissions: u64,
+    drops: u64,
+    deliveries: Vec<Vec<u32>>,
+}
+
+/// One sender with `packets` per flow, a frame time of 10, round-robin over its flows, and a
+/// network that loses each transmission (DATA or its ACK) with probability `loss_percent` %
+/// and otherwise returns its ACK after a uniform delay in `1..=max_delay`: reordering as the
+/// delays vary.
+fn toy_run(packets: &[u32], loss_percent: u64, max_delay: Time, seed: u64) -> Outcome {
+    const FRAME: Time = 10;
+    let mut recovery = SelectiveRepeat::new(RecoveryConfig::for_frame_time(FRAME), packets);
+    let mut rng = SplitMix(seed);
+    let mut next_seq = vec![0u32; packets.len()];
+    let mut deliveries: Vec<Vec<u32>> = packets.iter().map(|&n| vec![0; n as usize]).collect();
+    let mut acks = BinaryHeap::new();
+    let (mut now, mut cursor, mut transmissions, mut drops) = (0, 0, 0, 0);
+    for _ in 0..1_000_000 {
+        while let Some(&Reverse((at, flow, seq))) = acks.peek() {
+            if at > now {
+                break;
+            }
+            acks.pop();
+            recovery.on_ack(flow, seq, at);
+        }
+        if recovery.complete() {
+            break;
+        }
+        let fresh = (0..packets.len())
+            .map(|i| (cursor + i) % packets.len())
+            .find(|&f| next_seq[f] < packets[f]);
+        let send = if let Some(lost) = recovery.next_lost(now) {
+            lost
+        } else if let Some(flow) = fresh {
+            cursor = flow + 1;
+            next_seq[flow] += 1;
+            (flow as u32, next_seq[flow] - 1)
+        } else {
+            let ack = acks.peek().map(|Reverse((at, _, _))| *at);
+            let wake = [ack, recovery.next_deadline()].into_iter().flatten().min();
+            now = wake.expect("an incomplete sender waits for an ACK or a timer");
+            continue;
+        };
+        recovery.on_send(send.0, send.1, now);
+        transmissions += 1;
+        if rng.below(100) < loss_percent {
+            drops += 1;
+        } else {
+            deliveries[send.0 as usize][send.1 as usize] += 1;
+            acks.push(Reverse((now + 1 + rng.below(max_delay), send.0, send.1)));
+        }
+        now += FRAME;
+    }
+    Outcome {
+        recovery,
+        transmissions,
+        drops,
+        deliveries,
+    }
+}
+
+proptest! {
+    #[test]
+    fn random_loss_always_ends_complete(
+        packets in prop::collection::vec(1u32..60, 1..5),
+        loss_percent in 0u64..50,
+        max_delay in 1u64..400,
+        seed in any::<u64>(),
+    ) {
+        let mut outcome = toy_run(&packets, loss_percent, max_delay, seed);
+        let recovery = &mut outcome.recovery;
+        prop_assert!(recovery.complete());
+        for flow in 0..packets.len() as u32 {
+            prop_assert!(recovery.flow_complete(flow));
+        }
+        for copies in outcome.deliveries.iter().flatten() {
+            prop_assert!(*copies >= 1, "every packet reached the receiver");
+        }
+        let stats = recovery.stats();
+        let total: u64 = packets.iter().map(|&n| u64::from(n)).sum();
+        prop_assert_eq!(stats.retransmissions, outcome.transmissions - total);
+        prop_assert!(stats.retransmissions >= outcome.drops);
+        prop_assert!(stats.timeouts >= outcome.drops);
+        prop_assert_eq!(stats.abandoned, 0);
+        prop_assert_eq!(recovery.next_deadline(), None);
+    }
+
+    #[test]
+    fn acks_within_rto_min_never_time_out(
+        packets in prop::collection::vec(1u32..100, 1..5),
+        max_delay in 1u64..160,
+        seed in any::<u64>(),
+    ) {
+        // rto_min is 16 frame times = 160: every ACK is back before any timer can expire.
+        let outcome = toy_run(&packets, 0, max_delay, seed);
+        let stats = outcome.recovery.stats();
+        let total: u64 = packets.iter().map(|&n| u64::from(n)).sum();
+        prop_assert!(outcome.recovery.complete());
+        prop_assert_eq!(outcome.transmissions, total);
+        prop_assert_eq!(stats.retransmissions, 0);
+        prop_assert_eq!(stats.timeouts, 0);
+        prop_assert_eq!(stats.rtt_samples, total);
+        prop_assert_eq!(stats.duplicate_acks, 0);
+    }
+}
