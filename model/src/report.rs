@@ -85,9 +85,10 @@ pub struct QueueStats {
 /// Packet accounting.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PacketCounts {
-    /// Data frames the hosts sent.
+    /// Data frames the hosts sent: every transmission, retransmissions included.
     pub data_sent: u64,
-    /// Data frames that reached their destination host.
+    /// Data frames that reached their destination host, copies of a packet already received
+    /// included.
     pub data_delivered: u64,
     /// ACKs the receivers sent.
     pub acks_sent: u64,
@@ -99,11 +100,27 @@ pub struct PacketCounts {
     pub drops_no_route: u64,
     /// Data frames marked CE.
     pub ecn_marks: u64,
-    /// Flows whose every data frame was delivered exactly once (count and sequence-number
-    /// checksum) and acknowledged.
+    /// Flows whose every data packet was delivered (at least once: the receivers count
+    /// distinct packets) and acknowledged.
     pub flows_complete: u64,
     /// Flows in the workload.
     pub flows: u64,
+    /// Data frames sent again by the hosts' loss recovery (included in `data_sent`).
+    #[serde(default)]
+    pub retransmissions: u64,
+    /// Retransmission timers that expired (each led to one retransmission, unless the packet
+    /// was given up after 64).
+    #[serde(default)]
+    pub timeouts: u64,
+    /// Data frames that reached their destination host when it already had that packet
+    /// (included in `data_delivered`): the copies of spurious retransmissions, or of packets
+    /// whose ACK was lost.
+    #[serde(default)]
+    pub duplicate_data: u64,
+    /// ACKs that reached the data sender for a packet already acknowledged (included in
+    /// `acks_delivered`).
+    #[serde(default)]
+    pub duplicate_acks: u64,
 }
 
 /// A checked invariant: Ofan's edge-uplink queue never exceeds w + 1 data frames (paper F.4).
@@ -139,15 +156,16 @@ pub struct RunReport {
     /// ρ_max of the workload under the failures (computed when failures or ρ_max pacing ask
     /// for it).
     pub rho_max: Option<f64>,
-    /// Collective completion time: first frame sent (t = 0) to last ACK received, ps; `None` if
-    /// some flow never completed (drops: the model has no loss recovery).
+    /// Collective completion time: first frame sent (t = 0) to the first ACK of the last
+    /// packet acknowledged, ps, lost frames recovered by the hosts' selective repeat; `None` if
+    /// some flow never completed (a packet given up after 64 timeouts).
     pub cct_ps: Option<u64>,
     /// Lower bound on the CCT at full line rate without failures, ps (paper A; for workloads
     /// where hosts carry several flows, also the per-host serialization bound).
     pub lower_bound_ps: u64,
     /// `cct / lower_bound − 1`.
     pub cct_increase: Option<f64>,
-    /// Data bits delivered (frames with their gap) over line rate × the sum of the receivers'
+    /// Data bits delivered (frames with their gap; each packet once, copies not counted) over line rate × the sum of the receivers'
     /// delivery windows, a receiver's window running from its first data arrival to its last
     /// plus one frame time: 1.0 when every receiver is fed back to back.
     pub utilization: f64,
@@ -161,7 +179,8 @@ pub struct RunReport {
     pub packets: PacketCounts,
     /// Ofan's edge-uplink bound (paper F.4), checked at every enqueue.
     pub edge_uplink: EdgeUplinkInvariant,
-    /// Events processed.
+    /// Events processed: frame arrivals and pacer departures (the retransmission timers' own
+    /// events are not counted).
     pub events: u64,
     /// Simulated time of the last event, ps.
     pub end_ps: u64,

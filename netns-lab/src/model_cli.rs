@@ -365,7 +365,7 @@ fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
 
 fn print_reports(reports: &[RunReport]) {
     println!(
-        "{:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8}",
+        "{:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
         "scheme",
         "seed",
         "CCT µs",
@@ -375,7 +375,8 @@ fn print_reports(reports: &[RunReport]) {
         "maxQ KB",
         "max queue pkts H E A C A E",
         "edge≤w+1",
-        "drops"
+        "drops",
+        "retx"
     );
     for r in reports {
         let stages: Vec<String> = Stage::ALL
@@ -384,7 +385,7 @@ fn print_reports(reports: &[RunReport]) {
             .collect();
         let edge = &r.edge_uplink;
         println!(
-            "{:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8}",
+            "{:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
             r.config.scheme.name(),
             r.config.seed,
             r.cct_ps
@@ -407,6 +408,7 @@ fn print_reports(reports: &[RunReport]) {
                 format!("{} (n/a)", edge.max_data_packets)
             },
             r.packets.drops_buffer + r.packets.drops_no_route,
+            r.packets.retransmissions,
         );
     }
 }
