@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::{LinkParams, TopologyKind};
+use ofan_transport::RecoveryConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
@@ -265,12 +266,20 @@ pub struct ModelConfig {
     pub failures: Failures,
     /// Seed of every random choice: workload, failures, switches, hosts.
     pub seed: u64,
+    /// The hosts' retransmission timers, in picoseconds. `None` (the default, and absent in
+    /// older reports): [`RecoveryConfig::for_round_trip`] of the full DATA frame's wire time at
+    /// line rate and of the longest round trip a packet can take without being lost (every
+    /// queue on the longest path full, both ways, plus propagation), so that a run that loses
+    /// nothing never retransmits (see [`crate::sim`], "Loss recovery").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryConfig>,
 }
 
 impl ModelConfig {
     /// The paper's defaults (§6): k = 12 fat tree, [`LinkParams::paper`], 800 KB buffers, 80 KB
     /// ECN threshold, drop-tail, full line rate with ACK airtime charged as the lab agent does,
-    /// every host starting at t = 0, 1 MiB permutation, `ofan`, pipes of 4 ports, no failures.
+    /// every host starting at t = 0, 1 MiB permutation, `ofan`, pipes of 4 ports, no failures,
+    /// retransmission timers from the frame time and the longest lossless round trip.
     #[must_use]
     pub fn paper() -> Self {
         Self {
@@ -289,6 +298,7 @@ impl ModelConfig {
             pipe_ports: 4,
             failures: Failures::None,
             seed: 1,
+            recovery: None,
         }
     }
 
@@ -340,6 +350,15 @@ impl ModelConfig {
         if let Workload::Ring { stride } = self.workload {
             if stride == 0 {
                 return invalid("ring stride", "0".into(), "a ring needs a non-zero stride");
+            }
+        }
+        if let Some(recovery) = self.recovery {
+            if recovery.validate().is_err() {
+                return invalid(
+                    "recovery",
+                    format!("{recovery:?}"),
+                    "expected 0 < rto_min <= rto_initial <= rto_max",
+                );
             }
         }
         if let Failures::Random { probability } = self.failures {

@@ -10,8 +10,9 @@
 //! | [`failures`] | Fig. 9 (§6.2) | link-failure probability | CCT increase at ρ_max pacing |
 //!
 //! Figs. 3, 4 and 6/17 follow the analysis of paper §3.3 and run with unlimited buffers
-//! ([`BufferLimit::Unlimited`]), so that queues show their growth instead of drops (the model
-//! has no loss recovery); Fig. 1 and the failure sweep keep the configured limit.
+//! ([`BufferLimit::Unlimited`]), so that queues show their growth instead of drops (which the
+//! hosts would recover from, at the cost of retransmission timeouts); Fig. 1 and the failure
+//! sweep keep the configured limit.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -12,7 +12,9 @@
 //!   matrix files) and failure samples, drawn from the seed.
 //! * [`sim`]: the event loop — output-queued store-and-forward switches with per-port FIFOs,
 //!   paced hosts (no congestion control, paper §2.2) whose links carry their data and their
-//!   ACKs (one per data frame; [`AckAirtime`] says how the pacer makes room for them). Every
+//!   ACKs (one per data frame; [`AckAirtime`] says how the pacer makes room for them) and
+//!   that recover lost frames with the lab agent's selective repeat ([`ofan_transport`],
+//!   timers [`RecoveryConfig`]). Every
 //!   northbound decision at an edge or aggregation switch is a call to
 //!   [`ofan_dataplane::lb::PipeBalancer::choose`] on the pipe of the ingress port, the
 //!   dataplane's own decision.
@@ -65,6 +67,7 @@ pub use config::{
     AckAirtime, BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme, StartPhase, Workload,
 };
 pub use error::ModelError;
+pub use ofan_transport::RecoveryConfig;
 pub use report::{QueueStats, RunReport, Stage};
 pub use sim::{run, run_on};
 

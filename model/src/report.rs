@@ -184,7 +184,8 @@ pub struct ModelRun {
     pub rho_max: Option<f64>,
     /// Ofan's edge-uplink bound (paper F.4), checked at every enqueue.
     pub edge_uplink: EdgeUplinkInvariant,
-    /// Events processed.
+    /// Events processed: frame arrivals and pacer departures (the retransmission timers' own
+    /// events are not counted).
     pub events: u64,
     /// Simulated time of the last event, ps.
     pub end_ps: u64,

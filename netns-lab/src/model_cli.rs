@@ -365,7 +365,7 @@ fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
 
 fn print_reports(reports: &[RunReport]) {
     println!(
-        "{:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8}",
+        "{:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
         "scheme",
         "seed",
         "CCT µs",
@@ -375,7 +375,8 @@ fn print_reports(reports: &[RunReport]) {
         "maxQ KB",
         "max queue pkts H E A C A E",
         "edge≤w+1",
-        "drops"
+        "drops",
+        "retx"
     );
     for r in reports {
         let stages: Vec<String> = Stage::ALL
@@ -385,7 +386,7 @@ fn print_reports(reports: &[RunReport]) {
         let model = model_of(r);
         let edge = &model.edge_uplink;
         println!(
-            "{:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8}",
+            "{:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
             model.config.scheme.name(),
             model.config.seed,
             r.cct_ps
@@ -408,6 +409,7 @@ fn print_reports(reports: &[RunReport]) {
                 format!("{} (n/a)", edge.max_data_packets)
             },
             r.drops.total,
+            r.packets.retransmissions,
         );
     }
 }

@@ -8,7 +8,9 @@
 //!
 //! * [`recovery`]: [`SelectiveRepeat`], per-packet selective repeat over the flows one host
 //!   sends, with retransmission timers after RFC 6298 (smoothed RTT and variance, `rto_min`,
-//!   Karn's rule) and exponential backoff per packet.
+//!   Karn's rule) and exponential backoff per packet; [`RecoveryConfig`] scales the timers to
+//!   the frame time ([`RecoveryConfig::for_frame_time`]) and, where queues or propagation make
+//!   the round trip long, to its bound ([`RecoveryConfig::for_round_trip`]).
 //!
 //! ## The algorithm
 //! Every DATA packet is acknowledged on its own (the receivers ACK each packet they get, with its

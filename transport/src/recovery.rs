@@ -12,7 +12,7 @@
 //! on what the network delivers.
 //!
 //! # Timers
-//! A packet sent once expires at `sent + rto`, with `rto` the *current* (backed-off) timeout:
+//! A packet sent once expires at `sent + rto`, with `rto` the *current* retransmission timeout:
 //! every first transmission shares it, so the oldest one expires first and a FIFO in send order
 //! answers "which first transmission expires next" from its head. A packet sent again after
 //! its `t`-th timeout expires at `sent + min(rto · 2^t, rto_max)` (exponential backoff per
@@ -26,10 +26,11 @@
 //! `rttvar = 3/4 · rttvar + 1/4 · |srtt − R|`, then `srtt = 7/8 · srtt + 1/8 · R` (integer
 //! arithmetic, rounded down); `rto = max(rto_min, srtt + 4 · rttvar)`, capped at `rto_max`.
 //! A timeout also doubles every timer (RFC 6298 §5.5: `rto · 2^b` after `b` timeouts since the
-//! last RTT sample, at most `rto_max`) until a sample arrives: a sender whose round trip grew
-//! past its timeout all at once (a burst of queueing, a stalled machine) then resends a handful
-//! of packets, not every one of them several times over, and the first sample restores the
-//! measured timeout.
+//! last RTT sample, at most `rto_max`; a packet's own timer uses the larger of `b` and its own
+//! timeouts) until a sample arrives: a sender whose round trip grew past its timeout all at
+//! once (a burst of queueing, a stalled machine) then resends a handful of packets, not every
+//! one of them several times over. ACKs that echo which copy they answer
+//! ([`SelectiveRepeat::on_ack_echo`]) give samples from retransmitted packets too.
 //!
 //! # Example
 //! ```
@@ -56,12 +57,12 @@ use serde::{Deserialize, Serialize};
 /// A point in time or a duration, in the caller's unit (ns in the lab agent, ps in the model).
 pub type Time = u64;
 
+/// First transmissions the FIFO has room for before it first grows.
+const FIFO_CAPACITY: usize = 256;
+
 /// The bits of a copy's number that an ACK echoes ([`SelectiveRepeat::on_ack_echo`]): 7, so
 /// that the tag fits beside a flag in one byte.
 pub const ECHO_MASK: u32 = 0x7f;
-
-/// First transmissions the FIFO has room for before it first grows.
-const FIFO_CAPACITY: usize = 256;
 
 /// Retransmission-timer parameters (in the caller's time unit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,6 +119,25 @@ impl RecoveryConfig {
             rto_min: frame_time.saturating_mul(Self::RTO_MIN_FRAMES),
             rto_initial: frame_time.saturating_mul(Self::RTO_INITIAL_FRAMES),
             rto_max: frame_time.saturating_mul(Self::RTO_MAX_FRAMES),
+        }
+    }
+
+    /// [`for_frame_time`](Self::for_frame_time) with `max_round_trip` added to each timeout,
+    /// for networks whose round trip is not a few frame times: `max_round_trip` is the longest
+    /// a DATA packet and its ACK can take without being lost — propagation both ways plus every
+    /// queue on the way full (each switch buffer drained at line rate). A timer then fires only
+    /// once the packet can no longer be sitting in a queue, so a network that loses nothing
+    /// sees no spurious retransmission however its queues vary; [`RecoveryConfig::for_frame_time`]
+    /// alone (16 frame times) fires spuriously as soon as the queues on a path hold ~10 frames
+    /// while the RTT is steady (RFC 6298's `rttvar` then decays to nearly 0, and `rto_min` is
+    /// the only margin). With `max_round_trip` = 0 this is `for_frame_time`.
+    #[must_use]
+    pub fn for_round_trip(frame_time: Time, max_round_trip: Time) -> Self {
+        let frames = Self::for_frame_time(frame_time);
+        Self {
+            rto_min: frames.rto_min.saturating_add(max_round_trip),
+            rto_initial: frames.rto_initial.saturating_add(max_round_trip),
+            rto_max: frames.rto_max.saturating_add(max_round_trip),
         }
     }
 
@@ -193,9 +213,19 @@ struct PacketState {
     sent_at: Time,
     /// Times sent; also the generation that tells a current heap entry from a stale one.
     transmissions: u32,
-    /// Times its timer expired.
-    timeouts: u32,
+    /// Times its timer expired (saturating; the backoff is capped long before).
+    timeouts: u16,
     acked: bool,
+}
+
+/// A first transmission in the FIFO. Its send time is kept here too, so that "has anything
+/// expired" reads only the FIFO's front (a stale front is older than every live entry, so its
+/// deadline is a lower bound).
+#[derive(Debug, Clone, Copy)]
+struct FirstSend {
+    flow: u32,
+    seq: u32,
+    sent_at: Time,
 }
 
 /// A retransmitted packet's timer in the heap; ordered by deadline, then flow and sequence
@@ -209,24 +239,33 @@ struct Timer {
     generation: u32,
 }
 
+/// Where a flow's packets start in `SelectiveRepeat::packets`, and how many are ACKed.
+#[derive(Debug, Clone, Copy)]
+struct FlowState {
+    first: usize,
+    packets: u32,
+    acked: u32,
+}
+
 /// Selective repeat for the flows one host sends. Flows are local indices 0..n.
+// `repr(C)`: the fields every send and ACK touch come first, in two cache lines.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct SelectiveRepeat {
-    config: RecoveryConfig,
-    /// `first[f]..first[f + 1]`: the packets of flow `f` in `packets`.
-    first: Vec<usize>,
+    /// Every packet of every flow, flow after flow.
     packets: Vec<PacketState>,
-    /// Per flow: packets acknowledged.
-    acked: Vec<u32>,
-    /// Flows whose every packet is acknowledged.
-    complete_flows: usize,
-    /// First transmissions (flow, sequence number) in send order, possibly stale.
-    fifo: VecDeque<(u32, u32)>,
-    /// Timers of retransmitted packets, possibly stale.
-    heap: BinaryHeap<Reverse<Timer>>,
+    flows: Vec<FlowState>,
+    /// First transmissions in send order, possibly stale.
+    fifo: VecDeque<FirstSend>,
     rto: Time,
     srtt: Option<Time>,
     rttvar: Time,
+    rtt_samples: u64,
+    /// Flows whose every packet is acknowledged.
+    complete_flows: usize,
+    /// Timers of retransmitted packets, possibly stale.
+    heap: BinaryHeap<Reverse<Timer>>,
+    config: RecoveryConfig,
     max_timeouts: u32,
     /// Timeouts since the last RTT sample: every timer runs `rto · 2^backoff` (RFC 6298 §5.5).
     backoff: u32,
@@ -247,26 +286,28 @@ impl SelectiveRepeat {
     #[must_use]
     pub fn new(config: RecoveryConfig, packets: &[u32]) -> Self {
         let config = config.normalized();
-        let mut first = Vec::with_capacity(packets.len() + 1);
+        let mut flows = Vec::with_capacity(packets.len());
         let mut total = 0usize;
-        first.push(0);
         for &count in packets {
+            flows.push(FlowState {
+                first: total,
+                packets: count,
+                acked: 0,
+            });
             total += count as usize;
-            first.push(total);
         }
-        let acked = vec![0; packets.len()];
         let complete_flows = packets.iter().filter(|&&count| count == 0).count();
         Self {
-            config,
-            first,
             packets: vec![PacketState::default(); total],
-            acked,
-            complete_flows,
+            flows,
             fifo: VecDeque::with_capacity(total.min(FIFO_CAPACITY)),
-            heap: BinaryHeap::new(),
             rto: config.rto_initial,
             srtt: None,
             rttvar: 0,
+            rtt_samples: 0,
+            complete_flows,
+            heap: BinaryHeap::new(),
+            config,
             max_timeouts: u32::MAX,
             backoff: 0,
             stats: RecoveryStats::default(),
@@ -292,20 +333,15 @@ impl SelectiveRepeat {
     /// Index of `seq` of `flow` in `packets`.
     #[inline]
     fn index(&self, flow: u32, seq: u32) -> Option<usize> {
-        let flow = flow as usize;
-        let start = *self.first.get(flow)?;
-        let end = *self.first.get(flow + 1)?;
-        let index = start + seq as usize;
-        (index < end).then_some(index)
+        let flow = self.flows.get(flow as usize)?;
+        (seq < flow.packets).then(|| flow.first + seq as usize)
     }
 
-    /// The timeout of a packet whose own timer expired `timeouts` times:
-    /// `rto · 2^max(backoff, timeouts)`, at most `rto_max` — one doubling per timeout, whether
-    /// the sender's (since the last RTT sample) or the packet's own.
+    /// The packet's timeout after `timeouts` expiries: `rto · 2^timeouts`, at most `rto_max`.
     #[inline]
-    fn backed_off(&self, timeouts: u32) -> Time {
+    fn backed_off(&self, timeouts: u16) -> Time {
         let factor = 1u64
-            .checked_shl(self.backoff.max(timeouts))
+            .checked_shl(self.backoff.max(u32::from(timeouts)))
             .unwrap_or(u64::MAX);
         self.rto.saturating_mul(factor).min(self.config.rto_max)
     }
@@ -320,7 +356,11 @@ impl SelectiveRepeat {
         packet.transmissions = packet.transmissions.wrapping_add(1);
         packet.sent_at = now;
         if packet.transmissions == 1 {
-            self.fifo.push_back((flow, seq));
+            self.fifo.push_back(FirstSend {
+                flow,
+                seq,
+                sent_at: now,
+            });
             return;
         }
         self.stats.retransmissions += 1;
@@ -358,13 +398,13 @@ impl SelectiveRepeat {
     /// the copy's [`transmissions`](Self::transmissions) before it was sent, masked with
     /// [`ECHO_MASK`] (0 for the first copy). An ACK of the latest copy gives an RTT sample even
     /// when the packet was retransmitted (as TCP's timestamp echo does, RFC 7323 §4.1): without
-    /// it, a sender whose every packet timed out once would never sample again (Karn's rule) and
-    /// keep a timeout below the round trip, retransmitting everything.
+    /// it, a sender whose every packet timed out once would never sample again (Karn's rule).
     #[inline]
     pub fn on_ack_echo(&mut self, flow: u32, seq: u32, echo: u32, now: Time) -> Ack {
         self.acknowledge(flow, seq, Some(echo & ECHO_MASK), now)
     }
 
+    #[inline]
     fn acknowledge(&mut self, flow: u32, seq: u32, echo: Option<u32>, now: Time) -> Ack {
         let Some(index) = self.index(flow, seq) else {
             self.stats.out_of_range_acks += 1;
@@ -385,9 +425,9 @@ impl SelectiveRepeat {
             None => packet.transmissions == 1,
         };
         let sample = latest.then(|| now.saturating_sub(packet.sent_at));
-        let acked = &mut self.acked[flow as usize];
-        *acked += 1;
-        if *acked as usize == self.first[flow as usize + 1] - self.first[flow as usize] {
+        let flow = &mut self.flows[flow as usize];
+        flow.acked += 1;
+        if flow.acked == flow.packets {
             self.complete_flows += 1;
         }
         if let Some(rtt) = sample {
@@ -399,7 +439,7 @@ impl SelectiveRepeat {
 
     /// RFC 6298 §2.2–2.4 with `rto_min` for the clock granularity term, capped at `rto_max`.
     fn sample(&mut self, rtt: Time) {
-        self.stats.rtt_samples += 1;
+        self.rtt_samples += 1;
         self.backoff = 0;
         let srtt = match self.srtt {
             None => {
@@ -424,8 +464,8 @@ impl SelectiveRepeat {
     /// Drops the FIFO's front entries that no longer time a first transmission.
     #[inline]
     fn skip_fifo(&mut self) {
-        while let Some(&(flow, seq)) = self.fifo.front() {
-            let packet = &self.packets[self.first[flow as usize] + seq as usize];
+        while let Some(&FirstSend { flow, seq, .. }) = self.fifo.front() {
+            let packet = &self.packets[self.flows[flow as usize].first + seq as usize];
             if packet.acked || packet.transmissions != 1 || packet.timeouts != 0 {
                 self.fifo.pop_front();
             } else {
@@ -437,7 +477,7 @@ impl SelectiveRepeat {
     /// Drops the heap's top entries that no longer time a retransmission.
     fn skip_heap(&mut self) {
         while let Some(Reverse(timer)) = self.heap.peek() {
-            let packet = &self.packets[self.first[timer.flow as usize] + timer.seq as usize];
+            let packet = &self.packets[self.flows[timer.flow as usize].first + timer.seq as usize];
             if packet.acked || packet.transmissions != timer.generation {
                 self.heap.pop();
             } else {
@@ -450,10 +490,10 @@ impl SelectiveRepeat {
     #[inline]
     fn earliest(&mut self) -> Option<(Time, Expiry)> {
         self.skip_fifo();
-        let fifo = self.fifo.front().map(|&(flow, seq)| {
-            let packet = &self.packets[self.first[flow as usize] + seq as usize];
-            packet.sent_at.saturating_add(self.backed_off(0))
-        });
+        let fifo = self
+            .fifo
+            .front()
+            .map(|first| first.sent_at.saturating_add(self.backed_off(0)));
         if self.heap.is_empty() {
             return fifo.map(|deadline| (deadline, Expiry::Fifo));
         }
@@ -474,25 +514,36 @@ impl SelectiveRepeat {
     /// The packet returned has no timer until [`on_send`](Self::on_send) re-arms it.
     #[inline]
     pub fn next_lost(&mut self, now: Time) -> Option<(u32, u32)> {
+        // The loss-free path: the oldest first transmission, live or not, has not expired, and
+        // no packet is being recovered.
+        if self.heap.is_empty() {
+            match self.fifo.front() {
+                None => return None,
+                Some(first) if first.sent_at.saturating_add(self.backed_off(0)) > now => {
+                    return None
+                }
+                Some(_) => {}
+            }
+        }
         loop {
             let (deadline, from) = self.earliest()?;
             if deadline > now {
                 return None;
             }
             let (flow, seq) = match from {
-                Expiry::Fifo => self.fifo.pop_front()?,
+                Expiry::Fifo => self.fifo.pop_front().map(|first| (first.flow, first.seq))?,
                 Expiry::Heap => {
                     let Reverse(timer) = self.heap.pop()?;
                     (timer.flow, timer.seq)
                 }
             };
-            let index = self.first[flow as usize] + seq as usize;
+            let index = self.flows[flow as usize].first + seq as usize;
             let packet = &mut self.packets[index];
-            if packet.timeouts >= self.max_timeouts {
+            if u32::from(packet.timeouts) >= self.max_timeouts {
                 self.stats.abandoned += 1;
                 continue;
             }
-            packet.timeouts += 1;
+            packet.timeouts = packet.timeouts.saturating_add(1);
             self.stats.timeouts += 1;
             // RFC 6298 §5.5: back off every timer until an RTT sample says how long the round
             // trip is now (at most to rto_max).
@@ -513,21 +564,15 @@ impl SelectiveRepeat {
     /// Whether every packet of `flow` is ACKed (`false` for a flow out of range).
     #[must_use]
     pub fn flow_complete(&self, flow: u32) -> bool {
-        let flow = flow as usize;
-        match (
-            self.acked.get(flow),
-            self.first.get(flow),
-            self.first.get(flow + 1),
-        ) {
-            (Some(&acked), Some(&start), Some(&end)) => acked as usize == end - start,
-            _ => false,
-        }
+        self.flows
+            .get(flow as usize)
+            .is_some_and(|flow| flow.acked == flow.packets)
     }
 
     /// Every packet of every flow ACKed.
     #[must_use]
     pub fn complete(&self) -> bool {
-        self.complete_flows == self.acked.len()
+        self.complete_flows == self.flows.len()
     }
 
     /// Current retransmission timeout.
@@ -540,6 +585,7 @@ impl SelectiveRepeat {
     #[must_use]
     pub fn stats(&self) -> RecoveryStats {
         RecoveryStats {
+            rtt_samples: self.rtt_samples,
             srtt: self.srtt,
             rttvar: self.srtt.map(|_| self.rttvar),
             ..self.stats

@@ -26,6 +26,18 @@ fn defaults_scale_with_the_frame_time() {
 }
 
 #[test]
+fn round_trip_bound_is_added_to_every_timeout() {
+    let config = RecoveryConfig::for_round_trip(1_000, 250_000);
+    assert_eq!(config.rto_min, 16_000 + 250_000);
+    assert_eq!(config.rto_initial, 64_000 + 250_000);
+    assert_eq!(config.rto_max, 4_096_000 + 250_000);
+    assert_eq!(
+        RecoveryConfig::for_round_trip(1_000, 0),
+        RecoveryConfig::for_frame_time(1_000)
+    );
+}
+
+#[test]
 fn invalid_configs_are_rejected_and_normalized() {
     let bad = RecoveryConfig {
         rto_min: 0,
