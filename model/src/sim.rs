@@ -437,10 +437,13 @@ fn default_recovery(
             packets.saturating_mul(frame)
         }
     };
-    let queue = link.serialization_ps(queue_bytes);
-    let data_way = queue + data_wire_ps + link.propagation_ps;
-    let ack_way = queue + wire(u64::from(link.ack_bytes)) + link.propagation_ps;
-    let max_round_trip = path_links.saturating_mul(data_way.saturating_add(ack_way));
+    let max_round_trip = RecoveryConfig::max_round_trip(
+        path_links,
+        link.serialization_ps(queue_bytes),
+        data_wire_ps,
+        wire(u64::from(link.ack_bytes)),
+        link.propagation_ps,
+    );
     RecoveryConfig::for_round_trip(data_wire_ps, max_round_trip)
 }
 

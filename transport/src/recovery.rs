@@ -141,6 +141,24 @@ impl RecoveryConfig {
         }
     }
 
+    /// The longest round trip of a DATA packet and its ACK that loses nothing, for
+    /// [`for_round_trip`](Self::for_round_trip): over each of `path_links` links a frame waits
+    /// at most for a full queue (`queue`: a full buffer drained at line rate), then takes its own
+    /// wire time (`data_wire` one way, `ack_wire` back) and the link's `propagation`. The lab
+    /// and the model both compute their timers from it.
+    #[must_use]
+    pub fn max_round_trip(
+        path_links: u64,
+        queue: Time,
+        data_wire: Time,
+        ack_wire: Time,
+        propagation: Time,
+    ) -> Time {
+        let data_way = queue.saturating_add(data_wire).saturating_add(propagation);
+        let ack_way = queue.saturating_add(ack_wire).saturating_add(propagation);
+        path_links.saturating_mul(data_way.saturating_add(ack_way))
+    }
+
     /// Checks `0 < rto_min <= rto_initial <= rto_max`.
     ///
     /// # Errors

@@ -167,6 +167,12 @@ struct RunArgs {
     /// file exists. The report is written at exit.
     #[arg(long, value_name = "DURATION", default_value = "500ms")]
     linger: String,
+    /// The longest round trip a packet and its ACK can take without being lost (every queue on
+    /// the path full): retransmission timers never fire sooner, so a network that loses
+    /// nothing sees no retransmission (the lab's runner passes its fabric's; 0: timers from the
+    /// frame time alone, 16 frame times at least).
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    max_round_trip: String,
     /// Create this file the moment the agent completes (the lab's runner waits for every
     /// agent's before it stops them all).
     #[arg(long, value_name = "FILE")]
@@ -358,6 +364,12 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
             ),
         },
         done_file: args.done_file.clone(),
+        max_round_trip_ns: u64::try_from(
+            parse_duration(&args.max_round_trip)
+                .with_context(|| format!("--max-round-trip {}", args.max_round_trip))?
+                .as_nanos(),
+        )
+        .unwrap_or(u64::MAX),
     };
     let report = traffic::run_agent(&config)?;
     write_atomically(out, &serde_json::to_string_pretty(&report)?)?;

@@ -66,6 +66,9 @@ pub struct AgentConfig {
     pub realtime: Option<i32>,
     /// How long to keep answering after completing.
     pub linger: Linger,
+    /// The longest round trip that loses nothing (every queue on the path full), ns: the
+    /// retransmission timers never fire sooner ([`RecoveryConfig::for_round_trip`]).
+    pub max_round_trip_ns: u64,
     /// Created when the agent completes.
     pub done_file: Option<std::path::PathBuf>,
 }
@@ -513,12 +516,13 @@ fn send_loop(
     Ok(stats)
 }
 
-/// The retransmission timers of `config`'s agent: scaled to one full DATA frame's wire time at
-/// the link rate, as in the model (`RecoveryConfig::for_frame_time`).
+/// The retransmission timers of `config`'s agent, as the model's: one full DATA frame's wire
+/// time at the link rate and the longest round trip that loses nothing
+/// (`RecoveryConfig::for_round_trip`).
 fn recovery_config(config: &AgentConfig) -> RecoveryConfig {
     let frame_ns = wire::wire_bytes(u64::from(config.payload)) as f64 * 8.0 * 1e9
         / config.link_rate_bps as f64;
-    RecoveryConfig::for_frame_time(frame_ns.ceil() as u64)
+    RecoveryConfig::for_round_trip(frame_ns.ceil() as u64, config.max_round_trip_ns)
 }
 
 /// Applies every ACK the receiver has passed on so far.

@@ -113,18 +113,7 @@ pub fn lower_bound_ps(
     load: f64,
     payload: u32,
 ) -> Result<u64, String> {
-    let ids = plan
-        .hosts
-        .iter()
-        .map(|host| {
-            topology
-                .hosts()
-                .iter()
-                .find(|node| node.name == host.name)
-                .map(|node| node.id)
-                .ok_or_else(|| format!("plan host {} is not in the lab's topology", host.name))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let ids = plan_ids(topology, plan)?;
     let flows: Vec<_> = plan
         .flows
         .iter()
@@ -136,6 +125,53 @@ pub fn lower_bound_ps(
     };
     let params = link_params(link_rate_bps.max(1), payload);
     Ok(topology.collective_lower_bound_ps(&params, &system, &flows))
+}
+
+/// The topology's node of every plan host.
+fn plan_ids(topology: &Topology, plan: &Plan) -> Result<Vec<NodeId>, String> {
+    plan.hosts
+        .iter()
+        .map(|host| {
+            topology
+                .hosts()
+                .iter()
+                .find(|node| node.name == host.name)
+                .map(|node| node.id)
+                .ok_or_else(|| format!("plan host {} is not in the lab's topology", host.name))
+        })
+        .collect()
+}
+
+/// The longest round trip a DATA packet and its ACK can take in the lab without being lost,
+/// ns: over the plan's longest path, every switch queue full (`buffer_bytes` drained at the link
+/// rate) both ways, plus the frames' own wire times
+/// (`ofan_transport::RecoveryConfig::max_round_trip`, as the model computes it). The agents'
+/// retransmission timers never fire sooner.
+///
+/// # Errors
+/// When a plan host is not a host of the topology.
+pub fn max_round_trip_ns(
+    topology: &Topology,
+    plan: &Plan,
+    link_rate_bps: u64,
+    payload: u32,
+    buffer_bytes: u64,
+) -> Result<u64, String> {
+    let ids = plan_ids(topology, plan)?;
+    let links = plan
+        .flows
+        .iter()
+        .map(|flow| u64::from(topology.hop_count(ids[flow.src as usize], ids[flow.dst as usize])))
+        .max()
+        .unwrap_or(0);
+    let ns = |bytes: u64| (bytes as f64 * 8.0 * 1e9 / link_rate_bps.max(1) as f64).ceil() as u64;
+    Ok(ofan_transport::RecoveryConfig::max_round_trip(
+        links,
+        ns(buffer_bytes),
+        ns(u64::from(payload + FRAME_OVERHEAD) + GAP_BYTES),
+        ns(u64::from(AGENT_HEADER + FRAME_OVERHEAD) + GAP_BYTES),
+        0,
+    ))
 }
 
 /// Everything a repetition produced.
@@ -926,6 +962,22 @@ mod tests {
         assert_eq!(RunReport::from_json(&json).unwrap(), report);
         let other = json.replace("ofan.run/2", "ofan.run/1");
         assert!(RunReport::from_json(&other).is_err());
+    }
+
+    #[test]
+    fn the_longest_lossless_round_trip_fills_every_queue_of_the_longest_path() {
+        let s = scenario(0);
+        let rtt = max_round_trip_ns(&s.topology, &s.plan, RATE, PAYLOAD, 64 << 10).unwrap();
+        // 6 links (a permutation of k = 4 crosses pods), each way a full 64 KiB queue at
+        // 1 Mbit/s (524.288 ms) plus the frame: 1514 + 20 B one way, 60 + 20 B back.
+        let way = |frame: f64| (65_536.0 + frame) * 8.0 / 1e6;
+        let expected = 6.0 * (way(1534.0) + way(80.0));
+        assert!(
+            (rtt as f64 * 1e-9 - expected).abs() < 1e-6,
+            "{rtt} ns vs {expected} s"
+        );
+        let small = max_round_trip_ns(&s.topology, &s.plan, RATE, PAYLOAD, 8 << 10).unwrap();
+        assert!(small < rtt / 5);
     }
 
     #[test]

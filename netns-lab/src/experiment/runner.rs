@@ -101,8 +101,18 @@ pub fn run_repetition(
     let lead = Duration::from_millis(500 + 25 * hosts);
     let start_at = crate::agent::monotonic_now_ns() + lead.as_nanos() as u64;
     let expected_s = lower_bound_ps as f64 * 1e-12;
-    // A bound on a stuck run, not on a slow one: recovering losses costs time.
-    let timeout_s = 10.0 * expected_s + 10.0;
+    let buffer_bytes = ofan_topology::units::parse_size(&setup.buffer)
+        .with_context(|| format!("the lab's buffer `{}`", setup.buffer))?;
+    let max_round_trip_ns = metrics::max_round_trip_ns(
+        &lab.topology,
+        plan,
+        setup.link_rate_bps,
+        setup.payload,
+        buffer_bytes,
+    )
+    .map_err(anyhow::Error::msg)?;
+    // A bound on a stuck run, not on a slow one: recovering a loss costs a few timeouts.
+    let timeout_s = f64::max(10.0 * expected_s, 4.0 * max_round_trip_ns as f64 * 1e-9) + 10.0;
     let stop_file = dir.join("stop");
     let _ = std::fs::remove_file(&stop_file);
     let done_file = |host: &str| dir.join(format!("{host}.done"));
@@ -132,6 +142,7 @@ pub fn run_repetition(
             .args(["--timeout", &format!("{timeout_s:.1}")])
             .args(["--spin-us", &options.spin_us.to_string()])
             .args(["--rt-priority", &options.rt_priority.to_string()])
+            .args(["--max-round-trip", &format!("{max_round_trip_ns}ns")])
             .arg("--out")
             .arg(dir.join(format!("{}.json", host.name)))
             .arg("--done-file")
