@@ -64,7 +64,7 @@ use ofan_topology::{
     switch_seed, BoundSystem, FailedLinks, Forwarding, NodeId, PortDirection, Role, SendRate,
     Topology, TopologyKind, TrafficMatrix,
 };
-use ofan_transport::{Ack, RecoveryConfig, SelectiveRepeat};
+use ofan_transport::{Ack, RecoveryConfig, SelectiveRepeat, ECHO_MASK};
 
 use crate::config::{
     AckAirtime, BufferLimit, Failures, FlowSpec, ModelConfig, Pacing, Scheme, StartPhase, Workload,
@@ -110,14 +110,18 @@ const GIVE_UP_TIMEOUTS: u32 = 64;
 /// Flag bits of [`Packet::seq_flags`].
 const ACK_FLAG: u32 = 1 << 31;
 const ECN_FLAG: u32 = 1 << 30;
-/// Sequence numbers use the low 30 bits.
-const SEQ_MASK: u32 = ECN_FLAG - 1;
+/// The copy number of a data frame (its transmissions before it, modulo 128; echoed by its
+/// ACK, as the lab agent's header does) in bits 23–29.
+const COPY_SHIFT: u32 = 23;
+/// Sequence numbers use the low 23 bits.
+const SEQ_MASK: u32 = (1 << COPY_SHIFT) - 1;
 
 /// A frame in flight: 16 bytes, `Copy`, stored inline in the ports' wire queues.
 #[derive(Debug, Clone, Copy, Default)]
 struct Packet {
     flow: u32,
-    /// Sequence number (low 30 bits), [`ACK_FLAG`], [`ECN_FLAG`] (CE mark; echoed by ACKs).
+    /// Sequence number (low 23 bits), copy number ([`COPY_SHIFT`]), [`ACK_FLAG`],
+    /// [`ECN_FLAG`] (CE mark; echoed by ACKs).
     seq_flags: u32,
     /// Frame bytes (header + payload, or the ACK), without the inter-frame gap.
     frame: u32,
@@ -142,6 +146,11 @@ impl Packet {
     #[inline]
     const fn seq(&self) -> u32 {
         self.seq_flags & SEQ_MASK
+    }
+
+    #[inline]
+    const fn copy(&self) -> u32 {
+        (self.seq_flags >> COPY_SHIFT) & ECHO_MASK
     }
 }
 
@@ -625,7 +634,7 @@ impl<'a> Sim<'a> {
                 .ok_or_else(|| ModelError::InvalidConfig {
                     field: "message_bytes",
                     value: spec.bytes.to_string(),
-                    reason: "a flow holds at most 2^30 packets",
+                    reason: "a flow holds at most 2^23 packets",
                 })?;
             let last_payload = spec.bytes - (u64::from(packets) - 1) * payload;
             let start =
@@ -998,13 +1007,14 @@ impl<'a> Sim<'a> {
                 (0, Some((flow.src, flow.dst, n)))
             }
         };
+        let copy = state.recovery.transmissions(flow.local, seq) & ECHO_MASK;
         state.recovery.on_send(flow.local, seq, now);
         let via = drb.map_or(NO_VIA, |(src, dst, n)| self.drb_waypoint(src, dst, n));
         let more = !self.hosts[host as usize].active.is_empty();
         self.counts.data_sent += 1;
         let packet = Packet {
             flow: flow_id,
-            seq_flags: seq,
+            seq_flags: seq | copy << COPY_SHIFT,
             frame,
             entropy,
             via,
@@ -1102,7 +1112,10 @@ impl<'a> Sim<'a> {
                 flow.recycled.push_back(packet.entropy);
             }
             let state = &mut self.hosts[host as usize];
-            match state.recovery.on_ack(flow.local, packet.seq(), now) {
+            match state
+                .recovery
+                .on_ack_echo(flow.local, packet.seq(), packet.copy(), now)
+            {
                 Ack::New => {
                     flow.acked += 1;
                     if flow.acked == flow.packets {

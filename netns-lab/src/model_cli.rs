@@ -1,7 +1,7 @@
 //! `ofan-lab model`: the deterministic packet-level model (crate `ofan-model`).
 //!
 //! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
-//!   the reports as JSON (schema `ofan.run/1`).
+//!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
 //! * `model fig1 | fig3 | fig4 | fig6 | failures`: reproduce a paper figure; prints the tables
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
 //! * `model bench`: wall time, events per second and peak memory of one configuration.

@@ -236,17 +236,14 @@ fn agent_delivers_each_packet_exactly_once_and_records_cct() {
     );
 }
 
-/// Through an `ofan-switch` that shapes to 40 Mbit/s and marks CE above 3 KB, DATA sent at
-/// 50 Mbit/s gets CE-marked; the receiver echoes every mark in its ACK, and REPS recycles only
-/// entropies of unmarked ACKs.
-fn agent_echoes_ce_through_a_marking_switch() {
+/// a (10.0.0.1) — `ofan-switch` in `sw`, ports p0 and p1, with `switch_args` — b (10.0.1.1).
+/// Returns the switch's admin socket once it answers.
+fn switch_between(lab: &mut Lab, switch_args: &[&str]) -> String {
     let switch = binary("ofan-switch");
     assert!(
         switch.exists(),
         "build the binaries first: cargo build --release --workspace --bins"
     );
-    let _machine = serial();
-    let mut lab = Lab::new("ecn");
     lab.add_ns("a");
     lab.add_ns("sw");
     lab.add_ns("b");
@@ -258,27 +255,34 @@ fn agent_echoes_ce_through_a_marking_switch() {
     lab.host("a", "eth0", "10.0.0.1/31", "10.0.0.0");
     lab.host("b", "eth0", "10.0.1.1/31", "10.0.1.0");
     let socket = lab.dir().join("sw.sock").display().to_string();
-    lab.spawn(
-        "sw",
-        "switch",
-        &[
-            switch.to_str().unwrap(),
-            "--admin-socket",
-            &socket,
-            "--port",
-            "p0:host",
-            "--port",
-            "p1:host",
-            "--link-rate",
-            "40mbit",
-            "--ecn-threshold",
-            "3KB",
-        ],
-    );
+    let mut command = vec![
+        switch.to_str().unwrap(),
+        "--admin-socket",
+        &socket,
+        "--port",
+        "p0:host",
+        "--port",
+        "p1:host",
+    ];
+    command.extend_from_slice(switch_args);
+    lab.spawn("sw", "switch", &command);
     let up = lab.wait_for(Duration::from_secs(10), || {
         std::os::unix::net::UnixStream::connect(&socket).is_ok()
     });
     assert!(up, "switch did not come up:\n{}", lab.log("switch"));
+    socket
+}
+
+/// Through an `ofan-switch` that shapes to 40 Mbit/s and marks CE above 3 KB, DATA sent at
+/// 50 Mbit/s gets CE-marked; the receiver echoes every mark in its ACK, and REPS recycles only
+/// entropies of unmarked ACKs.
+fn agent_echoes_ce_through_a_marking_switch() {
+    let _machine = serial();
+    let mut lab = Lab::new("ecn");
+    switch_between(
+        &mut lab,
+        &["--link-rate", "40mbit", "--ecn-threshold", "3KB"],
+    );
 
     let hosts = [("a", "10.0.0.1"), ("b", "10.0.1.1")];
     let plan = plan(&lab, &hosts, "0,1048576\n0,0\n");
@@ -315,45 +319,9 @@ fn agent_echoes_ce_through_a_marking_switch() {
 /// once; only DATA is dropped here, the ACK direction carries 64-byte frames at a fifth of its
 /// rate).
 fn agent_recovers_every_packet_a_switch_drops() {
-    let switch = binary("ofan-switch");
-    assert!(
-        switch.exists(),
-        "build the binaries first: cargo build --release --workspace --bins"
-    );
     let _machine = serial();
     let mut lab = Lab::new("loss");
-    lab.add_ns("a");
-    lab.add_ns("sw");
-    lab.add_ns("b");
-    lab.link("a", "eth0", "sw", "p0");
-    lab.link("b", "eth0", "sw", "p1");
-    lab.addr("sw", "p0", "10.0.0.0/31");
-    lab.addr("sw", "p1", "10.0.1.0/31");
-    lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-    lab.host("a", "eth0", "10.0.0.1/31", "10.0.0.0");
-    lab.host("b", "eth0", "10.0.1.1/31", "10.0.1.0");
-    let socket = lab.dir().join("sw.sock").display().to_string();
-    lab.spawn(
-        "sw",
-        "switch",
-        &[
-            switch.to_str().unwrap(),
-            "--admin-socket",
-            &socket,
-            "--port",
-            "p0:host",
-            "--port",
-            "p1:host",
-            "--link-rate",
-            "40mbit",
-            "--buffer",
-            "8KB",
-        ],
-    );
-    let up = lab.wait_for(Duration::from_secs(10), || {
-        std::os::unix::net::UnixStream::connect(&socket).is_ok()
-    });
-    assert!(up, "switch did not come up:\n{}", lab.log("switch"));
+    let socket = switch_between(&mut lab, &["--link-rate", "40mbit", "--buffer", "8KB"]);
 
     let hosts = [("a", "10.0.0.1"), ("b", "10.0.1.1")];
     let plan = plan(&lab, &hosts, "0,1048576\n0,0\n");
@@ -372,7 +340,7 @@ fn agent_recovers_every_packet_a_switch_drops() {
         "every duplicate is a retransmitted copy: {received}, {retransmits} retransmitted"
     );
 
-    let output = Command::new(&switch)
+    let output = Command::new(binary("ofan-switch"))
         .args(["stats", "--json", "--socket", &socket])
         .output()
         .expect("ofan-switch stats");

@@ -111,7 +111,7 @@ pub use error::TopologyError;
 pub use load::{Flow, LinkLoad, TrafficMatrix};
 pub use model::{Link, LinkId, Node, NodeId, Port, PortDirection, PortIndex, Role, TopologyKind};
 pub use routing::{DestKey, FailedLinks};
-pub use seed::switch_seed;
+pub use seed::{mix64, switch_seed};
 pub use timing::{BoundSystem, Forwarding, LinkParams, SendRate};
 pub use topology::Topology;
 

@@ -36,8 +36,13 @@ const fn fnv1a64(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// The SplitMix64 finalizer (Steele, Lea and Flood, 2014): a bijective 64-bit mix.
-const fn mix64(mut z: u64) -> u64 {
+/// The SplitMix64 finalizer (Steele, Lea and Flood, 2014): a bijective, well-mixing 64-bit
+/// hash. Every seeded value of ofan (switch seeds here; pointer starts, hash salts and the
+/// model's streams in `ofan_dataplane::lb`, which re-exports it) is derived with it, so that
+/// values do not depend on the order in which they are asked for.
+#[must_use]
+#[inline]
+pub const fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

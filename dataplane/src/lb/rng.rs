@@ -38,16 +38,7 @@ impl LbRng {
     }
 }
 
-/// The SplitMix64 finalizer: a bijective, well-mixing 64-bit hash.
-///
-/// Used to derive independent values (pointer start positions, per-switch hash salts) from a
-/// seed and an index, so that they do not depend on the order in which they are asked for.
-#[inline]
-pub const fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub use ofan_topology::mix64;
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,8 @@
 //!   the oldest entry is dropped. Each packet pops the oldest cached entropy, or — when the FIFO
 //!   is empty, as at the start of a flow (REPS's exploration) — draws a fresh uniformly random
 //!   one. CE-marked ACKs recycle nothing, so congested paths are abandoned. REPS's freezing
-//!   mode (for losses and failures) is not modelled: the agent neither loses nor retransmits.
+//!   mode (for losses and failures) is not modelled: a retransmission chooses its entropy like
+//!   any departure.
 
 use ofan_dataplane::lb::LbRng;
 

@@ -3,10 +3,14 @@
 //!
 //! The agent is collective-agnostic. The lab writes one [`collective::Plan`] per run (hosts and
 //! flows); every agent sends the flows whose source is its host — at a constant ρ × link rate,
-//! round-robin over its flows, never faster, no congestion control, no retransmission — and
-//! acknowledges every DATA packet it receives with one 64-byte ACK that echoes ECN CE. All agents
-//! start at one CLOCK_MONOTONIC instant (`--start-at`); each writes a JSON
-//! [`report::AgentReport`], and the CCT of the run is [`report::collective_cct_ns`] over them.
+//! round-robin over its flows, never faster, no congestion control — and acknowledges every DATA
+//! packet it receives with one 64-byte ACK that echoes ECN CE and the copy it answers. A packet
+//! whose ACK does not come back within its retransmission timeout is sent again, before new
+//! ones (selective repeat, `ofan_transport::SelectiveRepeat`, the model's hosts' own code), so a
+//! drop costs time and never voids a run. All agents start at one CLOCK_MONOTONIC instant
+//! (`--start-at`); an agent that completed keeps answering until every agent has (`--stop-file`)
+//! and then writes a JSON [`report::AgentReport`]; the CCT of the run is
+//! [`report::collective_cct_ns`] over them.
 //!
 //! Layers (pure unless noted):
 //! - [`collective`]: plans — permutation, all-to-all, ring, matrix — in the model's flow order.
@@ -51,10 +55,14 @@ At --start-at (CLOCK_MONOTONIC ns, shared by all namespaces) it sends the plan's
 source is this host: UDP DATA packets of --payload bytes (18-byte header + padding), ECT(0), \
 round-robin over its flows, each departure one wire time (frame + 20 B gap at --load × \
 --link-rate) after the previous one, and when late it continues from now, never bursting. It \
-answers every DATA packet with one 64-byte ACK echoing CE. It stops when its flows are all \
-ACKed and its incoming flows all received (or at --timeout), and writes a JSON report (--out): \
-per-flow first send and last ACK, duplicates and missing packets per source, pacing accuracy. \
-The run's CCT = max(last_ack_ns) − min(first_send_ns) over all agents' reports.
+answers every DATA packet with one 64-byte ACK echoing CE and the copy it answers. A packet \
+not ACKed within its retransmission timeout (RFC 6298 from the echoed round trips, never \
+below --max-round-trip) is sent again before new ones: selective repeat, no congestion \
+control. It completes when its flows are all ACKed and its incoming flows all received, then \
+keeps answering (--linger, or until --stop-file exists) and writes a JSON report (--out): \
+per-flow first send, last ACK and retransmissions, duplicates and missing packets per source, \
+pacing accuracy, the recovery's round-trip estimate. The run's CCT = max(last_ack_ns) − \
+min(first_send_ns) over all agents' reports.
 
 Host-side load balancing (--host-lb) picks the UDP source port (the entropy the switches' ecmp \
 hashes): none = one port per flow, spray = a random port per packet, reps = reuse the ports of \

@@ -74,8 +74,9 @@ pub struct LabOptions {
     /// Link rate of a lab built for the run.
     #[arg(long, value_name = "RATE", default_value = lab::DEFAULT_LINK_RATE)]
     pub link_rate: String,
-    /// Egress buffer per switch port of a lab built for the run: large, so that no algorithm
-    /// loses packets (the agents never retransmit).
+    /// Egress buffer per switch port of a lab built for the run: large, so that queues show
+    /// their growth instead of drops (paper Fig. 4); with smaller buffers the agents recover
+    /// every drop by retransmission, and the drops cost time.
     #[arg(long, value_name = "BYTES", default_value = lab::EXPERIMENT_BUFFER)]
     pub buffer: String,
     /// Keep a lab built for the run instead of removing it.

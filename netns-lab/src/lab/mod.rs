@@ -46,7 +46,8 @@ pub const DEFAULT_LINK_RATE: &str = "1mbit";
 /// departures must be exact; above everything else on the machine).
 pub const DEFAULT_SWITCH_RT_PRIORITY: u8 = 20;
 /// Egress buffer per port of labs built for experiments (and the demo): large enough that no
-/// algorithm drops a 1 MB permutation on k=4 (the agents never retransmit).
+/// algorithm drops a 1 MB permutation on k=4, so that queues show their growth (with smaller
+/// buffers the agents recover every drop, and the drops cost time).
 pub const EXPERIMENT_BUFFER: &str = "2MB";
 /// Default egress buffer per port.
 pub const DEFAULT_BUFFER: &str = "64KB";
