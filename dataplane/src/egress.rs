@@ -327,6 +327,12 @@ impl<D> EgressQueue<D> {
             .map(|head| head.arrival_ns.max(self.next_free_ns))
     }
 
+    /// When the frame on the wire leaves the depth (the end of its slot), while one is counted.
+    #[inline]
+    pub fn on_wire_until_ns(&self) -> Option<u64> {
+        (self.on_wire != 0).then_some(self.next_free_ns)
+    }
+
     /// Takes the frames that may leave at `now_ns`, at most `max`, handing each to `send` as
     /// `(descriptor, length)`. Returns how many left.
     ///
@@ -662,6 +668,18 @@ mod tests {
             ),
             (2, 2)
         );
+    }
+
+    #[test]
+    fn the_end_of_the_slot_on_the_wire_is_known_until_it_is_settled() {
+        let mut queue = shaped(MBIT);
+        assert_eq!(queue.on_wire_until_ns(), None);
+        queue.enqueue(0, 1480, false, 0);
+        queue.dequeue(0, 1, |_, _| {});
+        assert_eq!(queue.on_wire_until_ns(), Some(12_000_000));
+        queue.integrate(12_000_000);
+        assert_eq!(queue.on_wire_until_ns(), None);
+        assert_eq!(queue.stats().depth_packets, 0);
     }
 
     #[test]

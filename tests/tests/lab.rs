@@ -408,6 +408,7 @@ fn small_permutation_produces_a_complete_result_file() {
         let lab_run = report.lab().expect("a lab report");
         assert_eq!(lab_run.census.unaccounted, 0, "{:?}", lab_run.census);
         assert_eq!(lab_run.census.frames_lost, 0, "{:?}", lab_run.census);
+        assert_eq!(lab_run.census.frames_queued, 0, "{:?}", lab_run.census);
         assert_eq!(report.packets.retransmissions, 0, "{:?}", report.packets);
         assert_eq!(report.packets.flows_complete, 16, "{:?}", report.packets);
         assert_eq!(run["source"], "lab");
@@ -737,6 +738,9 @@ fn fan_in_drops_are_recovered_and_every_frame_is_accounted() {
         report.packets
     );
     assert_eq!(lab_run.census.unaccounted, 0, "{:?}", lab_run.census);
+    // 50 ms after the agents the queues are empty: the switches published their last frames'
+    // slots ending.
+    assert_eq!(lab_run.census.frames_queued, 0, "{:?}", lab_run.census);
     assert_eq!(
         lab_run.census.frames_lost, report.drops.total,
         "every lost frame is a counted drop: {:?}, {:?}",

@@ -229,6 +229,16 @@ impl Worker {
                 }
                 unpublished = true;
             }
+            // A frame on the wire leaves the queue's depth when its slot ends: an idle worker
+            // publishes that too (`publish` settles it), so a quiet switch shows empty queues.
+            if work == 0
+                && self
+                    .ports
+                    .iter()
+                    .any(|port| port.egress.on_wire_until_ns().is_some_and(|end| end <= now))
+            {
+                unpublished = true;
+            }
             // Publish at most every millisecond while busy, and always before going idle, so
             // readers never see stale counters of a quiet switch.
             if unpublished && (work == 0 || now - last_publish >= PUBLISH_EVERY_NS) {
@@ -265,7 +275,13 @@ impl Worker {
         let deadline = self
             .ports
             .iter()
-            .filter_map(|port| port.egress.next_departure_ns())
+            .flat_map(|port| {
+                [
+                    port.egress.next_departure_ns(),
+                    port.egress.on_wire_until_ns(),
+                ]
+            })
+            .flatten()
             .min();
         let sleeping = &self.sleeping[self.index];
         sleeping.store(true, Ordering::SeqCst);
