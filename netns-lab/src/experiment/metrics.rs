@@ -233,7 +233,7 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
             drops.add("xsk.rx_dropped", delta.xsk_rx_dropped);
             drops.add("xsk.rx_ring_full", delta.xsk_rx_ring_full);
             drops.add("xsk.invalid_descs", delta.xsk_invalid_descs);
-            frames_queued += u64::from(after.depth_packets);
+            frames_queued += after.depth_packets;
             if delta.tx_packets >= LATENESS_MIN_PACKETS {
                 let late = after.lateness_p99_ns as f64 / frame_ns;
                 if late > worst.0 || worst.1.is_empty() {
