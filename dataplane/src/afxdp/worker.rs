@@ -230,7 +230,9 @@ impl Worker {
                 unpublished = true;
             }
             // A frame on the wire leaves the queue's depth when its slot ends: an idle worker
-            // publishes that too (`publish` settles it), so a quiet switch shows empty queues.
+            // publishes that too (`publish` settles it) when it next wakes — within the idle
+            // wake-up period — so a quiet switch shows empty queues. (Waking at every slot's
+            // end for it cost a shaped 100 Mbit/s port 6 % of its rate.)
             if work == 0
                 && self
                     .ports
@@ -275,13 +277,7 @@ impl Worker {
         let deadline = self
             .ports
             .iter()
-            .flat_map(|port| {
-                [
-                    port.egress.next_departure_ns(),
-                    port.egress.on_wire_until_ns(),
-                ]
-            })
-            .flatten()
+            .filter_map(|port| port.egress.next_departure_ns())
             .min();
         let sleeping = &self.sleeping[self.index];
         sleeping.store(true, Ordering::SeqCst);

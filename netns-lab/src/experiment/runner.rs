@@ -23,8 +23,9 @@ use crate::lab::{plan::namespace, Loaded};
 const RESET_SETTLE: Duration = Duration::from_millis(250);
 
 /// How long after the last agent exits the switches and kernels are read: frames still
-/// between a switch's queue and a host's socket reach their counters.
-const SETTLE_AFTER: Duration = Duration::from_millis(50);
+/// between a switch's queue and a host's socket reach their counters, and every idle worker
+/// has woken (at least every 100 ms) and published its queues' last frames leaving the wire.
+const SETTLE_AFTER: Duration = Duration::from_millis(200);
 
 /// Options passed to every agent.
 #[derive(Debug, Clone)]
