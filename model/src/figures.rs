@@ -504,7 +504,7 @@ pub fn link_overload(settings: &Sweep, schemes: &[Scheme]) -> Result<Figure, Mod
     }
     fig.panels = vec![panel("overload_pct", "worst link overload (%)", false)];
     fig.notes.push(
-        "overload = data frames on the busiest link of the stage / mean over the stage's links − 1"
+        "overload = frame bytes on the busiest link of the stage / mean over the stage's links − 1"
             .into(),
     );
     Ok(fig)
