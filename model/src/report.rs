@@ -372,15 +372,6 @@ impl RunReport {
         }
     }
 
-    /// `"model"` or `"lab"`.
-    #[must_use]
-    pub fn source(&self) -> &'static str {
-        match self.details {
-            Details::Model(_) => "model",
-            Details::Lab(_) => "lab",
-        }
-    }
-
     /// Reads a report written as JSON.
     ///
     /// # Errors

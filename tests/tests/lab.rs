@@ -381,23 +381,13 @@ fn small_permutation_produces_a_complete_result_file() {
     let pids = lab.switch_pids();
     // As a user would: check the fabric first (this also resolves every host's gateway).
     pingall_passes(&lab, 240);
-    let out = std::env::temp_dir().join(format!("{}-results", lab.name));
-    let json = std::env::temp_dir().join(format!("{}-run.json", lab.name));
-    let table = lab.ok(&[
+    let output = run_results(
+        &lab,
         "run",
-        "permutation",
-        "--size",
-        "256KB",
-        "--repeat",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+        &["permutation", "--size", "256KB", "--repeat", "2"],
+    );
+    let (table, results, out) = (&output.table, &output.results, &output.dir);
     assert!(table.contains("ofan") && table.contains("256KB"), "{table}");
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json file")).unwrap();
     assert_eq!(results["schema"], "ofan.lab-results/1");
     let runs = results["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
@@ -505,8 +495,6 @@ fn small_permutation_produces_a_complete_result_file() {
         status.contains("20/20 switches running, 0 crashed"),
         "{status}"
     );
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = std::fs::remove_file(&json);
     lab.down_and_check(&pids);
 }
 
@@ -652,12 +640,12 @@ fn ecmp_lab_lights_every_core_link() {
     pingall_passes(&lab, 240);
     let topology = Topology::fat_tree(4).unwrap();
     let before = core_link_tx(&lab, &topology);
-    let (_, results) = run_results(
+    let output = run_results(
         &lab,
         "ecmp",
         &["all-to-all", "--size", "4KB", "--repeat", "1"],
     );
-    let run = &results["runs"][0];
+    let run = &output.results["runs"][0];
     assert_eq!(run["setup"]["lb"], "ecmp", "{run}");
     assert_eq!(run["delivery"]["exactly_once"], true, "{}", run["delivery"]);
     // The lab's bound holds for an all-to-all too (every host sends and receives 15 flows).
@@ -706,12 +694,12 @@ fn fan_in_drops_are_recovered_and_every_frame_is_accounted() {
     let matrix = std::env::temp_dir().join(format!("{}-fan-in.csv", lab.name));
     let text: String = rows.iter().map(|row| row.join(",") + "\n").collect();
     std::fs::write(&matrix, text).unwrap();
-    let (_, results) = run_results(
+    let output = run_results(
         &lab,
         "fan-in",
         &["matrix", "--matrix", matrix.to_str().unwrap()],
     );
-    let run = &results["runs"][0];
+    let run = &output.results["runs"][0];
     let report = ofan_model::report::RunReport::from_json(&run.to_string())
         .unwrap_or_else(|e| panic!("{e}: {run}"));
     let lab_run = report.lab().expect("a lab report");
@@ -750,25 +738,43 @@ fn fan_in_drops_are_recovered_and_every_frame_is_accounted() {
     lab.down_and_check(&pids);
 }
 
-/// `ofan-lab run ARGS… --out DIR --json FILE` on `lab`, which must succeed: its table (stdout)
-/// and `results.json`; the files are removed again.
-fn run_results(lab: &LabGuard, tag: &str, args: &[&str]) -> (String, Value) {
-    let out = std::env::temp_dir().join(format!("{}-{tag}-results", lab.name));
+/// What `ofan-lab run` printed and wrote; its results directory is removed on drop.
+struct RunOutput {
+    /// The table (stdout).
+    table: String,
+    /// `--json`: results.json.
+    results: Value,
+    /// `--out`.
+    dir: PathBuf,
+}
+
+impl Drop for RunOutput {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `ofan-lab run ARGS… --out DIR --json FILE` on `lab`, which must succeed.
+fn run_results(lab: &LabGuard, tag: &str, args: &[&str]) -> RunOutput {
+    let dir = std::env::temp_dir().join(format!("{}-{tag}-results", lab.name));
     let json = std::env::temp_dir().join(format!("{}-{tag}.json", lab.name));
     let mut command = vec!["run"];
     command.extend_from_slice(args);
     command.extend_from_slice(&[
         "--out",
-        out.to_str().unwrap(),
+        dir.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
     ]);
     let table = lab.ok(&command);
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("--json file")).unwrap();
-    let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_file(&json);
-    (table, results)
+    RunOutput {
+        table,
+        results,
+        dir,
+    }
 }
 
 ofan_tests::root_tests!(

@@ -1093,16 +1093,8 @@ fn serialization_rounds_up() {
 
 #[test]
 fn cct_lower_bound_hand_computed() {
-    // 8 Gb/s: one byte takes exactly 1 000 ps. Frames: full 100 + 10 + 5 = 115 B (115 000 ps),
-    // ACK 20 + 5 = 25 B (25 000 ps); propagation 1 000 ps.
-    let params = LinkParams {
-        rate_bps: 8_000_000_000,
-        propagation_ps: 1_000,
-        payload_bytes: 100,
-        header_bytes: 10,
-        ack_bytes: 20,
-        gap_bytes: 5,
-    };
+    // 115 000 ps per full frame, 25 000 ps per ACK, 1 000 ps propagation (see HAND_PARAMS).
+    let params = crate::timing::HAND_PARAMS;
     let t = fat_tree(4);
     let bound = |flows: &[(NodeId, NodeId)], bytes| {
         t.cct_lower_bound_ps(

@@ -326,22 +326,25 @@ impl Topology {
     }
 }
 
+/// Link parameters that are easy to follow by hand, for tests: 8 Gb/s, so one byte takes
+/// exactly 1 000 ps at line rate. Full frames 100 + 10 + 5 = 115 B (115 000 ps), ACKs 20 + 5 =
+/// 25 B (25 000 ps), propagation 1 000 ps. 250 B is 3 frames: 115, 115 and 65 B.
+#[cfg(test)]
+pub(crate) const HAND_PARAMS: LinkParams = LinkParams {
+    rate_bps: 8_000_000_000,
+    propagation_ps: 1_000,
+    payload_bytes: 100,
+    header_bytes: 10,
+    ack_bytes: 20,
+    gap_bytes: 5,
+};
+
 #[cfg(test)]
 mod bound_tests {
     use super::*;
 
-    /// 8 Gb/s: one byte takes exactly 1 000 ps at line rate. Full frames 100 + 10 + 5 = 115 B
-    /// (115 000 ps), ACKs 20 + 5 = 25 B (25 000 ps), propagation 1 000 ps. 250 B is 3 frames:
-    /// 115, 115 and 65 B.
     fn params() -> LinkParams {
-        LinkParams {
-            rate_bps: 8_000_000_000,
-            propagation_ps: 1_000,
-            payload_bytes: 100,
-            header_bytes: 10,
-            ack_bytes: 20,
-            gap_bytes: 5,
-        }
+        HAND_PARAMS
     }
 
     fn system(forwarding: Forwarding, rho: f64) -> BoundSystem {

@@ -122,6 +122,16 @@ fn v6(src: &str, dst: &str, hop_limit: u8, payload: usize) -> Vec<u8> {
 
 /// Runs frames through the forwarder (ingress port 0) and returns the verdicts.
 fn run(forwarder: &mut Forwarder, fib: &Fib, frames: &mut [Vec<u8>]) -> Vec<Verdict> {
+    run_with_loads(forwarder, fib, frames, &mut [PortLoad::default(); 2])
+}
+
+/// [`run`] with the up ports' queue loads the worker passes (updated by the choices).
+fn run_with_loads(
+    forwarder: &mut Forwarder,
+    fib: &Fib,
+    frames: &mut [Vec<u8>],
+    loads: &mut [PortLoad],
+) -> Vec<Verdict> {
     let mut refs: Vec<FrameRef<'_>> = frames
         .iter_mut()
         .map(|data| FrameRef {
@@ -130,8 +140,7 @@ fn run(forwarder: &mut Forwarder, fib: &Fib, frames: &mut [Vec<u8>]) -> Vec<Verd
         })
         .collect();
     let mut verdicts = vec![Verdict::Drop(DropReason::NoRoute); refs.len()];
-    let mut loads = [PortLoad::default(); 2];
-    forwarder.process_batch(fib, &mut refs, &mut loads, &mut verdicts);
+    forwarder.process_batch(fib, &mut refs, loads, &mut verdicts);
     verdicts
 }
 
@@ -602,16 +611,8 @@ fn queue_aware_choices_read_the_loads_by_up_position() {
             let mut fwd = forwarder_with(algorithm, 2, 3);
             let mut loads = [PortLoad::default(); 2];
             loads[long_at] = long;
-            let mut frames = vec![frame.clone(); 8];
-            let mut refs: Vec<FrameRef<'_>> = frames
-                .iter_mut()
-                .map(|data| FrameRef {
-                    ingress: PortId(0),
-                    data,
-                })
-                .collect();
-            let mut verdicts = vec![Verdict::Drop(DropReason::NoRoute); 8];
-            fwd.process_batch(&table, &mut refs, &mut loads, &mut verdicts);
+            let verdicts =
+                run_with_loads(&mut fwd, &table, &mut vec![frame.clone(); 8], &mut loads);
             let short_port = PortId(1 + (1 - long_at as u16));
             assert!(
                 verdicts
@@ -640,16 +641,7 @@ fn queue_aware_choices_read_the_loads_by_up_position() {
             bytes: 3 * frame_len,
         },
     ];
-    let mut frames = vec![frame.clone(); 9];
-    let mut refs: Vec<FrameRef<'_>> = frames
-        .iter_mut()
-        .map(|data| FrameRef {
-            ingress: PortId(0),
-            data,
-        })
-        .collect();
-    let mut verdicts = vec![Verdict::Drop(DropReason::NoRoute); 9];
-    fwd.process_batch(&table, &mut refs, &mut loads, &mut verdicts);
+    let verdicts = run_with_loads(&mut fwd, &table, &mut vec![frame.clone(); 9], &mut loads);
     assert!(
         verdicts[..3]
             .iter()
