@@ -8,16 +8,26 @@
 //!   into the data path's immutable [`ofan_dataplane::fib::Fib`], published with one atomic swap
 //!   whenever the kernel reports a change. Whatever puts routes into the namespace — the lab,
 //!   `ip route`, a BGP daemon — is the data path's routing source.
-//! - [`netlink`]: the rtnetlink messages the mirror sends and parses (no external netlink
-//!   dependency; parsing never panics on malformed input).
+//! - [`kernel`]: the kernel's state as one dump gives it to the mirror ([`kernel::KernelState`]).
+//!   The rtnetlink messages and the socket are the one codec of the workspace, [`ofan_netlink`].
+//! - [`admin`]: the admin protocol of a running switch — requests, the typed [`admin::Stats`]
+//!   reply and the one client every tool uses.
+//! - [`endpoint`]: the hardened servers of the admin socket (mode 0600, peer credentials,
+//!   bounded requests, a deadline each, concurrent clients) and of the metrics endpoint.
 //!
-//! BGP state beyond the FIB and the adaptive-routing congestion notifications come with later
-//! issues.
+//! - [`paths`]: the path table — per prefix, each FIB next hop with its next-next hops — from
+//!   the topology plan or, under BGP, from [`bmp`]: the BMP station (RFC 7854) the local BGP
+//!   daemon reports to.
+//!
+//! - [`notify`]: the adaptive-routing congestion notifications — so far their wire format.
 #![deny(unsafe_code)]
 
+pub mod admin;
+pub mod bmp;
+pub mod endpoint;
+pub mod kernel;
 pub mod mirror;
-pub mod netlink;
+pub mod notify;
+pub mod paths;
 #[allow(unsafe_code)]
 mod sys;
-
-pub use sys::NetlinkSocket;

@@ -25,11 +25,18 @@ use ofan_dataplane::fib::{
 };
 use ofan_dataplane::lb::DestKey;
 
-use crate::netlink::{
-    self, KernelState, RouteHop, RouteKind, NLMSG_DONE, NLMSG_ERROR, RTM_GETADDR, RTM_GETLINK,
-    RTM_GETNEIGH, RTM_GETNEXTHOP, RTM_GETROUTE,
+use ofan_netlink::{
+    dump_request, managed_neighbor_request, Dump, Group, IpFamily, QueryError, RouteHop, RouteKind,
+    RouteSocket,
 };
-use crate::sys::{self, NetlinkSocket};
+
+use crate::kernel::KernelState;
+use crate::sys;
+
+/// How long a dump waits for each datagram of the kernel's answer.
+const DUMP_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the mirror waits for the kernel to acknowledge a managed neighbour.
+const ACK_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// One port as configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,51 +90,35 @@ pub struct MirrorStatus {
     pub routes_not_via_ports: usize,
     /// The last error, if the latest rebuild failed.
     pub last_error: Option<String>,
+    /// The namespace's own addresses in the current table: the switch passes frames to them
+    /// to its kernel already in the XDP program (BFD, ping).
+    #[serde(default)]
+    pub local_addresses: Vec<IpAddr>,
 }
 
 /// Dumps everything the mirror reads.
 ///
 /// # Errors
 /// Netlink errors.
-pub fn dump(socket: &NetlinkSocket) -> io::Result<KernelState> {
+pub fn dump(socket: &mut RouteSocket) -> io::Result<KernelState> {
     let mut state = KernelState::default();
-    let mut buffer = vec![0u8; 1 << 16];
-    let requests: [(u16, usize, u8); 6] = [
-        (RTM_GETLINK, 16, 0),
-        (RTM_GETADDR, 8, 0),
-        (RTM_GETNEXTHOP, 8, 0),
-        (RTM_GETROUTE, 12, 2),
-        (RTM_GETROUTE, 12, 10),
-        (RTM_GETNEIGH, 12, 0),
-    ];
-    for (seq, &(kind, header_len, family)) in requests.iter().enumerate() {
-        let seq = seq as u32 + 1;
-        socket.send(&netlink::dump_request(kind, seq, header_len, family))?;
-        'dump: loop {
-            let received = socket.recv(&mut buffer, 2000)?;
-            if received == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "rtnetlink dump timed out",
-                ));
-            }
-            for message in netlink::messages(&buffer[..received]) {
-                if message.seq != seq {
-                    continue;
-                }
-                match message.kind {
-                    NLMSG_DONE => break 'dump,
-                    NLMSG_ERROR => {
-                        // Next-hop objects need kernel 5.3; an older kernel just has none.
-                        if kind == RTM_GETNEXTHOP {
-                            break 'dump;
-                        }
-                        let code = netlink::error_code(message.payload).unwrap_or(0);
-                        return Err(io::Error::from_raw_os_error(-code));
-                    }
-                    _ => state.absorb(&message),
-                }
-            }
+    for what in [
+        Dump::Links,
+        Dump::Addresses,
+        Dump::Nexthops,
+        Dump::Routes(IpFamily::V4),
+        Dump::Routes(IpFamily::V6),
+        Dump::Neighbors,
+    ] {
+        match socket.query(
+            |seq| dump_request(what, seq),
+            DUMP_TIMEOUT,
+            |message| state.absorb(message),
+        ) {
+            Ok(()) => {}
+            // Next-hop objects need kernel 5.3; an older kernel just has none.
+            Err(QueryError::Refused(_)) if what == Dump::Nexthops => {}
+            Err(error) => return Err(error.into()),
         }
     }
     Ok(state)
@@ -140,6 +131,8 @@ pub struct BuildNotes {
     pub unresolved: Vec<(u32, String, IpAddr)>,
     /// Routes none of whose hops leaves through a port.
     pub routes_not_via_ports: usize,
+    /// The namespace's own addresses.
+    pub local_addresses: Vec<IpAddr>,
 }
 
 /// Turns the kernel's state into the data path's table.
@@ -178,15 +171,16 @@ pub fn build_fib(
         );
         port_of_ifindex.insert(link.index, (PortId(id as u16), link.name.clone()));
     }
+    let mut notes = BuildNotes::default();
     for address in &state.addresses {
         builder.local_address(address.addr);
+        notes.local_addresses.push(address.addr);
     }
     for &(prefix, key) in &config.keys {
         builder.dest_key(prefix, key);
     }
     builder.dest_keys(config.dest_keys);
 
-    let mut notes = BuildNotes::default();
     // Among routes to the same prefix, the lowest metric wins (as in the kernel).
     let mut best: BTreeMap<IpPrefix, (u32, RouteTarget)> = BTreeMap::new();
     let mut groups: HashMap<Vec<HopKey>, ofan_dataplane::fib::GroupId> = HashMap::new();
@@ -332,17 +326,17 @@ impl Mirror {
     /// # Errors
     /// Netlink errors, or a first table that cannot be built.
     pub fn start(config: MirrorConfig, shared: Arc<SharedFib>) -> Result<Self, MirrorError> {
-        let events = NetlinkSocket::open(&[
-            netlink::RTNLGRP_LINK,
-            netlink::RTNLGRP_NEIGH,
-            netlink::RTNLGRP_IPV4_IFADDR,
-            netlink::RTNLGRP_IPV4_ROUTE,
-            netlink::RTNLGRP_IPV6_IFADDR,
-            netlink::RTNLGRP_IPV6_ROUTE,
-            netlink::RTNLGRP_NEXTHOP,
+        let events = RouteSocket::subscribed(&[
+            Group::Link,
+            Group::Neighbor,
+            Group::Ipv4Address,
+            Group::Ipv4Route,
+            Group::Ipv6Address,
+            Group::Ipv6Route,
+            Group::Nexthop,
         ])?;
-        let requests = NetlinkSocket::open(&[])?;
-        let state = dump(&requests)?;
+        let mut requests = RouteSocket::open()?;
+        let state = dump(&mut requests)?;
         let (fib, notes) = build_fib(&state, &config)?;
         shared.store(Arc::new(fib));
         let status = Arc::new(Mutex::new(MirrorStatus::default()));
@@ -354,7 +348,6 @@ impl Mirror {
             status: Arc::clone(&status),
             last_state: state,
             resolving: HashMap::new(),
-            seq: 1000,
             last_refresh: Instant::now(),
         };
         follower.note(&notes, None);
@@ -403,13 +396,12 @@ impl Drop for Mirror {
 struct Follower {
     config: MirrorConfig,
     shared: Arc<SharedFib>,
-    requests: NetlinkSocket,
-    events: NetlinkSocket,
+    requests: RouteSocket,
+    events: RouteSocket,
     status: Arc<Mutex<MirrorStatus>>,
     last_state: KernelState,
     /// When each unresolved neighbour was last asked for.
     resolving: HashMap<(u32, IpAddr), Instant>,
-    seq: u32,
     last_refresh: Instant,
 }
 
@@ -418,12 +410,12 @@ impl Follower {
         let mut buffer = vec![0u8; 1 << 16];
         while !stop.load(Ordering::Relaxed) {
             // Wait for a change (or resync once a second); then let the burst settle.
-            match self.events.recv(&mut buffer, 200) {
-                Ok(0) if self.last_refresh.elapsed() >= Duration::from_secs(1) => {}
-                Ok(0) => continue,
-                Ok(_) | Err(_) => {
+            match self.events.recv(&mut buffer, Duration::from_millis(200)) {
+                Ok(None) if self.last_refresh.elapsed() >= Duration::from_secs(1) => {}
+                Ok(None) => continue,
+                Ok(Some(_)) | Err(_) => {
                     std::thread::sleep(Duration::from_millis(2));
-                    while matches!(self.events.recv(&mut buffer, 0), Ok(n) if n > 0) {}
+                    while matches!(self.events.recv(&mut buffer, Duration::ZERO), Ok(Some(_))) {}
                 }
             }
             self.refresh();
@@ -432,7 +424,7 @@ impl Follower {
 
     fn refresh(&mut self) {
         self.last_refresh = Instant::now();
-        let state = match dump(&self.requests) {
+        let state = match dump(&mut self.requests) {
             Ok(state) => state,
             Err(error) => {
                 tracing::warn!(%error, "rtnetlink dump failed");
@@ -470,6 +462,9 @@ impl Follower {
                 .map(|(_, name, gateway)| format!("{gateway} on {name}"))
                 .collect();
             status.routes_not_via_ports = notes.routes_not_via_ports;
+            if error.is_none() {
+                status.local_addresses.clone_from(&notes.local_addresses);
+            }
             status.last_error = error;
         }
     }
@@ -487,32 +482,15 @@ impl Follower {
                 continue;
             }
             self.resolving.insert(key, now);
-            self.seq = self.seq.wrapping_add(1);
-            let managed = netlink::managed_neighbor_request(self.seq, *ifindex, *gateway);
-            if self.requests.send(&managed).is_err() || !self.acked() {
+            let managed = self.requests.request(
+                |seq| managed_neighbor_request(seq, *ifindex, *gateway),
+                ACK_TIMEOUT,
+            );
+            if managed.is_err() {
                 if let Err(error) = sys::probe_neighbor(name, *gateway) {
                     tracing::debug!(%error, %gateway, port = %name, "neighbour probe failed");
                 }
             }
         }
-    }
-
-    /// Reads the kernel's answer to the last request: whether it succeeded.
-    fn acked(&self) -> bool {
-        let mut buffer = [0u8; 4096];
-        for _ in 0..4 {
-            let Ok(received) = self.requests.recv(&mut buffer, 100) else {
-                return false;
-            };
-            if received == 0 {
-                return false;
-            }
-            for message in netlink::messages(&buffer[..received]) {
-                if message.kind == NLMSG_ERROR && message.seq == self.seq {
-                    return netlink::error_code(message.payload) == Some(0);
-                }
-            }
-        }
-        false
     }
 }

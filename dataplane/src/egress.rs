@@ -19,7 +19,7 @@
 //! carries less than its rate: on a VM whose timer wake-ups are 40–70 µs late, about 0.5 % of a
 //! 1 Mbit/s link. Where the long-run rate matters more than the spacing of two frames (a link
 //! loaded at exactly ρ = 1, whose queue would otherwise grow without bound),
-//! [`EgressConfig::catch_up`] makes the shaper behave like Linux's `sch_fq` pacing: a late
+//! [`Shaping::CatchUp`] makes the shaper behave like Linux's `sch_fq` pacing: a late
 //! departure shortens the next gap by its lateness, by at most half a serialization time. The
 //! rate then survives the jitter, at the price of gaps down to half a frame time (a momentary
 //! rate of up to 2 R, never two frames at once).
@@ -39,6 +39,17 @@ use std::collections::VecDeque;
 /// gap.
 pub const WIRE_OVERHEAD_BYTES: u64 = 20;
 
+/// What a late shaper does with its lateness (see the [module documentation](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shaping {
+    /// A late departure restarts the link from now: never a gap shorter than a serialization
+    /// time, and the lateness is lost.
+    Strict,
+    /// A late departure shortens the next gap by its lateness, at most half a serialization
+    /// time (`sch_fq`-style catch-up), so the rate survives timer jitter.
+    CatchUp,
+}
+
 /// The settings of one egress port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EgressConfig {
@@ -48,9 +59,8 @@ pub struct EgressConfig {
     pub buffer_bytes: u32,
     /// Mark ECN-capable frames with CE when the queue holds more than this many bytes.
     pub ecn_threshold_bytes: Option<u32>,
-    /// A late departure shortens the next gap by its lateness, at most half a serialization
-    /// time (`sch_fq`-style catch-up); `false`: the strict shaper that restarts from now.
-    pub catch_up: bool,
+    /// What a late departure does to the next one.
+    pub shaping: Shaping,
 }
 
 impl EgressConfig {
@@ -68,8 +78,9 @@ impl EgressConfig {
 /// What happened to a frame offered to the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Enqueued<D> {
-    /// Queued; `mark_ce` says the caller must set the ECN CE codepoint (only for ECN-capable
-    /// frames above the threshold).
+    /// Queued; `mark_ce` says the caller must set the ECN CE codepoint
+    /// ([`wire::mark_ce`](crate::wire::mark_ce); only for ECN-capable frames above the
+    /// threshold).
     Queued {
         /// Set CE in the frame before it leaves.
         mark_ce: bool,
@@ -81,7 +92,7 @@ pub enum Enqueued<D> {
 /// Whether a frame may join the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
-    /// It fits; mark it CE first if `mark_ce`.
+    /// It fits; mark it CE first if `mark_ce` ([`wire::mark_ce`](crate::wire::mark_ce)).
     Queue {
         /// Set the ECN CE codepoint before queueing.
         mark_ce: bool,
@@ -367,10 +378,9 @@ impl<D> EgressQueue<D> {
                 // No burst: the link is busy from *now*, whatever the schedule said — less,
                 // with catch-up, the lateness (at most half a frame time) so the rate survives.
                 let serialization = self.config.serialization_ns(head.len);
-                let credit = if self.config.catch_up {
-                    late.min(serialization / 2)
-                } else {
-                    0
+                let credit = match self.config.shaping {
+                    Shaping::Strict => 0,
+                    Shaping::CatchUp => late.min(serialization / 2),
                 };
                 self.next_free_ns = now_ns + serialization - credit;
             }
@@ -466,7 +476,7 @@ mod tests {
                 link_rate_bps: rate_bps,
                 buffer_bytes: 10_000,
                 ecn_threshold_bytes: Some(3_000),
-                catch_up: false,
+                shaping: Shaping::Strict,
             },
             16,
         )
@@ -478,7 +488,7 @@ mod tests {
             link_rate_bps: 100 * MBIT,
             buffer_bytes: 0,
             ecn_threshold_bytes: None,
-            catch_up: false,
+            shaping: Shaping::Strict,
         };
         // (1500 + 20) · 8 bits at 100 Mbit/s = 121.6 µs.
         assert_eq!(config.serialization_ns(1500), 121_600);
@@ -517,7 +527,7 @@ mod tests {
     fn catch_up_keeps_the_rate_of_a_late_shaper_but_never_sends_two_frames_at_once() {
         let mut queue = EgressQueue::new(
             EgressConfig {
-                catch_up: true,
+                shaping: Shaping::CatchUp,
                 ..*shaped(100 * MBIT).config()
             },
             16,
@@ -725,140 +735,5 @@ mod tests {
         assert_eq!(histogram.quantile_upper_bound(0.5), 3);
         assert_eq!(histogram.quantile_upper_bound(0.75), 127);
         assert_eq!(histogram.quantile_upper_bound(1.0), 8_191);
-    }
-}
-
-/// ECN codepoints in the IP header of an Ethernet frame (Ethernet II, optional 802.1Q tag).
-pub mod ecn {
-    const ETHERTYPE_IPV4: u16 = 0x0800;
-    const ETHERTYPE_IPV6: u16 = 0x86dd;
-    const ETHERTYPE_VLAN: u16 = 0x8100;
-
-    /// Congestion experienced.
-    pub const CE: u8 = 0b11;
-
-    fn l3(frame: &[u8]) -> Option<(u16, usize)> {
-        let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
-        if ethertype == ETHERTYPE_VLAN {
-            Some((u16::from_be_bytes([*frame.get(16)?, *frame.get(17)?]), 18))
-        } else {
-            Some((ethertype, 14))
-        }
-    }
-
-    /// The ECN field of the frame's IP header, or `None` for non-IP or truncated frames.
-    pub fn codepoint(frame: &[u8]) -> Option<u8> {
-        match l3(frame)? {
-            (ETHERTYPE_IPV4, offset) => Some(frame.get(offset + 1)? & 0b11),
-            (ETHERTYPE_IPV6, offset) => Some((frame.get(offset + 1)? >> 4) & 0b11),
-            _ => None,
-        }
-    }
-
-    /// Whether the frame is ECN-capable (ECT(0), ECT(1)) or already marked.
-    pub fn is_capable(frame: &[u8]) -> bool {
-        codepoint(frame).is_some_and(|ecn| ecn != 0)
-    }
-
-    /// Sets CE on an ECN-capable frame; IPv4's header checksum is updated incrementally
-    /// (RFC 1624). Returns whether the frame was changed.
-    pub fn set_ce(frame: &mut [u8]) -> bool {
-        let Some((ethertype, offset)) = l3(frame) else {
-            return false;
-        };
-        match ethertype {
-            ETHERTYPE_IPV4 if frame.len() >= offset + 20 => {
-                let old = u16::from_be_bytes([frame[offset], frame[offset + 1]]);
-                if old & 0b11 == 0 || old & 0b11 == u16::from(CE) {
-                    return false;
-                }
-                let new = old | u16::from(CE);
-                frame[offset + 1] |= CE;
-                let checksum = u16::from_be_bytes([frame[offset + 10], frame[offset + 11]]);
-                // HC' = ~(~HC + ~m + m')
-                let mut sum = u32::from(!checksum) + u32::from(!old) + u32::from(new);
-                sum = (sum & 0xffff) + (sum >> 16);
-                sum = (sum & 0xffff) + (sum >> 16);
-                frame[offset + 10..offset + 12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-                true
-            }
-            ETHERTYPE_IPV6 if frame.len() >= offset + 40 => {
-                let ecn = (frame[offset + 1] >> 4) & 0b11;
-                if ecn == 0 || ecn == CE {
-                    return false;
-                }
-                frame[offset + 1] |= CE << 4;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        fn ipv4_checksum(header: &[u8]) -> u16 {
-            let mut sum: u32 = header
-                .chunks(2)
-                .map(|pair| u32::from(u16::from_be_bytes([pair[0], pair[1]])))
-                .sum();
-            while sum > 0xffff {
-                sum = (sum & 0xffff) + (sum >> 16);
-            }
-            !(sum as u16)
-        }
-
-        fn ipv4_frame(tos: u8) -> Vec<u8> {
-            let mut frame = vec![0u8; 14 + 20];
-            frame[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-            let ip = &mut frame[14..];
-            ip[0] = 0x45;
-            ip[1] = tos;
-            ip[2..4].copy_from_slice(&20u16.to_be_bytes());
-            ip[8] = 64;
-            ip[9] = 17;
-            ip[12..16].copy_from_slice(&[10, 0, 0, 1]);
-            ip[16..20].copy_from_slice(&[10, 1, 0, 3]);
-            let checksum = ipv4_checksum(ip);
-            ip[10..12].copy_from_slice(&checksum.to_be_bytes());
-            frame
-        }
-
-        #[test]
-        fn marks_ect_ipv4_and_keeps_the_checksum_valid() {
-            for tos in [0b01u8, 0b10, 0xb8 | 0b10] {
-                let mut frame = ipv4_frame(tos);
-                assert!(is_capable(&frame));
-                assert!(set_ce(&mut frame));
-                assert_eq!(codepoint(&frame), Some(CE));
-                assert_eq!(frame[15] & !0b11, tos & !0b11, "DSCP kept");
-                assert_eq!(ipv4_checksum(&frame[14..34]), 0, "tos {tos:#x}");
-            }
-        }
-
-        #[test]
-        fn leaves_not_ect_and_non_ip_alone() {
-            let mut frame = ipv4_frame(0);
-            assert!(!is_capable(&frame));
-            assert!(!set_ce(&mut frame));
-            assert_eq!(frame, ipv4_frame(0));
-            let mut arp = vec![0u8; 42];
-            arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-            assert_eq!(codepoint(&arp), None);
-            assert!(!set_ce(&mut arp));
-            assert!(!set_ce(&mut [0u8; 5]));
-        }
-
-        #[test]
-        fn marks_ipv6_traffic_class() {
-            let mut frame = vec![0u8; 14 + 40];
-            frame[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
-            frame[14] = 0x60;
-            frame[15] = 0b0010_0000; // ECT(0) in the traffic class's low bits
-            assert!(is_capable(&frame));
-            assert!(set_ce(&mut frame));
-            assert_eq!(codepoint(&frame), Some(CE));
-        }
     }
 }

@@ -7,10 +7,13 @@
 //! copy, for JSON, Prometheus text or the lab.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
+use crate::counters::named_counters;
 use crate::egress::{EgressStats, Log2Histogram};
+use crate::forward::{Counters, DropReason, KernelReason};
 
 /// Number of buckets of the log₂ histograms.
 pub const HISTOGRAM_BUCKETS: usize = 65;
@@ -169,6 +172,70 @@ impl PortTelemetry {
     }
 }
 
+named_counters! {
+    /// Why a worker dropped what an RX ring handed it, before the forwarder saw a frame. Each
+    /// reason is one counter, published after the forwarder's as `drop_<name>`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum RxDropReason {
+        /// A descriptor whose address and length do not lie inside one UMEM frame. Never
+        /// expected from the kernel; the descriptor is not used.
+        BadDescriptor = "bad_rx_descriptor",
+    }
+}
+
+/// A worker's own drops, indexed by [`RxDropReason::as_index`].
+pub type RxDrops = [u64; RxDropReason::COUNT];
+
+/// Every counter a worker publishes, in order, as `(prefix, name, value)`: the forwarder's
+/// totals, `drop_` and each [`DropReason`], `kernel_` and each [`KernelReason`], `drop_` and
+/// each [`RxDropReason`]. The one list behind [`worker_counter_names`] and
+/// [`worker_counter_values`].
+fn for_each_worker_counter(
+    forward: &Counters,
+    rx_drops: &RxDrops,
+    mut visit: impl FnMut(&'static str, &'static str, u64),
+) {
+    for (name, value) in forward.totals() {
+        visit("", name, value);
+    }
+    for reason in DropReason::ALL {
+        visit("drop_", reason.name(), forward.dropped(reason));
+    }
+    for reason in KernelReason::ALL {
+        visit("kernel_", reason.name(), forward.kernel(reason));
+    }
+    for reason in RxDropReason::ALL {
+        visit("drop_", reason.name(), rx_drops[reason.as_index()]);
+    }
+}
+
+/// The names of the counters every worker publishes, in [`worker_counter_values`] order: what
+/// [`SwitchSnapshot::counters`], the admin `stats` and Prometheus' `reason` label show.
+pub fn worker_counter_names() -> &'static [&'static str] {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names = Vec::new();
+        for_each_worker_counter(
+            &Counters::default(),
+            &RxDrops::default(),
+            |prefix, name, _| {
+                // Built once per process: the prefixed names live as long as the program.
+                names.push(match prefix {
+                    "" => name,
+                    _ => Box::leak(format!("{prefix}{name}").into_boxed_str()),
+                });
+            },
+        );
+        names
+    })
+}
+
+/// A worker's counter values into `out`, in [`worker_counter_names`] order.
+pub fn worker_counter_values(forward: &Counters, rx_drops: &RxDrops, out: &mut Vec<u64>) {
+    out.clear();
+    for_each_worker_counter(forward, rx_drops, |_, _, value| out.push(value));
+}
+
 /// A named set of monotonic counters (a worker's forwarding counters, the steering program's).
 #[derive(Debug)]
 pub struct CounterSet {
@@ -202,12 +269,120 @@ impl CounterSet {
     }
 }
 
+/// Where one worker's UMEM frames are, published with its counters (gauges, not counters): in
+/// its cache, given to its ports' fill and TX rings and not yet back, in its egress queues.
+/// Frames in a batch are not counted: a worker publishes between batches.
+#[derive(Debug, Default)]
+pub struct WorkerFrames {
+    caches: AtomicU64,
+    fill: AtomicU64,
+    tx: AtomicU64,
+    egress: AtomicU64,
+}
+
+impl WorkerFrames {
+    /// Publishes the worker's frames by place.
+    pub fn publish(&self, caches: u64, fill: u64, tx: u64, egress: u64) {
+        self.caches.store(caches, Relaxed);
+        self.fill.store(fill, Relaxed);
+        self.tx.store(tx, Relaxed);
+        self.egress.store(egress, Relaxed);
+    }
+}
+
+/// Reads the frames of the shared places, `(free pool, worker inboxes)`, at snapshot time.
+pub struct SharedFrames(pub Box<dyn Fn() -> (u64, u64) + Send + Sync>);
+
+impl std::fmt::Debug for SharedFrames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedFrames")
+    }
+}
+
+/// Where a UMEM's frames are, place by place: the runtime's census at stop (every worker's
+/// share added) and, live, the places of [`UmemSnapshot`].
+#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct FrameCensus {
+    /// In the shared free pool.
+    pub pool: u64,
+    /// In workers' caches (free, held locally).
+    pub caches: u64,
+    /// Given to fill rings and not yet received.
+    pub fill: u64,
+    /// Given to TX rings and not yet completed.
+    pub tx: u64,
+    /// In egress queues.
+    pub egress: u64,
+    /// In worker inboxes (handed to another port's owner).
+    pub inbox: u64,
+    /// Held by a worker between receive and decision (0 between batches, so 0 live).
+    #[serde(default)]
+    pub in_batch: u64,
+}
+
+impl FrameCensus {
+    /// Each place by name, in field order: the one list behind [`total`](Self::total),
+    /// [`add`](Self::add) and the metrics' `place` label.
+    #[must_use]
+    pub const fn places(&self) -> [(&'static str, u64); 7] {
+        [
+            ("pool", self.pool),
+            ("caches", self.caches),
+            ("fill", self.fill),
+            ("tx", self.tx),
+            ("egress", self.egress),
+            ("inbox", self.inbox),
+            ("in_batch", self.in_batch),
+        ]
+    }
+
+    /// Frames accounted for.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.places().iter().map(|(_, frames)| frames).sum()
+    }
+
+    /// Adds another census (one worker's) into this one.
+    pub fn add(&mut self, other: &Self) {
+        self.pool += other.pool;
+        self.caches += other.caches;
+        self.fill += other.fill;
+        self.tx += other.tx;
+        self.egress += other.egress;
+        self.inbox += other.inbox;
+        self.in_batch += other.in_batch;
+    }
+}
+
+/// The UMEM's frames and where they are, summed over workers (the runtime's stop census,
+/// live). Exact when the switch is idle; under traffic the places are read one after another
+/// while frames move, so the sum may be off by the frames in flight.
+#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct UmemSnapshot {
+    /// Frames in the UMEM(s).
+    pub frames: u64,
+    /// Where they are (flattened into this object in JSON).
+    #[serde(flatten)]
+    pub places: FrameCensus,
+}
+
+impl UmemSnapshot {
+    /// Frames found in some place: equal to `frames` when none leaked (when idle).
+    #[must_use]
+    pub fn accounted(&self) -> u64 {
+        self.places.total()
+    }
+}
+
 /// Everything a switch publishes.
 #[derive(Debug)]
 pub struct SwitchTelemetry {
     port_names: Vec<String>,
     ports: Vec<PortTelemetry>,
     workers: Vec<CounterSet>,
+    worker_frames: Vec<WorkerFrames>,
+    /// The UMEM's frame count and the reader of the shared places, set once by the runtime.
+    umem: OnceLock<(u64, SharedFrames)>,
     /// Bumped by a reset request; workers then clear their maxima and histograms.
     reset_epoch: AtomicU64,
 }
@@ -228,6 +403,8 @@ impl SwitchTelemetry {
             workers: (0..workers)
                 .map(|_| CounterSet::new(counter_names))
                 .collect(),
+            worker_frames: (0..workers).map(|_| WorkerFrames::default()).collect(),
+            umem: OnceLock::new(),
             reset_epoch: AtomicU64::new(0),
         }
     }
@@ -240,6 +417,17 @@ impl SwitchTelemetry {
     /// Worker `index`'s counters.
     pub fn worker(&self, index: usize) -> &CounterSet {
         &self.workers[index]
+    }
+
+    /// Worker `index`'s frame places.
+    pub fn worker_frames(&self, index: usize) -> &WorkerFrames {
+        &self.worker_frames[index]
+    }
+
+    /// Sets the UMEM's frame count and how to read the shared places (once; later calls are
+    /// ignored).
+    pub fn set_umem(&self, frames: u64, shared: SharedFrames) {
+        let _ = self.umem.set((frames, shared));
     }
 
     /// Asks the workers to clear maxima and histograms (counters stay monotonic).
@@ -272,6 +460,24 @@ impl SwitchTelemetry {
                 .map(|(port, name)| port.snapshot(name))
                 .collect(),
             counters,
+            umem: self.umem.get().map(|(frames, shared)| {
+                let (pool, inbox) = (shared.0)();
+                let mut places = FrameCensus {
+                    pool,
+                    inbox,
+                    ..FrameCensus::default()
+                };
+                for worker in &self.worker_frames {
+                    places.caches += worker.caches.load(Relaxed);
+                    places.fill += worker.fill.load(Relaxed);
+                    places.tx += worker.tx.load(Relaxed);
+                    places.egress += worker.egress.load(Relaxed);
+                }
+                UmemSnapshot {
+                    frames: *frames,
+                    places,
+                }
+            }),
         }
     }
 }
@@ -350,4 +556,109 @@ pub struct SwitchSnapshot {
     pub ports: Vec<PortSnapshot>,
     /// Forwarding counters summed over workers, by name.
     pub counters: Vec<(String, u64)>,
+    /// The UMEM's frames by place (absent without a running data path).
+    #[serde(default)]
+    pub umem: Option<UmemSnapshot>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What every worker publishes, by name and in order: what the admin `stats`, Prometheus'
+    /// `reason` label and the lab read. A rename or a reorder must fail here.
+    #[test]
+    fn published_counter_names_are_pinned() {
+        assert_eq!(
+            worker_counter_names(),
+            [
+                "frames",
+                "forwarded",
+                "northbound",
+                "no_key",
+                "key_out_of_range",
+                "drop_truncated",
+                "drop_unknown_ether_type",
+                "drop_unsupported_vlan",
+                "drop_bad_version",
+                "drop_bad_ipv4_header",
+                "drop_ipv4_options",
+                "drop_bad_ipv4_checksum",
+                "drop_fragment",
+                "drop_bad_ipv6_header",
+                "drop_frame_too_large",
+                "drop_martian",
+                "drop_no_route",
+                "drop_unreachable",
+                "drop_ttl_expired",
+                "drop_port_down",
+                "drop_neighbor_unresolved",
+                "kernel_local_address",
+                "kernel_local_route",
+                "drop_bad_rx_descriptor",
+            ]
+        );
+    }
+
+    #[test]
+    fn published_values_follow_the_names() {
+        let mut forward = Counters {
+            frames: 7,
+            key_out_of_range: 1,
+            ..Counters::default()
+        };
+        forward.drops[DropReason::Martian.as_index()] = 2;
+        forward.to_kernel[KernelReason::LocalRoute.as_index()] = 3;
+        let mut rx_drops = RxDrops::default();
+        rx_drops[RxDropReason::BadDescriptor.as_index()] = 4;
+        let mut values = Vec::new();
+        worker_counter_values(&forward, &rx_drops, &mut values);
+        let nonzero: Vec<(&str, u64)> = worker_counter_names()
+            .iter()
+            .copied()
+            .zip(values.iter().copied())
+            .filter(|&(_, value)| value > 0)
+            .collect();
+        assert_eq!(values.len(), worker_counter_names().len());
+        assert_eq!(
+            nonzero,
+            [
+                ("frames", 7),
+                ("key_out_of_range", 1),
+                ("drop_martian", 2),
+                ("kernel_local_route", 3),
+                ("drop_bad_rx_descriptor", 4),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_umem_census_adds_the_workers_places_to_the_shared_ones() {
+        let telemetry = SwitchTelemetry::new(vec!["p0".into()], 2, &[]);
+        assert_eq!(
+            telemetry.snapshot(0).umem,
+            None,
+            "no UMEM until the runtime sets one"
+        );
+        telemetry.set_umem(100, SharedFrames(Box::new(|| (40, 3))));
+        telemetry.worker_frames(0).publish(10, 20, 1, 2);
+        telemetry.worker_frames(1).publish(5, 15, 0, 4);
+        let umem = telemetry.snapshot(0).umem.unwrap();
+        assert_eq!(
+            umem,
+            UmemSnapshot {
+                frames: 100,
+                places: FrameCensus {
+                    pool: 40,
+                    caches: 15,
+                    fill: 35,
+                    tx: 1,
+                    egress: 6,
+                    inbox: 3,
+                    in_batch: 0,
+                },
+            }
+        );
+        assert_eq!(umem.accounted(), 100);
+    }
 }

@@ -14,6 +14,7 @@
 use std::{
     env,
     net::IpAddr,
+    os::fd::{AsFd as _, AsRawFd as _},
     process::{Command, Output},
 };
 
@@ -290,6 +291,40 @@ fn native_fallback_counts_every_decision_and_detaches_cleanly() {
                 0,
                 "{after_local}"
             );
+
+            // A blackholed port drops everything it receives, local traffic and ARP included,
+            // until the flag is cleared.
+            steering.set_port_drop(0, true).expect("set the drop flag");
+            assert_eq!(steering.dropping_ports().expect("read the flags"), [0]);
+            assert!(
+                !ping_from_host(host_ns, SWITCH_V4, &[]),
+                "a ping through a blackholed port"
+            );
+            let after_blackhole = counters(&steering);
+            assert!(
+                grew(&after_local, &after_blackhole, StatIndex::DropBlackhole) >= 3,
+                "{after_blackhole}"
+            );
+            assert_eq!(
+                grew(&after_local, &after_blackhole, StatIndex::PassLocal),
+                0,
+                "{after_blackhole}"
+            );
+            steering
+                .set_port_drop(0, false)
+                .expect("clear the drop flag");
+            assert!(steering
+                .dropping_ports()
+                .expect("read the flags")
+                .is_empty());
+            assert!(
+                ping_from_host(host_ns, SWITCH_V4, &[]),
+                "ping after the blackhole is lifted"
+            );
+            assert!(matches!(
+                steering.set_port_drop(64, true),
+                Err(SteerError::PortOutOfRange { port: 64 })
+            ));
             steering
                 .set_local_addrs(&[])
                 .expect("clear local addresses");
@@ -455,6 +490,71 @@ fn stale_program_of_a_crashed_run_is_replaced() {
     });
 }
 
+/// A stale `ofan_steer` attached over netlink (no BPF link, as an older kernel, `ip link` or an
+/// earlier run's netlink attachment leaves it) is detached over rtnetlink — the codec's
+/// `XDP_FLAGS_REPLACE` request naming it by fd — and replaced.
+fn stale_netlink_attachment_is_detached_over_netlink() {
+    lab_test(
+        "stale_netlink_attachment_is_detached_over_netlink",
+        |host_ns| {
+            let stale = Steering::load(XdpMode::Native).expect("load first");
+            let stale_id = stale.program_id();
+            attach_over_netlink(SWITCH_IF, stale_id);
+            // The attachment holds the program; the loader that made it is gone.
+            drop(stale);
+            assert_eq!(xdp_ids(SWITCH_IF), [stale_id]);
+
+            let mut steering = Steering::load(XdpMode::Native).expect("load second");
+            steering
+                .attach(SWITCH_IF, 0)
+                .expect("attach over the netlink-attached stale program");
+            assert_eq!(xdp_ids(SWITCH_IF), [steering.program_id()]);
+            assert!(
+                ping_from_host(host_ns, SWITCH_V4, &[]),
+                "ping after takeover"
+            );
+            drop(steering);
+            assert!(no_xdp(SWITCH_IF), "an XDP program is left after drop");
+        },
+    );
+}
+
+/// Attaches the loaded program `program_id` to `interface` in native mode over rtnetlink
+/// (`IFLA_XDP_FD`), as `ip link set dev … xdpdrv` does: no BPF link.
+fn attach_over_netlink(interface: &str, program_id: u32) {
+    const IFLA_XDP: u16 = 43;
+    const IFLA_XDP_FD: u16 = 1;
+    const IFLA_XDP_FLAGS: u16 = 3;
+    const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+    let program = aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .find(|info| info.id() == program_id)
+        .expect("the loaded program")
+        .fd()
+        .expect("an fd of the program");
+    let ifindex: u32 = std::fs::read_to_string(format!("/sys/class/net/{interface}/ifindex"))
+        .expect("the interface's index")
+        .trim()
+        .parse()
+        .expect("a number");
+    let mut ifinfomsg = [0u8; 16];
+    ifinfomsg[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    let mut socket = ofan_netlink::RouteSocket::open().expect("netlink socket");
+    socket
+        .request(
+            |seq| {
+                ofan_netlink::RequestBuilder::new(ofan_netlink::RTM_SETLINK, 0, seq, &ifinfomsg)
+                    .begin_nest(IFLA_XDP)
+                    .attr(IFLA_XDP_FD, &program.as_fd().as_raw_fd().to_ne_bytes())
+                    .attr_u32(IFLA_XDP_FLAGS, XDP_FLAGS_DRV_MODE)
+                    .end_nest()
+                    .finish()
+            },
+            std::time::Duration::from_secs(5),
+        )
+        .expect("attach over netlink");
+}
+
 fn foreign_program_is_refused_and_left_alone() {
     lab_test("foreign_program_is_refused_and_left_alone", |_host_ns| {
         let mut foreign = XdpRedirect::load(XdpMode::Native).expect("load ofan_redirect");
@@ -502,5 +602,6 @@ ofan_tests::root_tests!(
     registered_socket_receives_the_data_path_frames,
     generic_mode_attaches_and_drop_detaches,
     stale_program_of_a_crashed_run_is_replaced,
+    stale_netlink_attachment_is_detached_over_netlink,
     foreign_program_is_refused_and_left_alone,
 );

@@ -294,6 +294,33 @@ pub struct LabRun {
     pub census: Census,
     /// Emulation fidelity.
     pub fidelity: Fidelity,
+    /// The fault injected during the repetition (`run --chaos`), and what it did to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<ChaosRecord>,
+}
+
+/// One fault injected into a running repetition (`ofan-lab run --chaos SEED`) and the
+/// repetition's outcome: either every packet is accounted for — delivered exactly once (lost
+/// ones recovered by retransmission) and every lost frame counted by name — or the record says
+/// which fault voided it and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChaosRecord {
+    /// The chaos seed of the run (each repetition draws its fault from it and its index).
+    pub seed: u64,
+    /// `link-flap`, `switch-kill` or `routing-restart`.
+    pub kind: String,
+    /// The fault in words, e.g. `link a-p0-0 c-1 down for 1.20 s`.
+    pub fault: String,
+    /// When it was applied, seconds after the traffic started (`None`: never, see `outcome`).
+    pub applied_s: Option<f64>,
+    /// When the fabric was whole again, seconds after the traffic started.
+    pub restored_s: Option<f64>,
+    /// `accounted` or `voided`.
+    pub outcome: String,
+    /// Why it was voided (missing packets, frames no counter explains, counters lost with a
+    /// crashed switch, a fault that could not be applied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The producer's own section, tagged by `source` in JSON.

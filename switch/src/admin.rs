@@ -1,38 +1,27 @@
 //! The admin socket (`ofan-switch stats`, `reset`) and the Prometheus text endpoint.
 //!
 //! Both run on their own threads and only read published telemetry: nothing here touches the
-//! workers.
+//! workers. A request that changes the data path (`blackhole`) is handed to the main thread,
+//! which owns it, as a [`Control`], and answered when the main thread has applied it.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use arc_swap::ArcSwap;
 use metrics_exporter_prometheus::PrometheusHandle;
+pub use ofan_control::admin::Stats;
+use ofan_control::admin::{Reply, Request};
+use ofan_control::bmp::StationStatus;
+use ofan_control::endpoint::{self, EndpointCounters, EndpointsReport, Limits};
 use ofan_control::mirror::MirrorStatus;
+use ofan_control::paths::{self, LearnedPaths, PathSource};
 use ofan_dataplane::afxdp::monotonic_ns;
-use ofan_dataplane::telemetry::{SwitchSnapshot, SwitchTelemetry};
-use serde::{Deserialize, Serialize};
-
-/// What `stats` returns.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Stats {
-    /// Switch name.
-    pub switch: String,
-    /// Load-balancing algorithm.
-    pub algorithm: String,
-    /// Seconds since start.
-    pub uptime_s: f64,
-    /// Ports and forwarding counters.
-    pub data_path: SwitchSnapshot,
-    /// The XDP steering program's counters.
-    pub steering: Vec<(String, u64)>,
-    /// The FIB mirror.
-    pub fib: MirrorStatus,
-}
+use ofan_dataplane::fib::SharedFib;
+use ofan_dataplane::telemetry::SwitchTelemetry;
 
 /// State the admin threads read.
 #[derive(Debug)]
@@ -49,9 +38,78 @@ pub struct AdminState {
     pub steering: Mutex<Vec<(String, u64)>>,
     /// The mirror's status.
     pub mirror: Arc<Mutex<MirrorStatus>>,
+    /// Changes for the main thread to apply to the data path.
+    pub controls: mpsc::Sender<Control>,
+    /// The forwarding table (the path table is joined onto it).
+    pub fib: Arc<SharedFib>,
+    /// Interface names in port-id order.
+    pub port_names: Vec<String>,
+    /// Where the path information comes from.
+    pub paths: PathInfo,
+    /// What the admin socket and the metrics endpoint served and refused.
+    pub endpoints: Endpoints,
 }
 
+/// The counters of the switch's endpoints.
+#[derive(Debug, Default)]
+pub struct Endpoints {
+    /// The admin socket's.
+    pub admin: Arc<EndpointCounters>,
+    /// The metrics endpoint's (all zero when it is off).
+    pub metrics: Arc<EndpointCounters>,
+}
+
+/// The switch's path information: the table and its source.
+#[derive(Debug)]
+pub struct PathInfo {
+    /// BMP, the plan or nothing.
+    pub source: PathSource,
+    /// The learned table (replaced atomically by the BMP station; fixed for the plan).
+    pub learned: Arc<ArcSwap<LearnedPaths>>,
+    /// The BMP station's status, with BMP.
+    pub station: Option<Arc<Mutex<StationStatus>>>,
+}
+
+/// A change of the data path the admin socket asks for, applied by the main thread (the owner
+/// of the steering program), which sends the outcome back on `done`.
+#[derive(Debug)]
+pub struct Control {
+    /// What to change.
+    pub change: Change,
+    /// `Err` with the reason the change was refused.
+    pub done: mpsc::Sender<Result<(), String>>,
+}
+
+/// See [`Control`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Drop every frame the port named `port` receives, or stop ([`Request::Blackhole`]).
+    Blackhole {
+        /// Interface name.
+        port: String,
+        /// Drop or pass.
+        blackhole: bool,
+    },
+}
+
+/// How long the admin thread waits for the main thread to apply a [`Control`] (it looks every
+/// 100 ms at most).
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
+
 impl AdminState {
+    /// Hands `change` to the main thread and waits for its outcome.
+    fn apply(&self, change: Change) -> Reply {
+        let (done, outcome) = mpsc::channel();
+        if self.controls.send(Control { change, done }).is_err() {
+            return Reply::Error("the switch is stopping".to_owned());
+        }
+        match outcome.recv_timeout(CONTROL_TIMEOUT) {
+            Ok(Ok(())) => Reply::Done,
+            Ok(Err(reason)) => Reply::Error(reason),
+            Err(_) => Reply::Error("the data path did not apply the change in time".to_owned()),
+        }
+    }
+
     /// Everything, now.
     pub fn stats(&self) -> Stats {
         Stats {
@@ -61,6 +119,21 @@ impl AdminState {
             data_path: self.telemetry.snapshot(monotonic_ns()),
             steering: self.steering.lock().map(|s| s.clone()).unwrap_or_default(),
             fib: self.mirror.lock().map(|s| s.clone()).unwrap_or_default(),
+            paths: paths::report(
+                &self.fib.load(),
+                &self.paths.learned.load(),
+                self.paths.source,
+                &self.port_names,
+            ),
+            bmp: self
+                .paths
+                .station
+                .as_ref()
+                .and_then(|status| status.lock().ok().map(|s| s.clone())),
+            endpoints: EndpointsReport {
+                admin: self.endpoints.admin.status(),
+                metrics: self.endpoints.metrics.status(),
+            },
         }
     }
 }
@@ -77,7 +150,8 @@ impl Drop for AdminSocket {
     }
 }
 
-/// Binds the admin socket and serves it on a thread until `stop`.
+/// Binds the admin socket (mode 0600) and serves it until `stop`: every peer may read
+/// (`stats`), only root and the switch's own user may `reset` (`ofan_control::endpoint`).
 ///
 /// # Errors
 /// When the socket cannot be created (another switch is using the path, no permission…).
@@ -99,66 +173,26 @@ pub fn serve(
         std::fs::remove_file(path)
             .with_context(|| format!("cannot remove stale {}", path.display()))?;
     }
-    let listener = UnixListener::bind(path)
+    let counters = Arc::clone(&state.endpoints.admin);
+    let handler = move |request| match request {
+        Request::Stats => Reply::Stats(Box::new(state.stats())),
+        Request::Reset => {
+            state.telemetry.request_reset();
+            Reply::Done
+        }
+        Request::Blackhole { port, blackhole } => {
+            state.apply(Change::Blackhole { port, blackhole })
+        }
+    };
+    endpoint::serve_admin(path, Limits::default(), counters, Arc::new(handler), stop)
         .with_context(|| format!("cannot bind admin socket {}", path.display()))?;
-    // A blocking accept: an idle switch must not wake up to poll. The thread ends with the
-    // process; `stop` is checked after each connection.
-    std::thread::Builder::new()
-        .name("ofan-admin".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                if let Ok(stream) = stream {
-                    let _ = answer(stream, &state);
-                }
-            }
-        })?;
     Ok(AdminSocket {
         path: path.to_owned(),
     })
 }
 
-fn answer(stream: UnixStream, state: &AdminState) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
-    let reply = match line.trim() {
-        "stats" => serde_json::to_string(&state.stats())
-            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
-        "reset" => {
-            state.telemetry.request_reset();
-            "{\"ok\":true}".to_owned()
-        }
-        other => format!(
-            "{{\"error\":\"unknown command `{}`\"}}",
-            other.escape_default()
-        ),
-    };
-    let mut stream = stream;
-    writeln!(stream, "{reply}")
-}
-
-/// Sends one command to a running switch and returns its JSON reply.
-///
-/// # Errors
-/// When no switch answers at `path`.
-pub fn request(path: &Path, command: &str) -> anyhow::Result<String> {
-    let mut stream = UnixStream::connect(path).with_context(|| {
-        format!(
-            "no switch answers at {} (is it running? see --socket)",
-            path.display()
-        )
-    })?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    writeln!(stream, "{command}")?;
-    let mut reply = String::new();
-    BufReader::new(stream).read_line(&mut reply)?;
-    Ok(reply.trim_end().to_owned())
-}
-
-/// Publishes the telemetry as Prometheus metrics once a second and serves `GET /metrics`.
+/// Publishes the telemetry as Prometheus metrics once a second and serves `GET /metrics`
+/// (`ofan_control::endpoint::serve_http`: a deadline per request, bounded clients).
 ///
 /// # Errors
 /// When the address cannot be bound.
@@ -172,34 +206,24 @@ pub fn serve_metrics(
     metrics::set_global_recorder(recorder).context("a metrics recorder is already installed")?;
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("cannot bind metrics endpoint {addr}"))?;
-    listener.set_nonblocking(true)?;
-    std::thread::Builder::new().name("ofan-metrics".into()).spawn(move || {
-        let mut last = Instant::now() - Duration::from_secs(10);
-        while !stop.load(Ordering::Relaxed) {
-            if last.elapsed() >= Duration::from_secs(1) {
+    let counters = Arc::clone(&state.endpoints.metrics);
+    // Rendered by the client threads, recorded by this one: a slow client delays neither.
+    let render = move || handle.render();
+    endpoint::serve_http(
+        listener,
+        Limits::default(),
+        counters,
+        Arc::new(render),
+        Arc::clone(&stop),
+    )?;
+    std::thread::Builder::new()
+        .name("ofan-metrics-record".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
                 record(&state.stats());
-                last = Instant::now();
+                std::thread::sleep(Duration::from_secs(1));
             }
-            match listener.accept() {
-                Ok((mut stream, _)) => {
-                    let _ = stream.set_nonblocking(false);
-                    let mut request = String::new();
-                    let _ = BufReader::new(&stream).read_line(&mut request);
-                    let (status, body) = if request.starts_with("GET /metrics") {
-                        ("200 OK", handle.render())
-                    } else {
-                        ("404 Not Found", "try GET /metrics\n".to_owned())
-                    };
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-            }
-        }
-    })?;
+        })?;
     Ok(())
 }
 
@@ -225,5 +249,25 @@ fn record(stats: &Stats) {
     for (name, value) in &stats.steering {
         metrics::counter!("ofan_steering_total", "decision" => name.clone()).absolute(*value);
     }
+    if let Some(umem) = &stats.data_path.umem {
+        metrics::gauge!("ofan_umem_frames").set(umem.frames as f64);
+        for (place, frames) in umem.places.places() {
+            metrics::gauge!("ofan_umem_frames_by_place", "place" => place).set(frames as f64);
+        }
+    }
     metrics::gauge!("ofan_fib_generation").set(stats.fib.generation as f64);
+    if let Some(bmp) = &stats.bmp {
+        let session = &bmp.session;
+        metrics::gauge!("ofan_bmp_connected").set(f64::from(u8::from(bmp.connected)));
+        metrics::counter!("ofan_bmp_connections_total").absolute(bmp.connections);
+        metrics::counter!("ofan_bmp_messages_total").absolute(session.messages);
+        metrics::counter!("ofan_bmp_updates_total").absolute(session.updates);
+        metrics::counter!("ofan_bmp_errors_total").absolute(session.errors);
+        metrics::counter!("ofan_bmp_stale_peer_downs_total").absolute(session.stale_peer_down);
+        let complete = session.peers.iter().filter(|p| p.complete).count();
+        metrics::gauge!("ofan_bmp_peers", "complete" => "true").set(complete as f64);
+        metrics::gauge!("ofan_bmp_peers", "complete" => "false")
+            .set((session.peers.len() - complete) as f64);
+    }
+    metrics::gauge!("ofan_path_routes").set(stats.paths.routes.len() as f64);
 }

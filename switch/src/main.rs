@@ -8,7 +8,6 @@
 //! every frame is accounted for, the admin socket is removed.
 
 mod admin;
-mod config;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,10 +16,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use arc_swap::ArcSwap;
 use clap::{Parser, Subcommand};
+use ofan_control::admin::{Client, Request};
+use ofan_control::bmp::Station;
 use ofan_control::mirror::Mirror;
+use ofan_control::paths::{LearnedPaths, PathSource};
 use ofan_dataplane::afxdp::Runtime;
 use ofan_dataplane::fib::{Fib, SharedFib};
+use ofan_switch::config;
+
+use admin::PathInfo;
 
 /// One AF_XDP load-balancing switch (Ofan, pOfan and the algorithms they are measured against).
 #[derive(Debug, Parser)]
@@ -81,7 +87,8 @@ fn main() -> ExitCode {
         Some(Command::CheckConfig(args)) => check_config(&args),
         Some(Command::Stats { socket, json }) => stats(&socket, json),
         Some(Command::Reset { socket }) => {
-            admin::request(&socket, "reset").map(|reply| println!("{reply}"))
+            let reply = Client::new(&socket).exchange(Request::Reset);
+            reply.map(|line| println!("{line}")).map_err(Into::into)
         }
     };
     match result {
@@ -121,8 +128,34 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     ));
     let mirror = Mirror::start(config.mirror.clone(), Arc::clone(&shared))
         .context("cannot mirror the kernel FIB")?;
-    let runtime = Runtime::start(config.runtime.clone(), Arc::clone(&shared))
+    // Bound before the data path starts, so a BGP daemon started next finds the station.
+    let station = config
+        .bmp
+        .map(|addr| {
+            Station::start(addr)
+                .with_context(|| format!("cannot listen for BMP on {addr} (bgp.bmp)"))
+        })
+        .transpose()?;
+    let paths = match (&station, &config.plan_paths) {
+        (Some(station), _) => PathInfo {
+            source: PathSource::Bmp,
+            learned: station.learned(),
+            station: Some(station.status_handle()),
+        },
+        (None, Some(plan)) => PathInfo {
+            source: PathSource::Plan,
+            learned: Arc::new(ArcSwap::from_pointee(plan.clone())),
+            station: None,
+        },
+        (None, None) => PathInfo {
+            source: PathSource::None,
+            learned: Arc::new(ArcSwap::from_pointee(LearnedPaths::default())),
+            station: None,
+        },
+    };
+    let mut runtime = Runtime::start(config.runtime.clone(), Arc::clone(&shared))
         .context("cannot start the data path")?;
+    let (controls, control_requests) = std::sync::mpsc::channel();
     let state = Arc::new(admin::AdminState {
         name: config.name.clone(),
         algorithm: config.runtime.lb.algorithm.to_string(),
@@ -130,6 +163,11 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         telemetry: Arc::clone(runtime.telemetry()),
         steering: Mutex::new(Vec::new()),
         mirror: mirror.status_handle(),
+        controls,
+        fib: Arc::clone(&shared),
+        port_names: config.mirror.ports.iter().map(|p| p.name.clone()).collect(),
+        paths,
+        endpoints: admin::Endpoints::default(),
     });
     let admin_stop = Arc::new(AtomicBool::new(false));
     let _socket = admin::serve(
@@ -150,8 +188,20 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         "forwarding"
     );
 
+    let mut local_addresses = Vec::new();
+    let port_names: Vec<&str> = config
+        .runtime
+        .ports
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
+        // Wakes at once for a change from the admin socket, else every 100 ms.
+        if let Ok(control) = control_requests.recv_timeout(Duration::from_millis(100)) {
+            let outcome = apply(&mut runtime, &port_names, &control.change);
+            let _ = control.done.send(outcome);
+        }
+        sync_local_addresses(&mut runtime, &state, &mut local_addresses);
         if let Ok(mut steering) = state.steering.lock() {
             *steering = runtime
                 .steering_counters()
@@ -165,6 +215,9 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     admin_stop.store(true, Ordering::Relaxed);
     let report = runtime.stop();
     mirror.stop();
+    if let Some(station) = station {
+        station.stop();
+    }
     if report.frames_balanced() {
         tracing::info!(frames = report.frames, "stopped; every frame accounted for");
         Ok(())
@@ -178,14 +231,63 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Applies a change the admin socket asked for to the data path.
+fn apply(runtime: &mut Runtime, ports: &[&str], change: &admin::Change) -> Result<(), String> {
+    match change {
+        admin::Change::Blackhole { port, blackhole } => {
+            let index = ports
+                .iter()
+                .position(|name| name == port)
+                .ok_or_else(|| format!("no port `{port}` (ports: {})", ports.join(", ")))?;
+            let steering = runtime
+                .steering_mut()
+                .ok_or("the steering program is not attached")?;
+            steering
+                .set_port_drop(index as u16, *blackhole)
+                .map_err(|error| error.to_string())?;
+            tracing::info!(port = %port, blackhole, "port blackhole");
+            Ok(())
+        }
+    }
+}
+
+/// Keeps the steering program's local-address sets equal to the addresses the FIB mirror last
+/// saw (`applied`: what the program has), so that frames to the switch's own addresses — BFD,
+/// ping — go to its kernel instead of the data path, which would drop them.
+fn sync_local_addresses(
+    runtime: &mut Runtime,
+    state: &admin::AdminState,
+    applied: &mut Vec<std::net::IpAddr>,
+) {
+    let Ok(mut wanted) = state.mirror.lock().map(|s| s.local_addresses.clone()) else {
+        return;
+    };
+    wanted.sort_unstable();
+    if wanted == *applied {
+        return;
+    }
+    let Some(steering) = runtime.steering_mut() else {
+        return;
+    };
+    match steering.set_local_addrs(&wanted) {
+        Ok(()) => {
+            tracing::info!(
+                addresses = wanted.len(),
+                "local addresses steered to the kernel"
+            );
+            *applied = wanted;
+        }
+        Err(error) => tracing::warn!(%error, "cannot update the local addresses"),
+    }
+}
+
 fn stats(socket: &std::path::Path, json: bool) -> anyhow::Result<()> {
-    let reply = admin::request(socket, "stats")?;
+    let client = Client::new(socket);
     if json {
-        println!("{reply}");
+        println!("{}", client.exchange(Request::Stats)?);
         return Ok(());
     }
-    let stats: admin::Stats =
-        serde_json::from_str(&reply).context("the switch sent unexpected JSON")?;
+    let stats = client.stats()?;
     println!(
         "{} ({}), up {:.0} s, FIB generation {}, {} + {} routes, {} groups",
         stats.switch,
@@ -225,5 +327,49 @@ fn stats(socket: &std::path::Path, json: bool) -> anyhow::Result<()> {
         .map(|(name, value)| format!("{name}={value}"))
         .collect();
     println!("counters: {}", nonzero.join(" "));
+    print_paths(&stats);
     Ok(())
+}
+
+/// The path table: per prefix, each next hop with its next-next hops (ASNs).
+fn print_paths(stats: &ofan_control::admin::Stats) {
+    let source = match (&stats.paths.source, &stats.bmp) {
+        (PathSource::Bmp, Some(bmp)) => {
+            let peers = &bmp.session.peers;
+            format!(
+                "bmp on {} ({}, {} peers, {} complete, {} updates, {} errors)",
+                bmp.listen,
+                if bmp.connected {
+                    "connected"
+                } else {
+                    "no daemon connected"
+                },
+                peers.len(),
+                peers.iter().filter(|p| p.complete).count(),
+                bmp.session.updates,
+                bmp.session.errors
+            )
+        }
+        (PathSource::Plan, _) => "plan (topology; no BMP station configured)".to_owned(),
+        (source, _) => source.to_string(),
+    };
+    println!("paths: {source}");
+    for route in &stats.paths.routes {
+        let hops: Vec<String> = route
+            .hops
+            .iter()
+            .map(|hop| {
+                let behind: Vec<String> = hop.next_next.iter().map(u32::to_string).collect();
+                format!(
+                    "{} {} AS{} → [{}]",
+                    hop.port,
+                    hop.gateway,
+                    hop.asn
+                        .map_or_else(|| "?".to_owned(), |asn| asn.to_string()),
+                    behind.join(" ")
+                )
+            })
+            .collect();
+        println!("  {:<18} {}", route.prefix, hops.join(" | "));
+    }
 }

@@ -2,9 +2,10 @@
 //! are always cleaned up, and the harness that runs the root test suites.
 //!
 //! Every object carries a unique prefix (`ofan-t<pid>-…`) and is owned by an RAII guard:
-//! [`Lab`] deletes exactly the namespaces it created (which removes their veths and any XDP
-//! program attached inside them) and kills exactly the processes it started, by pid — also when
-//! the test panics.
+//! [`Lab`] kills exactly the processes it started, by pid, and its
+//! [`Namespaces`](ofan_lab::netns::Namespaces) (the guard the forwarding benchmark uses too)
+//! then delete exactly the namespaces it created (which removes their veths and any XDP program
+//! attached inside them) — also when the test panics.
 //!
 //! A suite of tests that need root is a test target with `harness = false` whose `main` is
 //! [`root_tests!`]: as root every test runs; otherwise each is reported *ignored* (counted in
@@ -16,6 +17,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+/// Namespaces whose name starts with `prefix`, sorted (to check that nothing is left behind).
+pub use ofan_lab::netns::namespaces_with_prefix;
+
+/// The names of the ofan XDP programs (`ofan_steer`, `ofan_redirect`) loaded in the kernel,
+/// one per program: after every switch is gone there must be none, since a program lives as
+/// long as an interface, a process or a pin holds it.
+#[must_use]
+pub fn ofan_xdp_programs() -> Vec<String> {
+    aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .filter_map(|program| program.name_as_str().map(str::to_owned))
+        .filter(|name| name.starts_with("ofan_"))
+        .collect()
+}
+use ofan_lab::netns::Namespaces;
 
 static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -178,13 +195,14 @@ pub fn run(program: &str, args: &[&str]) -> Output {
     output
 }
 
-/// A set of namespaces and processes that is torn down on drop.
+/// A set of namespaces and processes that is torn down on drop: the processes first, then the
+/// namespaces.
 #[derive(Debug)]
 pub struct Lab {
-    prefix: String,
-    namespaces: Vec<String>,
     children: Vec<(String, Child)>,
     dir: PathBuf,
+    // Dropped after `Drop::drop` stopped the children.
+    namespaces: Namespaces,
 }
 
 impl Lab {
@@ -195,10 +213,9 @@ impl Lab {
         let dir = std::env::temp_dir().join(&prefix);
         std::fs::create_dir_all(&dir).expect("scratch directory");
         Self {
-            prefix,
-            namespaces: Vec::new(),
             children: Vec::new(),
             dir,
+            namespaces: Namespaces::new(prefix),
         }
     }
 
@@ -209,33 +226,34 @@ impl Lab {
 
     /// The full namespace name of `short`.
     pub fn ns(&self, short: &str) -> String {
-        format!("{}-{short}", self.prefix)
+        self.namespaces.name(short)
     }
 
     /// Creates namespace `short` with loopback up.
     pub fn add_ns(&mut self, short: &str) -> String {
-        let name = self.ns(short);
-        run("ip", &["netns", "add", &name]);
-        self.namespaces.push(name.clone());
-        self.exec(short, &["ip", "link", "set", "lo", "up"]);
-        name
+        self.namespaces
+            .add(short)
+            .unwrap_or_else(|e| panic!("namespace {short}: {e}"))
     }
 
     /// Runs a command inside namespace `short`, panicking on failure.
     pub fn exec(&self, short: &str, command: &[&str]) -> Output {
-        let ns = self.ns(short);
-        let mut args = vec!["netns", "exec", ns.as_str()];
-        args.extend_from_slice(command);
-        run("ip", &args)
+        let output = self.try_exec(short, command);
+        assert!(
+            output.status.success(),
+            "ip netns exec {} {} failed: {}",
+            self.ns(short),
+            command.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
     }
 
     /// Runs a command inside namespace `short` and returns its output, failing or not.
     pub fn try_exec(&self, short: &str, command: &[&str]) -> Output {
-        Command::new("ip")
-            .args(["netns", "exec", &self.ns(short)])
-            .args(command)
-            .output()
-            .expect("ip netns exec")
+        self.namespaces
+            .output(short, command)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Links `a:a_if` and `b:b_if` with a veth pair, both ends up.
@@ -278,9 +296,11 @@ impl Lab {
     /// pid) when the lab drops.
     pub fn spawn(&mut self, short: &str, label: &str, command: &[&str]) -> u32 {
         let log = std::fs::File::create(self.dir.join(format!("{label}.log"))).expect("log file");
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns(short)])
-            .args(command)
+        let (program, args) = command.split_first().expect("a command");
+        let child = self
+            .namespaces
+            .command(short, program)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
             .stderr(log)
@@ -360,7 +380,7 @@ impl Lab {
 
     /// The names of the namespaces this lab created.
     pub fn namespaces(&self) -> &[String] {
-        &self.namespaces
+        self.namespaces.names()
     }
 }
 
@@ -384,25 +404,9 @@ impl Drop for Lab {
             }
             let _ = child.wait();
         }
-        for ns in self.namespaces.drain(..).rev() {
-            let _ = Command::new("ip").args(["netns", "del", &ns]).status();
-        }
         let _ = std::fs::remove_dir_all(&self.dir);
+        // The namespaces go when the field drops, right after this.
     }
-}
-
-/// Namespaces whose name starts with `prefix` (to check that nothing is left behind).
-pub fn namespaces_with_prefix(prefix: &str) -> Vec<String> {
-    let output = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| name.starts_with(prefix))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Parses `key=value` words into a map (for the traffic tool's output).

@@ -87,6 +87,17 @@ fn plan(lab: &Lab, hosts: &[(&str, &str)], matrix: &str) -> PathBuf {
 
 /// Starts one agent per host at one instant (1 s ahead), waits for all, returns their reports.
 fn run_agents(lab: &mut Lab, plan: &Path, hosts: &[&str], extra: &[&str]) -> Vec<Value> {
+    run_agents_with(lab, plan, hosts, extra, |_| {})
+}
+
+/// [`run_agents`], calling `during` once the agents are started (before `--start-at`).
+fn run_agents_with(
+    lab: &mut Lab,
+    plan: &Path,
+    hosts: &[&str],
+    extra: &[&str],
+    during: impl FnOnce(&mut Lab),
+) -> Vec<Value> {
     let bin = ofan_lab();
     let start = lab_cli(&["agent", "clock", "--plus", "1s"])
         .trim()
@@ -115,6 +126,7 @@ fn run_agents(lab: &mut Lab, plan: &Path, hosts: &[&str], extra: &[&str]) -> Vec
         command.extend_from_slice(extra);
         lab.spawn(host, &format!("agent-{host}"), &command);
     }
+    during(lab);
     let deadline = Instant::now() + Duration::from_secs(40);
     while hosts
         .iter()
@@ -172,7 +184,10 @@ fn agent_default_pacing_never_exceeds_the_rate() {
     let ratio = pacing["achieved_bps"].as_f64().unwrap() / RATE_BPS;
     assert!((0.9..=1.000_01).contains(&ratio), "{ratio:.4}: {pacing}");
     assert_eq!(pacing["catch_up"], false);
-    assert_eq!(u64_of(&pacing["packets"]), 2_000, "{pacing}");
+    // Paced departures: 2000 DATA packets and any spurious retransmission (a late timer on a
+    // busy machine; nothing is lost on a veth pair).
+    let retransmits = u64_of(&reports[0]["flows"][0]["retransmits"]);
+    assert_eq!(u64_of(&pacing["packets"]), 2_000 + retransmits, "{pacing}");
     assert_eq!(reports[0]["complete"], true, "{}", reports[0]);
 
     // The kernel saw the same bytes: frames without FCS, so add 4 + 20 per packet. Only `a`
@@ -188,26 +203,38 @@ fn agent_default_pacing_never_exceeds_the_rate() {
 
 /// A 1 MB flow each way: every sequence number arrives exactly once, every packet is ACKed,
 /// and the CCT is recorded and not below the serialization bound.
+///
+/// Nothing is lost on a veth pair, so a retransmission can only be spurious: a timer (`rto_min`
+/// is 16 frame times, 3.9 ms at 50 Mbit/s — a datacenter transport's) that fired while the
+/// machine did not run the receiver or the sender's ACK path. That is the transport working as
+/// specified on a busy machine, not a bug, so it is allowed and must be accounted exactly: each
+/// one reaches the other side as a counted duplicate (never a second delivery) and comes back
+/// as a duplicate ACK. The agents run at real-time priority to make such late wake-ups rare.
 fn agent_delivers_each_packet_exactly_once_and_records_cct() {
     let _machine = serial();
     let mut lab = Lab::new("once");
     let hosts = veth_pair(&mut lab);
     let plan = plan(&lab, &hosts, "0,1048576\n1048576,0\n");
-    let reports = run_agents(&mut lab, &plan, &["a", "b"], &["--host-lb", "spray"]);
+    let extra = ["--host-lb", "spray", "--rt-priority", "10"];
+    let reports = run_agents(&mut lab, &plan, &["a", "b"], &extra);
     let packets = 1_048_576_u64.div_ceil(SEGMENT); // 722
-    for report in &reports {
+    for (report, peer) in reports.iter().zip(reports.iter().rev()) {
         assert_eq!(report["complete"], true, "{report}");
         assert_eq!(report["collective"], 42);
         let flow = &report["flows"][0];
         assert_eq!(u64_of(&flow["packets"]), packets, "{flow}");
         assert_eq!(u64_of(&flow["acks"]), packets, "{flow}");
-        assert_eq!(u64_of(&flow["duplicate_acks"]), 0, "{flow}");
         assert!(u64_of(&flow["first_send_ns"]) >= u64_of(&report["start_ns"]));
         assert!(u64_of(&flow["last_ack_ns"]) > u64_of(&flow["last_send_ns"]));
         let received = &report["received"][0];
         assert_eq!(u64_of(&received["expected"]), packets, "{received}");
-        assert_eq!(u64_of(&received["packets"]), packets, "{received}");
-        assert_eq!(u64_of(&received["duplicates"]), 0, "{received}");
+        // `packets` counts every arrival, a spurious retransmission's duplicate too.
+        let arrivals = u64_of(&received["packets"]);
+        assert_eq!(
+            arrivals - u64_of(&received["duplicates"]),
+            packets,
+            "{received}"
+        );
         assert_eq!(u64_of(&received["missing"]), 0, "{received}");
         for (counter, value) in report["ignored"].as_object().unwrap() {
             assert_eq!(value, 0, "ignored.{counter} in {report}");
@@ -216,6 +243,19 @@ fn agent_delivers_each_packet_exactly_once_and_records_cct() {
             u64_of(&report["entropy"]["pool"]) > 1,
             "spray uses a pool of source ports"
         );
+
+        // Spurious retransmissions (see above), each accounted on both sides.
+        let spurious = u64_of(&flow["retransmits"]);
+        let duplicates = u64_of(&peer["received"][0]["duplicates"]);
+        assert_eq!(duplicates, spurious, "{flow} vs {}", peer["received"][0]);
+        assert_eq!(u64_of(&flow["duplicate_acks"]), spurious, "{flow}");
+        assert!(
+            spurious <= packets / 100,
+            "{spurious} spurious retransmissions: {flow}"
+        );
+        if spurious > 0 {
+            eprintln!("note: {spurious} spurious retransmission(s) (late timer on a busy machine)");
+        }
     }
 
     let a = lab.dir().join("a.json");
@@ -297,14 +337,26 @@ fn agent_echoes_ce_through_a_marking_switch() {
         marked > 0 && marked < packets,
         "{marked} of {packets} ACKs echo CE"
     );
+    // Every CE-marked DATA packet gets a CE-echo ACK. A spurious retransmission (a late timer
+    // on a busy machine) arrives as a duplicate, marked too, whose echo comes back as a
+    // duplicate ACK the sender does not count again: at most one uncounted echo per duplicate.
+    let received = &b["received"][0];
+    let marked_at_b = u64_of(&received["ce_marks"]);
+    let duplicates = u64_of(&received["duplicates"]);
+    assert!(
+        marked <= marked_at_b && marked_at_b - marked <= duplicates,
+        "{marked} CE echoes for {marked_at_b} marked arrivals, {duplicates} duplicates: {flow} vs {received}"
+    );
     assert_eq!(
-        marked,
-        u64_of(&b["received"][0]["ce_marks"]),
-        "every CE-marked DATA packet gets a CE-echo ACK"
+        duplicates,
+        u64_of(&flow["retransmits"]),
+        "{flow} vs {received}"
     );
     let entropy = &a["entropy"];
     let (recycled, fresh) = (u64_of(&entropy["recycled"]), u64_of(&entropy["fresh"]));
-    assert_eq!(recycled + fresh, packets, "{entropy}");
+    // One entropy per departure, retransmissions included.
+    let departures = packets + u64_of(&flow["retransmits"]);
+    assert_eq!(recycled + fresh, departures, "{entropy}");
     assert!(fresh > 0, "REPS explores at the start: {entropy}");
     assert!(
         recycled <= packets - marked,
@@ -379,7 +431,83 @@ fn agent_recovers_every_packet_a_switch_drops() {
     );
 }
 
+/// A third namespace `m`, one hop from `b`, sends DATA packets of the run's collective and
+/// flow (a → b) during the run, sequence numbers 0…199, from its own address: `b` must neither
+/// ACK nor record them (else they could fake the delivery of a's packets) and counts each as
+/// `ignored.wrong_source`; 50 more of another collective are counted as foreign. The real flow
+/// is delivered exactly as without them.
+fn agent_rejects_forged_data_from_a_third_host() {
+    let _machine = serial();
+    let mut lab = Lab::new("forge");
+    let hosts = veth_pair(&mut lab);
+    lab.add_ns("m");
+    lab.link("b", "eth1", "m", "eth0");
+    lab.addr("b", "eth1", "10.0.2.0/31");
+    lab.host("m", "eth0", "10.0.2.1/31", "10.0.2.0");
+    let plan = plan(&lab, &hosts, "0,1048576\n0,0\n");
+    let udp = binary("ofan-udp").display().to_string();
+    let reports = run_agents_with(
+        &mut lab,
+        &plan,
+        &["a", "b"],
+        &["--rt-priority", "10"],
+        |lab| {
+            // Once b's agent listens (its socket queues what comes before its start).
+            let bound = lab.wait_for(Duration::from_secs(5), || {
+                let out = lab.exec("b", &["ss", "-Hnlu", "sport = :7000"]);
+                !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+            });
+            assert!(bound, "b's agent never bound UDP 7000");
+            for (collective_flow, count) in [("42:0", "200"), ("41:0", "50")] {
+                let out = lab.exec(
+                    "m",
+                    &[
+                        &udp,
+                        "send",
+                        "--to",
+                        "10.0.0.0:7000",
+                        "--count",
+                        count,
+                        "--size",
+                        "1472",
+                        "--agent-data",
+                        collective_flow,
+                    ],
+                );
+                let sent = ofan_tests::key_values(&String::from_utf8_lossy(&out.stdout));
+                assert_eq!(sent["sent"], count, "{sent:?}");
+            }
+        },
+    );
+    let (a, b) = (&reports[0], &reports[1]);
+    assert_eq!(a["complete"], true, "{a}");
+    assert_eq!(b["complete"], true, "{b}");
+    let ignored = &b["ignored"];
+    assert_eq!(u64_of(&ignored["wrong_source"]), 200, "{ignored}");
+    assert_eq!(u64_of(&ignored["foreign_collective"]), 50, "{ignored}");
+    let packets = 1_048_576_u64.div_ceil(SEGMENT);
+    let received = &b["received"][0];
+    let flow = &a["flows"][0];
+    assert_eq!(u64_of(&received["expected"]), packets, "{received}");
+    assert_eq!(u64_of(&received["missing"]), 0, "{received}");
+    // Only a's own (spurious) retransmissions may arrive twice; no forged packet is recorded.
+    let retransmits = u64_of(&flow["retransmits"]);
+    assert_eq!(
+        u64_of(&received["packets"]),
+        packets + u64_of(&received["duplicates"]),
+        "{received}"
+    );
+    assert_eq!(
+        u64_of(&received["duplicates"]),
+        retransmits,
+        "{received} vs {flow}"
+    );
+    assert_eq!(u64_of(&b["acks_sent"]), packets + retransmits, "{b}");
+    assert_eq!(u64_of(&a["ignored"]["wrong_source"]), 0, "{a}");
+}
+
 ofan_tests::root_tests!(
+    agent_rejects_forged_data_from_a_third_host,
     agent_default_pacing_never_exceeds_the_rate,
     agent_delivers_each_packet_exactly_once_and_records_cct,
     agent_echoes_ce_through_a_marking_switch,

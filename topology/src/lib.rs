@@ -100,6 +100,7 @@ mod construct;
 mod error;
 pub mod load;
 mod model;
+pub mod plan;
 mod routing;
 pub mod seed;
 mod shape;

@@ -130,42 +130,7 @@ impl FrameCache {
     }
 }
 
-/// Where the frames are, place by place.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct FrameCensus {
-    /// In the shared pool.
-    pub pool: u64,
-    /// In workers' caches.
-    pub caches: u64,
-    /// Given to fill rings and not yet received.
-    pub fill: u64,
-    /// Given to TX rings and not yet completed.
-    pub tx: u64,
-    /// In egress queues.
-    pub egress: u64,
-    /// In worker inboxes (handed to another port's owner).
-    pub inbox: u64,
-    /// Held by a worker between receive and decision (0 between batches).
-    pub in_batch: u64,
-}
-
-impl FrameCensus {
-    /// Frames accounted for.
-    pub fn total(&self) -> u64 {
-        self.pool + self.caches + self.fill + self.tx + self.egress + self.inbox + self.in_batch
-    }
-
-    /// Adds another census (one worker's) into this one.
-    pub fn add(&mut self, other: &FrameCensus) {
-        self.pool += other.pool;
-        self.caches += other.caches;
-        self.fill += other.fill;
-        self.tx += other.tx;
-        self.egress += other.egress;
-        self.inbox += other.inbox;
-        self.in_batch += other.in_batch;
-    }
-}
+pub use crate::telemetry::FrameCensus;
 
 #[cfg(test)]
 mod tests {

@@ -42,10 +42,10 @@ use crate::egress::{EgressConfig, EgressQueue};
 use crate::fib::{PortId, SharedFib};
 use crate::forward::{Forwarder, ForwarderConfig};
 use crate::lb::{LbConfig, SwitchBalancer};
-use crate::telemetry::SwitchTelemetry;
+use crate::telemetry::{RxDrops, SharedFrames, SwitchTelemetry};
 use frames::{FrameCache, FramePool};
 use sys::{EventFd, UmemArea};
-use worker::{OwnedPort, QueueRings, Worker};
+use worker::{OwnedPort, QueueLoads, QueueRings, Worker};
 
 /// How the AF_XDP sockets bind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -87,6 +87,16 @@ pub enum PollMode {
     Wakeup,
     /// Spin on pinned cores: for line rate.
     Busy,
+}
+
+/// What the workers do with a received frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forwarding {
+    /// Parse, look up, balance and rewrite ([`Forwarder`]): the switch.
+    Lookup,
+    /// Port to port, for benchmarks: frames from port 2i leave on port 2i+1 and back, with no
+    /// parsing, lookup, balancing or rewrite (the egress queue still applies).
+    Bare,
 }
 
 /// One port of the switch.
@@ -132,9 +142,8 @@ pub struct RuntimeConfig {
     pub frames_per_port: u32,
     /// Ring sizes (fill, completion, RX, TX), a power of two.
     pub ring_size: u32,
-    /// Bare port-to-port mode for benchmarks: frames from port 2i leave on port 2i+1 and back,
-    /// with no parsing, lookup, balancing or rewrite (the egress queue still applies).
-    pub bare: bool,
+    /// Forward by lookup, or bare port to port (benchmarks; the ports must pair up).
+    pub forwarding: Forwarding,
 }
 
 /// Why the runtime could not start.
@@ -280,12 +289,22 @@ impl Runtime {
         let telemetry = Arc::new(SwitchTelemetry::new(
             config.ports.iter().map(|p| p.name.clone()).collect(),
             worker_count,
-            worker::counter_names(),
+            crate::telemetry::worker_counter_names(),
         ));
         let pool = Arc::new(FramePool::new(frames, config.frame_size));
         let inboxes: Arc<[_]> = (0..worker_count)
             .map(|_| Arc::new(ArrayQueue::new(config.ring_size as usize * 4)))
             .collect();
+        {
+            let (pool, inboxes) = (Arc::clone(&pool), Arc::clone(&inboxes));
+            telemetry.set_umem(
+                u64::from(pool.total()),
+                SharedFrames(Box::new(move || {
+                    let inbox = inboxes.iter().map(|inbox| inbox.len() as u64).sum();
+                    (pool.len() as u64, inbox)
+                })),
+            );
+        }
         let wakers: Arc<[EventFd]> = (0..worker_count)
             .map(|_| EventFd::new())
             .collect::<io::Result<Vec<_>>>()
@@ -348,9 +367,10 @@ impl Runtime {
                 poll: config.poll,
                 fill_target: config.ring_size,
                 tx_ring_size: config.ring_size,
+                rx_drops: RxDrops::default(),
                 counter_scratch: Vec::new(),
-                bare: config.bare,
-                uses_queues: config.lb.algorithm.uses_queues(),
+                forwarding: config.forwarding,
+                queue_loads: QueueLoads::of(config.lb.algorithm),
             };
             let cpu = (!config.cpus.is_empty() && config.poll == PollMode::Busy)
                 .then(|| config.cpus[index % config.cpus.len()]);
@@ -424,6 +444,12 @@ impl Runtime {
             .unwrap_or_default()
     }
 
+    /// The steering program, to change its tables (local addresses, dropped ports) while the
+    /// switch runs; `None` only while the runtime starts or stops.
+    pub fn steering_mut(&mut self) -> Option<&mut Steering> {
+        self.steering.as_mut()
+    }
+
     /// Stops the workers, detaches the XDP program and counts the frames.
     pub fn stop(mut self) -> StopReport {
         self.stop.store(true, Ordering::SeqCst);
@@ -489,7 +515,7 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
             config.frames_per_port, config.ring_size
         ));
     }
-    if config.bare && config.ports.len() % 2 != 0 {
+    if config.forwarding == Forwarding::Bare && config.ports.len() % 2 != 0 {
         return bad(format!(
             "bare mode pairs ports (0↔1, 2↔3…) but there are {}",
             config.ports.len()

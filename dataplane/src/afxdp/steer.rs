@@ -7,7 +7,9 @@
 //! ≤ 1, IPv4 options and fragments, multicast, IPv6 hop-by-hop, non-IP and malformed frames — or
 //! redirects it into the AF_XDP socket registered for its (port, RX queue)
 //! ([`Steering::register_socket`]); with no socket there the frame falls back to the kernel.
-//! Every frame increments exactly one counter ([`StatIndex`]), read with [`Steering::counters`].
+//! A port can be made to drop every frame it receives ([`Steering::set_port_drop`]): a link
+//! that fails silently while its carrier stays up. Every frame increments exactly one counter
+//! ([`StatIndex`]), read with [`Steering::counters`].
 //!
 //! # Stale and foreign programs
 //!
@@ -43,17 +45,17 @@ use std::{
 };
 
 use aya::{
-    maps::{HashMap, MapData, MapError, PerCpuArray, XskMap},
+    maps::{Array, HashMap, MapData, MapError, PerCpuArray, XskMap},
     programs::{loaded_programs, xdp::XdpLinkId, ProgramError, ProgramInfo, Xdp},
     Ebpf, EbpfError,
 };
 pub use ofan_ebpf_common::StatIndex;
 use ofan_ebpf_common::{
     xsk_index, LocalV4, LocalV6, PortId, LOCAL_V4_MAP, LOCAL_V6_MAP, MAX_PORTS, MAX_QUEUES,
-    PORTS_MAP, STATS_MAP, STEER_PROGRAM, XSKS_MAP,
+    PORTS_MAP, PORT_DROP_MAP, STATS_MAP, STEER_PROGRAM, XSKS_MAP,
 };
 
-use self::netlink::AttachMode;
+use ofan_netlink::{XdpAttachMode, XdpProgram};
 
 /// The eBPF object with `ofan_steer` and `ofan_redirect`, built by `build.rs`.
 pub(crate) static EBPF_OBJECT: &[u8] =
@@ -289,6 +291,7 @@ pub struct Steering {
     local_v6: HashMap<MapData, LocalV6, u8>,
     xsks: XskMap<MapData>,
     stats: PerCpuArray<MapData, u64>,
+    port_drop: Array<MapData, u32>,
     attachments: Vec<Attachment>,
 }
 
@@ -332,6 +335,7 @@ impl Steering {
             local_v6: take_map(&mut ebpf, LOCAL_V6_MAP)?,
             xsks: take_map(&mut ebpf, XSKS_MAP)?,
             stats: take_map(&mut ebpf, STATS_MAP)?,
+            port_drop: take_map(&mut ebpf, PORT_DROP_MAP)?,
             ebpf,
             mode,
             program_id,
@@ -442,7 +446,7 @@ impl Steering {
         })?;
         // First make sure everything there is ours, then remove: never half-clean an interface.
         let mut stale = Vec::new();
-        for (mode, id) in attached {
+        for XdpProgram { mode, id } in attached {
             let info = program_info(id);
             let name = info
                 .as_ref()
@@ -542,6 +546,46 @@ impl Steering {
         }
         replace_set(&mut self.local_v4, LOCAL_V4_MAP, &v4)?;
         replace_set(&mut self.local_v6, LOCAL_V6_MAP, &v6)
+    }
+
+    /// Makes port `port` drop every frame it receives (`drop`), whatever it is — data, ARP, BGP,
+    /// BFD — or forward and pass them again. Counted as [`StatIndex::DropBlackhole`]. The flag
+    /// belongs to the port number and survives detaching and re-attaching it.
+    ///
+    /// # Errors
+    ///
+    /// [`SteerError::PortOutOfRange`], [`SteerError::MapUpdate`].
+    pub fn set_port_drop(&mut self, port: u16, drop: bool) -> Result<(), SteerError> {
+        if u32::from(port) >= MAX_PORTS {
+            return Err(SteerError::PortOutOfRange { port });
+        }
+        self.port_drop
+            .set(u32::from(port), u32::from(drop), 0)
+            .map_err(|source| SteerError::MapUpdate {
+                map: PORT_DROP_MAP,
+                source,
+            })
+    }
+
+    /// The ports that drop every frame they receive ([`Steering::set_port_drop`]), ascending.
+    ///
+    /// # Errors
+    ///
+    /// [`SteerError::MapUpdate`] if the map cannot be read.
+    pub fn dropping_ports(&self) -> Result<Vec<u16>, SteerError> {
+        let mut ports = Vec::new();
+        for port in 0..MAX_PORTS as u16 {
+            let flag = self.port_drop.get(&u32::from(port), 0).map_err(|source| {
+                SteerError::MapUpdate {
+                    map: PORT_DROP_MAP,
+                    source,
+                }
+            })?;
+            if flag != 0 {
+                ports.push(port);
+            }
+        }
+        Ok(ports)
     }
 
     /// Registers the AF_XDP socket bound to RX queue `queue` of port `port`: from now on the
@@ -671,7 +715,7 @@ fn program_info(id: u32) -> Option<ProgramInfo> {
 /// cannot be replaced over netlink), else over netlink, only if it is still that program.
 fn remove_stale_program(
     ifindex: u32,
-    mode: AttachMode,
+    mode: XdpAttachMode,
     id: u32,
     info: Option<&ProgramInfo>,
 ) -> io::Result<()> {
@@ -680,7 +724,7 @@ fn remove_stale_program(
     }
     let info = info.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
     let program = info.fd().map_err(io::Error::other)?;
-    netlink::detach_xdp(ifindex, mode, &program.as_fd().as_raw_fd())
+    netlink::detach_xdp(ifindex, mode, program.as_fd())
 }
 
 fn replace_set<K>(

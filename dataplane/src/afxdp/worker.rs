@@ -22,12 +22,15 @@ use xdpilone::{DeviceQueue, RingRx, RingTx, User};
 
 use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
-use super::PollMode;
-use crate::egress::{ecn, Admission, EgressQueue};
+use super::{Forwarding, PollMode};
+use crate::egress::{Admission, EgressQueue};
 use crate::fib::{PortId, SharedFib};
-use crate::forward::{Counters, DropReason, Forwarder, FrameRef, KernelReason, Verdict};
-use crate::lb::{PortLoad, MAX_BATCH};
-use crate::telemetry::{SocketDrops, SwitchTelemetry};
+use crate::forward::{DropReason, Forwarder, FrameRef, Verdict};
+use crate::lb::{Algorithm, PortLoad, MAX_BATCH};
+use crate::telemetry::{
+    worker_counter_values, RxDropReason, RxDrops, SocketDrops, SwitchTelemetry,
+};
+use crate::wire::{self, Ecn};
 
 /// A frame handed from one worker to the owner of its egress port.
 #[derive(Debug)]
@@ -119,53 +122,37 @@ pub struct Worker {
     pub fill_target: u32,
     /// TX ring size.
     pub tx_ring_size: u32,
-    /// Reused buffer for publishing the forwarding counters.
+    /// Descriptors dropped before the forwarder saw a frame, by [`RxDropReason`].
+    pub rx_drops: RxDrops,
+    /// Reused buffer for publishing the counters.
     pub counter_scratch: Vec<u64>,
-    /// Bare port-to-port mode (see `RuntimeConfig::bare`).
-    pub bare: bool,
-    /// Whether the balancer reads queue lengths (then owned ports publish their depth after
-    /// every loop iteration, for the other pipes' workers).
-    pub uses_queues: bool,
+    /// Forward by lookup, or bare port to port.
+    pub forwarding: Forwarding,
+    /// Whether the balancer reads queue lengths, and so whether the worker gathers and shares
+    /// them.
+    pub queue_loads: QueueLoads,
 }
 
-/// The names of the forwarding counters a worker publishes, in [`counter_values`] order.
-pub fn counter_names() -> &'static [&'static str] {
-    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| {
-        let mut names: Vec<&'static str> = vec![
-            "frames",
-            "forwarded",
-            "northbound",
-            "no_key",
-            "key_out_of_range",
-        ];
-        // Built once per process: the prefixed names live as long as the program.
-        names.extend(
-            DropReason::ALL
-                .iter()
-                .map(|r| &*Box::leak(format!("drop_{}", r.name()).into_boxed_str())),
-        );
-        names.extend(
-            KernelReason::ALL
-                .iter()
-                .map(|r| &*Box::leak(format!("kernel_{}", r.name()).into_boxed_str())),
-        );
-        names
-    })
+/// Whether a pipe's balancer reads egress queue lengths ([`Algorithm::uses_queues`]), and so
+/// whether its worker gathers and shares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueLoads {
+    /// The balancer ignores queue lengths: depths are published with the rest of the telemetry.
+    Ignored,
+    /// The balancer reads them: every batch gets the up-ports' loads, and the owned ports
+    /// publish their depth after every busy loop iteration, for the other pipes' workers.
+    Read,
 }
 
-/// The counters' values in [`counter_names`] order.
-pub fn counter_values(counters: &Counters, out: &mut Vec<u64>) {
-    out.clear();
-    out.extend([
-        counters.frames,
-        counters.forwarded,
-        counters.northbound,
-        counters.no_key,
-        counters.key_out_of_range,
-    ]);
-    out.extend_from_slice(&counters.drops);
-    out.extend_from_slice(&counters.to_kernel);
+impl QueueLoads {
+    /// What `algorithm` needs.
+    pub fn of(algorithm: Algorithm) -> Self {
+        if algorithm.uses_queues() {
+            QueueLoads::Read
+        } else {
+            QueueLoads::Ignored
+        }
+    }
 }
 
 impl std::fmt::Debug for Worker {
@@ -185,6 +172,12 @@ pub struct WorkerExit {
 }
 
 const PUBLISH_EVERY_NS: u64 = 1_000_000;
+/// The longest an idle worker sleeps. Whatever needs it sooner wakes it: a stop request or a
+/// hand-off (its eventfd), a frame (its sockets), a shaper deadline (its timerfd). This period
+/// bounds how late an idle worker applies a telemetry reset and publishes the depth of a frame
+/// whose slot has ended (see `run`); the lab's runner counts on it (`RESET_SETTLE`,
+/// `SETTLE_AFTER` in `netns-lab`'s `experiment::runner`).
+const IDLE_WAKE_MS: i32 = 100;
 const TOKEN_SOCKET: u64 = 0;
 
 impl Worker {
@@ -211,7 +204,7 @@ impl Worker {
             work += self.complete_all();
             self.refill_all();
             unpublished |= work > 0;
-            if self.uses_queues && work > 0 {
+            if self.queue_loads == QueueLoads::Read && work > 0 {
                 for port in &self.ports {
                     let stats = port.egress.stats();
                     self.telemetry
@@ -230,8 +223,8 @@ impl Worker {
                 unpublished = true;
             }
             // A frame on the wire leaves the queue's depth when its slot ends: an idle worker
-            // publishes that too (`publish` settles it) when it next wakes — within the idle
-            // wake-up period — so a quiet switch shows empty queues. (Waking at every slot's
+            // publishes that too (`publish` settles it) when it next wakes — within
+            // `IDLE_WAKE_MS` — so a quiet switch shows empty queues. (Waking at every slot's
             // end for it cost a shaped 100 Mbit/s port 6 % of its rate.)
             if work == 0
                 && self
@@ -286,15 +279,10 @@ impl Worker {
             sleeping.store(false, Ordering::SeqCst);
             return;
         }
-        // Half a millisecond at most, so stop requests and telemetry never wait long.
-        let timeout_ms = match deadline {
-            Some(deadline) => {
-                timer.arm_at(deadline);
-                100
-            }
-            None => 100,
-        };
-        epoll.wait(timeout_ms);
+        if let Some(deadline) = deadline {
+            timer.arm_at(deadline);
+        }
+        epoll.wait(IDLE_WAKE_MS);
         sleeping.store(false, Ordering::SeqCst);
         timer.drain();
         self.wakers[self.index].drain();
@@ -312,23 +300,23 @@ impl Worker {
 
     fn enqueue_local(&mut self, port: PortId, mut frame: OwnedFrame, now: u64) {
         let local = self.owner_of[usize::from(port.0)].1;
-        let capable = ecn::is_capable(self.umem.data(&mut frame));
+        let capable = wire::ecn(self.umem.data(&mut frame)).is_some_and(Ecn::is_capable);
         let len = frame.len();
         match self.ports[local].egress.admit(len, capable, now) {
             Admission::Queue { mark_ce } => {
-                let marked = mark_ce && ecn::set_ce(self.umem.data(&mut frame));
+                let marked = mark_ce && wire::mark_ce(self.umem.data(&mut frame));
                 self.ports[local].egress.push(frame, len, marked, now);
             }
             Admission::Drop => {
                 self.ports[local].egress.reject();
-                self.free(frame.into_addr());
+                self.free(frame.into_frame(self.umem.frame_size()));
             }
         }
     }
 
+    /// Gives a frame back to the free frames.
     #[inline]
-    fn free(&mut self, addr: u64) {
-        let frame = FrameAddr::base(addr, self.umem.frame_size());
+    fn free(&mut self, frame: FrameAddr) {
         self.cache.give(frame, &self.pool);
     }
 
@@ -344,14 +332,17 @@ impl Worker {
 
     fn receive(&mut self, port_index: usize, queue_index: usize) -> usize {
         let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
-        let (received, _bad) = {
+        let (received, bad) = {
             let queue = &mut self.ports[port_index].queues[queue_index];
             let (count, bad) = sys::receive(&mut queue.rx, &self.umem, &mut frames);
             queue.fill_outstanding -= (count + bad) as u32;
             (count, bad)
         };
+        // Bad descriptors count as work too, so that their counter is published before the
+        // worker next sleeps.
+        self.rx_drops[RxDropReason::BadDescriptor.as_index()] += bad as u64;
         if received == 0 {
-            return 0;
+            return bad;
         }
         let ingress = self.ports[port_index].id;
         let port = &mut self.ports[port_index];
@@ -364,10 +355,9 @@ impl Worker {
 
         // Queue lengths of the up-ports, for the queue-aware balancers only.
         let mut loads = [PortLoad::default(); crate::lb::MAX_PORTS];
-        let ports_for_loads = if self.uses_queues {
-            &self.up_ports[..]
-        } else {
-            &[]
+        let ports_for_loads = match self.queue_loads {
+            QueueLoads::Read => &self.up_ports[..],
+            QueueLoads::Ignored => &[],
         };
         for (position, &port) in ports_for_loads.iter().enumerate() {
             let (owner, local) = self.owner_of[usize::from(port.0)];
@@ -384,11 +374,12 @@ impl Worker {
         }
 
         let mut verdicts = [Verdict::Drop(DropReason::ALL[0]); MAX_BATCH];
-        if self.bare {
-            let peer = PortId(ingress.0 ^ 1);
-            verdicts[..received].fill(Verdict::Forward { port: peer });
-        } else {
-            {
+        match self.forwarding {
+            Forwarding::Bare => {
+                let peer = PortId(ingress.0 ^ 1);
+                verdicts[..received].fill(Verdict::Forward { port: peer });
+            }
+            Forwarding::Lookup => {
                 let fib = self.fib.load();
                 let umem = &*self.umem;
                 let mut refs: [FrameRef<'_>; MAX_BATCH] = std::array::from_fn(|_| FrameRef {
@@ -423,10 +414,10 @@ impl Worker {
                         self.hand_off(owner, Handoff { port, frame });
                     }
                 }
-                _ => self.free(frame.into_addr()),
+                _ => self.free(frame.into_frame(self.umem.frame_size())),
             }
         }
-        received
+        received + bad
     }
 
     fn hand_off(&mut self, owner: usize, handoff: Handoff) {
@@ -440,7 +431,7 @@ impl Worker {
                 self.telemetry
                     .port(usize::from(handoff.port.0))
                     .add_handoff_drops(1);
-                self.free(handoff.frame.into_addr());
+                self.free(handoff.frame.into_frame(self.umem.frame_size()));
             }
         }
     }
@@ -478,10 +469,11 @@ impl Worker {
     }
 
     fn complete_all(&mut self) -> usize {
+        let frame_size = self.umem.frame_size();
         let mut total = 0;
         for port_index in 0..self.ports.len() {
             for queue_index in 0..self.ports[port_index].queues.len() {
-                let mut completed = [0u64; MAX_BATCH * 2];
+                let mut completed = [FrameAddr(0); MAX_BATCH * 2];
                 let count = {
                     let queue = &mut self.ports[port_index].queues[queue_index];
                     if queue.tx_outstanding == 0 {
@@ -490,15 +482,15 @@ impl Worker {
                     let mut reader = queue.device.complete(completed.len() as u32);
                     let mut count = 0;
                     while let Some(addr) = reader.read() {
-                        completed[count] = addr;
+                        completed[count] = FrameAddr::base(addr, frame_size);
                         count += 1;
                     }
                     reader.release();
                     queue.tx_outstanding -= count as u32;
                     count
                 };
-                for &addr in &completed[..count] {
-                    self.free(addr);
+                for &frame in &completed[..count] {
+                    self.free(frame);
                 }
                 total += count;
             }
@@ -515,12 +507,12 @@ impl Worker {
                 if missing < 16 {
                     continue;
                 }
-                let mut frames = [0u64; 256];
+                let mut frames = [FrameAddr(0); 256];
                 let mut taken = 0;
                 while taken < (missing as usize).min(frames.len()) {
                     match self.cache.take(&self.pool) {
                         Some(frame) => {
-                            frames[taken] = frame.0;
+                            frames[taken] = frame;
                             taken += 1;
                         }
                         None => break,
@@ -528,15 +520,15 @@ impl Worker {
                 }
                 let queue = &mut self.ports[port_index].queues[queue_index];
                 let mut writer = queue.device.fill(taken as u32);
-                let filled = writer.insert(frames[..taken].iter().copied()) as usize;
+                let filled = writer.insert(frames[..taken].iter().map(|frame| frame.0)) as usize;
                 writer.commit();
                 drop(writer);
                 queue.fill_outstanding += filled as u32;
                 if queue.device.needs_wakeup() {
                     queue.device.wake();
                 }
-                for &addr in &frames[filled..taken] {
-                    self.cache.give(FrameAddr(addr), &self.pool);
+                for &frame in &frames[filled..taken] {
+                    self.cache.give(frame, &self.pool);
                 }
             }
         }
@@ -559,10 +551,25 @@ impl Worker {
             telemetry.publish_socket_drops(&drops);
             telemetry.publish_egress(port.egress.stats());
         }
-        counter_values(self.forwarder.counters(), &mut self.counter_scratch);
+        worker_counter_values(
+            self.forwarder.counters(),
+            &self.rx_drops,
+            &mut self.counter_scratch,
+        );
         self.telemetry
             .worker(self.index)
             .publish(&self.counter_scratch);
+        let (mut fill, mut tx, mut egress) = (0u64, 0u64, 0u64);
+        for port in &self.ports {
+            for queue in &port.queues {
+                fill += u64::from(queue.fill_outstanding);
+                tx += u64::from(queue.tx_outstanding);
+            }
+            egress += port.egress.len() as u64;
+        }
+        self.telemetry
+            .worker_frames(self.index)
+            .publish(self.cache.len() as u64, fill, tx, egress);
     }
 
     /// Stops: frees what the worker can reclaim (egress queues, inbox, cache) and counts what
@@ -571,16 +578,17 @@ impl Worker {
         let now = monotonic_ns();
         // Completions that arrived meanwhile.
         self.complete_all();
+        let frame_size = self.umem.frame_size();
         let mut freed = Vec::new();
         for port in &mut self.ports {
             port.egress
-                .drain(now, |frame| freed.push(frame.into_addr()));
+                .drain(now, |frame| freed.push(frame.into_frame(frame_size)));
         }
         while let Some(handoff) = self.inbox.pop() {
-            freed.push(handoff.frame.into_addr());
+            freed.push(handoff.frame.into_frame(frame_size));
         }
-        for addr in freed {
-            self.free(addr);
+        for frame in freed {
+            self.free(frame);
         }
         let mut census = FrameCensus::default();
         for port in &self.ports {

@@ -29,132 +29,61 @@
 
 use std::net::IpAddr;
 
+use crate::counters::named_counters;
 use crate::fib::{Fib, GroupId, GroupKind, NextHop, PortId, RouteTarget};
 use crate::lb::{
     mix64, Northbound, PipeBalancer, PortLoad, PortMask, SizeClass, UpPort, MAX_BATCH,
 };
 use crate::wire::{self, IpVersion, MacAddr, ParseError};
 
-/// Why a frame is dropped. Each reason is one counter.
-///
-/// AF_XDP cannot hand a frame back to the kernel, so whatever the kernel should see must be
-/// passed to it by the XDP program before it reaches this forwarder; each reason says whether
-/// that is the expected path for such frames (then a count here means the XDP program and the
-/// forwarder disagree).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DropReason {
-    /// The frame is not for the fast path ([`ParseError`]). Non-IP frames (ARP, LLDP:
-    /// `unknown_ether_type`) are expected to be passed to the kernel by the XDP program;
-    /// the others (options, fragments, bad headers and checksums, stacked tags) are not
-    /// expected to be, and are dropped here.
-    Parse(ParseError),
-    /// Longer than the largest frame the egress links carry ([`ForwarderConfig::max_frame_len`]).
-    /// Not expected from the XDP program (it does not know the egress).
-    FrameTooLarge,
-    /// A source or destination address that is never forwarded: multicast, broadcast,
-    /// loopback, link-local or unspecified. Multicast and link-local (ARP, neighbour
-    /// discovery) are expected to be passed to the kernel by the XDP program.
-    Martian,
-    /// No route to the destination (the kernel would answer ICMP unreachable; not expected to
-    /// be passed to it).
-    NoRoute,
-    /// The route is a blackhole or prohibit route.
-    Unreachable,
-    /// TTL or hop limit ≤ 1: must not be forwarded. Expected to be passed to the kernel by the
-    /// XDP program (which answers with ICMP time exceeded), so counts here are frames that
-    /// slipped past it.
-    TtlExpired,
-    /// Every hop of the group is on a port that is operationally down.
-    PortDown,
-    /// Some hop's port is up but no usable hop has a resolved neighbour MAC (the control plane
-    /// resolves neighbours and publishes a new table).
-    NeighborUnresolved,
-}
-
-impl DropReason {
-    /// Number of counters: one per [`ParseError`] and one per other reason.
-    pub const COUNT: usize = ParseError::COUNT + 7;
-
-    /// Every reason, in index order.
-    pub const ALL: [DropReason; Self::COUNT] = [
-        DropReason::Parse(ParseError::ALL[0]),
-        DropReason::Parse(ParseError::ALL[1]),
-        DropReason::Parse(ParseError::ALL[2]),
-        DropReason::Parse(ParseError::ALL[3]),
-        DropReason::Parse(ParseError::ALL[4]),
-        DropReason::Parse(ParseError::ALL[5]),
-        DropReason::Parse(ParseError::ALL[6]),
-        DropReason::Parse(ParseError::ALL[7]),
-        DropReason::Parse(ParseError::ALL[8]),
-        DropReason::FrameTooLarge,
-        DropReason::Martian,
-        DropReason::NoRoute,
-        DropReason::Unreachable,
-        DropReason::TtlExpired,
-        DropReason::PortDown,
-        DropReason::NeighborUnresolved,
-    ];
-
-    /// Counter index, `0..COUNT`.
-    #[inline]
-    pub const fn as_index(self) -> usize {
-        match self {
-            DropReason::Parse(error) => error.as_index(),
-            DropReason::FrameTooLarge => ParseError::COUNT,
-            DropReason::Martian => ParseError::COUNT + 1,
-            DropReason::NoRoute => ParseError::COUNT + 2,
-            DropReason::Unreachable => ParseError::COUNT + 3,
-            DropReason::TtlExpired => ParseError::COUNT + 4,
-            DropReason::PortDown => ParseError::COUNT + 5,
-            DropReason::NeighborUnresolved => ParseError::COUNT + 6,
-        }
-    }
-
-    /// Metric name (snake_case; parse errors keep their [`ParseError::name`]).
-    pub const fn name(self) -> &'static str {
-        match self {
-            DropReason::Parse(error) => error.name(),
-            DropReason::FrameTooLarge => "frame_too_large",
-            DropReason::Martian => "martian",
-            DropReason::NoRoute => "no_route",
-            DropReason::Unreachable => "unreachable",
-            DropReason::TtlExpired => "ttl_expired",
-            DropReason::PortDown => "port_down",
-            DropReason::NeighborUnresolved => "neighbor_unresolved",
-        }
+named_counters! {
+    /// Why a frame is dropped. Each reason is one counter.
+    ///
+    /// AF_XDP cannot hand a frame back to the kernel, so whatever the kernel should see must be
+    /// passed to it by the XDP program before it reaches this forwarder; each reason says whether
+    /// that is the expected path for such frames (then a count here means the XDP program and the
+    /// forwarder disagree).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum DropReason {
+        /// The frame is not for the fast path ([`ParseError`]). Non-IP frames (ARP, LLDP:
+        /// `unknown_ether_type`) are expected to be passed to the kernel by the XDP program;
+        /// the others (options, fragments, bad headers and checksums, stacked tags) are not
+        /// expected to be, and are dropped here.
+        Parse(ParseError);
+        /// Longer than the largest frame the egress links carry
+        /// ([`ForwarderConfig::max_frame_len`]). Not expected from the XDP program (it does not
+        /// know the egress).
+        FrameTooLarge = "frame_too_large",
+        /// A source or destination address that is never forwarded: multicast, broadcast,
+        /// loopback, link-local or unspecified. Multicast and link-local (ARP, neighbour
+        /// discovery) are expected to be passed to the kernel by the XDP program.
+        Martian = "martian",
+        /// No route to the destination (the kernel would answer ICMP unreachable; not expected
+        /// to be passed to it).
+        NoRoute = "no_route",
+        /// The route is a blackhole or prohibit route.
+        Unreachable = "unreachable",
+        /// TTL or hop limit ≤ 1: must not be forwarded. Expected to be passed to the kernel by
+        /// the XDP program (which answers with ICMP time exceeded), so counts here are frames
+        /// that slipped past it.
+        TtlExpired = "ttl_expired",
+        /// Every hop of the group is on a port that is operationally down.
+        PortDown = "port_down",
+        /// Some hop's port is up but no usable hop has a resolved neighbour MAC (the control
+        /// plane resolves neighbours and publishes a new table).
+        NeighborUnresolved = "neighbor_unresolved",
     }
 }
 
-/// Why a frame is for the switch itself. Both are expected to have been passed to the kernel
-/// by the XDP program already; the forwarder double-checks and counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KernelReason {
-    /// The destination is one of the switch's addresses.
-    LocalAddress,
-    /// The route of the destination is a local route.
-    LocalRoute,
-}
-
-impl KernelReason {
-    /// Number of counters.
-    pub const COUNT: usize = 2;
-
-    /// Every reason, in index order.
-    pub const ALL: [KernelReason; Self::COUNT] =
-        [KernelReason::LocalAddress, KernelReason::LocalRoute];
-
-    /// Counter index, `0..COUNT`.
-    #[inline]
-    pub const fn as_index(self) -> usize {
-        self as usize
-    }
-
-    /// Metric name (snake_case).
-    pub const fn name(self) -> &'static str {
-        match self {
-            KernelReason::LocalAddress => "local_address",
-            KernelReason::LocalRoute => "local_route",
-        }
+named_counters! {
+    /// Why a frame is for the switch itself. Both are expected to have been passed to the kernel
+    /// by the XDP program already; the forwarder double-checks and counts.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum KernelReason {
+        /// The destination is one of the switch's addresses.
+        LocalAddress = "local_address",
+        /// The route of the destination is a local route.
+        LocalRoute = "local_route",
     }
 }
 
@@ -240,6 +169,17 @@ impl Default for Counters {
 }
 
 impl Counters {
+    /// The counters that are not per reason, by metric name (the order they are published in).
+    pub fn totals(&self) -> [(&'static str, u64); 5] {
+        [
+            ("frames", self.frames),
+            ("forwarded", self.forwarded),
+            ("northbound", self.northbound),
+            ("no_key", self.no_key),
+            ("key_out_of_range", self.key_out_of_range),
+        ]
+    }
+
     /// Drops for `reason`.
     pub fn dropped(&self, reason: DropReason) -> u64 {
         self.drops[reason.as_index()]

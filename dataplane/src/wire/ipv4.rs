@@ -2,7 +2,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::{checksum, IpProtocol, ParseError};
+use super::{checksum, Ecn, IpProtocol, ParseError};
 
 mod field {
     use std::ops::Range;
@@ -91,6 +91,11 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         self.bytes()[field::DSCP_ECN]
     }
 
+    /// ECN field: the two low bits of the DSCP/ECN byte.
+    pub fn ecn(&self) -> Ecn {
+        Ecn::from_bits(self.dscp_ecn())
+    }
+
     /// Total length (header and payload) in bytes.
     pub fn total_len(&self) -> u16 {
         self.read_u16(field::TOTAL_LEN)
@@ -168,6 +173,21 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Sets the checksum field.
     pub fn set_checksum(&mut self, value: u16) {
         self.buffer.as_mut()[field::CHECKSUM].copy_from_slice(&value.to_be_bytes());
+    }
+
+    /// Sets the ECN field, keeping the DSCP, and updates the header checksum incrementally
+    /// (RFC 1624 eqn. 3) over the version/IHL/DSCP/ECN word.
+    #[inline]
+    pub fn set_ecn(&mut self, ecn: Ecn) {
+        let (ver_ihl, old) = (self.bytes()[field::VER_IHL], self.dscp_ecn());
+        let new = (old & !0b11) | ecn.bits();
+        let value = checksum::update(
+            self.checksum(),
+            u16::from_be_bytes([ver_ihl, old]),
+            u16::from_be_bytes([ver_ihl, new]),
+        );
+        self.buffer.as_mut()[field::DSCP_ECN] = new;
+        self.set_checksum(value);
     }
 
     /// Recomputes the header checksum from scratch.

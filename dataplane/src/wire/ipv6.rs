@@ -2,12 +2,15 @@
 
 use std::net::Ipv6Addr;
 
-use super::{IpProtocol, ParseError};
+use super::{Ecn, IpProtocol, ParseError};
 
 mod field {
     use std::ops::Range;
 
     pub const VER_TC_FLOW: Range<usize> = 0..4;
+    /// The traffic class's low four bits (the ECN field in bits 4–5) and the flow label's top
+    /// four.
+    pub const TC_LOW_FLOW_HIGH: usize = 1;
     pub const PAYLOAD_LEN: Range<usize> = 4..6;
     pub const NEXT_HEADER: usize = 6;
     pub const HOP_LIMIT: usize = 7;
@@ -78,6 +81,11 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         (self.word() >> 20) as u8
     }
 
+    /// ECN field: the two low bits of the traffic class.
+    pub fn ecn(&self) -> Ecn {
+        Ecn::from_bits(self.traffic_class())
+    }
+
     /// Flow label (20 bits).
     pub fn flow_label(&self) -> u32 {
         self.word() & 0x000F_FFFF
@@ -123,6 +131,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     /// Sets the hop limit.
     pub fn set_hop_limit(&mut self, hop_limit: u8) {
         self.buffer.as_mut()[field::HOP_LIMIT] = hop_limit;
+    }
+
+    /// Sets the ECN field, keeping the rest of the traffic class (IPv6 has no header checksum).
+    pub fn set_ecn(&mut self, ecn: Ecn) {
+        let byte = &mut self.buffer.as_mut()[field::TC_LOW_FLOW_HIGH];
+        *byte = (*byte & !0b0011_0000) | ecn.bits() << 4;
     }
 
     /// Decrements the hop limit (wrapping at 0; callers drop hop limit ≤ 1 first). IPv6 has no

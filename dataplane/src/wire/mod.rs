@@ -16,6 +16,8 @@
 //!   header walk) is TCP or UDP and the minimal L4 header (20 and 8 bytes) is present.
 //! - [`forward_rewrite`] is the forwarding rewrite: MACs, TTL with the IPv4 header checksum
 //!   updated incrementally (RFC 1624), or the IPv6 hop limit.
+//! - [`ecn`] reads a frame's ECN field and [`mark_ce`] marks it Congestion Experienced, the
+//!   IPv4 header checksum updated the same way: the egress queues decide, `wire` edits the bits.
 
 pub mod checksum;
 mod ethernet;
@@ -24,6 +26,8 @@ mod ipv6;
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::counters::named_counters;
 
 pub use ethernet::{
     EtherType, EthernetFrame, MacAddr, VlanTag, HEADER_LEN as ETHERNET_HEADER_LEN,
@@ -47,81 +51,88 @@ impl IpProtocol {
     pub const ICMPV6: IpProtocol = IpProtocol(58);
 }
 
+/// The ECN field of an IP header (RFC 3168 §5): the low two bits of the IPv4 DSCP/ECN byte or
+/// of the IPv6 traffic class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ecn {
+    /// Not-ECT: the transport does not support ECN.
+    NotEct,
+    /// ECT(1): ECN-capable transport.
+    Ect1,
+    /// ECT(0): ECN-capable transport.
+    Ect0,
+    /// CE: congestion experienced, set by a queue on an ECN-capable packet.
+    Ce,
+}
+
+impl Ecn {
+    /// The codepoint of the two low bits of `bits`.
+    #[inline]
+    pub const fn from_bits(bits: u8) -> Self {
+        match bits & 0b11 {
+            0b00 => Ecn::NotEct,
+            0b01 => Ecn::Ect1,
+            0b10 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+
+    /// The two bits of the codepoint.
+    #[inline]
+    pub const fn bits(self) -> u8 {
+        match self {
+            Ecn::NotEct => 0b00,
+            Ecn::Ect1 => 0b01,
+            Ecn::Ect0 => 0b10,
+            Ecn::Ce => 0b11,
+        }
+    }
+
+    /// Whether the packet's transport is ECN-capable: ECT(0), ECT(1), or already marked CE.
+    #[inline]
+    pub const fn is_capable(self) -> bool {
+        !matches!(self, Ecn::NotEct)
+    }
+}
+
 /// Minimal TCP header length.
 pub const TCP_HEADER_LEN: usize = 20;
 /// UDP header length.
 pub const UDP_HEADER_LEN: usize = 8;
 
-/// Why a frame is not for the forwarding fast path. Each variant is one counter
-/// ([`as_index`](Self::as_index) `< COUNT`, [`name`](Self::name) for metrics).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
-#[repr(u8)]
-pub enum ParseError {
-    /// Shorter than its Ethernet header (tag included), or than the fixed IP header.
-    #[error("frame truncated")]
-    Truncated = 0,
-    /// Neither IPv4 nor IPv6 (ARP, LLDP, …) after at most one 802.1Q tag.
-    #[error("unknown Ethernet type")]
-    UnknownEtherType,
-    /// A second tag (QinQ) or an 802.1ad service tag.
-    #[error("stacked or 802.1ad VLAN tag")]
-    UnsupportedVlan,
-    /// The IP version does not match the Ethernet type.
-    #[error("IP version does not match the Ethernet type")]
-    BadVersion,
-    /// IHL below 5, or total length below the header length or beyond the frame.
-    #[error("malformed IPv4 header")]
-    BadIpv4Header,
-    /// IHL above 5: options are not forwarded on the fast path.
-    #[error("IPv4 options")]
-    Ipv4Options,
-    /// The IPv4 header checksum is wrong.
-    #[error("bad IPv4 header checksum")]
-    BadIpv4Checksum,
-    /// More-fragments set or fragment offset not zero.
-    #[error("IPv4 fragment")]
-    Fragment,
-    /// The IPv6 payload length runs past the frame.
-    #[error("malformed IPv6 header")]
-    BadIpv6Header,
-}
-
-impl ParseError {
-    /// Number of variants (counter slots).
-    pub const COUNT: usize = 9;
-
-    /// Every variant, in index order.
-    pub const ALL: [ParseError; Self::COUNT] = [
-        ParseError::Truncated,
-        ParseError::UnknownEtherType,
-        ParseError::UnsupportedVlan,
-        ParseError::BadVersion,
-        ParseError::BadIpv4Header,
-        ParseError::Ipv4Options,
-        ParseError::BadIpv4Checksum,
-        ParseError::Fragment,
-        ParseError::BadIpv6Header,
-    ];
-
-    /// Counter index, `0..COUNT`.
-    #[inline]
-    pub const fn as_index(self) -> usize {
-        self as usize
-    }
-
-    /// Metric name (snake_case).
-    pub const fn name(self) -> &'static str {
-        match self {
-            ParseError::Truncated => "truncated",
-            ParseError::UnknownEtherType => "unknown_ether_type",
-            ParseError::UnsupportedVlan => "unsupported_vlan",
-            ParseError::BadVersion => "bad_version",
-            ParseError::BadIpv4Header => "bad_ipv4_header",
-            ParseError::Ipv4Options => "ipv4_options",
-            ParseError::BadIpv4Checksum => "bad_ipv4_checksum",
-            ParseError::Fragment => "fragment",
-            ParseError::BadIpv6Header => "bad_ipv6_header",
-        }
+named_counters! {
+    /// Why a frame is not for the forwarding fast path. Each variant is one counter
+    /// ([`as_index`](Self::as_index) `< COUNT`, [`name`](Self::name) for metrics).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+    #[repr(u8)]
+    pub enum ParseError {
+        /// Shorter than its Ethernet header (tag included), or than the fixed IP header.
+        #[error("frame truncated")]
+        Truncated = "truncated",
+        /// Neither IPv4 nor IPv6 (ARP, LLDP, …) after at most one 802.1Q tag.
+        #[error("unknown Ethernet type")]
+        UnknownEtherType = "unknown_ether_type",
+        /// A second tag (QinQ) or an 802.1ad service tag.
+        #[error("stacked or 802.1ad VLAN tag")]
+        UnsupportedVlan = "unsupported_vlan",
+        /// The IP version does not match the Ethernet type.
+        #[error("IP version does not match the Ethernet type")]
+        BadVersion = "bad_version",
+        /// IHL below 5, or total length below the header length or beyond the frame.
+        #[error("malformed IPv4 header")]
+        BadIpv4Header = "bad_ipv4_header",
+        /// IHL above 5: options are not forwarded on the fast path.
+        #[error("IPv4 options")]
+        Ipv4Options = "ipv4_options",
+        /// The IPv4 header checksum is wrong.
+        #[error("bad IPv4 header checksum")]
+        BadIpv4Checksum = "bad_ipv4_checksum",
+        /// More-fragments set or fragment offset not zero.
+        #[error("IPv4 fragment")]
+        Fragment = "fragment",
+        /// The IPv6 payload length runs past the frame.
+        #[error("malformed IPv6 header")]
+        BadIpv6Header = "bad_ipv6_header",
     }
 }
 
@@ -370,6 +381,49 @@ pub fn forward_rewrite(
                 ip.decrement_hop_limit();
             }
         }
+    }
+}
+
+/// The ECN field of a frame's IP header (Ethernet II with at most one 802.1Q tag). `None` for a
+/// frame that is not IPv4 or IPv6, or whose IP header does not pass
+/// [`Ipv4Packet::new_checked`] or [`Ipv6Packet::new_checked`].
+#[inline]
+pub fn ecn(frame: &[u8]) -> Option<Ecn> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    match eth.ethertype() {
+        EtherType::IPV4 => Some(Ipv4Packet::new_checked(eth.payload()).ok()?.ecn()),
+        EtherType::IPV6 => Some(Ipv6Packet::new_checked(eth.payload()).ok()?.ecn()),
+        _ => None,
+    }
+}
+
+/// Marks an ECN-capable frame Congestion Experienced (RFC 3168 §5): ECT(0) or ECT(1) becomes CE,
+/// with the IPv4 header checksum updated incrementally (RFC 1624). Returns whether the frame
+/// changed: a Not-ECT or already marked frame, or one [`ecn`] cannot read, is left alone.
+#[inline]
+pub fn mark_ce(frame: &mut [u8]) -> bool {
+    let Ok(mut eth) = EthernetFrame::new_checked(frame) else {
+        return false;
+    };
+    let ethertype = eth.ethertype();
+    let l3 = eth.payload_mut();
+    let markable = |ecn: Ecn| matches!(ecn, Ecn::Ect0 | Ecn::Ect1);
+    match ethertype {
+        EtherType::IPV4 => match Ipv4Packet::new_checked(l3) {
+            Ok(mut ip) if markable(ip.ecn()) => {
+                ip.set_ecn(Ecn::Ce);
+                true
+            }
+            _ => false,
+        },
+        EtherType::IPV6 => match Ipv6Packet::new_checked(l3) {
+            Ok(mut ip) if markable(ip.ecn()) => {
+                ip.set_ecn(Ecn::Ce);
+                true
+            }
+            _ => false,
+        },
+        _ => false,
     }
 }
 

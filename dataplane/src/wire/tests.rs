@@ -201,6 +201,9 @@ fn parse_error_indices_and_names_are_distinct() {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'));
     }
+    // The messages are the variants' own (`#[error]`), not their metric names.
+    assert_eq!(ParseError::Truncated.to_string(), "frame truncated");
+    assert_eq!(ParseError::Fragment.to_string(), "IPv4 fragment");
 }
 
 #[test]
@@ -257,6 +260,104 @@ fn forward_rewrite_sets_macs_and_decrements_ttl() {
         [2, 0, 0, 0, 0, 2],
     );
     assert_eq!(parse(&frame).unwrap().hop_limit, 63);
+}
+
+/// An untagged IPv4 frame, header only, with this DSCP/ECN byte and a correct checksum.
+fn ipv4_frame_with_tos(tos: u8) -> Vec<u8> {
+    let mut frame = vec![0u8; 14 + 20];
+    frame[12..14].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
+    let ip = &mut frame[14..];
+    ip[0] = 0x45;
+    ip[1] = tos;
+    ip[2..4].copy_from_slice(&20u16.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&[10, 0, 0, 1]);
+    ip[16..20].copy_from_slice(&[10, 1, 0, 3]);
+    Ipv4Packet::new_unchecked(ip).fill_checksum();
+    frame
+}
+
+#[test]
+fn mark_ce_marks_ect_ipv4_and_keeps_the_checksum_valid() {
+    for tos in [0b01u8, 0b10, 0xb8 | 0b10] {
+        for tci in [None, Some(7)] {
+            let untagged = ipv4_frame_with_tos(tos);
+            let mut frame = match tci {
+                Some(tci) => tagged(&untagged, tci),
+                None => untagged,
+            };
+            let l3 = frame.len() - 20;
+            assert!(ecn(&frame).is_some_and(Ecn::is_capable));
+            assert!(mark_ce(&mut frame));
+            assert_eq!(ecn(&frame), Some(Ecn::Ce));
+            assert_eq!(frame[l3 + 1] & !0b11, tos & !0b11, "DSCP kept");
+            let mut ip = Ipv4Packet::new_checked(&mut frame[l3..]).unwrap();
+            assert!(ip.verify_checksum(), "tos {tos:#x}");
+            let incremental = ip.checksum();
+            ip.fill_checksum();
+            assert_eq!(incremental, ip.checksum(), "tos {tos:#x}");
+            // Already marked: nothing changes.
+            assert!(!mark_ce(&mut frame));
+        }
+    }
+}
+
+#[test]
+fn every_dscp_ecn_byte_still_parses_to_the_same_facts_once_marked() {
+    for tos in 0..=255u8 {
+        let mut frame = captured_ipv4_udp();
+        frame[15] = tos;
+        refill_ipv4_checksum(&mut frame, 14);
+        let parsed = parse(&frame).unwrap();
+        let changed = mark_ce(&mut frame);
+        assert_eq!(changed, matches!(tos & 0b11, 0b01 | 0b10), "tos {tos:#x}");
+        assert_eq!(parse(&frame), Ok(parsed), "tos {tos:#x}");
+        assert_eq!(frame[15], if tos & 0b11 == 0 { tos } else { tos | 0b11 });
+    }
+}
+
+#[test]
+fn mark_ce_leaves_not_ect_and_non_ip_alone() {
+    let mut frame = ipv4_frame_with_tos(0);
+    assert_eq!(ecn(&frame), Some(Ecn::NotEct));
+    assert!(!ecn(&frame).is_some_and(Ecn::is_capable));
+    assert!(!mark_ce(&mut frame));
+    assert_eq!(frame, ipv4_frame_with_tos(0));
+    let mut arp = vec![0u8; 42];
+    arp[12..14].copy_from_slice(&EtherType::ARP.0.to_be_bytes());
+    assert_eq!(ecn(&arp), None);
+    assert!(!mark_ce(&mut arp));
+    assert!(!mark_ce(&mut [0u8; 5]));
+}
+
+#[test]
+fn mark_ce_marks_the_ipv6_traffic_class() {
+    let mut frame = vec![0u8; 14 + 40];
+    frame[12..14].copy_from_slice(&EtherType::IPV6.0.to_be_bytes());
+    frame[14] = 0x60;
+    frame[15] = 0b0010_0000; // ECT(0) in the traffic class's low bits
+    assert_eq!(ecn(&frame), Some(Ecn::Ect0));
+    assert!(mark_ce(&mut frame));
+    assert_eq!(ecn(&frame), Some(Ecn::Ce));
+    assert_eq!(
+        (frame[14], frame[15]),
+        (0x60, 0b0011_0000),
+        "version and flow label kept"
+    );
+}
+
+#[test]
+fn ecn_codepoints_round_trip() {
+    for bits in 0..4u8 {
+        assert_eq!(Ecn::from_bits(bits).bits(), bits);
+        assert_eq!(Ecn::from_bits(bits).is_capable(), bits != 0);
+    }
+    assert_eq!(
+        Ecn::from_bits(0b1111_1110),
+        Ecn::Ect0,
+        "only the two low bits count"
+    );
 }
 
 #[test]
@@ -371,6 +472,25 @@ proptest! {
         }
     }
 
+    /// Marking CE updates the checksum exactly as a full recomputation would, and touches only
+    /// the ECN bits and the checksum.
+    #[test]
+    fn incremental_ecn_checksum_equals_full_recomputation(mut header in header_strategy()) {
+        let before = header;
+        let mut packet = Ipv4Packet::new_unchecked(&mut header[..]);
+        let ecn = packet.ecn();
+        packet.set_ecn(Ecn::Ce);
+        prop_assert_eq!(packet.ecn(), Ecn::Ce);
+        let incremental = packet.checksum();
+        packet.fill_checksum();
+        prop_assert_eq!(incremental, packet.checksum());
+        for index in (0..20).filter(|&i| i != 1 && i != 10 && i != 11) {
+            prop_assert_eq!(header[index], before[index]);
+        }
+        prop_assert_eq!(header[1] & !0b11, before[1] & !0b11);
+        prop_assert_eq!(Ecn::from_bits(before[1]), ecn);
+    }
+
     /// The update of any word of any correctly summed data equals a full recomputation.
     #[test]
     fn update_of_any_word_equals_recomputation(mut data in any::<[u8; 20]>(), word in 0usize..9, new in any::<u16>()) {
@@ -395,6 +515,19 @@ proptest! {
             sum = (sum & 0xFFFF) + (sum >> 16);
         }
         prop_assert_eq!(checksum::ones_complement_sum(&data), sum as u16);
+    }
+
+    /// Reading and marking ECN never panic on arbitrary bytes, and a frame the fast path accepts
+    /// still parses, to the same facts, once marked.
+    #[test]
+    fn arbitrary_bytes_mark_without_panic(frame in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut marked = frame.clone();
+        let changed = mark_ce(&mut marked);
+        prop_assert_eq!(changed, marked != frame);
+        prop_assert!(!changed || ecn(&marked) == Some(Ecn::Ce));
+        if let Ok(parsed) = parse(&frame) {
+            prop_assert_eq!(parse(&marked), Ok(parsed));
+        }
     }
 
     /// Arbitrary bytes never make the parser panic, and accepted frames satisfy its contract.

@@ -13,6 +13,7 @@
 //! | [`LOCAL_V6_MAP`] | hash | IPv6 address ([`LocalV6`]) | `u8` (1) |
 //! | [`XSKS_MAP`] | XSKMAP | [`xsk_index`]`(port, rx queue)` | AF_XDP socket fd |
 //! | [`STATS_MAP`] | per-CPU array | [`StatIndex`] | `u64` packet count |
+//! | [`PORT_DROP_MAP`] | array | switch port ([`PortId`]`.0`) | `u32`: nonzero drops every frame the port receives |
 //!
 //! Map of the benchmark program `ofan_redirect`: [`REDIRECT_MAP`], a devmap-hash from ingress
 //! ifindex to egress ifindex.
@@ -44,6 +45,10 @@ pub const LOCAL_V6_MAP: &str = "LOCAL_V6";
 pub const XSKS_MAP: &str = "XSKS";
 /// Name of the per-CPU counter array of the steering program.
 pub const STATS_MAP: &str = "STATS";
+/// Name of the steering program's per-port drop flags: a port whose entry is nonzero has every
+/// frame it receives dropped (`XDP_DROP`, counted as [`StatIndex::DropBlackhole`]) — a link
+/// that fails silently while its carrier stays up (the lab's `link A B blackhole`).
+pub const PORT_DROP_MAP: &str = "PORT_DROP";
 /// Name of the ingress-ifindex → egress-ifindex devmap of `ofan_redirect`.
 pub const REDIRECT_MAP: &str = "REDIRECT";
 /// Name of `ofan_gen`'s one-entry array holding its [`GenSettings`].
@@ -193,6 +198,9 @@ stat_indices! {
     PassUnknownPort = "pass_unknown_port",
     /// Too short for the headers its type announces, or a bad IP version: to the kernel.
     PassMalformed = "pass_malformed",
+    /// Received on a port whose [`PORT_DROP_MAP`] flag is set: dropped (`XDP_DROP`), whatever
+    /// it is — data, ARP, BGP, BFD alike.
+    DropBlackhole = "drop_blackhole",
 }
 
 /// `aya::Pod` for the map key and value types, so the loader can read and write the maps.
@@ -213,4 +221,38 @@ mod pod {
     // SAFETY: `GenSettings` is `#[repr(C)]`: two `u32`s then a `u64` at offset 8, so no padding;
     // `Copy`, and every bit pattern is a valid value.
     unsafe impl aya::Pod for GenSettings {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StatIndex;
+
+    /// The steering counters' names reach users (the admin `stats`' `steering`, Prometheus'
+    /// `decision` label) and their indices are the `STATS` map's layout, shared with the XDP
+    /// program: a rename or a reorder must fail here.
+    #[test]
+    fn stat_names_are_pinned_in_index_order() {
+        let names = [
+            "redirected",
+            "pass_no_socket",
+            "pass_no_xsk_slot",
+            "pass_arp",
+            "pass_nd",
+            "pass_bgp",
+            "pass_local",
+            "pass_ttl",
+            "pass_ipv4_options_or_fragment",
+            "pass_multicast",
+            "pass_v6_hop_by_hop",
+            "pass_non_ip",
+            "pass_unknown_port",
+            "pass_malformed",
+            "drop_blackhole",
+        ];
+        assert_eq!(StatIndex::ALL.len(), names.len());
+        assert_eq!(StatIndex::COUNT as usize, names.len());
+        for (index, (&stat, name)) in StatIndex::ALL.iter().zip(names).enumerate() {
+            assert_eq!((stat.index() as usize, stat.name()), (index, name));
+        }
+    }
 }

@@ -4,8 +4,9 @@
 //!   frame belongs to the user-space data path (redirected into the AF_XDP socket of its port and
 //!   RX queue) or to the kernel (`XDP_PASS`): ARP, IPv6 neighbour discovery, BGP, traffic to the
 //!   switch's own addresses, expiring TTLs (so the kernel sends ICMP time exceeded), IPv4 options
-//!   and fragments, multicast, IPv6 hop-by-hop options, non-IP and malformed frames. Every frame
-//!   increments exactly one per-CPU counter ([`StatIndex`]) naming the decision.
+//!   and fragments, multicast, IPv6 hop-by-hop options, non-IP and malformed frames. A port
+//!   whose `PORT_DROP` flag is set drops every frame it receives (a blackholed link). Every
+//!   frame increments exactly one per-CPU counter ([`StatIndex`]) naming the decision.
 //! - `ofan_redirect`: plain `XDP_REDIRECT` from the ingress ifindex to the egress ifindex of a
 //!   devmap: the no-user-space ceiling for forwarding benchmarks.
 //! - `ofan_sink` ([`sink`]): counts every frame per CPU and drops it: the receiving end of the
@@ -25,9 +26,9 @@ mod raw;
 mod sink;
 
 use aya_ebpf::{
-    bindings::xdp_action::XDP_PASS,
+    bindings::xdp_action::{XDP_DROP, XDP_PASS},
     macros::{map, xdp},
-    maps::{DevMapHash, HashMap, PerCpuArray, XskMap},
+    maps::{Array, DevMapHash, HashMap, PerCpuArray, XskMap},
     programs::XdpContext,
 };
 use ofan_ebpf_common::{
@@ -47,6 +48,9 @@ static LOCAL_V6: HashMap<LocalV6, u8> = HashMap::with_max_entries(MAX_LOCAL_ADDR
 /// AF_XDP sockets, slot `port * MAX_QUEUES + rx_queue_index`.
 #[map]
 static XSKS: XskMap = XskMap::with_max_entries(XSKS_ENTRIES, 0);
+/// Switch port → nonzero when every frame it receives is dropped.
+#[map]
+static PORT_DROP: Array<u32> = Array::with_max_entries(MAX_PORTS, 0);
 /// One per-CPU packet counter per [`StatIndex`].
 #[map]
 static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(StatIndex::COUNT, 0);
@@ -96,6 +100,9 @@ fn steer(ctx: &XdpContext) -> (u32, StatIndex) {
     let Some(PortId(port)) = raw::lookup(&PORTS, &ifindex) else {
         return (XDP_PASS, StatIndex::PassUnknownPort);
     };
+    if PORT_DROP.get(port).is_some_and(|&flag| flag != 0) {
+        return (XDP_DROP, StatIndex::DropBlackhole);
+    }
     if let Err(reason) = classify(ctx) {
         return (XDP_PASS, reason);
     }

@@ -57,6 +57,59 @@ pub enum CollectiveKind {
     Matrix,
 }
 
+/// Which collective to plan: what `agent plan` and the experiments ask for. The permutation's
+/// seed is given per plan ([`Collective::plan`]), so repetitions can differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Collective {
+    /// Seeded random derangement: every host sends its message to one other host.
+    Permutation,
+    /// Every host sends its message to every other host, round-robin over its flows.
+    AllToAll,
+    /// Host i sends its message to host i + stride.
+    Ring {
+        /// Distance to the next host of the ring.
+        stride: u32,
+    },
+    /// Bytes from a host-to-host matrix (the text of a CSV or JSON file; see [`parse_matrix`]).
+    Matrix {
+        /// The matrix file's text.
+        text: String,
+    },
+}
+
+impl Collective {
+    /// The name in reports and on the command line.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Permutation => "permutation",
+            Self::AllToAll => "all-to-all",
+            Self::Ring { .. } => "ring",
+            Self::Matrix { .. } => "matrix",
+        }
+    }
+
+    /// The plan of collective `id` over `hosts`: messages of `bytes` (the matrix's own sizes
+    /// for [`Collective::Matrix`]); `seed` chooses the permutation.
+    ///
+    /// # Errors
+    /// See [`PlanError`].
+    pub fn plan(
+        &self,
+        id: u32,
+        hosts: Vec<PlanHost>,
+        bytes: u64,
+        seed: u64,
+    ) -> Result<Plan, PlanError> {
+        match self {
+            Self::Permutation => permutation(id, hosts, bytes, seed),
+            Self::AllToAll => all_to_all(id, hosts, bytes),
+            Self::Ring { stride } => ring(id, hosts, bytes, *stride),
+            Self::Matrix { text } => matrix(id, hosts, text),
+        }
+    }
+}
+
 /// Everything the agents of one run share.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {

@@ -25,7 +25,7 @@ use ofan_dataplane::lb::LbRng;
 pub const REPS_CACHE: usize = 8;
 
 /// Host-side load balancing, `--host-lb`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HostLb {
     /// One fixed entropy (source port) per flow.

@@ -115,6 +115,10 @@ pub struct Ignored {
     pub foreign_collective: u64,
     /// A flow id this host is not the destination (DATA) or source (ACK) of.
     pub unknown_flow: u64,
+    /// DATA not from the flow's source host, or an ACK not from its destination host: neither
+    /// ACKed nor recorded (a forged packet cannot fake delivery or completion).
+    #[serde(default)]
+    pub wrong_source: u64,
     /// A sequence number beyond the flow's packet count (e.g. another `--payload`).
     pub out_of_range: u64,
     /// ACKs that could not be sent.

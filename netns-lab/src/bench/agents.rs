@@ -6,6 +6,10 @@
 //! `CLOCK_MONOTONIC` time of the reading in nanoseconds (one clock for all processes of the
 //! machine). When stdin closes — also when the orchestrator dies — it cleans up (detaching its
 //! XDP program), prints a `done` line and exits.
+//!
+//! Each agent is a function over its typed options and its input and output lines; the
+//! `ofan-lab bench gen|sink|redirect` commands pass stdin and stdout, and
+//! [`GenOptions::args`] gives `bench forward` the generator's command line.
 
 use std::io::{BufRead, Write};
 use std::net::Ipv4Addr;
@@ -13,7 +17,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
 use ofan_dataplane::afxdp::bench::frame::UdpFlows;
 use ofan_dataplane::afxdp::bench::gen::{GenConfig, TrafficGen};
 use ofan_dataplane::afxdp::bench::live::{LiveConfig, LiveCounter, LiveGen};
@@ -23,7 +26,7 @@ use ofan_dataplane::afxdp::redirect::XdpRedirect;
 use ofan_dataplane::afxdp::{monotonic_ns, BindMode, XdpMode};
 
 /// How `bench gen` puts frames on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GenKind {
     /// XDP live-frames mode: `BPF_PROG_RUN` runs `ofan_gen`, which transmits (`XDP_TX`) copies
     /// of the frame in the kernel, without skbs (Linux ≥ 5.18; the peer needs an XDP program).
@@ -34,7 +37,8 @@ pub enum GenKind {
 
 impl GenKind {
     /// The name on the command line.
-    pub fn name(self) -> &'static str {
+    #[must_use]
+    pub const fn name(self) -> &'static str {
         match self {
             Self::Live => "live",
             Self::Afxdp => "afxdp",
@@ -42,46 +46,82 @@ impl GenKind {
     }
 }
 
-/// `bench gen`.
-#[derive(Debug, Clone, Args)]
-pub struct GenArgs {
+/// What `bench gen` sends, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenOptions {
     /// How to send.
-    #[arg(long = "gen", value_enum, default_value = "live")]
     pub kind: GenKind,
     /// Interface to send on.
-    #[arg(long, value_name = "IF")]
     pub interface: String,
-    /// Destination MAC (the next hop's, aa:bb:cc:dd:ee:ff).
-    #[arg(long, value_name = "MAC")]
-    pub dst_mac: String,
+    /// Destination MAC (the next hop's).
+    pub dst_mac: [u8; 6],
     /// Source IPv4 address.
-    #[arg(long, default_value = "10.0.0.2")]
     pub src_ip: Ipv4Addr,
     /// Destination IPv4 address.
-    #[arg(long, default_value = "10.1.0.1")]
     pub dst_ip: Ipv4Addr,
-    /// Frame size on the wire, FCS included (64 = the smallest Ethernet frame).
-    #[arg(long, default_value_t = 64)]
+    /// Frame size on the wire, FCS included.
     pub frame_size: u32,
     /// Flows (UDP source ports 1024, 1025, …).
-    #[arg(long, default_value_t = 256)]
     pub flows: u32,
-    /// Pin the sending thread to this CPU.
-    #[arg(long)]
+    /// The CPU to pin the sending thread to, if any.
     pub cpu: Option<usize>,
-    /// TX ring size (`afxdp`).
-    #[arg(long, default_value_t = 2048)]
+    /// TX ring size ([`GenKind::Afxdp`]).
     pub ring_size: u32,
-    /// Frames per batch the kernel runs and transmits at once (`live`, 1 to 256).
-    #[arg(long, default_value_t = 64)]
+    /// Frames per batch the kernel runs and transmits at once ([`GenKind::Live`], 1 to 256).
     pub batch_size: u32,
-    /// Frames per `BPF_PROG_RUN` call (`live`; each call sets up and tears down a page pool).
-    #[arg(long, default_value_t = LiveConfig::new("").chunk)]
+    /// Frames per `BPF_PROG_RUN` call ([`GenKind::Live`]).
     pub chunk: u32,
-    /// Send at most this many million frames per second (`live`; default: as fast as the CPU
-    /// allows).
-    #[arg(long, value_name = "MPPS")]
-    pub rate: Option<f64>,
+    /// At most this many million frames per second ([`GenKind::Live`]); `None`: as fast as the
+    /// CPU allows.
+    pub rate_mpps: Option<f64>,
+}
+
+impl GenOptions {
+    /// Live frames out of `interface` to `dst_mac`: 64-byte frames of 256 flows from 10.0.0.2
+    /// to 10.1.0.1, unpinned and unpaced, with the generators' default batches and rings (the
+    /// defaults of `ofan-lab bench gen`).
+    #[must_use]
+    pub fn new(interface: impl Into<String>, dst_mac: [u8; 6]) -> Self {
+        Self {
+            kind: GenKind::Live,
+            interface: interface.into(),
+            dst_mac,
+            src_ip: Ipv4Addr::new(10, 0, 0, 2),
+            dst_ip: Ipv4Addr::new(10, 1, 0, 1),
+            frame_size: 64,
+            flows: 256,
+            cpu: None,
+            ring_size: 2048,
+            batch_size: LiveConfig::new("").batch_size,
+            chunk: LiveConfig::new("").chunk,
+            rate_mpps: None,
+        }
+    }
+
+    /// The flags of `ofan-lab bench gen` that ask for exactly these options (how `bench
+    /// forward` starts its generator).
+    #[must_use]
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec![
+            format!("--gen={}", self.kind.name()),
+            format!("--interface={}", self.interface),
+            format!("--dst-mac={}", format_mac(self.dst_mac)),
+            format!("--src-ip={}", self.src_ip),
+            format!("--dst-ip={}", self.dst_ip),
+            format!("--frame-size={}", self.frame_size),
+            format!("--flows={}", self.flows),
+            format!("--ring-size={}", self.ring_size),
+            format!("--batch-size={}", self.batch_size),
+            format!("--chunk={}", self.chunk),
+        ];
+        if let Some(cpu) = self.cpu {
+            args.push(format!("--cpu={cpu}"));
+        }
+        if let Some(rate) = self.rate_mpps {
+            args.push(format!("--rate={rate}"));
+        }
+        args
+    }
 }
 
 /// A generator of either kind, opened on its sending thread (boxed: one per process, and the
@@ -92,27 +132,27 @@ enum Generator {
 }
 
 impl Generator {
-    fn open(args: &GenArgs, flows: &UdpFlows) -> anyhow::Result<Self> {
-        Ok(match args.kind {
+    fn open(options: &GenOptions, flows: &UdpFlows) -> anyhow::Result<Self> {
+        Ok(match options.kind {
             GenKind::Afxdp => {
                 let config = GenConfig {
-                    interface: args.interface.clone(),
-                    ring_size: args.ring_size,
+                    interface: options.interface.clone(),
+                    ring_size: options.ring_size,
                     bind_mode: BindMode::Copy,
                 };
                 Self::Afxdp(Box::new(TrafficGen::open(
                     &config,
-                    &flows.frames(args.flows)?,
+                    &flows.frames(options.flows)?,
                 )?))
             }
             GenKind::Live => {
                 let config = LiveConfig {
-                    batch_size: args.batch_size,
-                    rate: args.rate.map(|mpps| mpps * 1e6),
-                    chunk: args.chunk,
-                    ..LiveConfig::new(args.interface.clone())
+                    batch_size: options.batch_size,
+                    rate: options.rate_mpps.map(|mpps| mpps * 1e6),
+                    chunk: options.chunk,
+                    ..LiveConfig::new(options.interface.clone())
                 };
-                Self::Live(Box::new(LiveGen::open(&config, flows, args.flows)?))
+                Self::Live(Box::new(LiveGen::open(&config, flows, options.flows)?))
             }
         })
     }
@@ -141,26 +181,10 @@ impl Generator {
     }
 }
 
-/// `bench sink`.
-#[derive(Debug, Args)]
-pub struct SinkArgs {
-    /// Interface to count on.
-    #[arg(long, value_name = "IF")]
-    pub interface: String,
-}
-
-/// `bench redirect`.
-#[derive(Debug, Args)]
-pub struct RedirectArgs {
-    /// Ingress interface.
-    #[arg(long, value_name = "IF")]
-    pub from: String,
-    /// Egress interface.
-    #[arg(long, value_name = "IF")]
-    pub to: String,
-}
-
 /// Parses `aa:bb:cc:dd:ee:ff`.
+///
+/// # Errors
+/// When `text` is not six hexadecimal bytes separated by colons.
 pub fn parse_mac(text: &str) -> anyhow::Result<[u8; 6]> {
     let bytes: Vec<u8> = text
         .split(':')
@@ -172,52 +196,69 @@ pub fn parse_mac(text: &str) -> anyhow::Result<[u8; 6]> {
         .map_err(|_| anyhow::anyhow!("`{text}` is not a MAC address (six bytes)"))
 }
 
+/// `aa:bb:cc:dd:ee:ff`.
+#[must_use]
+pub fn format_mac(mac: [u8; 6]) -> String {
+    let [a, b, c, d, e, f] = mac;
+    format!("{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{f:02x}")
+}
+
 fn interface_mac(interface: &str) -> anyhow::Result<[u8; 6]> {
     let path = format!("/sys/class/net/{interface}/address");
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
     parse_mac(text.trim())
 }
 
-/// Answers stdin lines with `count=<counter()> ns=<now>` until stdin closes.
-fn serve(mut counter: impl FnMut() -> anyhow::Result<u64>) -> anyhow::Result<()> {
-    let stdin = std::io::stdin();
-    let mut stdout = std::io::stdout();
-    for line in stdin.lock().lines() {
+/// Writes one protocol line and flushes it (the orchestrator waits for it).
+fn say(output: &mut impl Write, line: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    output.write_fmt(line)?;
+    output.write_all(b"\n")?;
+    output.flush()?;
+    Ok(())
+}
+
+/// Answers `input` lines with `count=<counter()> ns=<now>` until `input` closes.
+fn serve(
+    input: impl BufRead,
+    output: &mut impl Write,
+    mut counter: impl FnMut() -> anyhow::Result<u64>,
+) -> anyhow::Result<()> {
+    for line in input.lines() {
         line.context("reading stdin")?;
         let count = counter()?;
-        writeln!(stdout, "count={count} ns={}", monotonic_ns())?;
-        stdout.flush()?;
+        say(output, format_args!("count={count} ns={}", monotonic_ns()))?;
     }
     Ok(())
 }
 
-fn ready(details: &str) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout();
-    writeln!(stdout, "ready {details}")?;
-    stdout.flush()?;
-    Ok(())
-}
-
-/// Runs `bench gen`.
-pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
+/// Runs `bench gen`: sends as `options` say, answering the orchestrator's `input` lines on
+/// `output` (the protocol above: stdin and stdout of the agent process).
+///
+/// # Errors
+/// When the generator cannot be set up, fails while sending, or `input`/`output` fail.
+pub fn gen(
+    options: &GenOptions,
+    input: impl BufRead,
+    mut output: impl Write,
+) -> anyhow::Result<()> {
     let flows = UdpFlows {
-        src_mac: interface_mac(&args.interface)?,
-        dst_mac: parse_mac(&args.dst_mac)?,
-        src_ip: args.src_ip,
-        dst_ip: args.dst_ip,
+        src_mac: interface_mac(&options.interface)?,
+        dst_mac: options.dst_mac,
+        src_ip: options.src_ip,
+        dst_ip: options.dst_ip,
         first_src_port: 1024,
         dst_port: 9,
-        frame_size: args.frame_size,
+        frame_size: options.frame_size,
     };
-    flows.frames(args.flows)?; // checked here, before a thread starts
+    flows.frames(options.flows)?; // checked here, before a thread starts
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));
-    let cpu = args.cpu;
+    let cpu = options.cpu;
     // The generator is opened on the sending thread: xdpilone's UMEM is not `Send`.
     let (opened, is_open) = std::sync::mpsc::channel();
     let sender = {
         let (stop, sent) = (Arc::clone(&stop), Arc::clone(&sent));
-        let args = args.clone();
+        let options = options.clone();
         std::thread::Builder::new()
             .name("ofan-gen".into())
             .spawn(move || {
@@ -226,7 +267,7 @@ pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
                         pin_to_cpu(cpu)
                             .with_context(|| format!("pinning the sender to CPU {cpu}"))?;
                     }
-                    Generator::open(&args, &flows)
+                    Generator::open(&options, &flows)
                 };
                 match setup().and_then(|generator| Ok((generator.counter()?, generator))) {
                     Ok((counter, mut generator)) => {
@@ -244,15 +285,18 @@ pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
     let counter = is_open
         .recv()
         .context("the sender thread died while opening the socket")??;
-    ready(&format!(
-        "gen={} interface={} frame_len={} flows={} cpu={}",
-        args.kind.name(),
-        args.interface,
-        flows.len(),
-        args.flows,
-        cpu.map_or("any".into(), |c| c.to_string())
-    ))?;
-    let served = serve(|| match &counter {
+    say(
+        &mut output,
+        format_args!(
+            "ready gen={} interface={} frame_len={} flows={} cpu={}",
+            options.kind.name(),
+            options.interface,
+            flows.len(),
+            options.flows,
+            cpu.map_or("any".into(), |c| c.to_string())
+        ),
+    )?;
+    let served = serve(input, &mut output, || match &counter {
         Some(counter) => Ok(counter.frames()?),
         None => Ok(sent.load(Ordering::Relaxed)),
     });
@@ -262,29 +306,38 @@ pub fn gen(args: &GenArgs) -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("the sender thread panicked"))?
         .context("the sender never started")?;
     served?;
-    println!("done {}", report?);
-    Ok(())
+    say(&mut output, format_args!("done {}", report?))
 }
 
-/// Runs `bench sink`.
-pub fn sink(args: &SinkArgs) -> anyhow::Result<()> {
+/// Runs `bench sink`: counts and drops every frame arriving on `interface`, answering `input`
+/// lines on `output`.
+///
+/// # Errors
+/// When the XDP program cannot be loaded or attached, or `input`/`output` fail.
+pub fn sink(interface: &str, input: impl BufRead, mut output: impl Write) -> anyhow::Result<()> {
     let mut sink = XdpSink::load(XdpMode::Native)?;
-    sink.attach(&args.interface)?;
-    ready(&format!("interface={}", args.interface))?;
-    serve(|| Ok(sink.frames()?))?;
-    println!("done frames={}", sink.frames()?);
-    Ok(())
+    sink.attach(interface)?;
+    say(&mut output, format_args!("ready interface={interface}"))?;
+    serve(input, &mut output, || Ok(sink.frames()?))?;
+    say(&mut output, format_args!("done frames={}", sink.frames()?))
 }
 
-/// Runs `bench redirect`.
-pub fn redirect(args: &RedirectArgs) -> anyhow::Result<()> {
+/// Runs `bench redirect`: XDP_REDIRECT from `from` to `to` until `input` closes.
+///
+/// # Errors
+/// When the XDP program cannot be loaded or attached, or `input`/`output` fail.
+pub fn redirect(
+    from: &str,
+    to: &str,
+    input: impl BufRead,
+    mut output: impl Write,
+) -> anyhow::Result<()> {
     let mut redirect = XdpRedirect::load(XdpMode::Native)?;
-    redirect.forward(&args.from, &args.to)?;
-    ready(&format!("from={} to={}", args.from, args.to))?;
-    serve(|| Ok(0))?;
+    redirect.forward(from, to)?;
+    say(&mut output, format_args!("ready from={from} to={to}"))?;
+    serve(input, &mut output, || Ok(0))?;
     drop(redirect);
-    println!("done");
-    Ok(())
+    say(&mut output, format_args!("done"))
 }
 
 #[cfg(test)]
@@ -292,12 +345,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn macs_parse() {
+    fn macs_parse_and_print() {
         assert_eq!(
             parse_mac("02:00:0a:FF:00:01").unwrap(),
             [2, 0, 0x0a, 0xff, 0, 1]
         );
         assert!(parse_mac("02:00:0a:ff:00").is_err());
         assert!(parse_mac("02:00:0a:ff:00:xx").is_err());
+        assert_eq!(format_mac([2, 0, 0x0a, 0xff, 0, 1]), "02:00:0a:ff:00:01");
+    }
+
+    #[test]
+    fn serve_answers_every_line_until_input_closes() {
+        let mut output = Vec::new();
+        let mut count = 0;
+        serve(&b"?\n?\n"[..], &mut output, || {
+            count += 5;
+            Ok(count)
+        })
+        .unwrap();
+        let text = String::from_utf8(output).unwrap();
+        let counts: Vec<&str> = text
+            .lines()
+            .map(|line| line.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(counts, ["count=5", "count=10"], "{text}");
+        assert!(text.lines().all(|line| line.contains(" ns=")), "{text}");
     }
 }

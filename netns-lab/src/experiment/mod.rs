@@ -4,6 +4,9 @@
 //! utilization, drops, exactly-once delivery and emulation fidelity — all measured on the real
 //! data path: the agents' reports and the switches' own telemetry.
 //!
+//! The API: a [`LabSession`] opens (or builds) the lab, an [`Experiment`] runs [`Cell`]s on it
+//! and returns the [`summary::Summarized`] results, reporting progress to an [`Observer`].
+//!
 //! Layers:
 //! - [`metrics`] (pure): one repetition's report from agent reports and switch snapshots.
 //! - [`summary`] (pure): mean ± SEM over repetitions, the growth-exponent fit, the table.
@@ -11,6 +14,7 @@
 //! - [`runner`] (I/O): reset and snapshot switches, start and wait for the agents.
 //! - [`output`] (I/O): results directory, JSON, CSV, SVG plots.
 
+pub mod chaos;
 pub mod kernel;
 pub mod metrics;
 pub mod output;
@@ -21,11 +25,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use ofan_dataplane::lb::Algorithm;
 
-use crate::agent::collective::{self, Plan};
-use crate::agent::entropy::HostLb;
-use crate::agent::{parse_size, read_matrix};
-use crate::lab::{self, Loaded};
+use crate::agent::collective::{self, Collective, Plan};
+use crate::lab::{self, LabSpec, Loaded, Shaping, TopologySource};
 use metrics::{LabSetup, RunReport};
 use runner::AgentOptions;
 use summary::{Summarized, Variant};
@@ -36,291 +39,126 @@ use summary::{Summarized, Variant};
 /// and within 0.2 %.
 pub const AGENT_RT_PRIORITY: u8 = 30;
 
-const RUN_AFTER_HELP: &str = "\
-Examples:
-  # on the running lab `lab`: ten 1 MB permutations under ofan
-  ofan-lab run permutation --size 1MB --repeat 10 --lb ofan
-  # build a k=4 lab for this run (removed afterwards unless --keep), write the results
-  ofan-lab run permutation --k 4 --size 256KB --repeat 3 --lb pofan --json run.json
-  # host-side random spraying over ecmp switches
-  ofan-lab run permutation --lb ecmp --host-lb spray --size 1MB
+/// What an experiment tells its user while it runs: the lab's steps and notes, and one call
+/// per finished repetition.
+pub trait Observer: lab::Observer {
+    /// Repetition `done` of `total` finished, `elapsed` after the experiment started.
+    fn repetition(
+        &mut self,
+        _done: usize,
+        _total: usize,
+        _elapsed: Duration,
+        _variant: &Variant,
+        _report: &RunReport,
+    ) {
+    }
+}
 
-Repetition i uses the permutation of seed --seed + i, so two runs with the same seed and
---repeat see the same traffic. Before each repetition the switches' maxima and histograms are
-reset; counters are read before and after. Results: --out DIR (default ./ofan-results/run-TIME)
-holds result.json, runs.csv and, per repetition, the plan, every agent's report and log.";
-
-const COMPARE_AFTER_HELP: &str = "\
-Examples:
-  ofan-lab compare --lb ecmp,rsq,jsq,ofan,pofan --sizes 1MB --repeat 3
-  ofan-lab compare --lb rsq,ofan --sizes 64KB,256KB,1MB,4MB --repeat 2
-  ofan-lab compare --lb ecmp,ofan --host-lb none,spray,reps --sizes 256KB
-
-Variants: every --lb with --host-lb none, and for spray / reps the host-based baselines over
-ecmp switches (the paper's RPS and REPS). Every variant sees the same permutations (seed
---seed + repetition). The results directory gets results.json, runs.csv, summary.csv and
-plots: max-queue-vs-size.svg (paper Fig. 4), cct-increase.svg, queue-per-stage.svg (Fig. 3).";
+impl Observer for lab::Quiet {}
 
 /// Where the experiment runs: an existing lab, or one built for it.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LabOptions {
-    /// Lab to run on; if it does not exist, one is built (fat tree of radix --k) and removed
-    /// afterwards.
-    #[arg(long = "name", value_name = "LAB", default_value = "lab")]
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabChoice {
+    /// Lab to run on; if it does not exist, one is built (a fat tree of radix `k`) and removed
+    /// afterwards unless `keep`.
     pub name: String,
-    /// Radix of the fat tree to build when the lab does not exist (default 4).
-    #[arg(long)]
+    /// Radix of the fat tree to build (default 4); an existing lab must have it.
     pub k: Option<u16>,
-    /// Link rate of a lab built for the run.
-    #[arg(long, value_name = "RATE", default_value = lab::DEFAULT_LINK_RATE)]
-    pub link_rate: String,
-    /// Egress buffer per switch port of a lab built for the run: large, so that queues show
-    /// their growth instead of drops (paper Fig. 4); with smaller buffers the agents recover
-    /// every drop by retransmission, and the drops cost time.
-    #[arg(long, value_name = "BYTES", default_value = lab::EXPERIMENT_BUFFER)]
-    pub buffer: String,
-    /// Keep a lab built for the run instead of removing it.
-    #[arg(long)]
+    /// Link rate of a lab built for the run, bits per second.
+    pub link_rate_bps: u64,
+    /// Egress buffer per switch port of a lab built for the run, bytes.
+    pub buffer_bytes: u64,
+    /// Keep a lab built for the run.
     pub keep: bool,
-    /// Shapers of a lab built for the run catch up on late departures (`up --catch-up`).
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
-    pub catch_up: bool,
+    /// Shapers of a lab built for the run.
+    pub shaping: Shaping,
 }
 
-/// Traffic and agent settings shared by `run` and `compare`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct TrafficOptions {
+/// How fast every source sends, as a fraction ρ of the link rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// This ρ, in (0, 1].
+    Fixed(f64),
+    /// Per repetition, ρ_max of its traffic matrix under the lab's current failures (paper
+    /// §6.2): the largest rate at which every flow fits when each switch splits evenly over its
+    /// valid up ports ([`ofan_topology::Topology::rho_max`]).
+    RhoMax,
+}
+
+impl std::str::FromStr for Load {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text == "rho-max" {
+            return Ok(Self::RhoMax);
+        }
+        match text.parse::<f64>() {
+            Ok(rho) if rho > 0.0 && rho <= 1.0 => Ok(Self::Fixed(rho)),
+            _ => Err(format!("`{text}` is neither a load in (0, 1] nor rho-max")),
+        }
+    }
+}
+
+impl std::fmt::Display for Load {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Fixed(rho) => write!(f, "{rho}"),
+            Self::RhoMax => f.write_str("rho-max"),
+        }
+    }
+}
+
+/// Traffic and agent settings of every repetition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Traffic {
     /// ρ: every source sends at ρ × link rate.
-    #[arg(long, value_name = "RHO", default_value_t = 1.0)]
-    pub load: f64,
-    /// Repetitions (each with its own permutation seed).
-    #[arg(long, default_value_t = 1)]
+    pub load: Load,
+    /// Repetitions per cell (each with its own permutation seed).
     pub repeat: u32,
     /// Seed of the first repetition's permutation.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// UDP payload of a full DATA packet (default: fills the lab's MTU).
-    #[arg(long, value_name = "BYTES")]
+    /// UDP payload of a full DATA packet (`None`: fills the lab's MTU).
     pub payload: Option<u32>,
-    /// Ring stride for `ring`.
-    #[arg(long, default_value_t = 1)]
-    pub stride: u32,
-    /// Byte matrix for `matrix` (CSV or JSON; see docs/agent.md).
-    #[arg(long, value_name = "FILE")]
-    pub matrix: Option<PathBuf>,
-    /// SCHED_FIFO priority of the agents' sender threads (0 = ordinary scheduling). Above the
-    /// switches' workers (20): an agent is the host's NIC and its departures must be on time,
-    /// a switch's late wake-up is measured by its shaper.
-    #[arg(long, value_name = "PRIO", default_value_t = AGENT_RT_PRIORITY)]
+    /// SCHED_FIFO priority of the agents' sender threads (0 = ordinary scheduling).
     pub agent_rt_priority: u8,
-    /// Let agents make up for late sends (sch_fq style; gaps down to half a wire time). Off by
-    /// default: a late agent continues at line rate from now, like a NIC.
-    #[arg(long)]
+    /// Let agents make up for late sends.
     pub agent_catch_up: bool,
-    /// Agents spin this many µs before each departure (real-time senders wake up within a
-    /// few µs; spinning costs CPU that the switches need).
-    #[arg(long, value_name = "US", default_value_t = 20)]
+    /// Agents spin this many µs before each departure.
     pub agent_spin_us: u64,
-    /// Results directory (default ./ofan-results/<command>-<time>).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    /// One fault injected into every repetition (`--chaos SEED`), see [`chaos`].
+    pub chaos: Option<chaos::Chaos>,
 }
 
-/// The collectives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CollectiveName {
-    /// Seeded random derangement: every host sends --size to one other host.
-    Permutation,
-    /// Every host sends --size to every other host, round-robin over its flows.
-    AllToAll,
-    /// Host i sends --size to host i + --stride.
-    Ring,
-    /// Bytes from a host-to-host matrix (--matrix FILE).
-    Matrix,
-}
-
-impl CollectiveName {
-    fn name(self) -> &'static str {
-        match self {
-            CollectiveName::Permutation => "permutation",
-            CollectiveName::AllToAll => "all-to-all",
-            CollectiveName::Ring => "ring",
-            CollectiveName::Matrix => "matrix",
-        }
-    }
-}
-
-/// `ofan-lab run`.
-#[derive(Debug, clap::Args)]
-#[command(after_help = RUN_AFTER_HELP)]
-pub struct RunArgs {
-    /// The collective.
-    #[arg(value_enum)]
-    pub collective: CollectiveName,
-    /// Message size per flow (1MB = 2^20 bytes, as in the model).
-    #[arg(long, value_name = "BYTES", default_value = "1MB")]
-    pub size: String,
-    /// Switch algorithm (default: the lab's; others by a rolling restart of the switches).
-    #[arg(long, value_name = "ALGO")]
-    pub lb: Option<String>,
-    /// Host-side load balancing of the agents.
-    #[arg(long, value_enum, default_value = "none")]
-    pub host_lb: HostLb,
-    /// Also write the results (JSON) here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    #[command(flatten)]
-    pub lab: LabOptions,
-    #[command(flatten)]
-    pub traffic: TrafficOptions,
-}
-
-/// `ofan-lab compare`.
-#[derive(Debug, clap::Args)]
-#[command(after_help = COMPARE_AFTER_HELP)]
-pub struct CompareArgs {
-    /// Switch algorithms, comma-separated.
-    #[arg(long, value_name = "ALGOS", default_value = "ecmp,rsq,jsq,ofan,pofan")]
-    pub lb: String,
-    /// Host load balancing, comma-separated: none (the switch algorithms), spray, reps (over
-    /// ecmp switches).
-    #[arg(long, value_name = "LIST", default_value = "none")]
-    pub host_lb: String,
-    /// Message sizes, comma-separated.
-    #[arg(long, value_name = "SIZES", default_value = "1MB")]
-    pub sizes: String,
-    /// The collective.
-    #[arg(long, value_enum, default_value = "permutation")]
-    pub collective: CollectiveName,
-    #[command(flatten)]
-    pub lab: LabOptions,
-    #[command(flatten)]
-    pub traffic: TrafficOptions,
-}
-
-impl CompareArgs {
-    /// The demo's comparison on its lab `name`: a permutation, default traffic options,
-    /// results under ./ofan-results/demo-TIME.
-    #[must_use]
-    pub fn for_demo(name: &str, lb: &str, sizes: &str, repeat: u32) -> Self {
+impl Default for Traffic {
+    fn default() -> Self {
         Self {
-            lb: lb.to_owned(),
-            host_lb: "none".to_owned(),
-            sizes: sizes.to_owned(),
-            collective: CollectiveName::Permutation,
-            lab: LabOptions {
-                name: name.to_owned(),
-                k: None,
-                link_rate: lab::DEFAULT_LINK_RATE.to_owned(),
-                buffer: lab::EXPERIMENT_BUFFER.to_owned(),
-                keep: true,
-                catch_up: true,
-            },
-            traffic: TrafficOptions {
-                load: 1.0,
-                repeat,
-                seed: 1,
-                payload: None,
-                stride: 1,
-                matrix: None,
-                agent_rt_priority: AGENT_RT_PRIORITY,
-                agent_catch_up: false,
-                agent_spin_us: 20,
-                out: None,
-            },
+            load: Load::Fixed(1.0),
+            repeat: 1,
+            seed: 1,
+            payload: None,
+            agent_rt_priority: AGENT_RT_PRIORITY,
+            agent_catch_up: false,
+            agent_spin_us: 20,
+            chaos: None,
         }
-    }
-}
-
-/// Experiment subcommands (flattened into `ofan-lab`'s commands).
-#[derive(Debug, clap::Subcommand)]
-pub enum Command {
-    /// Run a collective on the lab (repeatedly) and report CCT, queues per stage,
-    /// utilization, drops and fidelity.
-    Run(RunArgs),
-    /// Run a grid of algorithms × host load balancing × message sizes; write JSON, CSV and
-    /// plots and print a table.
-    Compare(CompareArgs),
-}
-
-/// Runs an experiment subcommand.
-///
-/// # Errors
-/// Bad arguments, no lab and none can be built, a switch or an agent failing.
-pub fn run(command: Command) -> anyhow::Result<()> {
-    if !crate::lab::is_root() {
-        bail!("experiments need root (network namespaces, XDP): run with sudo");
-    }
-    match command {
-        Command::Run(args) => run_command(&args),
-        Command::Compare(args) => compare_command(&args).map(|_| ()),
     }
 }
 
 /// One cell of a grid: a variant at a message size.
 #[derive(Debug, Clone)]
-struct Cell {
-    variant: Variant,
-    bytes: u64,
+pub struct Cell {
+    /// Switch algorithm and host load balancing.
+    pub variant: Variant,
+    /// Message size per flow.
+    pub bytes: u64,
 }
 
-/// Everything an experiment needs to run its cells.
-struct Experiment<'a> {
-    collective: CollectiveName,
-    traffic: &'a TrafficOptions,
-    matrix: Option<String>,
-    out: PathBuf,
-    command: &'static str,
-}
-
-fn run_command(args: &RunArgs) -> anyhow::Result<()> {
-    let bytes = parse_size(&args.size)?;
-    let matrix = read_matrix_option(args.collective, &args.traffic)?;
-    let session = LabSession::open(&args.lab)?;
-    let lb = args
-        .lb
-        .clone()
-        .unwrap_or_else(|| session.original_lb.clone());
-    let variant = Variant::new(&lb, args.host_lb)?;
-    let experiment = Experiment::new(args.collective, &args.traffic, matrix, "run")?;
-    let results = experiment.execute_and_close(session, &[Cell { variant, bytes }])?;
-    if let Some(path) = &args.json {
-        std::fs::copy(experiment.out.join("results.json"), path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    print!("{}", summary::table(&results));
-    println!("results: {}", experiment.out.display());
-    Ok(())
-}
-
-/// Runs `compare` and returns the results directory (the demo prints it).
-pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
-    let sizes = args
-        .sizes
-        .split(',')
-        .map(|s| parse_size(s.trim()))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut variants = Vec::new();
-    for host_lb in args.host_lb.split(',').map(str::trim) {
-        let host_lb: HostLb = clap::ValueEnum::from_str(host_lb, true)
-            .map_err(|_| anyhow::anyhow!("--host-lb `{host_lb}`: none, spray or reps"))?;
-        match host_lb {
-            HostLb::None => {
-                for lb in args.lb.split(',').map(str::trim) {
-                    variants.push(Variant::new(lb, HostLb::None)?);
-                }
-            }
-            _ => variants.push(Variant::new("ecmp", host_lb)?),
-        }
-    }
-    if variants.is_empty() || sizes.is_empty() {
-        bail!("nothing to compare: give --lb and --sizes");
-    }
-    let matrix = read_matrix_option(args.collective, &args.traffic)?;
-    // Variants on the same switch algorithm run back to back: fewer restarts.
+/// The cells of a grid, variants on the same switch algorithm back to back (fewer restarts).
+#[must_use]
+pub fn grid(variants: &[Variant], sizes: &[u64]) -> Vec<Cell> {
     let mut cells = Vec::new();
-    for variant in &variants {
-        for &bytes in &sizes {
+    for variant in variants {
+        for &bytes in sizes {
             cells.push(Cell {
                 variant: variant.clone(),
                 bytes,
@@ -328,56 +166,80 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
         }
     }
     cells.sort_by(|a, b| a.variant.lb.cmp(&b.variant.lb));
-    let session = LabSession::open(&args.lab)?;
-    let experiment = Experiment::new(args.collective, &args.traffic, matrix, "compare")?;
-    let results = experiment.execute_and_close(session, &cells)?;
-    print!("{}", summary::table(&results));
-    let plots = output::plots(&experiment.out, &results)?;
-    for fit in summary::growth_exponents(&results) {
-        println!("{fit}");
-    }
-    println!("results: {}", experiment.out.display());
-    for plot in plots {
-        println!("plot: {}", plot.display());
-    }
-    Ok(experiment.out)
+    cells
 }
 
-impl<'a> Experiment<'a> {
-    fn new(
-        collective: CollectiveName,
-        traffic: &'a TrafficOptions,
-        matrix: Option<String>,
+/// Everything an experiment needs to run its cells.
+#[derive(Debug)]
+pub struct Experiment {
+    /// The collective of every repetition.
+    pub collective: Collective,
+    /// Traffic settings.
+    pub traffic: Traffic,
+    /// The results directory.
+    pub out: PathBuf,
+    /// `run` or `compare` (in the results file).
+    pub command: &'static str,
+}
+
+impl Experiment {
+    /// An experiment writing to `out` (default: `./ofan-results/<command>-<time>`).
+    ///
+    /// # Errors
+    /// The clock is before 1970.
+    pub fn new(
+        collective: Collective,
+        traffic: Traffic,
+        out: Option<PathBuf>,
         command: &'static str,
     ) -> anyhow::Result<Self> {
+        let out = match out {
+            Some(out) => out,
+            None => results_dir(command)?,
+        };
         Ok(Self {
             collective,
             traffic,
-            matrix,
-            out: results_dir(traffic, command)?,
+            out,
             command,
         })
     }
 
     /// Runs the cells, then closes the session whatever happened (a lab built for the
     /// experiment is removed also after an error).
-    fn execute_and_close(&self, session: LabSession, cells: &[Cell]) -> anyhow::Result<Summarized> {
-        let result = self.execute(&session, cells);
-        let closed = session.close();
+    ///
+    /// # Errors
+    /// Bad traffic settings, a lab that cannot be changed, a repetition that fails.
+    pub fn execute_and_close(
+        &self,
+        session: LabSession,
+        cells: &[Cell],
+        observer: &mut dyn Observer,
+    ) -> anyhow::Result<Summarized> {
+        let result = self.execute(&session, cells, observer);
+        let closed = session.close(observer);
         let results = result?;
         closed?;
         Ok(results)
     }
 
     /// Runs every cell `--repeat` times on the lab and writes the results.
-    fn execute(&self, session: &LabSession, cells: &[Cell]) -> anyhow::Result<Summarized> {
-        let traffic = self.traffic;
-        if !(traffic.load > 0.0 && traffic.load <= 1.0) {
-            bail!("--load {}: must be in (0, 1]", traffic.load);
+    fn execute(
+        &self,
+        session: &LabSession,
+        cells: &[Cell],
+        observer: &mut dyn Observer,
+    ) -> anyhow::Result<Summarized> {
+        let traffic = &self.traffic;
+        if let Load::Fixed(rho) = traffic.load {
+            if !(rho > 0.0 && rho <= 1.0) {
+                bail!("--load {rho}: must be in (0, 1]");
+            }
         }
         if traffic.repeat == 0 {
             bail!("--repeat must be at least 1");
         }
+
         std::fs::create_dir_all(&self.out)
             .with_context(|| format!("cannot create {}", self.out.display()))?;
         let lab = session.load()?;
@@ -391,6 +253,11 @@ impl<'a> Experiment<'a> {
         if lab.state.params.link_rate_bps == 0 {
             bail!("the lab's links are unshaped (--link-rate 0): experiments need a link rate");
         }
+        let chaos = traffic
+            .chaos
+            .as_ref()
+            .map(|chaos| chaos_for_lab(chaos, &lab))
+            .transpose()?;
         let options = AgentOptions {
             rt_priority: traffic.agent_rt_priority,
             catch_up: traffic.agent_catch_up,
@@ -403,18 +270,27 @@ impl<'a> Experiment<'a> {
         let mut reports: Vec<RunReport> = Vec::with_capacity(total);
         let mut done = 0usize;
         for cell in cells {
-            session.ensure_lb(&cell.variant.lb)?;
-            let lab = session.load()?;
+            session.ensure_lb(&cell.variant.lb, observer)?;
+            let mut lab = session.load()?;
             for repetition in 0..traffic.repeat {
+                if traffic.chaos.is_some() && repetition > 0 {
+                    // The last fault restarted processes and rewrote the state.
+                    lab = session.load()?;
+                }
                 let seed = traffic.seed + u64::from(repetition);
                 let plan = self.plan(&lab, cell.bytes, seed)?;
+                let load = match traffic.load {
+                    Load::Fixed(rho) => rho,
+                    Load::RhoMax => metrics::rho_max(&lab.topology, &lab.routing_failures(), &plan)
+                        .map_err(anyhow::Error::msg)?,
+                };
                 let setup = LabSetup {
                     lab: lab.state.name.clone(),
                     collective: self.collective.name().to_owned(),
                     lb: cell.variant.lb.clone(),
                     host_lb: cell.variant.host_lb_name().to_owned(),
                     message_bytes: cell.bytes,
-                    load: traffic.load,
+                    load,
                     link_rate_bps: lab.state.params.link_rate_bps,
                     payload,
                     buffer: lab.state.params.buffer.clone(),
@@ -427,12 +303,10 @@ impl<'a> Experiment<'a> {
                     cell.variant.name(),
                     summary::size_label(cell.bytes)
                 ));
-                let report = runner::run_repetition(&lab, &plan, setup, &options, &dir)?;
+                let report =
+                    runner::run_repetition(&lab, &plan, setup, &options, &dir, chaos.as_ref())?;
                 done += 1;
-                eprintln!(
-                    "{}",
-                    summary::progress_line(done, total, started.elapsed(), &cell.variant, &report)
-                );
+                observer.repetition(done, total, started.elapsed(), &cell.variant, &report);
                 reports.push(report);
             }
         }
@@ -445,37 +319,32 @@ impl<'a> Experiment<'a> {
         let hosts = collective::topology_hosts(&lab.topology);
         // A fresh collective id per run: stale packets of an earlier run are ignored.
         let id = (crate::agent::monotonic_now_ns() as u32) | 1;
-        Ok(match self.collective {
-            CollectiveName::Permutation => collective::permutation(id, hosts, bytes, seed),
-            CollectiveName::AllToAll => collective::all_to_all(id, hosts, bytes),
-            CollectiveName::Ring => collective::ring(id, hosts, bytes, self.traffic.stride),
-            CollectiveName::Matrix => collective::matrix(
-                id,
-                hosts,
-                self.matrix
-                    .as_deref()
-                    .context("matrix needs --matrix FILE")?,
-            ),
-        }?)
+        Ok(self.collective.plan(id, hosts, bytes, seed)?)
     }
 }
 
-fn read_matrix_option(
-    collective: CollectiveName,
-    traffic: &TrafficOptions,
-) -> anyhow::Result<Option<String>> {
-    match (collective, &traffic.matrix) {
-        (CollectiveName::Matrix, Some(path)) => read_matrix(path).map(Some),
-        (CollectiveName::Matrix, None) => bail!("matrix needs --matrix FILE"),
-        (_, Some(_)) => bail!("--matrix is only for the matrix collective"),
-        (_, None) => Ok(None),
+/// `chaos` for `lab`: no kinds named means link flaps and switch kills, and routing-daemon
+/// crashes on a BGP lab; a routing restart asked for on another lab is an error.
+fn chaos_for_lab(chaos: &chaos::Chaos, lab: &Loaded) -> anyhow::Result<chaos::Chaos> {
+    let bgp = lab.state.params.routing == lab::Routing::Bgp.name();
+    let mut chaos = chaos.clone();
+    if chaos.kinds.is_empty() {
+        chaos.kinds = chaos::FaultKind::ALL
+            .into_iter()
+            .filter(|&kind| bgp || kind != chaos::FaultKind::RoutingRestart)
+            .collect();
+    } else if chaos.kinds.contains(&chaos::FaultKind::RoutingRestart) && !bgp {
+        bail!(
+            "--chaos-faults routing-restart needs a BGP lab (up --routing bgp); lab `{}` has --routing {}",
+            lab.state.name,
+            lab.state.params.routing
+        );
     }
+    Ok(chaos)
 }
 
-fn results_dir(traffic: &TrafficOptions, command: &str) -> anyhow::Result<PathBuf> {
-    if let Some(dir) = &traffic.out {
-        return Ok(dir.clone());
-    }
+/// `./ofan-results/<command>-<time>`.
+fn results_dir(command: &str) -> anyhow::Result<PathBuf> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .context("clock before 1970")?
@@ -484,7 +353,8 @@ fn results_dir(traffic: &TrafficOptions, command: &str) -> anyhow::Result<PathBu
 }
 
 /// The lab an experiment runs on; restores or removes it when closed.
-struct LabSession {
+#[derive(Debug)]
+pub struct LabSession {
     name: String,
     built: bool,
     keep: bool,
@@ -492,7 +362,11 @@ struct LabSession {
 }
 
 impl LabSession {
-    fn open(options: &LabOptions) -> anyhow::Result<Self> {
+    /// Opens lab `options.name`, or builds it.
+    ///
+    /// # Errors
+    /// An existing lab of another radix; a lab that cannot be built.
+    pub fn open(options: &LabChoice, observer: &mut dyn Observer) -> anyhow::Result<Self> {
         let exists = lab::exists(&options.name);
         if exists {
             let loaded = lab::load(&options.name)?;
@@ -514,29 +388,22 @@ impl LabSession {
             });
         }
         let k = options.k.unwrap_or(4);
-        eprintln!(
+        observer.note(&format!(
             "building lab `{}` (fat tree k={k}, {} links, buffer {}) for this experiment; \
              if it is interrupted, remove it with: ofan-lab down --name {}",
-            options.name, options.link_rate, options.buffer, options.name
-        );
-        let args = lab::UpArgs {
-            lab: lab::LabName {
-                name: options.name.clone(),
-            },
-            topo: "fat-tree".to_owned(),
-            k,
-            lb: "pofan".to_owned(),
-            pipe_size: None,
-            link_rate: options.link_rate.clone(),
-            buffer: options.buffer.clone(),
-            mtu: 1500,
-            seed: 1,
-            rt_priority: lab::DEFAULT_SWITCH_RT_PRIORITY,
-            catch_up: options.catch_up,
-            routing: lab::Routing::Static,
-            switch_bin: None,
+            options.name,
+            ofan_topology::units::format_rate(options.link_rate_bps),
+            summary::size_label(options.buffer_bytes),
+            options.name
+        ));
+        let spec = LabSpec {
+            topology: TopologySource::Kind(ofan_topology::TopologyKind::FatTree { k }),
+            link_rate_bps: options.link_rate_bps,
+            buffer_bytes: options.buffer_bytes,
+            shaping: options.shaping,
+            ..LabSpec::new(&options.name)
         };
-        lab::up(&args)?;
+        lab::up(&spec, observer)?;
         Ok(Self {
             name: options.name.clone(),
             built: true,
@@ -545,35 +412,80 @@ impl LabSession {
         })
     }
 
-    fn load(&self) -> anyhow::Result<Loaded> {
+    /// The algorithm the lab ran when the session opened it.
+    #[must_use]
+    pub fn original_lb(&self) -> &str {
+        &self.original_lb
+    }
+
+    /// The lab as it is now.
+    ///
+    /// # Errors
+    /// It is gone.
+    pub fn load(&self) -> anyhow::Result<Loaded> {
         lab::load(&self.name)
     }
 
     /// Switches every switch to `lb` unless it already runs it, then waits for the FIBs.
-    fn ensure_lb(&self, lb: &str) -> anyhow::Result<()> {
+    fn ensure_lb(&self, lb: &str, observer: &mut dyn Observer) -> anyhow::Result<()> {
         let current = self.load()?.state.params.lb;
         if current != lb {
-            eprintln!("switching lab `{}` from {current} to {lb} …", self.name);
-            lab::set_lb(&self.name, lb)?;
+            observer.note(&format!(
+                "switching lab `{}` from {current} to {lb} …",
+                self.name
+            ));
+            self.set_lb(lb, observer)?;
             let loaded = self.load()?;
-            lab::wait_for_fibs(&loaded.topology, &loaded.dir, Duration::from_secs(20));
+            let wait = Duration::from_secs(20);
+            if let Some(warning) = lab::wait_for_fibs(&loaded.topology, &loaded.dir, wait) {
+                observer.note(&warning);
+            }
         }
+        Ok(())
+    }
+
+    fn set_lb(&self, lb: &str, observer: &mut dyn Observer) -> anyhow::Result<()> {
+        let algorithm: Algorithm = lb.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
+        let started = Instant::now();
+        let restarted = lab::ops::set_lb(&self.name, algorithm)?;
+        observer.note(&format!(
+            "{restarted} switches now run {lb} ({:.1} s, rolling restart)",
+            started.elapsed().as_secs_f64()
+        ));
         Ok(())
     }
 
     /// Removes a lab built for the experiment (unless kept), or puts an existing lab back on
     /// the algorithm it ran before.
-    fn close(self) -> anyhow::Result<()> {
+    fn close(self, observer: &mut dyn Observer) -> anyhow::Result<()> {
         if self.built && !self.keep {
-            return lab::down_quiet(&self.name);
+            return lab::down(&self.name).map(drop);
         }
         if !self.built {
             let current = self.load()?.state.params.lb;
             if current != self.original_lb {
-                eprintln!("putting lab `{}` back on {}", self.name, self.original_lb);
-                lab::set_lb(&self.name, &self.original_lb)?;
+                observer.note(&format!(
+                    "putting lab `{}` back on {}",
+                    self.name, self.original_lb
+                ));
+                self.set_lb(&self.original_lb, observer)?;
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Load;
+
+    #[test]
+    fn load_is_a_fraction_or_rho_max() {
+        assert_eq!("0.8".parse::<Load>(), Ok(Load::Fixed(0.8)));
+        assert_eq!("rho-max".parse::<Load>(), Ok(Load::RhoMax));
+        for bad in ["0", "1.5", "-1", "max", ""] {
+            assert!(bad.parse::<Load>().is_err(), "{bad}");
+        }
+        assert_eq!(Load::RhoMax.to_string(), "rho-max");
     }
 }

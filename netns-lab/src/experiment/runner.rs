@@ -2,16 +2,18 @@
 //! at a common start time, wait for all of them, snapshot again, evaluate.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
+use ofan_control::admin::Client;
 use ofan_dataplane::telemetry::SwitchSnapshot;
 use ofan_topology::{NodeId, Role};
 
+use super::chaos::{self, Chaos};
 use super::kernel::{self, KernelCounters, Side};
 use super::metrics::{self, KernelSample, LabSetup, RepInput, RunReport, SwitchSample};
 use crate::agent::collective::Plan;
@@ -58,7 +60,8 @@ impl Drop for Agents {
 }
 
 /// Runs one repetition of `plan` on `lab` and returns its report; agents' plans, logs and
-/// reports are kept in `dir`.
+/// reports are kept in `dir`. With `chaos`, one fault ([`chaos::schedule`]) strikes while the
+/// agents run, and the report's `chaos` record says what it did ([`chaos::judge`]).
 ///
 /// # Errors
 /// A switch that does not answer, an agent that cannot be started or writes no report.
@@ -68,6 +71,7 @@ pub fn run_repetition(
     setup: LabSetup,
     options: &AgentOptions,
     dir: &Path,
+    chaos: Option<&Chaos>,
 ) -> anyhow::Result<RunReport> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let plan_path = dir.join("plan.json");
@@ -82,15 +86,20 @@ pub fn run_repetition(
     )
     .map_err(anyhow::Error::msg)?;
 
-    let switches: Vec<(NodeId, String, PathBuf)> = lab
+    let switches: Vec<(NodeId, String, Client)> = lab
         .topology
         .switches()
         .iter()
         .filter(|switch| !lab.state.stopped.contains(&switch.name))
-        .map(|switch| (switch.id, switch.name.clone(), lab.dir.socket(&switch.name)))
+        .map(|switch| {
+            let client = Client::new(lab.dir.socket(&switch.name));
+            (switch.id, switch.name.clone(), client)
+        })
         .collect();
-    for (_, name, socket) in &switches {
-        request(socket, "reset").with_context(|| format!("switch {name}"))?;
+    for (_, name, client) in &switches {
+        client
+            .reset()
+            .with_context(|| format!("switch {name} (is the lab healthy? see ofan-lab status)"))?;
     }
     std::thread::sleep(RESET_SETTLE);
     let before = snapshot_all(&switches)?;
@@ -117,7 +126,10 @@ pub fn run_repetition(
     let stop_file = dir.join("stop");
     let _ = std::fs::remove_file(&stop_file);
     let done_file = |host: &str| dir.join(format!("{host}.done"));
-    let exe = std::env::current_exe().context("cannot find the ofan-lab binary")?;
+    // This very binary, even after a rebuild replaced its file during a long campaign (the
+    // agents of the next repetition then failed to start: "exec of …/ofan-lab (deleted)"):
+    // the kernel keeps the running image behind /proc/PID/exe.
+    let exe = std::path::PathBuf::from(format!("/proc/{}/exe", std::process::id()));
     let stagger = stagger_ns(&setup, plan.hosts.len());
     let mut agents = Agents(Vec::with_capacity(plan.hosts.len()));
     for (index, host) in plan.hosts.iter().enumerate() {
@@ -162,6 +174,25 @@ pub fn run_repetition(
             .with_context(|| format!("cannot start the agent of {}", host.name))?;
         agents.0.push((host.name.clone(), child));
     }
+    // The fault, on its own thread: the lab's operations take their time (a reconvergence, a
+    // switch coming back) while the agents go on.
+    let fault = chaos.and_then(|chaos| {
+        chaos::schedule(
+            chaos,
+            setup.seed,
+            &lab.topology,
+            &lab.routing_failures(),
+            &lab.state.stopped,
+            Duration::from_nanos(lower_bound_ps / 1000),
+        )
+    });
+    let cancel = Arc::new(AtomicBool::new(false));
+    let striker = fault.clone().map(|fault| {
+        let traffic_start = Instant::now()
+            + Duration::from_nanos(start_at.saturating_sub(crate::agent::monotonic_now_ns()));
+        let (name, cancel) = (lab.state.name.clone(), Arc::clone(&cancel));
+        std::thread::spawn(move || chaos::apply(&name, &fault, traffic_start, &cancel))
+    });
     // Every agent keeps answering after it completes, until all have (a peer whose last ACK
     // was lost must still get one); then they all stop and write their reports.
     let deadline = Instant::now() + lead + Duration::from_secs_f64(timeout_s + 15.0);
@@ -185,6 +216,13 @@ pub fn run_repetition(
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(agents);
+    cancel.store(true, Ordering::Relaxed);
+    let applied = striker.map(|striker| {
+        striker.join().unwrap_or_else(|_| chaos::Applied {
+            error: Some("the fault's thread panicked".into()),
+            ..chaos::Applied::default()
+        })
+    });
     // Frames still on their way between a switch and a host's socket land in a counter.
     std::thread::sleep(SETTLE_AFTER);
     let after = snapshot_all(&switches)?;
@@ -232,6 +270,13 @@ pub fn run_repetition(
         setup,
     })
     .map_err(anyhow::Error::msg)?;
+    let mut report = report;
+    if let (Some(chaos), Some(fault), Some(applied)) = (chaos, &fault, &applied) {
+        let record = chaos::judge(chaos.seed, fault, applied, &report);
+        if let ofan_model::report::Details::Lab(lab) = &mut report.details {
+            lab.chaos = Some(record);
+        }
+    }
     let path = dir.join("result.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -254,7 +299,7 @@ fn open_namespaces(lab: &Loaded) -> anyhow::Result<Vec<(String, Side, File)>> {
         .nodes()
         .iter()
         .map(|node| {
-            let file = crate::lab::open_namespace(&lab.state.name, &node.name)
+            let file = crate::lab::ops::open_namespace(&lab.state.name, &node.name)
                 .with_context(|| format!("cannot open the namespace of {}", node.name))?;
             let side = if node.role == Role::Host {
                 Side::Host
@@ -275,33 +320,25 @@ fn kernel_all(namespaces: &[(String, Side, File)]) -> anyhow::Result<Vec<KernelC
         .collect()
 }
 
-fn snapshot_all(switches: &[(NodeId, String, PathBuf)]) -> anyhow::Result<Vec<SwitchSnapshot>> {
+fn snapshot_all(switches: &[(NodeId, String, Client)]) -> anyhow::Result<Vec<SwitchSnapshot>> {
     switches
         .iter()
-        .map(|(_, name, socket)| {
-            let reply = request(socket, "stats").with_context(|| format!("switch {name}"))?;
-            let mut value: serde_json::Value = serde_json::from_str(&reply)
-                .with_context(|| format!("switch {name}: unreadable stats"))?;
-            serde_json::from_value(value["data_path"].take())
-                .with_context(|| format!("switch {name}: stats without data_path"))
+        .map(|(_, name, client)| {
+            let stats = client.stats().with_context(|| {
+                format!("switch {name} (is the lab healthy? see ofan-lab status)")
+            })?;
+            // The steering program's drops (a blackholed port) beside the workers'.
+            let mut snapshot = stats.data_path;
+            snapshot.counters.extend(
+                stats
+                    .steering
+                    .into_iter()
+                    .filter(|(name, _)| name.starts_with("drop_"))
+                    .map(|(name, value)| {
+                        (format!("{}{name}", super::metrics::STEERING_PREFIX), value)
+                    }),
+            );
+            Ok(snapshot)
         })
         .collect()
-}
-
-/// One admin-socket request; fails when the switch does not answer or answers an error.
-fn request(socket: &Path, command: &str) -> anyhow::Result<String> {
-    let mut stream = UnixStream::connect(socket).with_context(|| {
-        format!(
-            "no answer at {} (is the lab healthy? see ofan-lab status)",
-            socket.display()
-        )
-    })?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    writeln!(stream, "{command}")?;
-    let mut reply = String::new();
-    BufReader::new(stream).read_line(&mut reply)?;
-    if reply.starts_with("{\"error\"") {
-        bail!("{command}: {}", reply.trim());
-    }
-    Ok(reply)
 }

@@ -9,14 +9,17 @@ use std::io;
 use std::net::{Ipv4Addr, UdpSocket};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use ofan_control::netlink::{self, VethEnd, NLMSG_DONE, NLMSG_ERROR, RTM_GETLINK};
-use ofan_control::NetlinkSocket;
+use ofan_netlink::{self as netlink, Dump, RouteSocket, VethEnd, RTM_NEWLINK};
 
 use super::sys;
 
 /// Where `ip netns` keeps its namespace files.
 pub const NETNS_DIR: &str = "/run/netns";
+
+/// How long the lab waits for each answer of the kernel.
+const NETLINK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A kernel request failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,12 +42,10 @@ pub enum NetError {
     },
 }
 
-/// A netlink socket with a request/acknowledge helper.
+/// The lab's netlink socket: the codec's [`RouteSocket`] with the lab's timeout.
 #[derive(Debug)]
 pub struct Rtnl {
-    socket: NetlinkSocket,
-    seq: u32,
-    buffer: Vec<u8>,
+    socket: RouteSocket,
 }
 
 impl Rtnl {
@@ -54,9 +55,7 @@ impl Rtnl {
     /// The socket error.
     pub fn open() -> io::Result<Self> {
         Ok(Self {
-            socket: NetlinkSocket::open(&[])?,
-            seq: 0,
-            buffer: vec![0; 1 << 16],
+            socket: RouteSocket::open()?,
         })
     }
 
@@ -65,24 +64,7 @@ impl Rtnl {
     /// # Errors
     /// The kernel's error (e.g. EEXIST, ENOENT), or a timeout after 5 s.
     pub fn request(&mut self, make: impl FnOnce(u32) -> Vec<u8>) -> io::Result<()> {
-        self.seq = self.seq.wrapping_add(1);
-        let seq = self.seq;
-        self.socket.send(&make(seq))?;
-        loop {
-            let received = self.socket.recv(&mut self.buffer, 5000)?;
-            if received == 0 {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, "no netlink answer"));
-            }
-            for message in netlink::messages(&self.buffer[..received]) {
-                if message.kind == NLMSG_ERROR && message.seq == seq {
-                    return match netlink::error_code(message.payload) {
-                        Some(0) => Ok(()),
-                        Some(code) => Err(io::Error::from_raw_os_error(-code)),
-                        None => Err(io::Error::new(io::ErrorKind::InvalidData, "short ack")),
-                    };
-                }
-            }
-        }
+        self.socket.request(make, NETLINK_TIMEOUT)
     }
 
     /// Dumps the interfaces of the socket's namespace.
@@ -90,33 +72,54 @@ impl Rtnl {
     /// # Errors
     /// The socket error.
     pub fn links(&mut self) -> io::Result<Vec<netlink::Link>> {
-        self.seq = self.seq.wrapping_add(1);
-        let seq = self.seq;
-        self.socket
-            .send(&netlink::dump_request(RTM_GETLINK, seq, 16, 0))?;
         let mut links = Vec::new();
-        loop {
-            let received = self.socket.recv(&mut self.buffer, 5000)?;
-            if received == 0 {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, "no netlink answer"));
-            }
-            for message in netlink::messages(&self.buffer[..received]) {
-                if message.seq != seq {
-                    continue;
+        self.socket.query(
+            |seq| netlink::dump_request(Dump::Links, seq),
+            NETLINK_TIMEOUT,
+            |message| {
+                if message.kind == RTM_NEWLINK {
+                    links.extend(netlink::parse_link(message.payload));
                 }
-                match message.kind {
-                    NLMSG_DONE => return Ok(links),
-                    NLMSG_ERROR => {
-                        let code = netlink::error_code(message.payload).unwrap_or(0);
-                        return Err(io::Error::from_raw_os_error(-code));
+            },
+        )?;
+        Ok(links)
+    }
+
+    /// The IPv4 routes of the main table that forward (unicast), as
+    /// `((destination, prefix length), next hops)`.
+    ///
+    /// # Errors
+    /// The socket error.
+    pub fn unicast_routes(&mut self) -> io::Result<Vec<RouteWidth>> {
+        let mut routes = Vec::new();
+        self.socket.query(
+            |seq| netlink::dump_request(Dump::Routes(netlink::IpFamily::V4), seq),
+            NETLINK_TIMEOUT,
+            |message| {
+                if message.kind != netlink::RTM_NEWROUTE {
+                    return;
+                }
+                let Some(route) = netlink::parse_route(message.payload) else {
+                    return;
+                };
+                if let (std::net::IpAddr::V4(dst), netlink::RouteKind::Unicast { hops, .. }) =
+                    (route.dst, &route.kind)
+                {
+                    if route.table == MAIN_TABLE {
+                        routes.push(((dst, route.prefix_len), hops.len()));
                     }
-                    netlink::RTM_NEWLINK => links.extend(netlink::parse_link(message.payload)),
-                    _ => {}
                 }
-            }
-        }
+            },
+        )?;
+        Ok(routes)
     }
 }
+
+/// A route's destination `(address, prefix length)` and its number of next hops.
+pub type RouteWidth = ((Ipv4Addr, u8), usize);
+
+/// The kernel's main routing table.
+const MAIN_TABLE: u32 = 254;
 
 /// What a namespace is for: its sysctls differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,6 +210,16 @@ impl Namespace {
         self.rtnl
             .request(|seq| netlink::set_link_up_request(seq, 1, true))
             .map_err(netlink_error(format!("{}: lo up", self.name)))
+    }
+
+    /// The forwarding IPv4 routes of the main table with their number of next hops.
+    ///
+    /// # Errors
+    /// The netlink error.
+    pub fn routes(&mut self) -> Result<Vec<RouteWidth>, NetError> {
+        self.rtnl
+            .unicast_routes()
+            .map_err(netlink_error(format!("{}: list routes", self.name)))
     }
 
     /// Reads the interface indexes (after the veths exist).
@@ -366,17 +379,17 @@ pub fn create_veth(
     b: (&Namespace, &str),
     mtu: u32,
 ) -> Result<(), NetError> {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     root.request(|seq| {
         netlink::veth_pair_request(
             seq,
             VethEnd {
                 name: a.1,
-                netns_fd: a.0.file().as_raw_fd(),
+                netns: a.0.file().as_fd(),
             },
             VethEnd {
                 name: b.1,
-                netns_fd: b.0.file().as_raw_fd(),
+                netns: b.0.file().as_fd(),
             },
             mtu,
         )
@@ -392,20 +405,8 @@ pub fn namespace_exists(name: &str) -> bool {
     Path::new(NETNS_DIR).join(name).exists()
 }
 
-/// Every namespace whose name starts with `prefix`.
-pub fn namespaces_with_prefix(prefix: &str) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(NETNS_DIR)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter_map(|entry| entry.file_name().into_string().ok())
-                .filter(|name| name.starts_with(prefix))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
+// One listing for the lab, the bench and the tests: in `crate::netns`.
+pub use crate::netns::namespaces_with_prefix;
 
 /// Removes namespace `name` (as `ip netns del`: lazy unmount, then unlink). Missing is fine.
 ///

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::bgp::{self, Daemon};
 use super::state::{LabState, Process, StateDir};
 use super::{plan, sys};
 
@@ -36,7 +37,10 @@ pub fn is_ours(process: &Process) -> bool {
     }
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", process.pid)).unwrap_or_default();
     let cmdline = String::from_utf8_lossy(&cmdline);
-    cmdline.contains("ofan-switch") || cmdline.contains("netns\0exec\0ofan-")
+    cmdline.contains("ofan-switch")
+        || cmdline.contains("netns\0exec\0ofan-")
+        || cmdline.starts_with(super::bgp::FRR_DIR)
+        || cmdline.starts_with(super::bgp::BIRD)
 }
 
 /// Whether the recorded process has not finished exiting yet (same start time, not a zombie).
@@ -81,6 +85,13 @@ fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
     if params.catch_up {
         args.push("--catch-up".to_owned());
     }
+    let bird = Some(super::spec::BgpDaemon::Bird.name());
+    if params.routing == super::spec::Routing::Bgp.name() && params.bgp_daemon.as_deref() != bird {
+        // FRR's bgpd reports to the switch's BMP station (BIRD 2.0 has no BMP: the switch
+        // takes its path information from the topology plan).
+        args.push("--bmp".to_owned());
+        args.push(format!("{}:{}", super::bgp::BMP_HOST, super::bgp::BMP_PORT));
+    }
     args.shrink_to_fit();
     args
 }
@@ -92,34 +103,173 @@ fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
 /// When the log cannot be opened or the process cannot be started.
 pub fn start_switch(state: &LabState, dir: &StateDir, node: &str) -> anyhow::Result<Process> {
     use anyhow::Context;
-    let log_path = dir.log(node);
-    let log = File::options()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .with_context(|| format!("cannot open {}", log_path.display()))?;
     let _ = std::fs::remove_file(dir.socket(node));
     let mut command = Command::new("ip");
     command
         .args(["netns", "exec", &plan::namespace(&state.name, node)])
         .arg(&state.params.switch_bin)
-        .args(switch_args(state, dir, node))
+        .args(switch_args(state, dir, node));
+    spawn_logged(command, &dir.log(node), node)
+        .with_context(|| format!("cannot start the switch of {node}"))
+}
+
+/// Starts `command` in its own session with stdin closed and stdout and stderr appended to
+/// `log`; returns the record of process of `node` (pid and start time). The child is not
+/// waited for: it outlives this process and is reparented to init.
+fn spawn_logged(mut command: Command, log: &Path, node: &str) -> anyhow::Result<Process> {
+    use anyhow::Context;
+    let file = File::options()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("cannot open {}", log.display()))?;
+    command
         .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
+        .stdout(file.try_clone()?)
+        .stderr(file);
     sys::new_session(&mut command);
-    let child = command
-        .spawn()
-        .with_context(|| format!("cannot start the switch of {node}"))?;
-    let pid = child.id();
-    // The child is not waited for: it outlives this process and is reparented to init.
-    drop(child);
-    let start_time = start_time(pid).unwrap_or(0);
+    let pid = command.spawn()?.id();
     Ok(Process {
         node: node.to_owned(),
         pid,
-        start_time,
+        start_time: start_time(pid).unwrap_or(0),
     })
+}
+
+/// How a routing daemon starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonStart {
+    /// With the lab or its switch: nothing to recover.
+    Fresh,
+    /// After its predecessor crashed (`node S routing-restart`): the kernel FIB still holds the
+    /// routes it installed, its neighbours keep theirs as stale. BIRD starts in graceful-restart
+    /// recovery (`-R`: its kernel protocol keeps the routes until BGP has recovered); FRR's
+    /// zebra with kernel-level graceful restart (`-K`: the kernel's routes stay until bgpd
+    /// replaces them, or [`bgp::RESTART_TIME_S`]), and its bgpd in `update-delay` read-only
+    /// mode until every neighbour has sent End-of-RIB (FRR 8.4's bgpd has no flag that says
+    /// it restarts).
+    ///
+    /// Measured alternative: restarting bgpd alone, with zebra keeping the routes of its
+    /// graceful-restart client, lost every route of the switch for 20-60 ms at each restart
+    /// (1.2 s with the default `coalesce-time`): the new bgpd tells zebra "route update
+    /// complete" on its neighbours' End-of-RIB, which comes before their routes.
+    AfterCrash,
+}
+
+/// Starts routing daemon `daemon` of switch `node` in its namespace and its own session, with
+/// its configuration written to the state directory and its own FRR path space; returns the
+/// record to keep in the state.
+///
+/// # Errors
+/// When the files cannot be written or the process cannot be started.
+pub fn start_daemon(
+    state: &LabState,
+    dir: &StateDir,
+    topology: &ofan_topology::Topology,
+    node: &ofan_topology::Node,
+    daemon: Daemon,
+    start: DaemonStart,
+) -> anyhow::Result<Process> {
+    use anyhow::Context;
+    let binary = daemon.binary();
+    if !binary.exists() {
+        anyhow::bail!(
+            "{} not found: --routing bgp needs {} (scripts/setup installs it)",
+            binary.display(),
+            if daemon.is_frr() {
+                "the frr package"
+            } else {
+                "the bird2 package"
+            }
+        );
+    }
+    let namespace = plan::namespace(&state.name, &node.name);
+    let conf_dir = dir.routing_dir(&node.name);
+    std::fs::create_dir_all(&conf_dir)
+        .with_context(|| format!("cannot create {}", conf_dir.display()))?;
+    let conf = conf_dir.join(format!("{}.conf", daemon.name()));
+    let bfd = state.params.bfd;
+    let text = match daemon {
+        Daemon::Zebra => bgp::zebra_conf(node),
+        Daemon::Bgpd => {
+            let mut conf = bgp::bgpd_conf(topology, node);
+            conf.push_str(&bgp::bgpd_graceful_restart_conf(
+                topology,
+                node,
+                start == DaemonStart::AfterCrash,
+            ));
+            if bfd.is_some() {
+                conf.push_str(&bgp::bgpd_bfd_conf(topology, node));
+            }
+            conf
+        }
+        Daemon::Bfdd => bgp::bfdd_conf(node, bfd.unwrap_or(bgp::Bfd::FAST)),
+        Daemon::Bird => bgp::bird_conf(topology, node, bfd),
+    };
+    std::fs::write(&conf, text).with_context(|| format!("cannot write {}", conf.display()))?;
+    let pid_file = conf_dir.join(format!("{}.pid", daemon.name()));
+    let mut command = Command::new("ip");
+    command.args(["netns", "exec", &namespace]).arg(&binary);
+    if daemon.is_frr() {
+        // FRR drops to its `frr` user: it must read the files and own its run directory.
+        let run_dir = bgp::run_dir(&namespace);
+        std::fs::create_dir_all(&run_dir)
+            .with_context(|| format!("cannot create {}", run_dir.display()))?;
+        let (uid, gid) = bgp::frr_ids()?;
+        for path in [run_dir.as_path(), conf_dir.as_path(), conf.as_path()] {
+            std::os::unix::fs::chown(path, Some(uid), Some(gid))
+                .with_context(|| format!("cannot give {} to the frr user", path.display()))?;
+        }
+        command
+            .args(["-N", &namespace, "-f"])
+            .arg(&conf)
+            .arg("-i")
+            .arg(&pid_file)
+            .args(["--log", "stdout", "--log-level", "notifications"]);
+        if daemon == Daemon::Bgpd {
+            // BMP (RFC 7854) towards the switch's station: its path table.
+            command.args(["-M", "bmp"]);
+        }
+        if daemon == Daemon::Zebra && start == DaemonStart::AfterCrash {
+            // Kernel-level graceful restart: the routes the killed zebra installed stay in the
+            // kernel (and zebra's table) until bgpd replaces them, or for this long.
+            command.args(["-K", &bgp::RESTART_TIME_S.to_string()]);
+        }
+    } else {
+        // In the foreground (-f), its control socket in the lab's state directory.
+        command
+            .args(["-f", "-c"])
+            .arg(&conf)
+            .arg("-s")
+            .arg(bgp::bird_socket(&conf_dir))
+            .arg("-P")
+            .arg(&pid_file);
+        if start == DaemonStart::AfterCrash {
+            command.arg("-R");
+        }
+    }
+    let log = dir.log(&format!("{}-{}", node.name, daemon.name()));
+    spawn_logged(command, &log, &node.name)
+        .with_context(|| format!("cannot start {} of {}", daemon.name(), node.name))
+}
+
+/// Whether the recorded process runs `binary` (after `ip netns exec` replaced itself by it).
+pub fn runs(process: &Process, binary: &Path) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", process.pid)).unwrap_or_default();
+    cmdline.split(|&b| b == 0).next() == Some(binary.as_os_str().as_encoded_bytes())
+}
+
+/// Kills the given processes that are still ours at once (SIGKILL: like a crash, nothing is
+/// cleaned up) and waits until they are gone.
+pub fn crash(processes: &[Process]) {
+    let ours: Vec<&Process> = processes.iter().filter(|p| is_ours(p)).collect();
+    for process in &ours {
+        let _ = sys::signal(process.pid, sys::SIGKILL);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline && ours.iter().any(|p| still_running(p)) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Stops the given processes: SIGTERM to each that is still ours, then SIGKILL to whatever
@@ -175,7 +325,7 @@ pub fn wait_for_sockets(
     let deadline = Instant::now() + timeout;
     let mut pending: Vec<&(String, std::path::PathBuf)> = sockets.iter().collect();
     loop {
-        pending.retain(|(_, path)| std::os::unix::net::UnixStream::connect(path).is_err());
+        pending.retain(|(_, path)| !ofan_control::admin::Client::new(path).is_listening());
         if pending.is_empty() || Instant::now() > deadline {
             return pending.iter().map(|(node, _)| node.clone()).collect();
         }

@@ -46,8 +46,39 @@ pub struct Params {
     pub catch_up: bool,
     /// Where routes come from.
     pub routing: String,
+    /// The routing daemon under `--routing bgp` (`frr` or `bird`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bgp_daemon: Option<String>,
+    /// BFD on the BGP sessions (`--bfd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bfd: Option<super::spec::Bfd>,
     /// The `ofan-switch` binary.
     pub switch_bin: PathBuf,
+}
+
+/// What a link is, or what `link A B up|down|blackhole` makes of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    /// Carrier up, frames pass.
+    Up,
+    /// Carrier down at both ends (`link A B down`, or an end switch stopped).
+    Down,
+    /// Carrier up, every frame dropped where it is received, at both ends: a silent failure
+    /// only a protocol's timers (BGP hold time, BFD) can notice.
+    Blackholed,
+}
+
+impl LinkState {
+    /// The word `link` and `status` print.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Up => "up",
+            Self::Down => "DOWN",
+            Self::Blackholed => "BLACKHOLE",
+        }
+    }
 }
 
 /// A process the lab started.
@@ -77,8 +108,15 @@ pub struct LabState {
     pub veths: Vec<String>,
     /// Switch processes, one per running switch.
     pub processes: Vec<Process>,
+    /// Routing daemons (`--routing bgp`: zebra and bgpd per running switch).
+    #[serde(default)]
+    pub daemons: Vec<Process>,
     /// Links taken down with `link A B down` (link ids).
     pub failed_links: Vec<u32>,
+    /// Links blackholed with `link A B blackhole` (link ids): carrier up, every frame dropped
+    /// at both receiving ends. Recorded before the drops are set up.
+    #[serde(default)]
+    pub blackholed_links: Vec<u32>,
     /// Switches stopped with `node SWITCH stop`.
     pub stopped: Vec<String>,
     /// Files outside the state directory's fixed layout (captures).
@@ -97,7 +135,9 @@ impl LabState {
             namespaces: Vec::new(),
             veths: Vec::new(),
             processes: Vec::new(),
+            daemons: Vec::new(),
             failed_links: Vec::new(),
+            blackholed_links: Vec::new(),
             stopped: Vec::new(),
             files: Vec::new(),
             up_seconds: None,
@@ -179,6 +219,12 @@ impl StateDir {
         self.root.join("logs").join(format!("{node}.log"))
     }
 
+    /// The routing daemons' directory of switch `node` (configuration, pid files, BIRD's
+    /// control socket).
+    pub fn routing_dir(&self, node: &str) -> PathBuf {
+        self.root.join("routing").join(node)
+    }
+
     /// The admin socket of switch `node`.
     pub fn socket(&self, node: &str) -> PathBuf {
         self.root.join("sock").join(format!("{node}.sock"))
@@ -233,5 +279,32 @@ impl StateDir {
             .unwrap_or_default();
         names.sort();
         names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_states_and_states_from_before_blackholes() {
+        assert_eq!(
+            serde_json::to_string(&LinkState::Blackholed).unwrap(),
+            "\"blackholed\""
+        );
+        assert_eq!(LinkState::Blackholed.label(), "BLACKHOLE");
+        assert_eq!(LinkState::Down.label(), "DOWN");
+        let params: Params = serde_json::from_value(serde_json::json!({
+            "topo": "fat-tree k=4", "lb": "pofan", "pipe_size": 4, "link_rate": "1mbit",
+            "link_rate_bps": 1_000_000, "buffer": "64KB", "mtu": 1500, "seed": 1,
+            "routing": "static", "switch_bin": "/bin/ofan-switch"
+        }))
+        .unwrap();
+        let mut state = serde_json::to_value(LabState::new("lab", params)).unwrap();
+        assert_eq!(state["blackholed_links"], serde_json::json!([]));
+        // A lab built before `link A B blackhole` existed loads with none.
+        state.as_object_mut().unwrap().remove("blackholed_links");
+        let state: LabState = serde_json::from_value(state).unwrap();
+        assert!(state.blackholed_links.is_empty());
     }
 }

@@ -2,15 +2,20 @@
 //!
 //! ```text
 //! ofan-udp send --to 10.0.1.1:9000 --count 100000 --size 200 --rate 50000 [--flows 4]
+//!               [--agent-data COLLECTIVE:FLOW]
 //! ofan-udp recv --bind 0.0.0.0:9000 --count 100000 --timeout-ms 5000
 //! ```
 //! Datagrams carry a sequence number; the receiver reports `received=… unique=… duplicates=…`
-//! so a test can check that every datagram arrived exactly once.
+//! so a test can check that every datagram arrived exactly once. With `--agent-data`, each
+//! datagram is instead a host agent's DATA packet of that collective and flow, sequence
+//! numbers 0, 1, … (`ofan_lab::agent::wire`): a forgery, for the agent's trust test.
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+use ofan_lab::agent::wire::{Flags, Header, Kind, HEADER_LEN};
 
 fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: Option<T>) -> T {
     args.iter()
@@ -42,11 +47,23 @@ fn send(args: &[String]) -> ExitCode {
     let size: usize = arg(args, "--size", Some(200));
     let rate: u64 = arg(args, "--rate", Some(0));
     let flows: usize = arg(args, "--flows", Some(1));
+    let agent_data: Option<(u32, u32)> = args
+        .iter()
+        .position(|a| a == "--agent-data")
+        .map(|_| arg::<String>(args, "--agent-data", None))
+        .map(|text| {
+            text.split_once(':')
+                .and_then(|(c, f)| Some((c.parse().ok()?, f.parse().ok()?)))
+                .unwrap_or_else(|| {
+                    eprintln!("ofan-udp: --agent-data wants COLLECTIVE:FLOW");
+                    std::process::exit(2)
+                })
+        });
     let bind = if to.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
     let sockets: Vec<UdpSocket> = (0..flows.max(1))
         .map(|_| UdpSocket::bind(bind).expect("bind"))
         .collect();
-    let mut payload = vec![0u8; size.max(8)];
+    let mut payload = vec![0u8; size.max(HEADER_LEN)];
     let start = Instant::now();
     let mut sent = 0u64;
     let mut errors = 0u64;
@@ -62,7 +79,18 @@ fn send(args: &[String]) -> ExitCode {
                 }
             }
         }
-        payload[..8].copy_from_slice(&seq.to_be_bytes());
+        match agent_data {
+            Some((collective, flow)) => Header {
+                kind: Kind::Data,
+                flags: Flags(0),
+                collective,
+                flow,
+                sequence: seq as u32,
+                entropy: 0,
+            }
+            .write(&mut payload),
+            None => payload[..8].copy_from_slice(&seq.to_be_bytes()),
+        }
         match sockets[(seq as usize) % sockets.len()].send_to(&payload, to) {
             Ok(_) => sent += 1,
             Err(_) => errors += 1,

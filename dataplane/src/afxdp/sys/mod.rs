@@ -11,6 +11,8 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
+use super::frames::FrameAddr;
+
 /// The UMEM: one anonymous, page-aligned mapping shared by every socket of the switch.
 #[derive(Debug)]
 pub struct UmemArea {
@@ -193,15 +195,15 @@ impl OwnedFrame {
         }
     }
 
-    /// The frame's address, to free it.
-    pub fn into_addr(self) -> u64 {
-        self.addr
+    /// The UMEM frame that holds it, to free it (`frame_size`: the UMEM's).
+    pub fn into_frame(self, frame_size: u32) -> FrameAddr {
+        FrameAddr::base(self.addr, frame_size)
     }
 }
 
 /// Reads up to `out.len()` descriptors from an RX ring into owned frames. Returns how many were
-/// read and how many the kernel handed back that do not lie inside the UMEM (never expected;
-/// counted, not used).
+/// read and how many the kernel handed back that do not lie inside the UMEM (never expected; not
+/// used, and counted by the caller as `RxDropReason::BadDescriptor`).
 pub fn receive(
     rx: &mut xdpilone::RingRx,
     umem: &UmemArea,

@@ -1,8 +1,6 @@
 //! The raw system calls of the steering loader that aya does not offer: interface name ↔ index,
-//! an rtnetlink query and detach of the XDP programs on an interface, and finding and detaching
-//! a BPF link by program and interface. Every `unsafe` block of [`crate::afxdp::steer`] lives here.
-//!
-//! Messages are built and parsed as plain bytes in safe code; only the syscalls are `unsafe`.
+//! and finding and detaching a BPF link by program and interface. Every `unsafe` block of
+//! [`crate::afxdp::steer`] lives here; its rtnetlink exchanges go through `ofan_netlink`.
 
 use std::{
     ffi::{CStr, CString},
@@ -125,70 +123,4 @@ pub(in crate::afxdp) fn link_detach(link: BorrowedFd<'_>) -> io::Result<()> {
     let mut attr = BpfAttr([0; 36]);
     attr.0[0] = link.as_raw_fd() as u32;
     bpf(BPF_LINK_DETACH, &mut attr).map(drop)
-}
-
-// ---------------------------------------------------------------------------------------------
-// rtnetlink
-
-/// A `NETLINK_ROUTE` socket for one request/response exchange.
-pub(in crate::afxdp) struct RouteSocket(OwnedFd);
-
-impl RouteSocket {
-    pub(in crate::afxdp) fn open() -> io::Result<Self> {
-        // SAFETY: plain socket(2) call with constant arguments; no pointers.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just returned by socket(2) and is owned by nobody else.
-        Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    /// Sends one complete netlink message (header included) to the kernel.
-    pub(in crate::afxdp) fn send(&self, message: &[u8]) -> io::Result<()> {
-        // SAFETY: a zeroed `sockaddr_nl` (pid 0, groups 0) addresses the kernel.
-        let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        // SAFETY: `message` and `kernel` are live for the call, with the lengths passed; sendto
-        // only reads them.
-        let sent = unsafe {
-            libc::sendto(
-                self.0.as_raw_fd(),
-                message.as_ptr().cast(),
-                message.len(),
-                0,
-                (&raw const kernel).cast(),
-                size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if sent < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Receives one datagram (one or more netlink messages) into `buffer`; its length.
-    pub(in crate::afxdp) fn receive(&self, buffer: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: `buffer` is live and writable for its whole length, which is passed.
-        let received = unsafe {
-            libc::recv(
-                self.0.as_raw_fd(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-                0,
-            )
-        };
-        if received < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(received as usize)
-        }
-    }
 }

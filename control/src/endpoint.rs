@@ -1,0 +1,424 @@
+//! The switch's local endpoints, hardened: the admin socket's server and a bounded HTTP server
+//! for the Prometheus text endpoint.
+//!
+//! Both serve each connection on its own thread, at most [`Limits::max_clients`] at once (one
+//! more is told it is busy and closed), and give each request one deadline for reading the
+//! request and writing the reply together ([`Limits::deadline`]): a client that connects and
+//! sends nothing, or trickles bytes, holds one slot until its deadline and never blocks the
+//! others. Requests are read through a bound ([`admin::MAX_REQUEST_BYTES`], [`MAX_HTTP_HEAD`]),
+//! never in full when longer.
+//!
+//! The admin socket is created mode 0600 and checks each peer's credentials (`SO_PEERCRED`):
+//! root and the switch's own uid are [`Access::Privileged`] and may send every request; any
+//! other peer (possible only when an operator opens the socket's mode or directory) is
+//! [`Access::ReadOnly`] and may only read (`stats`, [`Request::needs_privilege`]).
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::admin::{self, Reply, Request};
+use crate::sys;
+
+/// How many clients an endpoint serves at once, and how long each may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections served at once; one more is refused at once.
+    pub max_clients: usize,
+    /// Reading the request and writing the reply, together.
+    pub deadline: Duration,
+}
+
+impl Default for Limits {
+    /// 8 clients, 2 s each.
+    fn default() -> Self {
+        Self {
+            max_clients: 8,
+            deadline: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What a peer may do on the admin socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// Root or the switch's own uid: every request.
+    Privileged,
+    /// Anyone else: only requests that read.
+    ReadOnly,
+}
+
+/// The credentials of a Unix socket peer (`SO_PEERCRED`: taken when it connected).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// Process id.
+    pub pid: i32,
+    /// Effective user id.
+    pub uid: u32,
+    /// Effective group id.
+    pub gid: u32,
+}
+
+impl Peer {
+    /// The credentials of the process at the other end of `stream`.
+    ///
+    /// # Errors
+    /// The `getsockopt` error.
+    pub fn of(stream: &UnixStream) -> io::Result<Self> {
+        sys::peer_credentials(stream)
+    }
+
+    /// What this peer may do on a socket owned by `owner` (the switch's effective uid).
+    #[must_use]
+    pub const fn access(&self, owner: u32) -> Access {
+        if self.uid == 0 || self.uid == owner {
+            Access::Privileged
+        } else {
+            Access::ReadOnly
+        }
+    }
+}
+
+/// What an endpoint refused, counted since it started (shown by `stats`).
+#[derive(Debug, Default)]
+pub struct EndpointCounters {
+    served: AtomicU64,
+    busy: AtomicU64,
+    timed_out: AtomicU64,
+    oversized: AtomicU64,
+    denied: AtomicU64,
+}
+
+/// A snapshot of [`EndpointCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointStatus {
+    /// Requests answered (refusals included).
+    pub served: u64,
+    /// Connections refused because [`Limits::max_clients`] were being served.
+    pub busy: u64,
+    /// Connections closed at their deadline before a whole request arrived.
+    pub timed_out: u64,
+    /// Requests refused for their length.
+    pub oversized: u64,
+    /// Requests refused to an unprivileged peer.
+    pub denied: u64,
+}
+
+/// What `stats` reports of the switch's endpoints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointsReport {
+    /// The admin socket.
+    pub admin: EndpointStatus,
+    /// The metrics endpoint (zero when it is off).
+    pub metrics: EndpointStatus,
+}
+
+impl EndpointCounters {
+    /// The counters now.
+    #[must_use]
+    pub fn status(&self) -> EndpointStatus {
+        EndpointStatus {
+            served: self.served.load(Ordering::Relaxed),
+            busy: self.busy.load(Ordering::Relaxed),
+            timed_out: self.timed_out.load(Ordering::Relaxed),
+            oversized: self.oversized.load(Ordering::Relaxed),
+            denied: self.denied.load(Ordering::Relaxed),
+        }
+    }
+
+    fn count(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Answers an admin request from a peer allowed to send it.
+pub type AdminHandler = dyn Fn(Request) -> Reply + Send + Sync;
+
+/// Binds `path` (mode 0600) and serves admin requests on a thread until `stop` is set (checked
+/// after each connection). `handler` answers what the peer's [`Access`] allows.
+///
+/// # Errors
+/// When the socket cannot be bound or its mode set.
+pub fn serve_admin(
+    path: &Path,
+    limits: Limits,
+    counters: Arc<EndpointCounters>,
+    handler: Arc<AdminHandler>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<()> {
+    let listener = bind_private(path)?;
+    let owner = sys::effective_uid();
+    let active = Arc::new(AtomicUsize::new(0));
+    std::thread::Builder::new()
+        .name("ofan-admin".into())
+        .spawn(move || {
+            // A blocking accept: an idle switch must not wake up to poll.
+            for stream in listener.incoming() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let Some(slot) = Slot::take(&active, limits.max_clients) else {
+                    EndpointCounters::count(&counters.busy);
+                    let _ = stream.set_write_timeout(Some(limits.deadline));
+                    let _ = writeln!(&stream, "{}", Reply::Error("busy".into()).to_line());
+                    continue;
+                };
+                let (client_counters, handler) = (Arc::clone(&counters), Arc::clone(&handler));
+                let spawned = std::thread::Builder::new()
+                    .name("ofan-admin-client".into())
+                    .spawn(move || {
+                        let _slot = slot;
+                        answer_admin(&stream, owner, limits, &client_counters, &*handler);
+                    });
+                if spawned.is_err() {
+                    EndpointCounters::count(&counters.busy);
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// Binds a Unix socket at `path` readable and writable by its owner only. The mode is set right
+/// after the bind (a umask of 0o177 would be process-wide); in between, the socket has the
+/// process's umask mode (0755 under the usual 022), which gives no one else the write
+/// permission a connect needs.
+fn bind_private(path: &Path) -> io::Result<UnixListener> {
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+fn answer_admin(
+    stream: &UnixStream,
+    owner: u32,
+    limits: Limits,
+    counters: &EndpointCounters,
+    handler: &AdminHandler,
+) {
+    let deadline = Instant::now() + limits.deadline;
+    let access = Peer::of(stream).map_or(Access::ReadOnly, |peer| peer.access(owner));
+    let reader = DeadlineReader {
+        stream,
+        deadline,
+        set: |s: &UnixStream, t| s.set_read_timeout(t),
+    };
+    let reply = match admin::read_request(BufReader::new(reader)) {
+        Ok(None) => return,
+        Err(_) => {
+            EndpointCounters::count(&counters.timed_out);
+            return;
+        }
+        Ok(Some(Err(refusal))) => {
+            EndpointCounters::count(&counters.oversized);
+            refusal
+        }
+        Ok(Some(Ok(line))) => match Request::parse(&line) {
+            Ok(request) if request.needs_privilege() && access != Access::Privileged => {
+                EndpointCounters::count(&counters.denied);
+                Reply::Error(format!(
+                    "`{}` needs root or the switch's user",
+                    request.name()
+                ))
+            }
+            Ok(request) => handler(request),
+            Err(refusal) => refusal,
+        },
+    };
+    EndpointCounters::count(&counters.served);
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if stream
+        .set_write_timeout(Some(remaining.max(Duration::from_millis(1))))
+        .is_ok()
+    {
+        let mut stream = stream;
+        let _ = writeln!(stream, "{}", reply.to_line());
+    }
+}
+
+/// The longest HTTP request head the metrics endpoint reads (request line and headers).
+pub const MAX_HTTP_HEAD: usize = 8192;
+
+/// Renders the body of `GET /metrics`.
+pub type MetricsRender = dyn Fn() -> String + Send + Sync;
+
+/// Serves `GET /metrics` on `listener` on a thread until `stop` is set, each connection on its
+/// own thread within `limits`. `HTTP/1.0`: one request per connection.
+///
+/// # Errors
+/// When the listener cannot be set up or the thread not started.
+pub fn serve_http(
+    listener: TcpListener,
+    limits: Limits,
+    counters: Arc<EndpointCounters>,
+    render: Arc<MetricsRender>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<()> {
+    // Non-blocking accept with a short sleep, so that `stop` ends the thread.
+    listener.set_nonblocking(true)?;
+    let active = Arc::new(AtomicUsize::new(0));
+    std::thread::Builder::new()
+        .name("ofan-metrics".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let stream = match listener.accept() {
+                    Ok((stream, _)) => stream,
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(20));
+                        continue;
+                    }
+                };
+                let _ = stream.set_nonblocking(false);
+                let Some(slot) = Slot::take(&active, limits.max_clients) else {
+                    EndpointCounters::count(&counters.busy);
+                    let _ = stream.set_write_timeout(Some(limits.deadline));
+                    let _ = respond(&stream, "503 Service Unavailable", "busy\n");
+                    continue;
+                };
+                let (client_counters, render) = (Arc::clone(&counters), Arc::clone(&render));
+                let spawned = std::thread::Builder::new()
+                    .name("ofan-metrics-client".into())
+                    .spawn(move || {
+                        let _slot = slot;
+                        answer_http(&stream, limits, &client_counters, &*render);
+                    });
+                if spawned.is_err() {
+                    EndpointCounters::count(&counters.busy);
+                }
+            }
+        })?;
+    Ok(())
+}
+
+fn answer_http(
+    stream: &TcpStream,
+    limits: Limits,
+    counters: &EndpointCounters,
+    render: &MetricsRender,
+) {
+    let deadline = Instant::now() + limits.deadline;
+    let reader = DeadlineReader {
+        stream,
+        deadline,
+        set: |s: &TcpStream, t| s.set_read_timeout(t),
+    };
+    let head = match read_http_head(reader) {
+        Ok(Some(head)) => head,
+        Ok(None) => {
+            EndpointCounters::count(&counters.oversized);
+            let _ = stream.set_write_timeout(Some(limits.deadline));
+            let _ = respond(stream, "431 Request Header Fields Too Large", "");
+            // Closing with unread bytes would reset the connection and could destroy the
+            // reply: end the sending side, then discard a bounded amount until the deadline.
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+            let rest = DeadlineReader {
+                stream,
+                deadline,
+                set: |s: &TcpStream, t| s.set_read_timeout(t),
+            };
+            let _ = io::copy(&mut rest.take(1 << 16), &mut io::sink());
+            return;
+        }
+        Err(_) => {
+            EndpointCounters::count(&counters.timed_out);
+            return;
+        }
+    };
+    let (status, body) = if head.starts_with(b"GET /metrics ") || head == b"GET /metrics\r\n" {
+        ("200 OK", render())
+    } else {
+        ("404 Not Found", "try GET /metrics\n".to_owned())
+    };
+    EndpointCounters::count(&counters.served);
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if stream
+        .set_write_timeout(Some(remaining.max(Duration::from_millis(1))))
+        .is_ok()
+    {
+        let _ = respond(stream, status, &body);
+    }
+}
+
+/// Reads an HTTP request head up to its blank line (or the peer's end): `Ok(None)` when it is
+/// longer than [`MAX_HTTP_HEAD`].
+///
+/// # Errors
+/// The reader's errors, a deadline among them.
+pub fn read_http_head(reader: impl Read) -> io::Result<Option<Vec<u8>>> {
+    let mut reader = BufReader::new(reader.take(MAX_HTTP_HEAD as u64 + 1));
+    let mut head = Vec::new();
+    loop {
+        let before = head.len();
+        reader.read_until(b'\n', &mut head)?;
+        if head.len() > MAX_HTTP_HEAD {
+            return Ok(None);
+        }
+        if matches!(&head[before..], b"" | b"\n" | b"\r\n") {
+            return Ok(Some(head));
+        }
+    }
+}
+
+fn respond(mut stream: &TcpStream, status: &str, body: &str) -> io::Result<()> {
+    write!(
+        stream,
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// One of an endpoint's client slots, given back on drop.
+#[derive(Debug)]
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(active: &Arc<AtomicUsize>, max: usize) -> Option<Self> {
+        active
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(Arc::clone(active)))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A reader that sets the stream's read timeout to what is left of one deadline before each
+/// read, so that a request cannot take longer than the deadline however its bytes trickle in.
+struct DeadlineReader<'a, S, F> {
+    stream: &'a S,
+    deadline: Instant,
+    set: F,
+}
+
+impl<S, F> Read for DeadlineReader<'_, S, F>
+where
+    for<'s> &'s S: Read,
+    F: Fn(&S, Option<Duration>) -> io::Result<()>,
+{
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        (self.set)(self.stream, Some(remaining))?;
+        let mut stream = self.stream;
+        stream.read(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,212 @@
+//! The switch's path table: per destination prefix, each next hop of the forwarding table with
+//! its *next-next hops* — the remote path information of the adaptive-routing framework draft.
+//!
+//! Two sources fill it ([`PathSource`]):
+//! - **BMP** ([`crate::bmp`]): the local BGP daemon mirrors every BGP message it receives to the
+//!   switch's station. In a fabric with one ASN per switch ([`ofan_topology::plan::asn`]) the
+//!   AS_PATH of a route names every switch it crossed: the first ASN is the neighbour, the
+//!   second its next hop. With ADD-PATH the neighbour announces every path it has, so the
+//!   second ASNs of its paths are all its next hops.
+//! - **The plan** ([`LearnedPaths::from_plan`]): without BMP (static routing, or BIRD 2.0, which
+//!   has no BMP), the topology's routing plan says it, as the draft allows for statically
+//!   specified remote paths. It does not follow remote failures.
+//!
+//! The forwarding state stays the kernel FIB's (the mirror): [`report`] joins the learned paths
+//! onto the FIB's next hops, so a next hop the FIB no longer has is not shown and one BGP has not
+//! (yet) described shows no next-next hops. Nothing here is on the hot path: the table is
+//! replaced with one atomic swap and read by `stats` (and by the adaptive-routing policy to
+//! come).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+
+use ofan_dataplane::fib::{Fib, IpPrefix, RouteTarget};
+use ofan_topology::plan::{self, asn};
+use ofan_topology::{FailedLinks, NodeId, Topology};
+use serde::{Deserialize, Serialize};
+
+/// A destination prefix (IPv4 network address and length).
+pub type Prefix = (Ipv4Addr, u8);
+
+/// What one neighbour says about one prefix.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NeighborPaths {
+    /// The neighbour's ASN (the first of its AS_PATHs).
+    pub asn: u32,
+    /// The neighbour's own next hops towards the prefix (the second ASN of each of its
+    /// shortest paths); empty when the neighbour originates the prefix.
+    pub next_next: BTreeSet<u32>,
+}
+
+/// What the switch knows about the paths behind its next hops: prefix → neighbour address →
+/// that neighbour's paths.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LearnedPaths {
+    /// Per prefix, per neighbour address.
+    pub routes: BTreeMap<Prefix, BTreeMap<Ipv4Addr, NeighborPaths>>,
+}
+
+impl LearnedPaths {
+    /// The paths the topology's plan gives switch `node` with every link alive, with switches
+    /// named by their ASN in the plan's numbering.
+    #[must_use]
+    pub fn from_plan(topology: &Topology, node: NodeId) -> Self {
+        let remote = plan::remote_paths(topology, &FailedLinks::new(), node);
+        let routes = remote
+            .into_iter()
+            .map(|(prefix, hops)| {
+                let neighbors = hops
+                    .into_iter()
+                    .map(|hop| {
+                        let paths = NeighborPaths {
+                            asn: asn(topology.node(hop.neighbor)),
+                            next_next: hop
+                                .next_next
+                                .iter()
+                                .map(|&id| asn(topology.node(id)))
+                                .collect(),
+                        };
+                        (hop.hop.gateway, paths)
+                    })
+                    .collect();
+                (prefix, neighbors)
+            })
+            .collect();
+        Self { routes }
+    }
+}
+
+/// Where the path table comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PathSource {
+    /// Nothing: no BMP station and no topology plan.
+    #[default]
+    None,
+    /// The topology's routing plan (static; no BMP station configured).
+    Plan,
+    /// The local BGP daemon over BMP.
+    Bmp,
+}
+
+impl std::fmt::Display for PathSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::None => "none",
+            Self::Plan => "plan",
+            Self::Bmp => "bmp",
+        })
+    }
+}
+
+/// One next hop of a route in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathHop {
+    /// The egress port's name.
+    pub port: String,
+    /// The neighbour's address.
+    pub gateway: IpAddr,
+    /// The neighbour's ASN, when the source knows the neighbour.
+    pub asn: Option<u32>,
+    /// The neighbour's next hops (ASNs); empty when it originates the prefix or is unknown.
+    pub next_next: Vec<u32>,
+}
+
+/// One route of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathRoute {
+    /// The prefix, as `a.b.c.d/len`.
+    pub prefix: String,
+    /// The FIB's next hops, each with what the source says about it.
+    pub hops: Vec<PathHop>,
+}
+
+/// The path table as `stats` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathReport {
+    /// Where the next-next hops come from.
+    pub source: PathSource,
+    /// The routes that leave through the switch's ports, in prefix order.
+    pub routes: Vec<PathRoute>,
+}
+
+/// Joins `learned` onto the next hops of `fib`: one route per prefix that `learned` names and
+/// `fib` routes through a next-hop group, each FIB next hop with the neighbour's paths.
+/// `port_names` are the switch's interfaces in port-id order.
+#[must_use]
+pub fn report(
+    fib: &Fib,
+    learned: &LearnedPaths,
+    source: PathSource,
+    port_names: &[String],
+) -> PathReport {
+    let routes = learned
+        .routes
+        .iter()
+        .filter_map(|(&(addr, len), neighbors)| {
+            let prefix = IpPrefix::new(IpAddr::V4(addr), len).ok()?;
+            let Some(RouteTarget::Group(group)) = fib.route_exact(prefix) else {
+                return None;
+            };
+            let hops = fib
+                .group(group)?
+                .hops()
+                .iter()
+                .map(|hop| {
+                    let known = match hop.gateway {
+                        IpAddr::V4(gateway) => neighbors.get(&gateway),
+                        IpAddr::V6(_) => None,
+                    };
+                    PathHop {
+                        port: port_names
+                            .get(usize::from(hop.port.0))
+                            .cloned()
+                            .unwrap_or_else(|| format!("#{}", hop.port.0)),
+                        gateway: hop.gateway,
+                        asn: known.map(|k| k.asn),
+                        next_next: known
+                            .map(|k| k.next_next.iter().copied().collect())
+                            .unwrap_or_default(),
+                    }
+                })
+                .collect();
+            Some(PathRoute {
+                prefix: format!("{addr}/{len}"),
+                hops,
+            })
+        })
+        .collect();
+    PathReport { source, routes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_names_neighbours_and_their_next_hops_by_asn() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let edge = topology.edges()[0].id;
+        let learned = LearnedPaths::from_plan(&topology, edge);
+        assert_eq!(learned.routes.len(), 7);
+        let name = |asn: u32| plan::node_of_asn(&topology, asn).unwrap().name.clone();
+        let remote = &learned.routes[&(Ipv4Addr::new(10, 3, 1, 0), 24)];
+        let named: Vec<(String, Vec<String>)> = remote
+            .values()
+            .map(|n| (name(n.asn), n.next_next.iter().map(|&a| name(a)).collect()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (
+                    "a-p0-0".to_owned(),
+                    vec!["c-0".to_owned(), "c-1".to_owned()]
+                ),
+                (
+                    "a-p0-1".to_owned(),
+                    vec!["c-2".to_owned(), "c-3".to_owned()]
+                ),
+            ]
+        );
+    }
+}

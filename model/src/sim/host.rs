@@ -1,0 +1,314 @@
+//! The hosts: the pacer that lets data frames leave (see the module documentation of `sim`,
+//! "Hosts"), the retransmission timers ("Loss recovery"), the ACKs a host sends and holds, and
+//! what a host does with a frame it receives.
+
+use std::collections::VecDeque;
+
+use ofan_dataplane::lb::LbRng;
+use ofan_transport::{Ack, SelectiveRepeat, ECHO_MASK};
+
+use super::packet::{Packet, ACK_FLAG, COPY_SHIFT, NO_VIA};
+use super::Sim;
+use crate::config::{AckAirtime, Scheme};
+
+/// Bit of a wake event's target that marks a host's retransmission timer (rather than its
+/// pacer): host indices stay below it.
+pub(super) const TIMER_BIT: u32 = 1 << 30;
+/// [`Host::timer_at`] when no timer is armed.
+pub(super) const NO_TIMER: u64 = u64::MAX;
+
+#[derive(Debug)]
+pub(super) struct Host {
+    /// Flows with data left to send, in round-robin order.
+    pub(super) active: Vec<u32>,
+    pub(super) cursor: usize,
+    pub(super) rng: LbRng,
+    /// When the pacer lets the next data frame leave, ps; the NIC is free then (ACKs only
+    /// take room that ends by it).
+    pub(super) due: u64,
+    /// [`AckAirtime::Charged`]: airtime of the ACKs given to the NIC since the last data
+    /// departure, ps.
+    pub(super) ack_airtime: u64,
+    /// [`AckAirtime::Reserved`]: ACK airtime reserved after every data frame, ps.
+    pub(super) reserved: u64,
+    /// ACKs that would have delayed the next data frame, oldest first: they leave in the room
+    /// the pacer leaves after it.
+    pub(super) held_acks: VecDeque<Packet>,
+    /// Loss recovery over the host's flows, by local index ([`Flow::local`]).
+    pub(super) recovery: SelectiveRepeat,
+    /// The host's flows by local index.
+    pub(super) flows: Vec<u32>,
+    /// When the armed retransmission timer fires ([`NO_TIMER`]: none); timer events at any
+    /// other time are stale.
+    pub(super) timer_at: u64,
+}
+
+#[derive(Debug)]
+pub(super) struct Flow {
+    pub(super) src: u32,
+    pub(super) dst: u32,
+    pub(super) packets: u32,
+    pub(super) last_frame: u32,
+    pub(super) next_seq: u32,
+    /// Distinct data packets received.
+    pub(super) received: u32,
+    /// First bit of the flow's packets in [`Sim::delivered`].
+    pub(super) delivered_base: usize,
+    /// Packets acknowledged (first ACK of each).
+    pub(super) acked: u32,
+    /// Index of the flow among its source host's flows.
+    pub(super) local: u32,
+    pub(super) drb_data: u64,
+    pub(super) drb_ack: u64,
+    pub(super) done_at: Option<u64>,
+    /// REPS: entropies whose ACKs came back unmarked, oldest first.
+    pub(super) recycled: VecDeque<u16>,
+}
+
+impl Sim<'_> {
+    /// Time that data of `serialization` takes at the paced rate.
+    #[inline]
+    fn paced(&self, serialization: u64) -> u64 {
+        if self.rate_ppm == 1_000_000 {
+            serialization
+        } else {
+            (u128::from(serialization) * 1_000_000).div_ceil(u128::from(self.rate_ppm)) as u64
+        }
+    }
+
+    /// The pacer of `host` after a data frame of `serialization` left: how much later than
+    /// that frame the next one is due (see the module documentation, "Hosts").
+    fn pacing_gap(&mut self, host: u32, serialization: u64) -> u64 {
+        let paced = self.paced(serialization);
+        let state = &mut self.hosts[host as usize];
+        match self.config.ack_airtime {
+            AckAirtime::Charged => {
+                // The ACKs sent since the previous departure, less the idle time pacing leaves.
+                let charge = state.ack_airtime.saturating_sub(paced - serialization);
+                state.ack_airtime = 0;
+                paced + charge
+            }
+            AckAirtime::Reserved => paced.max(serialization + state.reserved),
+        }
+    }
+
+    /// A host's pacer fires: inject the next data frame — the oldest packet whose timer
+    /// expired, else the next new one (the NIC is idle: ACKs only take room that ends by the
+    /// due time; the check is a safety net).
+    pub(super) fn wake(&mut self, host: u32) {
+        let now = self.now;
+        let nic = self.nodes[host as usize].port_base as usize;
+        let free_at = self.ports[nic].free_at;
+        if free_at > now {
+            self.push(free_at, host, true);
+            return;
+        }
+        let state = &mut self.hosts[host as usize];
+        if state.active.is_empty() && now < state.due {
+            // A retry for the NIC that comes before the pacer allows: the timer decides.
+            self.arm_timer(host);
+            return;
+        }
+        let (flow_id, seq) = if let Some((local, seq)) = state.recovery.next_lost(now) {
+            (state.flows[local as usize], seq)
+        } else if !state.active.is_empty() {
+            if state.cursor >= state.active.len() {
+                state.cursor = 0;
+            }
+            let flow_id = state.active[state.cursor];
+            let flow = &mut self.flows[flow_id as usize];
+            let seq = flow.next_seq;
+            flow.next_seq += 1;
+            if flow.next_seq == flow.packets {
+                state.active.remove(state.cursor);
+            } else {
+                state.cursor += 1;
+            }
+            (flow_id, seq)
+        } else {
+            // A pacer retry for a retransmission whose packet was ACKed meanwhile.
+            self.arm_timer(host);
+            return;
+        };
+        let flow = &mut self.flows[flow_id as usize];
+        let frame = if seq + 1 == flow.packets {
+            flow.last_frame
+        } else {
+            self.data_frame
+        };
+        let (entropy, drb) = match self.scheme {
+            Scheme::Switch(_) => (0, None),
+            Scheme::Spray => (state.rng.next_u64() as u16, None),
+            Scheme::Reps => {
+                let fresh = &mut state.rng;
+                (
+                    flow.recycled
+                        .pop_front()
+                        .unwrap_or_else(|| fresh.next_u64() as u16),
+                    None,
+                )
+            }
+            Scheme::Drb => {
+                let n = flow.drb_data;
+                flow.drb_data = n.wrapping_add(1);
+                (0, Some((flow.src, flow.dst, n)))
+            }
+        };
+        let copy = state.recovery.transmissions(flow.local, seq) & ECHO_MASK;
+        state.recovery.on_send(flow.local, seq, now);
+        let via = drb.map_or(NO_VIA, |(src, dst, n)| self.drb_waypoint(src, dst, n));
+        let more = !self.hosts[host as usize].active.is_empty();
+        self.counts.data_sent += 1;
+        let packet = Packet {
+            flow: flow_id,
+            seq_flags: seq | copy << COPY_SHIFT,
+            frame,
+            entropy,
+            via,
+        };
+        self.enqueue(nic, packet);
+        let gap = self.pacing_gap(host, self.serialization(frame));
+        let state = &mut self.hosts[host as usize];
+        if more {
+            state.due += gap;
+            let due = state.due;
+            self.release_acks(host, nic, due);
+            self.push(due, host, true);
+        } else {
+            // No new data is left: ACKs go out at once, and only a timer brings the host back.
+            state.due = state.due.max(now) + gap;
+            self.release_acks(host, nic, u64::MAX);
+            self.arm_timer(host);
+        }
+    }
+
+    /// Arms `host`'s retransmission timer for its earliest deadline, but no earlier than its
+    /// pacer lets the next frame leave; keeps an armed timer that fires earlier (it re-arms
+    /// when it finds nothing expired).
+    // Not inlined: it runs once per host at the end of its data and on losses.
+    #[inline(never)]
+    fn arm_timer(&mut self, host: u32) {
+        let state = &mut self.hosts[host as usize];
+        let Some(deadline) = state.recovery.next_deadline() else {
+            return;
+        };
+        let at = deadline.max(state.due);
+        if state.timer_at != NO_TIMER && state.timer_at <= at {
+            return;
+        }
+        state.timer_at = at;
+        self.push(at, host | TIMER_BIT, true);
+    }
+
+    /// `host`'s retransmission timer event at `time`: sends what expired (through the pacer's
+    /// path), or re-arms. Stale timers, and timers of a host with nothing outstanding, are
+    /// dropped without touching the clock.
+    #[inline(never)]
+    pub(super) fn timer(&mut self, host: u32, time: u64) {
+        let state = &mut self.hosts[host as usize];
+        if state.timer_at != time {
+            return;
+        }
+        state.timer_at = NO_TIMER;
+        let Some(deadline) = state.recovery.next_deadline() else {
+            return;
+        };
+        self.now = time;
+        if deadline.max(state.due) > time {
+            self.arm_timer(host);
+        } else {
+            self.wake(host);
+        }
+    }
+
+    /// Puts the held ACKs of `host` on its NIC, oldest first, as long as they end by `until`.
+    fn release_acks(&mut self, host: u32, nic: usize, until: u64) {
+        while self.ports[nic].free_at.saturating_add(self.ser_ack) <= until {
+            let Some(ack) = self.hosts[host as usize].held_acks.pop_front() else {
+                break;
+            };
+            self.enqueue(nic, ack);
+        }
+    }
+
+    /// `host` acknowledges a data frame: the NIC sends the ACK at once unless it would delay
+    /// the host's next data frame, then it waits for the room after that frame.
+    fn send_ack(&mut self, host: u32, ack: Packet) {
+        self.counts.acks_sent += 1;
+        let nic = self.nodes[host as usize].port_base as usize;
+        let state = &mut self.hosts[host as usize];
+        state.ack_airtime += self.ser_ack;
+        let sending = !state.active.is_empty();
+        let fits = state.held_acks.is_empty()
+            && self.now.max(self.ports[nic].free_at) + self.ser_ack <= state.due;
+        if sending && !fits {
+            state.held_acks.push_back(ack);
+        } else {
+            self.enqueue(nic, ack);
+        }
+    }
+
+    /// A frame reaches its destination host.
+    pub(super) fn receive(&mut self, host: u32, packet: Packet) {
+        let now = self.now;
+        let flow = &mut self.flows[packet.flow as usize];
+        if packet.is_ack() {
+            debug_assert_eq!(flow.src, host);
+            self.counts.acks_delivered += 1;
+            if self.scheme == Scheme::Reps && !packet.ecn() {
+                flow.recycled.push_back(packet.entropy);
+            }
+            let state = &mut self.hosts[host as usize];
+            match state
+                .recovery
+                .on_ack_echo(flow.local, packet.seq(), packet.copy(), now)
+            {
+                Ack::New => {
+                    flow.acked += 1;
+                    if flow.acked == flow.packets {
+                        flow.done_at = Some(now);
+                    }
+                }
+                Ack::Duplicate => self.counts.duplicate_acks += 1,
+                Ack::OutOfRange => debug_assert!(false, "ACK of a packet never sent"),
+            }
+            // Once the host sends no new data its timer decides: a sample may have shortened
+            // the RTO.
+            if state.active.is_empty() && !state.recovery.complete() {
+                self.arm_timer(host);
+            }
+            return;
+        }
+        debug_assert_eq!(flow.dst, host);
+        let bit = flow.delivered_base + packet.seq() as usize;
+        let (word, mask) = (&mut self.delivered[bit / 64], 1u64 << (bit % 64));
+        if *word & mask == 0 {
+            *word |= mask;
+            flow.received += 1;
+            self.counts.data_delivered += 1;
+            self.delivered_wire_bytes +=
+                u64::from(packet.frame) + u64::from(self.config.link.gap_bytes);
+        } else {
+            self.counts.duplicate_data += 1;
+        }
+        let n = flow.drb_ack;
+        flow.drb_ack = n.wrapping_add(1);
+        let src = flow.src;
+        let window = &mut self.deliveries[host as usize];
+        window.0 = window.0.min(now);
+        window.1 = now;
+        let via = if self.scheme == Scheme::Drb {
+            self.drb_waypoint(host, src, n)
+        } else {
+            NO_VIA
+        };
+        let ack = Packet {
+            flow: packet.flow,
+            seq_flags: packet.seq_flags | ACK_FLAG,
+            frame: self.ack_frame,
+            entropy: packet.entropy,
+            via,
+        };
+        self.send_ack(host, ack);
+    }
+}

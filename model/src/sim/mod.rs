@@ -1,0 +1,258 @@
+//! The discrete-event loop: output-queued store-and-forward switches, paced hosts.
+//!
+//! # Time and queues
+//! Time is integer picoseconds. Every output port is a FIFO served at line rate, and a frame
+//! occupies the wire for the serialization time of its bytes plus the inter-frame gap. Because
+//! a FIFO never reorders, a frame's departure is known the moment it is enqueued:
+//! `start = max(now, port free)`, `finish = start + serialization`; it then arrives at the peer
+//! (fully received, store-and-forward) at `finish + propagation`. So each hop costs one event
+//! (the arrival), and the port keeps the finish times of its backlog to answer "how long is
+//! this queue now" exactly (JSQ, AR, DRILL, drops, ECN, statistics) by discarding the frames
+//! whose transmission ended. The time-averaged queue is exact too: each frame adds
+//! `finish − enqueue time` to the port's queue-time area.
+//!
+//! Events are ordered by (time, sequence number of insertion), so ties resolve the same way in
+//! every run.
+//!
+//! # Hosts
+//! A host's NIC is an output port like any other, and its link carries the host's data and the
+//! ACKs it sends (one per data frame received, at once). The pacer fixes when each data frame
+//! leaves, taking the host's flows in round-robin order; `load` ρ means what it means for the
+//! lab agent (`netns-lab/src/agent/pacing.rs`): data at ρ × the reference rate, and only the
+//! ACK airtime that does not fit in the idle time this leaves pushes data back, so that at
+//! ρ = 1 data and ACKs fill the link exactly and never overload it. Frame i + 1 is due
+//! `gap_i` after frame i, with `paced = frame time / ρ`:
+//!
+//! * [`AckAirtime::Charged`] (the agent's rule): `gap_i = paced + max(0, A_i − (paced −
+//!   frame time))`, where `A_i` is the airtime of the ACKs the host sent since frame i − 1
+//!   left. The period follows the ACKs the host happens to send, and so does its phase.
+//! * [`AckAirtime::Reserved`] (a rate limiter that leaves room for the ACKs):
+//!   `gap_i = max(paced, frame time + a × ACK time)`, `a` = ACKs the host sends per data frame
+//!   it sends, at most 1: data departures are strictly periodic.
+//!
+//! The NIC sends a data frame exactly when it is due: an ACK goes on the link at once only if
+//! it ends by then, and otherwise waits for the room the pacer leaves after that frame (as in
+//! the lab, where a host's ACKs never delay its paced data). Hosts start at t = 0
+//! ([`StartPhase::Synchronous`]) or each at a seeded random time within one frame time of it
+//! ([`StartPhase::Random`]), which keeps frames of different hosts from tying in time.
+//!
+//! # Loss recovery
+//! Each host recovers the frames its flows lose with [`ofan_transport::SelectiveRepeat`], the
+//! lab agent's own selective repeat (per-packet timers after RFC 6298, no NACK on gaps: packet
+//! spraying reorders). Its timers are [`ModelConfig::recovery`] or, by default,
+//! [`RecoveryConfig::for_round_trip`] of the full DATA frame's wire time at line rate and of
+//! the longest round trip a packet can take without being lost (`default_recovery`): a timer
+//! fires only once its packet can no longer be in a queue. At each paced departure the host
+//! sends the oldest packet whose timer expired, else its next new packet; a retransmission
+//! takes a paced slot like any data frame and, under spray, REPS and DRB, a fresh entropy or
+//! waypoint. Once a host has sent every packet once, it arms a timer for its earliest deadline
+//! (no earlier than its pacer allows); a timer that finds an expired packet sends it and
+//! re-arms, one that finds none only re-arms, and one of a host with nothing outstanding is
+//! dropped. Timer events are not counted in [`ModelRun::events`] and only move the clock when
+//! they act, so a run that loses nothing (and has no spurious timeout) is the same, event for
+//! event, as without recovery. Receivers ACK every data frame they get, copies included, and
+//! count distinct packets in a bitset; a flow is done at the first ACK of its last
+//! unacknowledged packet.
+//!
+//! # Files
+//! * `mod.rs`: the simulator's state (`Sim`), the entry points [`run`] and [`run_on`], and
+//!   the event loop.
+//! * `build.rs`: from a configuration to the state at t = 0 — failures, ports, balancers,
+//!   hosts, flows, recovery timers.
+//! * `packet.rs`: the frame in flight and its flag bits.
+//! * `port.rs`: the output ports — FIFO, purge, enqueue with drops, ECN and statistics.
+//! * `forward.rs`: where a switch sends a frame — down by the destination, up by the
+//!   load-balancing core or a DRB source route.
+//! * `host.rs`: the hosts — pacer, retransmission timers, ACKs, receiving.
+//! * `prefetch.rs`: what the next events will touch, loaded ahead.
+//! * `report.rs`: the [`RunReport`] of a finished run.
+//!
+//! [`AckAirtime::Charged`]: crate::AckAirtime::Charged
+//! [`AckAirtime::Reserved`]: crate::AckAirtime::Reserved
+//! [`RecoveryConfig::for_round_trip`]: ofan_transport::RecoveryConfig::for_round_trip
+//! [`ModelRun::events`]: crate::report::ModelRun::events
+
+mod build;
+mod forward;
+mod host;
+mod packet;
+mod port;
+mod prefetch;
+mod report;
+
+use ofan_dataplane::lb::{mix64, PipeBalancer};
+use ofan_topology::{Role, Topology};
+
+use crate::config::{ModelConfig, Pacing, Scheme, StartPhase};
+use crate::error::ModelError;
+use crate::queue::EventQueue;
+use crate::report::{PacketCounts, RunReport, Stage};
+use crate::workload;
+
+use build::{choose_failures, host_weighted_matrix};
+use forward::{NodeInfo, Place};
+use host::{Flow, Host, TIMER_BIT};
+use port::{Port, StageStats};
+
+/// Salt of the hosts' start phases.
+const PHASE_SALT: u64 = 0x0070_6861_7365;
+
+/// The state of one run: the fabric's ports and switches, the hosts and their flows, the event
+/// queue and the clock, and what the report counts.
+struct Sim<'a> {
+    topology: &'a Topology,
+    config: &'a ModelConfig,
+    scheme: Scheme,
+    uses_queues: bool,
+    fat_tree: bool,
+    w: u8,
+    nodes: Vec<NodeInfo>,
+    ports: Vec<Port>,
+    /// Per [`Stage`] (by discriminant).
+    stage_stats: [StageStats; Stage::ALL.len()],
+    /// Per port: frame bytes and frames carried.
+    carried: Vec<[u64; 2]>,
+    /// Per port: its link id.
+    port_links: Vec<u32>,
+    hosts: Vec<Host>,
+    places: Vec<Place>,
+    flows: Vec<Flow>,
+    /// Per flow: (source, destination) host, so that forwarding reads 8 bytes per frame.
+    flow_ends: Vec<[u32; 2]>,
+    balancers: Vec<PipeBalancer>,
+    /// Valid up-port masks per (switch, key) under failures; empty without failures.
+    masks: Vec<u64>,
+    /// Per link id: failed.
+    dead: Vec<bool>,
+    failed: bool,
+    queue: EventQueue,
+    data_frame: u32,
+    ack_frame: u32,
+    ser_data: u64,
+    ser_ack: u64,
+    rate_ppm: u64,
+    propagation: u64,
+    buffer: u64,
+    ecn: u64,
+    pipe_ports: u16,
+    counts: PacketCounts,
+    /// Frames dropped at a full switch buffer.
+    drops_buffer: u64,
+    /// Frames dropped because no up-port was valid.
+    drops_no_route: u64,
+    edge_bound: u32,
+    edge_violations: u64,
+    edge_max_data: u32,
+    /// Per host: first and last data arrival (first = `u64::MAX` before any).
+    deliveries: Vec<(u64, u64)>,
+    /// One bit per data packet of every flow: received at least once.
+    delivered: Vec<u64>,
+    delivered_wire_bytes: u64,
+    events: u64,
+    now: u64,
+}
+
+/// Runs one configuration to completion.
+///
+/// # Errors
+/// As [`ModelConfig::validate`], plus topology, workload, failure and load-balancer setup
+/// errors.
+pub fn run(config: &ModelConfig) -> Result<RunReport, ModelError> {
+    config.validate()?;
+    let topology = Topology::new(config.topology)?;
+    run_on(&topology, config)
+}
+
+/// Runs one configuration on an already built topology (which must be `config.topology`).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_on(topology: &Topology, config: &ModelConfig) -> Result<RunReport, ModelError> {
+    config.validate()?;
+    let specs = workload::flows(
+        topology,
+        &config.workload,
+        config.message_bytes,
+        config.seed,
+    )?;
+    let matrix = host_weighted_matrix(topology, &specs);
+    let (failures, rho_max) = choose_failures(topology, config, &matrix)?;
+    let rho_max = match (config.pacing, rho_max) {
+        (_, Some(rho)) => Some(rho),
+        (Pacing::RhoMax, None) => Some(topology.rho_max(&failures, &matrix)?),
+        (Pacing::Offered, None) => None,
+    };
+    let send_rate = match config.pacing {
+        Pacing::Offered => config.load,
+        Pacing::RhoMax => config.load * rho_max.unwrap_or(1.0),
+    };
+    let mut sim = Sim::new(topology, config, &failures, &specs, send_rate)?;
+    sim.start();
+    sim.run_loop();
+    Ok(sim.report(&failures, &specs, send_rate, rho_max))
+}
+
+impl Sim<'_> {
+    #[inline]
+    fn push(&mut self, time: u64, target: u32, wake: bool) {
+        self.queue.push(time, target, wake);
+    }
+
+    fn start(&mut self) {
+        // Collectives are synchronous (paper §2.1): every host starts at t = 0, or within one
+        // data frame time of it.
+        for host in 0..self.hosts.len() as u32 {
+            if self.hosts[host as usize].active.is_empty() {
+                continue;
+            }
+            let phase = match self.config.start_phase {
+                StartPhase::Synchronous => 0,
+                StartPhase::Random => {
+                    mix64(self.config.seed ^ mix64(PHASE_SALT ^ u64::from(host))) % self.ser_data
+                }
+            };
+            self.hosts[host as usize].due = phase;
+            self.push(phase, host, true);
+        }
+    }
+
+    fn run_loop(&mut self) {
+        while let Some(event) = self.queue.pop() {
+            if event.wake && event.target & TIMER_BIT != 0 {
+                self.timer(event.target & !TIMER_BIT, event.time);
+                continue;
+            }
+            self.now = event.time;
+            self.events += 1;
+            self.prefetch_ahead();
+            if event.wake {
+                self.wake(event.target);
+                continue;
+            }
+            let port = &mut self.ports[event.target as usize];
+            let flight = port.wire.pop_front().expect("a wire event has a frame");
+            debug_assert_eq!(flight.arrival, event.time);
+            let next = port.wire.front().map(|next| next.arrival);
+            if port.sent > 0 {
+                port.sent -= 1;
+            } else {
+                // Not purged yet: it leaves the queue now, and the next frame heads it.
+                port.bytes -= u64::from(flight.packet.frame);
+                port.data -= u32::from(!flight.packet.is_ack());
+                if let Some(next) = next {
+                    port.head_finish = next - self.propagation;
+                }
+            }
+            let packet = flight.packet;
+            let (node, in_port) = (port.peer, port.peer_port);
+            if let Some(next) = next {
+                self.push(next, event.target, false);
+            }
+            if self.nodes[node as usize].role == Role::Host {
+                self.receive(node, packet);
+            } else {
+                self.forward(node, in_port, packet);
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The frame in flight: a 16-byte `Copy` value, stored inline in the ports' wire queues, with
+//! its sequence number, copy number and flags packed in one word.
+
+use ofan_transport::ECHO_MASK;
+
+/// `via` of a packet that is not source-routed.
+pub(super) const NO_VIA: u16 = u16::MAX;
+
+/// Flag bits of [`Packet::seq_flags`].
+pub(super) const ACK_FLAG: u32 = 1 << 31;
+pub(super) const ECN_FLAG: u32 = 1 << 30;
+/// The copy number of a data frame (its transmissions before it, modulo 128; echoed by its
+/// ACK, as the lab agent's header does) in bits 23–29.
+pub(super) const COPY_SHIFT: u32 = 23;
+/// Sequence numbers use the low 23 bits.
+pub(super) const SEQ_MASK: u32 = (1 << COPY_SHIFT) - 1;
+
+/// A frame in flight: 16 bytes, `Copy`, stored inline in the ports' wire queues.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Packet {
+    pub(super) flow: u32,
+    /// Sequence number (low 23 bits), copy number ([`COPY_SHIFT`]), [`ACK_FLAG`],
+    /// [`ECN_FLAG`] (CE mark; echoed by ACKs).
+    pub(super) seq_flags: u32,
+    /// Frame bytes (header + payload, or the ACK), without the inter-frame gap.
+    pub(super) frame: u32,
+    /// Host-chosen entropy (spray, reps; echoed by ACKs), 0 otherwise.
+    pub(super) entropy: u16,
+    /// DRB source route: low byte = edge up-port position, high byte = aggregation up-port
+    /// position; [`NO_VIA`] when the switches decide.
+    pub(super) via: u16,
+}
+
+impl Packet {
+    #[inline]
+    pub(super) const fn is_ack(&self) -> bool {
+        self.seq_flags & ACK_FLAG != 0
+    }
+
+    #[inline]
+    pub(super) const fn ecn(&self) -> bool {
+        self.seq_flags & ECN_FLAG != 0
+    }
+
+    #[inline]
+    pub(super) const fn seq(&self) -> u32 {
+        self.seq_flags & SEQ_MASK
+    }
+
+    #[inline]
+    pub(super) const fn copy(&self) -> u32 {
+        (self.seq_flags >> COPY_SHIFT) & ECHO_MASK
+    }
+}

@@ -1,0 +1,178 @@
+//! The report of a finished run: completion times and their lower bound, utilization, queues per
+//! stage, packet accounting, drops by reason and Ofan's edge-uplink invariant.
+
+use ofan_dataplane::lb::Algorithm;
+use ofan_topology::{BoundSystem, FailedLinks, Forwarding, NodeId, SendRate, Topology};
+
+use super::port::{Port, StageStats};
+use super::Sim;
+use crate::config::{FlowSpec, ModelConfig, Scheme, Workload};
+use crate::report::{
+    Details, Drops, EdgeUplinkInvariant, ModelRun, QueueStats, RunReport, Stage, SCHEMA,
+};
+
+impl Sim<'_> {
+    pub(super) fn report(
+        mut self,
+        failures: &FailedLinks,
+        specs: &[FlowSpec],
+        send_rate: f64,
+        rho_max: Option<f64>,
+    ) -> RunReport {
+        let end = self.now;
+        let mut cct = Some(0u64);
+        for host in &self.hosts {
+            let stats = host.recovery.stats();
+            self.counts.retransmissions += stats.retransmissions;
+            self.counts.timeouts += stats.timeouts;
+        }
+        for flow in &self.flows {
+            match flow.done_at {
+                Some(done) if flow.received == flow.packets && flow.acked == flow.packets => {
+                    self.counts.flows_complete += 1;
+                    cct = cct.map(|cct| cct.max(done));
+                }
+                _ => cct = None,
+            }
+        }
+        let lower_bound = lower_bound_ps(self.topology, self.config, specs, send_rate);
+        // The run window: t = 0 (the first departure) to the CCT, or the last event.
+        let window = cct.unwrap_or(end);
+        let link = self.config.link;
+        let queues: Vec<QueueStats> = Stage::ALL
+            .iter()
+            .map(|&stage| {
+                let stats = &self.stage_stats[stage as usize];
+                stage_report(&self.ports, &self.carried, stage, stats, window, &link)
+            })
+            .collect();
+        let switch_stages = queues.iter().filter(|stats| stats.stage.is_switch());
+        let max_queue_bytes = switch_stages
+            .clone()
+            .map(|s| s.max_bytes)
+            .max()
+            .unwrap_or(0);
+        let max_queue_packets = switch_stages.map(|s| s.max_packets).max().unwrap_or(0);
+        // Each receiver's window runs from its first data arrival to its last plus one frame
+        // time, so that latency differences between near and far flows do not count.
+        let window_ps: u64 = self
+            .deliveries
+            .iter()
+            .filter(|(first, _)| *first != u64::MAX)
+            .map(|(first, last)| last - first + self.ser_data)
+            .sum();
+        let utilization = if window_ps == 0 {
+            0.0
+        } else {
+            let bits = self.delivered_wire_bytes as f64 * 8.0;
+            bits / (self.config.link.rate_bps as f64 * window_ps as f64 * 1e-12)
+        };
+        let one_flow_each = {
+            let mut sends = vec![0u8; self.hosts.len()];
+            let mut recvs = vec![0u8; self.hosts.len()];
+            specs.iter().all(|spec| {
+                sends[spec.src as usize] += 1;
+                recvs[spec.dst as usize] += 1;
+                sends[spec.src as usize] == 1 && recvs[spec.dst as usize] == 1
+            })
+        };
+        let applies = self.scheme == Scheme::Switch(Algorithm::Ofan)
+            && failures.is_empty()
+            && one_flow_each
+            && !matches!(self.config.workload, Workload::AllToAll);
+        let mut drops = Drops::default();
+        drops.add("switch.buffer", self.drops_buffer);
+        drops.add("switch.no_route", self.drops_no_route);
+        RunReport {
+            schema: SCHEMA.to_owned(),
+            hosts: self.hosts.len() as u32,
+            flows: specs.len() as u32,
+            cct_ps: cct,
+            lower_bound_ps: lower_bound,
+            cct_increase: cct.map(|cct| cct as f64 / lower_bound as f64 - 1.0),
+            utilization,
+            max_queue_bytes,
+            max_queue_packets,
+            queues,
+            packets: self.counts.clone(),
+            drops,
+            details: Details::Model(ModelRun {
+                config: self.config.clone(),
+                failed_links: failures.iter().map(|link| link.0).collect(),
+                send_rate,
+                rho_max,
+                edge_uplink: EdgeUplinkInvariant {
+                    applies,
+                    bound_data_packets: self.edge_bound,
+                    max_data_packets: self.edge_max_data,
+                    violations: self.edge_violations,
+                },
+                events: self.events,
+                end_ps: end,
+            }),
+        }
+    }
+}
+
+fn stage_report(
+    ports: &[Port],
+    carried: &[[u64; 2]],
+    stage: Stage,
+    measured: &StageStats,
+    window: u64,
+    link: &ofan_topology::LinkParams,
+) -> QueueStats {
+    let mut stats = QueueStats {
+        stage,
+        ports: 0,
+        max_packets: u64::from(measured.max_packets),
+        max_data_packets: Some(u64::from(measured.max_data)),
+        max_bytes: measured.max_bytes,
+        mean_packets: 0.0,
+        mean_bytes: 0.0,
+        link_overload: 0.0,
+        utilization: 0.0,
+    };
+    let (mut bytes, mut busiest, mut wire_bits) = (0u64, 0u64, 0.0f64);
+    let of_stage = ports
+        .iter()
+        .zip(carried)
+        .filter(|(port, _)| port.stage == stage);
+    for (_, &[port_bytes, port_frames]) in of_stage {
+        stats.ports += 1;
+        bytes += port_bytes;
+        busiest = busiest.max(port_bytes);
+        wire_bits += (port_bytes + port_frames * u64::from(link.gap_bytes)) as f64 * 8.0;
+    }
+    if stats.ports > 0 && window > 0 {
+        let span = f64::from(stats.ports) * window as f64;
+        stats.mean_packets = measured.area_packets as f64 / span;
+        stats.mean_bytes = measured.area_bytes as f64 / span;
+        stats.utilization = wire_bits / (link.rate_bps as f64 * span * 1e-12);
+    }
+    if bytes > 0 {
+        let mean = bytes as f64 / f64::from(stats.ports);
+        stats.link_overload = busiest as f64 / mean - 1.0;
+    }
+    stats
+}
+
+/// The CCT lower bound for the model (`ofan_topology::timing`): store-and-forward, hosts
+/// pacing their data at `send_rate` (the rate [`Sim`] paces at: `load`, or `load × ρ_max`),
+/// shortest paths of the failure-free topology.
+fn lower_bound_ps(
+    topology: &Topology,
+    config: &ModelConfig,
+    specs: &[FlowSpec],
+    send_rate: f64,
+) -> u64 {
+    let flows: Vec<_> = specs
+        .iter()
+        .map(|spec| (NodeId(spec.src), NodeId(spec.dst), spec.bytes))
+        .collect();
+    let system = BoundSystem {
+        send_rate: SendRate::nearest(send_rate),
+        forwarding: Forwarding::StoreAndForward,
+    };
+    topology.collective_lower_bound_ps(&config.link, &system, &flows)
+}

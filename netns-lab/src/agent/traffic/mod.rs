@@ -1,0 +1,377 @@
+//! The agent's I/O: sockets, the paced sender thread and the receiver (which ACKs DATA and
+//! collects ACKs), and the report.
+//!
+//! Two threads: the sender owns the departure schedule, the loss recovery
+//! ([`ofan_transport::SelectiveRepeat`]: it decides which packet goes next — a packet whose
+//! retransmission timer expired first, else the next new one), the entropy choice and the send
+//! side of the socket pool; the receiver owns the receive socket and all exactly-once
+//! accounting. They share only a stop flag and a channel carrying every new ACK (flow,
+//! sequence number, arrival time, entropy, CE) from the receiver to the sender.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use ofan_transport::{RecoveryConfig, RecoveryStats, SelectiveRepeat};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use super::collective::Plan;
+use super::entropy::{EntropySelector, HostLb};
+use super::pacing::{achieved_bps, HostLink, Lateness, Pacer};
+use super::report::{AgentReport, EntropyReport, FlowReport, Ignored, PacingReport, SourceReport};
+use super::sys;
+use super::track::{Seen, SeqSet};
+use super::wire::{self, Flags, Header, Kind, ECN_ECT0, HEADER_LEN};
+
+mod receiver;
+mod reporting;
+mod sender;
+
+use receiver::receive_loop;
+use reporting::report;
+use sender::send_loop;
+
+/// Receive buffer of the agent's socket: room for bursts of DATA and ACKs.
+const RECV_BUFFER: usize = 8 << 20;
+/// How often the receiver checks the stop flag and the deadline.
+const RECV_POLL: Duration = Duration::from_millis(10);
+/// Wait before retrying a send the kernel had no buffer for.
+const SEND_RETRY_WAIT: Duration = Duration::from_micros(20);
+
+/// A validated agent configuration.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The run's plan.
+    pub plan: Plan,
+    /// This host's index in the plan.
+    pub host: u32,
+    /// When the first packet is due (CLOCK_MONOTONIC ns).
+    pub start_at_ns: u64,
+    /// Link rate R, bits per second.
+    pub link_rate_bps: u64,
+    /// ρ in (0, 1].
+    pub load: f64,
+    /// UDP payload of a full DATA packet, header included.
+    pub payload: u32,
+    /// Host-side load balancing.
+    pub host_lb: HostLb,
+    /// Pool size for spray and REPS.
+    pub entropies: u16,
+    /// Seed of the entropy choices.
+    pub seed: u64,
+    /// UDP port every agent receives on.
+    pub port: u16,
+    /// Give up this long after the start.
+    pub timeout: Duration,
+    /// Spin (instead of sleeping) this long before each departure.
+    pub spin_ns: u64,
+    /// Compensate late sends up to half a wire time (sch_fq style) instead of losing the time.
+    pub catch_up: bool,
+    /// Run the sender thread SCHED_FIFO at this priority.
+    pub realtime: Option<i32>,
+    /// How long to keep answering after completing.
+    pub linger: Linger,
+    /// The longest round trip that loses nothing (every queue on the path full), ns: the
+    /// retransmission timers never fire sooner ([`RecoveryConfig::for_round_trip`]).
+    pub max_round_trip_ns: u64,
+    /// Created when the agent completes.
+    pub done_file: Option<std::path::PathBuf>,
+}
+
+/// How long an agent that completed keeps receiving and ACKing: a peer whose last ACK was lost
+/// retransmits, and only an ACK lets it complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Linger {
+    /// Until no frame has arrived for this long.
+    Quiet(Duration),
+    /// Until this file exists (the runner creates it once every agent completed).
+    UntilFile(std::path::PathBuf),
+}
+
+/// An own flow as the sender sees it.
+#[derive(Debug, Clone)]
+struct OutFlow {
+    id: u32,
+    dst: SockAddr,
+    packets: u32,
+    /// UDP payload of the last packet.
+    last_payload: u32,
+}
+
+/// Where a flow id leads on this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Not this host's flow.
+    Other,
+    /// Own flow, local index.
+    Out(u32),
+    /// Incoming flow, local index.
+    In(u32),
+}
+
+/// A new ACK, from the receiver to the sender (recovery, and REPS's entropy feedback).
+#[derive(Debug, Clone, Copy)]
+struct Feedback {
+    flow: u32,
+    sequence: u32,
+    /// The copy number the ACK echoes (which transmission it answers).
+    copy: u32,
+    at_ns: u64,
+    entropy: u16,
+    ce: bool,
+}
+
+/// How long the sender waits for an ACK at most when it has nothing to send (it also checks
+/// the stop flag and the deadline this often).
+const IDLE_POLL: Duration = Duration::from_millis(5);
+
+/// What the sender measured. The rate statistics (`first_ns`, `last_ns`,
+/// `wire_bytes_but_last`, the ACK bytes) cover the paced phase — from the first departure to
+/// the last first transmission, retransmissions in between included; retransmissions after it
+/// follow idle waits for a timer and say nothing about the pacer.
+#[derive(Debug, Default)]
+struct SenderStats {
+    first_send: Vec<Option<u64>>,
+    last_send: Vec<Option<u64>>,
+    retransmits: Vec<u64>,
+    lateness: Lateness,
+    packets: u64,
+    wire_bytes: u64,
+    wire_bytes_but_last: u64,
+    /// DATA wire bytes of the paced phase.
+    paced_wire_bytes: u64,
+    /// ACK wire bytes the host link had carried at the first and the last DATA departure.
+    ack_bytes_at_first: Option<u64>,
+    ack_bytes_at_last: u64,
+    first_ns: Option<u64>,
+    last_ns: Option<u64>,
+    send_retries: u64,
+    realtime: bool,
+    recycled: u64,
+    fresh: u64,
+    recovery: RecoveryStats,
+}
+
+/// What the receiver measured.
+#[derive(Debug)]
+struct ReceiverStats {
+    acked: Vec<SeqSet>,
+    ack_ce: Vec<u64>,
+    last_ack: Vec<Option<u64>>,
+    received: Vec<SeqSet>,
+    arrivals: Vec<u64>,
+    data_ce: Vec<u64>,
+    first_data: Vec<Option<u64>>,
+    last_data: Vec<Option<u64>>,
+    ignored: Ignored,
+    acks_sent: u64,
+    complete: bool,
+    timed_out: bool,
+}
+
+/// Packets of a flow of `bytes` with `segment` data bytes per packet, and the UDP payload of
+/// the last one.
+fn packetize(bytes: u64, payload: u32) -> (u32, u32) {
+    let segment = u64::from(payload) - HEADER_LEN as u64;
+    let packets = bytes.div_ceil(segment);
+    let last = bytes - (packets - 1) * segment + HEADER_LEN as u64;
+    (u32::try_from(packets).unwrap_or(u32::MAX), last as u32)
+}
+
+fn udp_socket() -> io::Result<Socket> {
+    Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))
+}
+
+/// The plan host whose address is configured in this namespace (binding to it succeeds).
+///
+/// # Errors
+/// When none or several are.
+pub fn local_host(plan: &Plan) -> anyhow::Result<u32> {
+    let local: Vec<u32> = plan
+        .hosts
+        .iter()
+        .enumerate()
+        .filter(|(_, host)| UdpSocket::bind(SocketAddrV4::new(host.address, 0)).is_ok())
+        .map(|(index, _)| index as u32)
+        .collect();
+    match local.as_slice() {
+        [one] => Ok(*one),
+        [] => bail!("no plan host's address is configured here; pass --host"),
+        many => bail!(
+            "several plan hosts' addresses are configured here ({}); pass --host",
+            many.iter()
+                .map(|&i| plan.hosts[i as usize].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Runs one agent to completion (or its timeout) and returns its report.
+///
+/// # Errors
+/// When sockets cannot be set up or a send fails for another reason than a full buffer.
+pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
+    let plan = &config.plan;
+    let me = config.host;
+    let roles: Vec<Role> = {
+        let (mut outs, mut ins) = (0u32, 0u32);
+        plan.flows
+            .iter()
+            .map(|flow| {
+                if flow.src == me {
+                    outs += 1;
+                    Role::Out(outs - 1)
+                } else if flow.dst == me {
+                    ins += 1;
+                    Role::In(ins - 1)
+                } else {
+                    Role::Other
+                }
+            })
+            .collect()
+    };
+    let out_flows: Vec<OutFlow> = plan
+        .flows
+        .iter()
+        .enumerate()
+        .filter(|(_, flow)| flow.src == me)
+        .map(|(id, flow)| {
+            let (packets, last_payload) = packetize(flow.bytes, config.payload);
+            let dst = plan.hosts[flow.dst as usize].address;
+            OutFlow {
+                id: id as u32,
+                dst: SocketAddrV4::new(dst, config.port).into(),
+                packets,
+                last_payload,
+            }
+        })
+        .collect();
+    let in_packets: Vec<u32> = plan
+        .flows
+        .iter()
+        .filter(|flow| flow.dst == me)
+        .map(|flow| packetize(flow.bytes, config.payload).0)
+        .collect();
+
+    // Every socket is bound to this host's plan address, so every packet leaves with the
+    // source address its peers check (`receiver::expected_peer`).
+    let own = plan.hosts[me as usize].address;
+    // The receive socket: DATA in, ACKs out, ACKs in.
+    let receiver = udp_socket().context("receive socket")?;
+    receiver
+        .bind(&SocketAddrV4::new(own, config.port).into())
+        .with_context(|| {
+            format!(
+                "cannot bind {own}:{} (another agent, or the address is not here?)",
+                config.port
+            )
+        })?;
+    receiver.set_recv_tos(true).context("IP_RECVTOS")?;
+    if sys::set_recv_buffer_force(&receiver, RECV_BUFFER).is_err() {
+        receiver
+            .set_recv_buffer_size(RECV_BUFFER)
+            .context("receive buffer")?;
+    }
+    receiver
+        .set_read_timeout(Some(RECV_POLL))
+        .context("receive timeout")?;
+
+    // The entropy pool: one socket per source port, DATA marked ECT(0), never fragmented.
+    let pool_size = EntropySelector::pool_size(config.host_lb, out_flows.len(), config.entropies);
+    let mut pool = Vec::with_capacity(usize::from(pool_size));
+    let mut ports = Vec::with_capacity(usize::from(pool_size));
+    for _ in 0..pool_size {
+        let socket = udp_socket().context("pool socket")?;
+        socket
+            .bind(&SocketAddrV4::new(own, 0).into())
+            .context("binding a source port")?;
+        socket.set_tos(u32::from(ECN_ECT0)).context("IP_TOS")?;
+        sys::set_dont_fragment(&socket).context("IP_MTU_DISCOVER")?;
+        let port = socket
+            .local_addr()?
+            .as_socket_ipv4()
+            .map_or(0, |addr| addr.port());
+        ports.push(port);
+        pool.push(socket);
+    }
+
+    let ready_ns = sys::monotonic_ns();
+    if ready_ns > config.start_at_ns {
+        eprintln!(
+            "ofan-lab agent: ready {:.1} ms after --start-at: DATA that peers sent before may have \
+             been lost (start agents earlier)",
+            (ready_ns - config.start_at_ns) as f64 / 1e6
+        );
+    }
+    let deadline_ns = config
+        .start_at_ns
+        .saturating_add(u64::try_from(config.timeout.as_nanos()).unwrap_or(u64::MAX));
+    let stop = AtomicBool::new(false);
+    let link = HostLink::new(config.link_rate_bps as f64);
+    let (feedback_tx, feedback_rx) = mpsc::channel();
+
+    let (sent, received) = std::thread::scope(|scope| {
+        let (flows, pool, stop, link) = (&out_flows, &pool, &stop, &link);
+        let sender = scope.spawn(move || {
+            let result = send_loop(config, flows, pool, &feedback_rx, link, stop, deadline_ns);
+            if result.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            result
+        });
+        let received = receive_loop(
+            config,
+            &roles,
+            &out_flows,
+            &in_packets,
+            &receiver,
+            &feedback_tx,
+            link,
+            stop,
+            deadline_ns,
+        );
+        stop.store(true, Ordering::Relaxed);
+        let sent = sender.join().expect("sender thread panicked");
+        (sent, received)
+    });
+    let sent = sent?;
+    let received = received?;
+    let mut report = report(config, &out_flows, &ports, &sent, &received);
+    report.ready_ns = ready_ns;
+    report.pacing.ack_wire_bytes = link.ack_bytes();
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_must_come_from_the_flow_source_and_acks_from_its_destination() {
+        let hosts = (0..3)
+            .map(|i| super::super::collective::PlanHost {
+                name: format!("h{i}"),
+                address: Ipv4Addr::new(10, 0, 0, 2 * i + 1),
+            })
+            .collect();
+        let plan = super::super::collective::ring(7, hosts, 1000, 1).unwrap();
+        // Flow 1 is h1 → h2.
+        let expected = |flow, kind| receiver::expected_peer(&plan, flow, kind);
+        assert_eq!(expected(1, Kind::Data), Some(Ipv4Addr::new(10, 0, 0, 3)));
+        assert_eq!(expected(1, Kind::Ack), Some(Ipv4Addr::new(10, 0, 0, 5)));
+        assert_eq!(expected(3, Kind::Data), None);
+    }
+
+    #[test]
+    fn packetize_counts_data_bytes_after_the_header() {
+        // 1472-byte payloads carry 1454 data bytes.
+        assert_eq!(packetize(1454, 1472), (1, 1472));
+        assert_eq!(packetize(1455, 1472), (2, 19));
+        assert_eq!(packetize(1 << 20, 1472), (722, 18 + 1_048_576 - 721 * 1454));
+        assert_eq!(packetize(1, 1472), (1, 19));
+    }
+}

@@ -1,0 +1,135 @@
+//! The agent's JSON report from what the sender and the receiver measured.
+
+use super::*;
+
+pub(super) fn report(
+    config: &AgentConfig,
+    out_flows: &[OutFlow],
+    ports: &[u16],
+    sent: &SenderStats,
+    received: &ReceiverStats,
+) -> AgentReport {
+    let plan = &config.plan;
+    let me = config.host;
+    let flows = out_flows
+        .iter()
+        .enumerate()
+        .map(|(local, flow)| {
+            let spec = plan.flows[flow.id as usize];
+            FlowReport {
+                flow: flow.id,
+                dst: plan.hosts[spec.dst as usize].name.clone(),
+                bytes: spec.bytes,
+                packets: flow.packets,
+                acks: received.acked[local].distinct(),
+                duplicate_acks: received.acked[local].duplicates(),
+                ce_marks: received.ack_ce[local],
+                retransmits: sent.retransmits[local],
+                first_send_ns: sent.first_send[local],
+                last_send_ns: sent.last_send[local],
+                last_ack_ns: received.last_ack[local],
+            }
+        })
+        .collect();
+
+    // Incoming flows, grouped by source host in host order.
+    let incoming: Vec<u32> = plan
+        .flows
+        .iter()
+        .filter(|flow| flow.dst == me)
+        .map(|flow| flow.src)
+        .collect();
+    let mut sources: Vec<u32> = incoming.clone();
+    sources.sort_unstable();
+    sources.dedup();
+    let received_report = sources
+        .iter()
+        .map(|&src| {
+            let locals: Vec<usize> = incoming
+                .iter()
+                .enumerate()
+                .filter(|(_, &s)| s == src)
+                .map(|(local, _)| local)
+                .collect();
+            let sum = |f: &dyn Fn(usize) -> u64| locals.iter().map(|&l| f(l)).sum::<u64>();
+            SourceReport {
+                src: plan.hosts[src as usize].name.clone(),
+                flows: locals.len() as u32,
+                expected: sum(&|l| {
+                    u64::from(received.received[l].distinct() + received.received[l].missing())
+                }),
+                packets: sum(&|l| received.arrivals[l]),
+                duplicates: sum(&|l| received.received[l].duplicates()),
+                missing: sum(&|l| u64::from(received.received[l].missing())),
+                ce_marks: sum(&|l| received.data_ce[l]),
+                first_ns: locals.iter().filter_map(|&l| received.first_data[l]).min(),
+                last_ns: locals.iter().filter_map(|&l| received.last_data[l]).max(),
+            }
+        })
+        .collect();
+
+    let lateness = sent.lateness.summary();
+    let host = &plan.hosts[me as usize];
+    AgentReport {
+        host: host.name.clone(),
+        address: host.address,
+        collective: plan.collective,
+        host_lb: format!("{:?}", config.host_lb).to_lowercase(),
+        payload: config.payload,
+        link_rate_bps: config.link_rate_bps,
+        load: config.load,
+        start_ns: config.start_at_ns,
+        ready_ns: 0,
+        first_send_ns: sent.first_ns,
+        last_ack_ns: received.last_ack.iter().flatten().copied().max(),
+        complete: received.complete,
+        timed_out: received.timed_out,
+        flows,
+        received: received_report,
+        acks_sent: received.acks_sent,
+        recovery: sent.recovery,
+        ignored: received.ignored.clone(),
+        pacing: PacingReport {
+            requested_bps: config.load * config.link_rate_bps as f64,
+            achieved_bps: match (sent.first_ns, sent.last_ns) {
+                (Some(first), Some(last)) => achieved_bps(first, last, sent.wire_bytes_but_last),
+                _ => None,
+            },
+            ack_wire_bytes: 0,
+            link_bps: match (sent.first_ns, sent.last_ns, sent.ack_bytes_at_first) {
+                (Some(first), Some(last), Some(acks)) => achieved_bps(
+                    first,
+                    last,
+                    sent.wire_bytes_but_last + (sent.ack_bytes_at_last - acks),
+                ),
+                _ => None,
+            },
+            expected_link_bps: match (sent.first_ns, sent.last_ns, sent.ack_bytes_at_first) {
+                (Some(first), Some(last), Some(acks)) if last > first => {
+                    let ack_bps =
+                        (sent.ack_bytes_at_last - acks) as f64 * 8.0 * 1e9 / (last - first) as f64;
+                    (config.load * config.link_rate_bps as f64 + ack_bps)
+                        .min(config.link_rate_bps as f64)
+                }
+                _ => config.load * config.link_rate_bps as f64,
+            },
+            packets: sent.packets,
+            wire_bytes: sent.wire_bytes,
+            first_send_ns: sent.first_ns,
+            last_send_ns: sent.last_ns,
+            late_p50_ns: lateness.p50_ns,
+            late_p99_ns: lateness.p99_ns,
+            late_max_ns: lateness.max_ns,
+            spin_ns: config.spin_ns,
+            catch_up: config.catch_up,
+            realtime: sent.realtime,
+            send_retries: sent.send_retries,
+        },
+        entropy: EntropyReport {
+            pool: ports.len() as u16,
+            ports: ports.to_vec(),
+            recycled: sent.recycled,
+            fresh: sent.fresh,
+        },
+    }
+}

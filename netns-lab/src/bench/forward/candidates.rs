@@ -1,0 +1,261 @@
+//! The candidates in the `dut` namespace: starting each one until it forwards, asking it what it
+//! counted, stopping it — and what testpmd needs first (the binary, DPDK's AF_XDP PMD,
+//! hugepages).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use ofan_control::admin::Client;
+
+use super::{Candidate, Options, Setup};
+use crate::bench::process::{child, pause, Agent, Daemon};
+
+/// A running candidate in the dut namespace.
+pub(super) enum Dut {
+    Switch { daemon: Daemon, socket: PathBuf },
+    Testpmd(Daemon),
+    Redirect(Agent),
+}
+
+impl Dut {
+    /// Starts `candidate` for round `round` and waits until it is ready to forward.
+    ///
+    /// # Errors
+    /// When it cannot start or does not come up in time (10 s; testpmd 20 s).
+    pub(super) fn start(
+        setup: &Setup<'_>,
+        candidate: Candidate,
+        round: usize,
+    ) -> anyhow::Result<Self> {
+        let options = setup.options;
+        let label = format!("{}-{round}", candidate.name());
+        match candidate {
+            Candidate::Ofan | Candidate::Bare => {
+                let config = setup.dir.join("switch.toml");
+                std::fs::write(&config, format!("[xdp]\ncpus = [{}]\n", options.dut_cpu))
+                    .context("writing switch.toml")?;
+                let socket = setup.dir.join(format!("{label}.sock"));
+                let mut command = child(setup.namespaces, "dut", options.nice, setup.switch);
+                command
+                    .arg("--config")
+                    .arg(&config)
+                    .args(["--port", "p0:host", "--port", "p1:host", "--poll", "busy"])
+                    .args(["--xdp-mode", "copy", "--log", "warn", "--admin-socket"])
+                    .arg(&socket);
+                if candidate == Candidate::Bare {
+                    command.arg("--bare");
+                } else {
+                    command.args(["--lb", "pofan"]);
+                }
+                let mut daemon = Daemon::spawn(&label, command, setup.dir)?;
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+                    daemon.check_running()?;
+                    if Instant::now() > deadline {
+                        bail!("ofan-switch did not come up:\n{}", daemon.log_tail());
+                    }
+                    pause(Duration::from_millis(50))?;
+                }
+                Ok(Self::Switch { daemon, socket })
+            }
+            Candidate::Testpmd => {
+                let lcores = format!("{},{}", options.gen_cpu, options.dut_cpu);
+                let prefix = format!("ofan-bench-{}", std::process::id());
+                // The AF_XDP PMD loads its XDP program through libxdp, which wants a bpffs;
+                // `ip netns exec` gives the command a private mount namespace without one, so
+                // mount one there (it vanishes with the process).
+                // Likewise a hugetlbfs for the EAL.
+                let huge = setup.dir.join("hugepages");
+                std::fs::create_dir_all(&huge).context("hugetlbfs mount point")?;
+                let huge = huge.display();
+                let script = format!(
+                    "mount -t bpf bpf /sys/fs/bpf 2>/dev/null; \
+                     mount -t hugetlbfs nodev {huge} || exit 1; \
+                     exec dpdk-testpmd -l {lcores} --main-lcore {gen} -n 1 --no-pci \
+                     --huge-dir {huge} --file-prefix {prefix} \
+                     --vdev net_af_xdp0,iface=p0,start_queue=0,queue_count=1 \
+                     --vdev net_af_xdp1,iface=p1,start_queue=0,queue_count=1 \
+                     -- --forward-mode=io --nb-cores=1 --rxq=1 --txq=1 --stats-period 1",
+                    gen = options.gen_cpu,
+                );
+                let mut command = child(setup.namespaces, "dut", options.nice, "sh");
+                command.args(["-c", &script]);
+                let mut daemon = Daemon::spawn(&label, command, setup.dir)?;
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while !daemon.log().contains("Port statistics") {
+                    daemon.check_running()?;
+                    if Instant::now() > deadline {
+                        bail!(
+                            "dpdk-testpmd did not start forwarding:\n{}",
+                            daemon.log_tail()
+                        );
+                    }
+                    pause(Duration::from_millis(100))?;
+                }
+                Ok(Self::Testpmd(daemon))
+            }
+            Candidate::Redirect => {
+                let mut command = child(setup.namespaces, "dut", options.nice, &options.ofan_lab);
+                command.args(["bench", "redirect", "--from", "p0", "--to", "p1"]);
+                Ok(Self::Redirect(Agent::start(&label, command, setup.dir)?))
+            }
+        }
+    }
+
+    /// Frames the candidate itself counts as sent out of p1, if it counts.
+    pub(super) fn sent(&mut self) -> anyhow::Result<Option<u64>> {
+        let Self::Switch { daemon, socket } = self else {
+            return Ok(None);
+        };
+        daemon.check_running()?;
+        let stats = Client::new(socket.as_path())
+            .stats()
+            .context("ofan-switch stats")?;
+        Ok(stats
+            .data_path
+            .ports
+            .iter()
+            .find(|port| port.name == "p1")
+            .map(|port| port.tx_packets))
+    }
+
+    /// Fails if the candidate's process has exited.
+    pub(super) fn check_running(&mut self) -> anyhow::Result<()> {
+        match self {
+            Self::Switch { daemon, .. } | Self::Testpmd(daemon) => daemon.check_running(),
+            Self::Redirect(_) => Ok(()),
+        }
+    }
+
+    /// Stops the candidate; returns the end of its log (or the redirect agent's `done` line).
+    pub(super) fn stop(self) -> anyhow::Result<String> {
+        match self {
+            Self::Switch { daemon, .. } | Self::Testpmd(daemon) => Ok(daemon.stop()),
+            Self::Redirect(agent) => agent.finish(),
+        }
+    }
+}
+
+/// The `ofan-switch` to measure: `--switch`, else the one next to `ofan-lab`, else on PATH.
+///
+/// # Errors
+/// When there is none.
+pub(super) fn find_switch(options: &Options) -> anyhow::Result<PathBuf> {
+    if let Some(path) = &options.switch {
+        return Ok(path.clone());
+    }
+    let sibling = options.ofan_lab.with_file_name("ofan-switch");
+    if sibling.exists() {
+        return Ok(sibling);
+    }
+    on_path("ofan-switch").context(
+        "no ofan-switch next to ofan-lab or on PATH: build it (cargo build --release) or pass --switch",
+    )
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// Readies testpmd: its binary and AF_XDP PMD are installed, and at least `pages` hugepages
+/// exist (the guard, if any, gives the ones added back). The reason when testpmd cannot run.
+pub(super) fn prepare_testpmd(pages: u32) -> Result<Option<Hugepages>, String> {
+    testpmd_available()?;
+    Hugepages::ensure(pages).map_err(|error| format!("hugepages: {error:#}"))
+}
+
+/// A one-line reason from an error with a log tail: DPDK's `Cause:` line if there is one,
+/// else the first line.
+pub(super) fn reason_of(text: &str) -> String {
+    text.lines()
+        .find_map(|line| line.trim().strip_prefix("Cause: "))
+        .or_else(|| text.lines().next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Sets `vm.nr_hugepages` to at least `pages` and restores the old value on drop.
+#[derive(Debug)]
+pub(super) struct Hugepages {
+    before: u32,
+}
+
+const NR_HUGEPAGES: &str = "/proc/sys/vm/nr_hugepages";
+
+impl Hugepages {
+    fn ensure(pages: u32) -> anyhow::Result<Option<Self>> {
+        let before: u32 = std::fs::read_to_string(NR_HUGEPAGES)
+            .with_context(|| format!("reading {NR_HUGEPAGES}"))?
+            .trim()
+            .parse()
+            .context("parsing nr_hugepages")?;
+        if before >= pages {
+            return Ok(None);
+        }
+        std::fs::write(NR_HUGEPAGES, pages.to_string())
+            .with_context(|| format!("writing {NR_HUGEPAGES}"))?;
+        let guard = Self { before };
+        let now: u32 = std::fs::read_to_string(NR_HUGEPAGES)?.trim().parse()?;
+        if now < pages / 2 {
+            bail!("asked for {pages} hugepages, the kernel gave {now}");
+        }
+        Ok(Some(guard))
+    }
+}
+
+impl Drop for Hugepages {
+    fn drop(&mut self) {
+        let _ = std::fs::write(NR_HUGEPAGES, self.before.to_string());
+    }
+}
+
+/// Whether testpmd and the AF_XDP PMD are installed; the reason if not.
+fn testpmd_available() -> Result<(), String> {
+    if on_path("dpdk-testpmd").is_none() {
+        return Err(
+            "dpdk-testpmd not on PATH (Debian: apt-get install dpdk dpdk-dev librte-net-af-xdp23)"
+                .into(),
+        );
+    }
+    let pmd = std::fs::read_dir("/usr/lib/x86_64-linux-gnu/dpdk")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|dir| {
+            std::fs::read_dir(dir.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .any(|file| {
+            file.file_name()
+                .to_string_lossy()
+                .starts_with("librte_net_af_xdp.so")
+        });
+    if !pmd {
+        return Err("DPDK's AF_XDP PMD is missing (Debian: librte-net-af-xdp23)".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_prefer_dpdks_cause_line() {
+        assert_eq!(
+            reason_of(
+                "testpmd-0 exited (1):\nEAL: Error - exiting with code: 1\n  Cause: No hugepages\n"
+            ),
+            "No hugepages"
+        );
+        assert_eq!(reason_of("did not come up\nlog"), "did not come up");
+        assert_eq!(reason_of(""), "");
+    }
+}

@@ -1,0 +1,545 @@
+//! `ofan-lab bench`: the forwarding benchmark and the agents it runs in its namespaces — flags
+//! parsed into [`ofan_lab::bench`]'s typed options, its progress lines, its table and its JSON
+//! file.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use clap::{Args, Subcommand, ValueEnum};
+use ofan_dataplane::afxdp::bench::live::LiveConfig;
+use ofan_lab::bench::agents::{self, parse_mac, GenKind, GenOptions};
+use ofan_lab::bench::forward::{self, Candidate, Options, Report};
+use ofan_lab::bench::report::{self, Interval, Outcome, Row, Sample};
+use serde_json::{json, Value};
+
+const FORWARD_LONG_ABOUT: &str = "\
+Mpps of small frames through one forwarding core on veth (AF_XDP copy mode), from one run with \
+the candidates interleaved:
+
+  ofan      ofan-switch --lb pofan (parse, L3 lookup, balancing, TTL/checksum/MAC rewrite,
+            egress queue), one busy-polling worker
+  bare      ofan-switch --bare: port 0 -> port 1 with no lookup, balancing or rewrite
+  testpmd   dpdk-testpmd io forwarding with its AF_XDP PMD (only if installed: Debian packages
+            dpdk, dpdk-dev, librte-net-af-xdp23; uses hugepages)
+  redirect  XDP_REDIRECT p0 -> p1 through a devmap (no user space): the ceiling
+
+Topology (namespaces ofan-bench-<pid>-gen|dut|sink, deleted afterwards, also on Ctrl-C):
+gen eth0 -- veth -- p0 dut p1 -- veth -- eth0 sink. The generator is `ofan-lab bench gen` pinned
+to --gen-cpu: by default (--gen live) the kernel's XDP live-frames mode transmits copies of a
+prebuilt UDP frame (many flows: the program sets each copy's source port) as xdp_frames, without
+skbs; --gen afxdp uses an AF_XDP TX-only socket instead (copy mode, an skb per frame: too slow to
+rank the candidates on a small machine). The sink is `ofan-lab bench sink` (XDP program ofan_sink:
+counts per CPU and drops). The candidate forwards on --dut-cpu. Mpps is the sink's count over the
+measured seconds. Needs root; build with `cargo build --release`.
+
+Example: sudo target/release/ofan-lab bench forward --runs 5 --seconds 3 --json bench.json";
+
+/// `ofan-lab bench …` (flattened into `ofan-lab`'s commands).
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Forwarding benchmarks (needs root): `ofan-lab bench forward`, and the generator, sink
+    /// and redirect agents it runs inside its namespaces.
+    Bench {
+        /// What to run.
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+/// The benchmark subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Mpps of 64-byte frames through one forwarding core on veth (copy mode): ofan-switch,
+    /// ofan-switch --bare, dpdk-testpmd (AF_XDP PMD) and XDP_REDIRECT, interleaved.
+    #[command(long_about = FORWARD_LONG_ABOUT)]
+    Forward(ForwardArgs),
+    /// Agent: send prebuilt UDP frames on an interface — in the kernel with XDP live frames
+    /// (`--gen live`, default) or with an AF_XDP TX-only socket (`--gen afxdp`) — until stdin
+    /// closes (each stdin line asks for the frames sent so far).
+    Gen(GenArgs),
+    /// Agent: count and drop every frame arriving on an interface with the XDP program
+    /// `ofan_sink` until stdin closes (each stdin line asks for the count).
+    Sink(SinkArgs),
+    /// Agent: XDP_REDIRECT every frame from one interface to another until stdin closes.
+    Redirect(RedirectArgs),
+}
+
+/// The candidates (`--candidates`): a [`Candidate`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CandidateName {
+    /// ofan-switch with pOfan, L3 lookup and the egress queue.
+    Ofan,
+    /// ofan-switch --bare (port 2i ↔ 2i+1, no lookup).
+    Bare,
+    /// dpdk-testpmd io forwarding with the AF_XDP PMD.
+    Testpmd,
+    /// XDP_REDIRECT through a devmap.
+    Redirect,
+}
+
+impl CandidateName {
+    /// The library's candidate.
+    #[must_use]
+    pub const fn candidate(self) -> Candidate {
+        match self {
+            Self::Ofan => Candidate::Ofan,
+            Self::Bare => Candidate::Bare,
+            Self::Testpmd => Candidate::Testpmd,
+            Self::Redirect => Candidate::Redirect,
+        }
+    }
+}
+
+/// How the generator sends (`--gen`): a [`GenKind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenName {
+    /// XDP live-frames mode: `BPF_PROG_RUN` runs `ofan_gen`, which transmits (`XDP_TX`) copies
+    /// of the frame in the kernel, without skbs (Linux ≥ 5.18; the peer needs an XDP program).
+    Live,
+    /// An AF_XDP TX-only socket in copy mode (an skb per frame: slow, but works everywhere).
+    Afxdp,
+}
+
+impl GenName {
+    /// The library's kind.
+    #[must_use]
+    pub const fn kind(self) -> GenKind {
+        match self {
+            Self::Live => GenKind::Live,
+            Self::Afxdp => GenKind::Afxdp,
+        }
+    }
+}
+
+/// Arguments of `bench forward`.
+#[derive(Debug, Clone, Args)]
+pub struct ForwardArgs {
+    /// Rounds; each round measures every candidate once.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 3.0)]
+    pub seconds: f64,
+    /// Seconds of traffic before each measurement starts.
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Candidates. The first round measures them in this order, and each next round starts one
+    /// candidate later (round r begins with candidate r mod n), so that no candidate is always
+    /// measured first or always right after the same other one.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "ofan,bare,testpmd,redirect"
+    )]
+    pub candidates: Vec<CandidateName>,
+    /// Frame size on the wire, FCS included (64 = minimum-size Ethernet frames).
+    #[arg(long, default_value_t = 64)]
+    pub frame_size: u32,
+    /// Flows (UDP source ports) the generator cycles through.
+    #[arg(long, default_value_t = 256)]
+    pub flows: u32,
+    /// How the generator sends: XDP live frames in the kernel (`live`), or an AF_XDP TX-only
+    /// socket in copy mode (`afxdp`, slower).
+    #[arg(long = "gen", value_enum, default_value = "live")]
+    pub gen: GenName,
+    /// Offer at most this many million frames per second (`--gen live`; default: as many as
+    /// the generator's CPU can send). Below a candidate's limit it should forward them all.
+    #[arg(long, value_name = "MPPS")]
+    pub rate: Option<f64>,
+    /// CPU of the generator's sending thread.
+    #[arg(long, default_value_t = 0)]
+    pub gen_cpu: usize,
+    /// CPU of the forwarding worker (ofan-switch xdp.cpus, testpmd's forwarding lcore).
+    #[arg(long, default_value_t = 1)]
+    pub dut_cpu: usize,
+    /// Also write every sample and the summary as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// The ofan-switch binary (default: next to this ofan-lab, else on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub switch: Option<PathBuf>,
+    /// Nice value of the generator, the sink and the candidates (−20 = highest; with autogroup
+    /// scheduling also their session group's): on a machine that also builds or runs other
+    /// work, they then get their cores almost whole.
+    #[arg(long, default_value_t = -20, allow_negative_numbers = true)]
+    pub nice: i32,
+    /// Hugepages (2 MB) to make available for testpmd (restored afterwards).
+    #[arg(long, default_value_t = 512)]
+    pub hugepages: u32,
+}
+
+impl ForwardArgs {
+    /// The benchmark's options; `ofan_lab` is the binary that runs the agents.
+    ///
+    /// # Errors
+    /// When `--seconds` or `--warmup` is negative or not a number (the rest is checked by
+    /// [`Options::validate`]).
+    pub fn options(&self, ofan_lab: PathBuf) -> anyhow::Result<Options> {
+        let duration = |seconds: f64| {
+            Duration::try_from_secs_f64(seconds)
+                .map_err(|_| anyhow!("--seconds must be in (0, 600] and --warmup in [0, 60]"))
+        };
+        Ok(Options {
+            rounds: self.runs,
+            measurement: duration(self.seconds)?,
+            warmup: duration(self.warmup)?,
+            candidates: self
+                .candidates
+                .iter()
+                .map(|name| name.candidate())
+                .collect(),
+            frame_size: self.frame_size,
+            flows: self.flows,
+            generator: self.gen.kind(),
+            rate_mpps: self.rate,
+            gen_cpu: self.gen_cpu,
+            dut_cpu: self.dut_cpu,
+            ofan_lab,
+            switch: self.switch.clone(),
+            nice: self.nice,
+            hugepages: self.hugepages,
+        })
+    }
+}
+
+/// `bench gen`.
+#[derive(Debug, Clone, Args)]
+pub struct GenArgs {
+    /// How to send.
+    #[arg(long = "gen", value_enum, default_value = "live")]
+    pub kind: GenName,
+    /// Interface to send on.
+    #[arg(long, value_name = "IF")]
+    pub interface: String,
+    /// Destination MAC (the next hop's, aa:bb:cc:dd:ee:ff).
+    #[arg(long, value_name = "MAC")]
+    pub dst_mac: String,
+    /// Source IPv4 address.
+    #[arg(long, default_value = "10.0.0.2")]
+    pub src_ip: Ipv4Addr,
+    /// Destination IPv4 address.
+    #[arg(long, default_value = "10.1.0.1")]
+    pub dst_ip: Ipv4Addr,
+    /// Frame size on the wire, FCS included (64 = the smallest Ethernet frame).
+    #[arg(long, default_value_t = 64)]
+    pub frame_size: u32,
+    /// Flows (UDP source ports 1024, 1025, …).
+    #[arg(long, default_value_t = 256)]
+    pub flows: u32,
+    /// Pin the sending thread to this CPU.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// TX ring size (`afxdp`).
+    #[arg(long, default_value_t = 2048)]
+    pub ring_size: u32,
+    /// Frames per batch the kernel runs and transmits at once (`live`, 1 to 256).
+    #[arg(long, default_value_t = 64)]
+    pub batch_size: u32,
+    /// Frames per `BPF_PROG_RUN` call (`live`; each call sets up and tears down a page pool).
+    #[arg(long, default_value_t = LiveConfig::new("").chunk)]
+    pub chunk: u32,
+    /// Send at most this many million frames per second (`live`; default: as fast as the CPU
+    /// allows).
+    #[arg(long, value_name = "MPPS")]
+    pub rate: Option<f64>,
+}
+
+impl GenArgs {
+    /// The generator's options.
+    ///
+    /// # Errors
+    /// When `--dst-mac` is not a MAC address.
+    pub fn options(&self) -> anyhow::Result<GenOptions> {
+        Ok(GenOptions {
+            kind: self.kind.kind(),
+            interface: self.interface.clone(),
+            dst_mac: parse_mac(&self.dst_mac)?,
+            src_ip: self.src_ip,
+            dst_ip: self.dst_ip,
+            frame_size: self.frame_size,
+            flows: self.flows,
+            cpu: self.cpu,
+            ring_size: self.ring_size,
+            batch_size: self.batch_size,
+            chunk: self.chunk,
+            rate_mpps: self.rate,
+        })
+    }
+}
+
+/// `bench sink`.
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// Interface to count on.
+    #[arg(long, value_name = "IF")]
+    pub interface: String,
+}
+
+/// `bench redirect`.
+#[derive(Debug, Args)]
+pub struct RedirectArgs {
+    /// Ingress interface.
+    #[arg(long, value_name = "IF")]
+    pub from: String,
+    /// Egress interface.
+    #[arg(long, value_name = "IF")]
+    pub to: String,
+}
+
+/// Runs a benchmark subcommand.
+///
+/// # Errors
+/// What the benchmark or agent reports.
+pub fn run(command: Command) -> anyhow::Result<()> {
+    let Command::Bench { command } = command;
+    // The agents talk to `bench forward` over their stdin and stdout.
+    let (stdin, stdout) = (std::io::stdin, std::io::stdout);
+    match command {
+        BenchCommand::Forward(args) => run_forward(&args),
+        BenchCommand::Gen(args) => agents::gen(&args.options()?, stdin().lock(), stdout()),
+        BenchCommand::Sink(args) => agents::sink(&args.interface, stdin().lock(), stdout()),
+        BenchCommand::Redirect(args) => {
+            agents::redirect(&args.from, &args.to, stdin().lock(), stdout())
+        }
+    }
+}
+
+/// `bench forward`: runs it, printing progress, then the table, and writes the JSON file.
+fn run_forward(args: &ForwardArgs) -> anyhow::Result<()> {
+    let me = std::env::current_exe().context("path of ofan-lab")?;
+    let report = forward::run(&args.options(me)?, &mut Progress::default())?;
+    println!("\n{}", report::table(&report.rows));
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&json(&report))? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Prints a run's header and one line per measurement, to stdout.
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    /// Rounds of the run (known once it started).
+    rounds: usize,
+}
+
+impl forward::Observer for Progress {
+    fn started(&mut self, options: &Options, load_average: Option<f64>) {
+        self.rounds = options.rounds;
+        println!(
+            "ofan-lab bench forward: {}-byte UDP frames, {} flows, gen -> dut p0 -> p1 -> sink \
+             (veth, AF_XDP copy mode); generator {}; {} rounds x {} s (+{} s warm-up); nice {}\n\
+             placement: {}",
+            options.frame_size,
+            options.flows,
+            match options.rate_mpps {
+                Some(rate) => format!("{} at {rate} Mpps", options.generator.name()),
+                None => options.generator.name().to_owned(),
+            },
+            options.rounds,
+            options.measurement.as_secs_f64(),
+            options.warmup.as_secs_f64(),
+            options.nice,
+            options.placement(),
+        );
+        if let Some(load) = load_average.filter(|&load| load > 0.5) {
+            println!(
+                "note: load average {load:.2} before the run: other work competes for the cores"
+            );
+        }
+    }
+
+    fn measured(&mut self, round: usize, candidate: Candidate, sample: &Sample) {
+        println!("{}", progress_line(round, self.rounds, candidate, sample));
+    }
+
+    fn unavailable(&mut self, candidate: Candidate, error: &anyhow::Error) {
+        println!("{} unavailable: {error:#}", candidate.name());
+    }
+}
+
+/// `round 2/5 ofan     1.234 Mpps (offered 1.500, DUT counted 1.234)`: `round` 0-based of
+/// `rounds`.
+fn progress_line(round: usize, rounds: usize, candidate: Candidate, sample: &Sample) -> String {
+    format!(
+        "round {}/{} {:<8} {:.3} Mpps (offered {:.3}{})",
+        round + 1,
+        rounds,
+        candidate.name(),
+        sample.mpps,
+        sample.offered_mpps,
+        sample
+            .dut_mpps
+            .map(|m| format!(", DUT counted {m:.3}"))
+            .unwrap_or_default()
+    )
+}
+
+/// The JSON document of a run: its settings, the machine, every sample, the ratios.
+fn json(report: &Report) -> Value {
+    let options = &report.options;
+    let rows = &report.rows;
+    let find = |name: &str| {
+        rows.iter()
+            .find(|r| r.name == name)
+            .and_then(Row::median_mpps)
+    };
+    json!({
+        "benchmark": "forward",
+        "date": report.machine.date,
+        "machine": {
+            "kernel": report.machine.kernel,
+            "cpu": report.machine.cpu,
+            "cpus": report.machine.cpus,
+        },
+        "frame_size": options.frame_size,
+        "flows": options.flows,
+        "generator": options.generator.name(),
+        "rate_mpps": options.rate_mpps,
+        "runs": options.rounds,
+        "seconds": options.measurement.as_secs_f64(),
+        "warmup": options.warmup.as_secs_f64(),
+        "placement": options.placement(),
+        "nice": options.nice,
+        "load_average": {
+            "before": report.load_average[0],
+            "after": report.load_average[1],
+        },
+        "candidates": rows.iter().map(|row| match &row.outcome {
+            Outcome::Measured(samples) => json!({
+                "name": row.name,
+                "description": row.description,
+                "median_mpps": row.median_mpps(),
+                "samples": samples.iter().map(|s| json!({
+                    "round": s.round,
+                    "mpps": s.mpps,
+                    "offered_mpps": s.offered_mpps,
+                    "dut_mpps": s.dut_mpps,
+                })).collect::<Vec<_>>(),
+            }),
+            Outcome::Unavailable(reason) => json!({
+                "name": row.name,
+                "description": row.description,
+                "unavailable": reason,
+            }),
+        }).collect::<Vec<_>>(),
+        "ratios": {
+            "ofan_bare": report::ratio(find("ofan"), find("bare")),
+            "ofan_testpmd": report::ratio(find("ofan"), find("testpmd")),
+            "ofan_redirect": report::ratio(find("ofan"), find("redirect")),
+            "bare_redirect": report::ratio(find("bare"), find("redirect")),
+            "testpmd_redirect": report::ratio(find("testpmd"), find("redirect")),
+        },
+        "paired_ratios": {
+            "ofan_bare": report::paired_ofan_ratio(rows, "bare"),
+            "ofan_testpmd": report::paired_ofan_ratio(rows, "testpmd"),
+        },
+        "paired_intervals": {
+            "ofan_bare": interval_json(report::ofan_interval(rows, "bare")),
+            "ofan_testpmd": interval_json(report::ofan_interval(rows, "testpmd")),
+        },
+    })
+}
+
+/// A per-round ratio interval as JSON (geometric mean, 95 % bounds, rounds), or null.
+fn interval_json(interval: Option<Interval>) -> Value {
+    interval.map_or(Value::Null, |i| {
+        json!({
+            "geometric_mean": i.estimate,
+            "low_95": i.low,
+            "high_95": i.high,
+            "rounds": i.rounds,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> BenchCommand {
+        let cli = crate::cli::Cli::try_parse_from(["ofan-lab", "bench"].iter().chain(args))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let crate::cli::Command::Bench(Command::Bench { command }) = cli.command else {
+            panic!("not a bench command");
+        };
+        command
+    }
+
+    fn gen_options(args: &[String]) -> GenOptions {
+        let args: Vec<&str> = std::iter::once("gen")
+            .chain(args.iter().map(String::as_str))
+            .collect();
+        let BenchCommand::Gen(gen) = parse(&args) else {
+            panic!("not gen");
+        };
+        gen.options().unwrap()
+    }
+
+    #[test]
+    fn gen_defaults_are_the_librarys() {
+        let mac = [2, 0, 0, 0, 0, 1];
+        let options = gen_options(&[
+            "--interface=eth0".into(),
+            "--dst-mac=02:00:00:00:00:01".into(),
+        ]);
+        assert_eq!(options, GenOptions::new("eth0", mac));
+    }
+
+    #[test]
+    fn the_generators_command_line_parses_back_to_its_options() {
+        // What `bench forward` passes to `ofan-lab bench gen`, every field away from its default.
+        let options = GenOptions {
+            kind: GenKind::Afxdp,
+            src_ip: Ipv4Addr::new(10, 9, 0, 2),
+            dst_ip: Ipv4Addr::new(10, 9, 1, 1),
+            frame_size: 128,
+            flows: 3,
+            cpu: Some(1),
+            ring_size: 512,
+            batch_size: 16,
+            chunk: 1000,
+            rate_mpps: Some(0.1),
+            ..GenOptions::new("p9", [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff])
+        };
+        assert_eq!(gen_options(&options.args()), options);
+        let live = GenOptions::new("eth0", [2, 0, 0, 0, 0, 1]);
+        assert_eq!(gen_options(&live.args()), live);
+    }
+
+    #[test]
+    fn forward_flags_become_typed_options() {
+        let BenchCommand::Forward(args) = parse(&[
+            "forward",
+            "--runs=2",
+            "--seconds=0.5",
+            "--warmup=0",
+            "--candidates=redirect,ofan",
+            "--rate=0.25",
+        ]) else {
+            panic!("not forward");
+        };
+        let options = args.options(PathBuf::from("/x/ofan-lab")).unwrap();
+        assert_eq!(options.rounds, 2);
+        assert_eq!(options.measurement, Duration::from_millis(500));
+        assert_eq!(options.warmup, Duration::ZERO);
+        assert_eq!(options.candidates, [Candidate::Redirect, Candidate::Ofan]);
+        assert_eq!(options.generator, GenKind::Live);
+        assert_eq!(options.rate_mpps, Some(0.25));
+        assert_eq!(
+            (options.gen_cpu, options.dut_cpu, options.nice),
+            (0, 1, -20)
+        );
+
+        let BenchCommand::Forward(args) = parse(&["forward", "--warmup=-1"]) else {
+            panic!("not forward");
+        };
+        assert!(args.options(PathBuf::new()).is_err());
+    }
+}

@@ -1,0 +1,363 @@
+//! `ofan-lab run` and `ofan-lab compare`: flags turned into an [`Experiment`] on a
+//! [`LabSession`], results printed as tables.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use ofan_lab::agent::collective::Collective;
+use ofan_lab::agent::entropy::HostLb;
+use ofan_lab::experiment::chaos::{Chaos, FaultKind};
+use ofan_lab::experiment::summary::{self, Variant};
+use ofan_lab::experiment::{
+    grid, output, Cell, Experiment, LabChoice, LabSession, Load, Traffic, AGENT_RT_PRIORITY,
+};
+use ofan_lab::lab::Shaping;
+use ofan_lab::units::{parse_rate, parse_size};
+
+use super::lab::{DEFAULT_LINK_RATE, EXPERIMENT_BUFFER};
+use super::{results, CollectiveName, HostLbArg, Stderr};
+
+const RUN_AFTER_HELP: &str = "\
+Examples:
+  # on the running lab `lab`: ten 1 MB permutations under ofan
+  ofan-lab run permutation --size 1MB --repeat 10 --lb ofan
+  # build a k=4 lab for this run (removed afterwards unless --keep), write the results
+  ofan-lab run permutation --k 4 --size 256KB --repeat 3 --lb pofan --json run.json
+  # host-side random spraying over ecmp switches
+  ofan-lab run permutation --lb ecmp --host-lb spray --size 1MB
+  # one seeded fault per repetition (link flap, switch kill, routing restart on BGP labs)
+  ofan-lab run permutation --size 256KB --repeat 12 --chaos 5
+
+Repetition i uses the permutation of seed --seed + i, so two runs with the same seed and
+--repeat see the same traffic. Before each repetition the switches' maxima and histograms are
+reset; counters are read before and after. Results: --out DIR (default ./ofan-results/run-TIME)
+holds result.json, runs.csv and, per repetition, the plan, every agent's report and log.";
+
+const COMPARE_AFTER_HELP: &str = "\
+Examples:
+  ofan-lab compare --lb ecmp,rsq,jsq,ofan,pofan --sizes 1MB --repeat 3
+  ofan-lab compare --lb rsq,ofan --sizes 64KB,256KB,1MB,4MB --repeat 2
+  ofan-lab compare --lb ecmp,ofan --host-lb none,spray,reps --sizes 256KB
+
+Variants: every --lb with --host-lb none, and for spray / reps the host-based baselines over
+ecmp switches (the paper's RPS and REPS). Every variant sees the same permutations (seed
+--seed + repetition). The results directory gets results.json, runs.csv, summary.csv and
+plots: max-queue-vs-size.svg (paper Fig. 4), cct-increase.svg, queue-per-stage.svg (Fig. 3).";
+
+/// Where the experiment runs: an existing lab, or one built for it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LabOptions {
+    /// Lab to run on; if it does not exist, one is built (fat tree of radix --k) and removed
+    /// afterwards.
+    #[arg(long = "name", value_name = "LAB", default_value = "lab")]
+    pub name: String,
+    /// Radix of the fat tree to build when the lab does not exist (default 4).
+    #[arg(long)]
+    pub k: Option<u16>,
+    /// Link rate of a lab built for the run.
+    #[arg(long, value_name = "RATE", default_value = DEFAULT_LINK_RATE)]
+    pub link_rate: String,
+    /// Egress buffer per switch port of a lab built for the run: large, so that queues show
+    /// their growth instead of drops (paper Fig. 4); with smaller buffers the agents recover
+    /// every drop by retransmission, and the drops cost time.
+    #[arg(long, value_name = "BYTES", default_value = EXPERIMENT_BUFFER)]
+    pub buffer: String,
+    /// Keep a lab built for the run instead of removing it.
+    #[arg(long)]
+    pub keep: bool,
+    /// Shapers of a lab built for the run catch up on late departures (`up --catch-up`).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub catch_up: bool,
+}
+
+/// Traffic and agent settings shared by `run` and `compare`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TrafficOptions {
+    /// ρ: every source sends at ρ × link rate, in (0, 1]; or `rho-max`: per repetition ρ_max
+    /// of its traffic matrix under the lab's failed links and stopped switches (paper §6.2:
+    /// the largest rate at which every flow fits when switches split evenly over valid ports).
+    #[arg(long, value_name = "RHO|rho-max", default_value = "1")]
+    pub load: Load,
+    /// Repetitions (each with its own permutation seed).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Seed of the first repetition's permutation.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// UDP payload of a full DATA packet (default: fills the lab's MTU).
+    #[arg(long, value_name = "BYTES")]
+    pub payload: Option<u32>,
+    /// Ring stride for `ring`.
+    #[arg(long, default_value_t = 1)]
+    pub stride: u32,
+    /// Byte matrix for `matrix` (CSV or JSON; see docs/agent.md).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// SCHED_FIFO priority of the agents' sender threads (0 = ordinary scheduling). Above the
+    /// switches' workers (20): an agent is the host's NIC and its departures must be on time,
+    /// a switch's late wake-up is measured by its shaper.
+    #[arg(long, value_name = "PRIO", default_value_t = AGENT_RT_PRIORITY)]
+    pub agent_rt_priority: u8,
+    /// Let agents make up for late sends (sch_fq style; gaps down to half a wire time). Off by
+    /// default: a late agent continues at line rate from now, like a NIC.
+    #[arg(long)]
+    pub agent_catch_up: bool,
+    /// Agents spin this many µs before each departure (real-time senders wake up within a
+    /// few µs; spinning costs CPU that the switches need).
+    #[arg(long, value_name = "US", default_value_t = 20)]
+    pub agent_spin_us: u64,
+    /// Results directory (default ./ofan-results/<command>-<time>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Inject one fault into every repetition, drawn from this seed and the repetition's
+    /// permutation seed (so every variant of a `compare` meets the same one), 20–50 % into the
+    /// traffic: a fabric link down for 0.5–2 s, a switch killed (SIGKILL) and started again
+    /// 0.5–2 s later, or a switch's routing daemons crashed and restarted (BGP labs). Each
+    /// repetition then says whether every packet was accounted for (delivered exactly once,
+    /// every loss counted by name) or which fault voided it, and how.
+    #[arg(long, value_name = "SEED")]
+    pub chaos: Option<u64>,
+    /// The fault kinds --chaos draws from, comma-separated (default: all the lab supports).
+    #[arg(
+        long,
+        value_name = "KINDS",
+        value_enum,
+        value_delimiter = ',',
+        requires = "chaos"
+    )]
+    pub chaos_faults: Vec<FaultKindArg>,
+}
+
+/// A fault kind of `--chaos-faults`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FaultKindArg {
+    /// A switch-to-switch link down, then up again.
+    LinkFlap,
+    /// A switch process killed (SIGKILL), then started again.
+    SwitchKill,
+    /// A switch's routing daemons crashed and restarted (BGP labs).
+    RoutingRestart,
+}
+
+impl From<FaultKindArg> for FaultKind {
+    fn from(kind: FaultKindArg) -> Self {
+        match kind {
+            FaultKindArg::LinkFlap => Self::LinkFlap,
+            FaultKindArg::SwitchKill => Self::SwitchKill,
+            FaultKindArg::RoutingRestart => Self::RoutingRestart,
+        }
+    }
+}
+
+/// `ofan-lab run`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = RUN_AFTER_HELP)]
+pub struct RunArgs {
+    /// The collective.
+    #[arg(value_enum)]
+    pub collective: CollectiveName,
+    /// Message size per flow (1MB = 2^20 bytes, as in the model).
+    #[arg(long, value_name = "BYTES", default_value = "1MB")]
+    pub size: String,
+    /// Switch algorithm (default: the lab's; others by a rolling restart of the switches).
+    #[arg(long, value_name = "ALGO")]
+    pub lb: Option<String>,
+    /// Host-side load balancing of the agents.
+    #[arg(long, value_enum, default_value = "none")]
+    pub host_lb: HostLbArg,
+    /// Also write the results (JSON) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub lab: LabOptions,
+    #[command(flatten)]
+    pub traffic: TrafficOptions,
+}
+
+/// `ofan-lab compare`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = COMPARE_AFTER_HELP)]
+pub struct CompareArgs {
+    /// Switch algorithms, comma-separated.
+    #[arg(long, value_name = "ALGOS", default_value = "ecmp,rsq,jsq,ofan,pofan")]
+    pub lb: String,
+    /// Host load balancing, comma-separated: none (the switch algorithms), spray, reps (over
+    /// ecmp switches).
+    #[arg(long, value_name = "LIST", default_value = "none")]
+    pub host_lb: String,
+    /// Message sizes, comma-separated.
+    #[arg(long, value_name = "SIZES", default_value = "1MB")]
+    pub sizes: String,
+    /// The collective.
+    #[arg(long, value_enum, default_value = "permutation")]
+    pub collective: CollectiveName,
+    #[command(flatten)]
+    pub lab: LabOptions,
+    #[command(flatten)]
+    pub traffic: TrafficOptions,
+}
+
+impl CompareArgs {
+    /// The demo's comparison on its lab `name`: a permutation, default traffic options,
+    /// results under ./ofan-results/demo-TIME.
+    #[must_use]
+    pub fn for_demo(name: &str, lb: &str, sizes: &str, repeat: u32) -> Self {
+        Self {
+            lb: lb.to_owned(),
+            host_lb: "none".to_owned(),
+            sizes: sizes.to_owned(),
+            collective: CollectiveName::Permutation,
+            lab: LabOptions {
+                name: name.to_owned(),
+                k: None,
+                link_rate: DEFAULT_LINK_RATE.to_owned(),
+                buffer: EXPERIMENT_BUFFER.to_owned(),
+                keep: true,
+                catch_up: true,
+            },
+            traffic: TrafficOptions {
+                load: Load::Fixed(1.0),
+                repeat,
+                seed: 1,
+                payload: None,
+                stride: 1,
+                matrix: None,
+                agent_rt_priority: AGENT_RT_PRIORITY,
+                agent_catch_up: false,
+                agent_spin_us: 20,
+                out: None,
+                chaos: None,
+                chaos_faults: Vec::new(),
+            },
+        }
+    }
+}
+
+/// Experiment subcommands (flattened into `ofan-lab`'s commands).
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Run a collective on the lab (repeatedly) and report CCT, queues per stage,
+    /// utilization, drops and fidelity.
+    Run(RunArgs),
+    /// Run a grid of algorithms × host load balancing × message sizes; write JSON, CSV and
+    /// plots and print a table.
+    Compare(CompareArgs),
+}
+
+/// Runs an experiment subcommand.
+///
+/// # Errors
+/// Bad arguments, no lab and none can be built, a switch or an agent failing.
+pub fn run(command: Command) -> anyhow::Result<()> {
+    if !ofan_lab::lab::is_root() {
+        bail!("experiments need root (network namespaces, XDP): run with sudo");
+    }
+    match command {
+        Command::Run(args) => run_command(&args),
+        Command::Compare(args) => compare_command(&args).map(|_| ()),
+    }
+}
+
+impl LabOptions {
+    fn choice(&self) -> anyhow::Result<LabChoice> {
+        Ok(LabChoice {
+            name: self.name.clone(),
+            k: self.k,
+            link_rate_bps: parse_rate(&self.link_rate)?,
+            buffer_bytes: ofan_topology::units::parse_size(&self.buffer)
+                .map_err(|e| anyhow::anyhow!("--buffer {e}"))?,
+            keep: self.keep,
+            shaping: Shaping::from_catch_up(self.catch_up),
+        })
+    }
+}
+
+impl TrafficOptions {
+    fn traffic(&self) -> Traffic {
+        Traffic {
+            load: self.load,
+            repeat: self.repeat,
+            seed: self.seed,
+            payload: self.payload,
+            agent_rt_priority: self.agent_rt_priority,
+            agent_catch_up: self.agent_catch_up,
+            agent_spin_us: self.agent_spin_us,
+            chaos: self.chaos.map(|seed| Chaos {
+                seed,
+                kinds: self.chaos_faults.iter().map(|&k| k.into()).collect(),
+            }),
+        }
+    }
+
+    fn collective(&self, name: CollectiveName) -> anyhow::Result<Collective> {
+        name.collective(self.stride, self.matrix.as_deref())
+    }
+}
+
+fn run_command(args: &RunArgs) -> anyhow::Result<()> {
+    let bytes = parse_size(&args.size)?;
+    let collective = args.traffic.collective(args.collective)?;
+    let mut observer = Stderr;
+    let session = LabSession::open(&args.lab.choice()?, &mut observer)?;
+    let lb = args
+        .lb
+        .clone()
+        .unwrap_or_else(|| session.original_lb().to_owned());
+    let variant = Variant::new(&lb, args.host_lb.into())?;
+    let out = args.traffic.out.clone();
+    let experiment = Experiment::new(collective, args.traffic.traffic(), out, "run")?;
+    let cells = [Cell { variant, bytes }];
+    let results = experiment.execute_and_close(session, &cells, &mut observer)?;
+    if let Some(path) = &args.json {
+        std::fs::copy(experiment.out.join("results.json"), path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    print!("{}", results::table(&results));
+    print!("{}", results::chaos_summary(&results));
+    println!("results: {}", experiment.out.display());
+    Ok(())
+}
+
+/// Runs `compare` and returns the results directory (the demo prints it).
+pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
+    let sizes = args
+        .sizes
+        .split(',')
+        .map(|s| parse_size(s.trim()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut variants = Vec::new();
+    for host_lb in args.host_lb.split(',').map(str::trim) {
+        let host_lb: HostLb = <HostLbArg as clap::ValueEnum>::from_str(host_lb, true)
+            .map_err(|_| anyhow::anyhow!("--host-lb `{host_lb}`: none, spray or reps"))?
+            .into();
+        match host_lb {
+            HostLb::None => {
+                for lb in args.lb.split(',').map(str::trim) {
+                    variants.push(Variant::new(lb, HostLb::None)?);
+                }
+            }
+            _ => variants.push(Variant::new("ecmp", host_lb)?),
+        }
+    }
+    if variants.is_empty() || sizes.is_empty() {
+        bail!("nothing to compare: give --lb and --sizes");
+    }
+    let collective = args.traffic.collective(args.collective)?;
+    let cells = grid(&variants, &sizes);
+    let mut observer = Stderr;
+    let session = LabSession::open(&args.lab.choice()?, &mut observer)?;
+    let out = args.traffic.out.clone();
+    let experiment = Experiment::new(collective, args.traffic.traffic(), out, "compare")?;
+    let results = experiment.execute_and_close(session, &cells, &mut observer)?;
+    print!("{}", results::table(&results));
+    print!("{}", results::chaos_summary(&results));
+    let plots = output::plots(&experiment.out, &results)?;
+    for fit in summary::growth_exponents(&results) {
+        println!("{}", results::growth_line(&fit));
+    }
+    println!("results: {}", experiment.out.display());
+    for plot in plots {
+        println!("plot: {}", plot.display());
+    }
+    Ok(experiment.out)
+}

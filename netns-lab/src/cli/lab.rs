@@ -1,0 +1,573 @@
+//! The lab's commands: `up`, `down`, `status`, `exec`, `pingall`, `link`, `node`, `capture`,
+//! `set` and `demo` — flags parsed into the lab's typed API ([`ofan_lab::lab`]) and its answers
+//! printed.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::bail;
+use ofan_dataplane::lb::Algorithm;
+use ofan_lab::lab::ops::{self, NodeChange};
+use ofan_lab::lab::{
+    self, Bfd, BgpDaemon, LabSpec, LinkState, Reconvergence, Removed, Routing, Shaping,
+    TopologySource, DEFAULT_SWITCH_RT_PRIORITY,
+};
+use ofan_lab::units::parse_rate;
+
+use super::{demo, pingall, status, Stderr};
+
+/// `--link-rate`'s default ([`ofan_lab::lab::DEFAULT_LINK_RATE_BPS`]): the largest rate at which a k=4 lab on a 2-core machine
+/// keeps shaper lateness p99 within 0.25 packet times under a full-load permutation (see
+/// docs/lab.md for the measurements).
+pub const DEFAULT_LINK_RATE: &str = "1mbit";
+/// Egress buffer per port of labs built for experiments (and the demo): large enough that no
+/// algorithm drops a 1 MB permutation on k=4, so that queues show their growth (with smaller
+/// buffers the agents recover every drop, and the drops cost time).
+pub const EXPERIMENT_BUFFER: &str = "2MB";
+// Both as the lab's constants say: checked by a test below.
+/// Default egress buffer per port.
+pub const DEFAULT_BUFFER: &str = "64KB";
+
+/// Which lab a command addresses.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LabName {
+    /// Lab name (lowercase letters and digits); namespaces are ofan-<name>-<node>.
+    #[arg(long = "name", value_name = "LAB", default_value = "lab")]
+    pub name: String,
+}
+
+/// Where the switches' routes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoutingArg {
+    /// The lab computes every switch's routes from the topology (ECMP groups for up-paths)
+    /// and programs them into the switch namespace's kernel FIB.
+    Static,
+    /// No routes: bring your own (e.g. `ofan-lab exec SWITCH -- ip route add …`).
+    None,
+    /// eBGP with FRR (zebra + bgpd) in every switch namespace, one private ASN per switch
+    /// (RFC 7938); failures reconverge by BGP. Needs the `frr` package.
+    Bgp,
+}
+
+/// `--bgp-daemon`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BgpDaemonArg {
+    /// FRR 8.4: zebra and bgpd per switch.
+    Frr,
+    /// BIRD 2: one bird per switch.
+    Bird,
+}
+
+/// What `up` builds.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub lab: LabName,
+    /// fat-tree, leaf-spine, or a topology file (ofan-lab topo --out FILE).
+    #[arg(
+        long,
+        value_name = "fat-tree|leaf-spine|FILE",
+        default_value = "fat-tree"
+    )]
+    pub topo: String,
+    /// Switch radix (even, 4..=64) for fat-tree and leaf-spine.
+    #[arg(long, default_value_t = 4)]
+    pub k: u16,
+    /// Load-balancing algorithm of every switch: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan.
+    #[arg(long, value_name = "ALGO", default_value = "pofan")]
+    pub lb: String,
+    /// Ports per pipe (one worker thread each); default: all ports in one pipe.
+    #[arg(long, value_name = "P")]
+    pub pipe_size: Option<u16>,
+    /// Emulated rate of every link (e.g. 1mbit, 10mbit; 0 = unshaped).
+    #[arg(long, value_name = "RATE", default_value = DEFAULT_LINK_RATE)]
+    pub link_rate: String,
+    /// Egress buffer of every switch port (e.g. 64KB).
+    #[arg(long, value_name = "BYTES", default_value = DEFAULT_BUFFER)]
+    pub buffer: String,
+    /// MTU of every link (68..=1778: the switch's 2048-byte frames carry at most 1792 bytes).
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+    /// Seed of every switch's random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// SCHED_FIFO priority of the switches' workers (1..=99; 0 = ordinary scheduling). Idle
+    /// workers sleep, so this costs nothing; busy ones preempt other tasks at once, which keeps
+    /// the emulated links on time on a crowded machine.
+    #[arg(long, value_name = "PRIO", default_value_t = DEFAULT_SWITCH_RT_PRIORITY)]
+    pub rt_priority: u8,
+    /// Shapers make up for late departures (ofan-switch --catch-up: the next gap shrinks by the
+    /// lateness, at most half a frame time, as Linux's sch_fq does), so a link loaded at
+    /// exactly its rate carries it despite the machine's timer jitter (40-70 µs per wake-up
+    /// on a VM, ~0.5 % of a 1 Mbit/s link lost at every late departure otherwise). The host
+    /// agents keep the strict rule (a late NIC continues at line rate from now) unless run with
+    /// --agent-catch-up. `false`: strict shapers that restart from now.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub catch_up: bool,
+    /// Route source.
+    #[arg(long, value_enum, default_value = "static")]
+    pub routing: RoutingArg,
+    /// The BGP daemon of --routing bgp: frr (zebra + bgpd, ≈ 35 MB per switch) or bird
+    /// (BIRD 2, a few MB per switch: the one for large labs).
+    #[arg(long, value_enum, default_value = "frr")]
+    pub bgp_daemon: BgpDaemonArg,
+    /// BFD on every BGP session (needs --routing bgp), 100 ms x 3: a neighbour that goes silent
+    /// while its link stays up (see `link A B blackhole`) is declared down within 0.3 s
+    /// instead of the 3 s hold time. FRR runs a bfdd per switch (≈ 6 MB, a few % CPU each);
+    /// BIRD has BFD built in.
+    #[arg(long)]
+    pub bfd: bool,
+    /// The ofan-switch binary (default: $OFAN_SWITCH, next to ofan-lab, or on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub switch_bin: Option<PathBuf>,
+}
+
+/// Lab subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Build a lab: namespaces, veths, addresses, routes, one ofan-switch per switch.
+    Up(UpArgs),
+    /// Remove a lab (exactly what it created), or with --all everything carrying the ofan- prefix.
+    Down {
+        #[command(flatten)]
+        lab: LabName,
+        /// Every lab, and every namespace, veth and process carrying the ofan- prefix (also
+        /// those of other tools and tests).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Nodes, links, switch health and per-link counters, shaper lateness.
+    Status {
+        #[command(flatten)]
+        lab: LabName,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command inside a node's namespace.
+    Exec {
+        #[command(flatten)]
+        lab: LabName,
+        /// Node name (e.g. h-p0-e0-h0, e-p1-0, c-3).
+        node: String,
+        /// The command and its arguments (after --).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Ping every ordered host pair; prints a matrix and a summary; exit code 1 unless all pass.
+    Pingall {
+        #[command(flatten)]
+        lab: LabName,
+        /// Attempts per pair before it counts as failed.
+        #[arg(long, default_value_t = 3)]
+        attempts: u32,
+    },
+    /// Take the link between two nodes down, blackhole it (carrier up, every frame dropped at
+    /// both ends: a silent failure only BGP's hold time or BFD notices), or bring it back.
+    Link {
+        #[command(flatten)]
+        lab: LabName,
+        /// One end (node name).
+        a: String,
+        /// The other end.
+        b: String,
+        /// up, down or blackhole.
+        #[arg(value_enum)]
+        state: LinkAction,
+    },
+    /// Stop a switch (its links go down, the fabric routes around it), start it again, crash
+    /// and restart its BGP daemons (routing-restart) while it keeps forwarding, or kill it
+    /// like a crash (kill; `start` starts it again).
+    Node {
+        #[command(flatten)]
+        lab: LabName,
+        /// Switch name.
+        switch: String,
+        /// stop, start, routing-restart or kill.
+        #[arg(value_enum)]
+        action: StopStart,
+    },
+    /// Capture a node's port to a pcap file with tcpdump (Ctrl-C, --count or --duration ends it).
+    Capture {
+        #[command(flatten)]
+        lab: LabName,
+        /// NODE:PORT, e.g. h-p0-e0-h0:p0 or e-p0-0:p2.
+        target: String,
+        /// Output file (default: ./ofan-<lab>-<node>-<port>.pcap).
+        #[arg(long, short = 'w', value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Stop after this many packets.
+        #[arg(long, short = 'c')]
+        count: Option<u64>,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        duration: Option<f64>,
+    },
+    /// Reconfigure every switch without rebuilding the lab (each switch restarts: ~0.5 s outage).
+    Set {
+        #[command(flatten)]
+        lab: LabName,
+        /// New load-balancing algorithm.
+        #[arg(long, value_name = "ALGO")]
+        lb: String,
+    },
+    /// The first command to run: build a k=4 fat tree, pingall, show the fabric, compare
+    /// ecmp, rsq, jsq, ofan and pofan on a 1 MB permutation, tear it down.
+    Demo {
+        /// Keep the lab (named `demo`) instead of tearing it down.
+        #[arg(long)]
+        keep: bool,
+        /// Radix of the fat tree.
+        #[arg(long, default_value_t = 4)]
+        k: u16,
+        /// Algorithms to compare (comma-separated; `none` skips the comparison).
+        #[arg(long, value_name = "ALGOS", default_value = "ecmp,rsq,jsq,ofan,pofan")]
+        lb: String,
+        /// Message size of the permutation.
+        #[arg(long, value_name = "BYTES", default_value = "1MB")]
+        size: String,
+        /// Repetitions per algorithm.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+    },
+}
+
+/// What `link` does to a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LinkAction {
+    /// Bring the link up (carrier on, no drops; undoes down and blackhole).
+    Up,
+    /// Take the link down (carrier off at both ends; static routes are recomputed).
+    Down,
+    /// Keep the carrier up and drop every frame at both receiving ends — data, ARP, BGP, BFD
+    /// (switch ends in their XDP program, host ends by a tc filter). Nothing is recomputed.
+    Blackhole,
+}
+
+impl LinkAction {
+    /// The state it asks for.
+    #[must_use]
+    pub const fn state(self) -> LinkState {
+        match self {
+            Self::Up => LinkState::Up,
+            Self::Down => LinkState::Down,
+            Self::Blackhole => LinkState::Blackholed,
+        }
+    }
+}
+
+/// What `node` does to a switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StopStart {
+    /// Stop the switch process.
+    Stop,
+    /// Start it again.
+    Start,
+    /// Under --routing bgp: kill the switch's BGP daemon like a crash (SIGKILL; FRR's bgpd,
+    /// or BIRD) and start it again. Graceful restart keeps the kernel FIB, so the switch keeps
+    /// forwarding, and its neighbours keep their routes through it (not with --bfd: the BFD
+    /// sessions go down with the daemon); prints how long until its sessions were back and
+    /// which FIBs of the fabric changed meanwhile.
+    RoutingRestart,
+    /// Kill the switch process like a crash (SIGKILL: its queues and counters are lost, its
+    /// links stay up); `node S start` starts it again.
+    Kill,
+}
+
+/// Runs a lab subcommand.
+///
+/// # Errors
+/// Not root; what the operation reports.
+pub fn run(command: Command) -> anyhow::Result<()> {
+    if !lab::is_root() {
+        bail!("the lab needs root (network namespaces, XDP): run with sudo");
+    }
+    let mut observer = Stderr;
+    match command {
+        Command::Up(args) => lab::up(&args.spec()?, &mut observer).map(drop),
+        Command::Down { lab, all } => {
+            if all {
+                down_all()
+            } else {
+                down(&lab.name)
+            }
+        }
+        Command::Status { lab, json } => {
+            let loaded = lab::load(&lab.name)?;
+            let status = lab::status::gather(&loaded);
+            if json {
+                println!("{}", status::json(&status)?);
+            } else {
+                print!("{}", status::table(&status));
+            }
+            Ok(())
+        }
+        Command::Exec { lab, node, command } => {
+            let status = ops::exec(&lab.name, &node, &command)?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+        Command::Pingall { lab, attempts } => {
+            let matrix = ops::pingall(&lab.name, attempts)?;
+            print!("{}", pingall::render(&matrix));
+            if matrix.failed().is_empty() {
+                Ok(())
+            } else {
+                std::process::exit(1)
+            }
+        }
+        Command::Link { lab, a, b, state } => {
+            let change = ops::link(&lab.name, &a, &b, state.state())?;
+            let mut rerouted = rerouted(change.routes, change.converged.as_ref());
+            if change.state == LinkState::Blackholed && change.converged.is_none() {
+                rerouted.push_str(" (only BGP notices a blackhole)");
+            }
+            eprintln!(
+                "link {a} — {b} {}; {rerouted}",
+                match change.state {
+                    LinkState::Up => "up",
+                    LinkState::Down => "down",
+                    LinkState::Blackholed => "blackholed",
+                },
+            );
+            Ok(())
+        }
+        Command::Node {
+            lab,
+            switch,
+            action: StopStart::Kill,
+        } => {
+            let pid = ops::kill_switch(&lab.name, &switch)?;
+            eprintln!("{switch}: switch process {pid} killed (SIGKILL); `node {switch} start` starts it again");
+            Ok(())
+        }
+        Command::Node {
+            lab,
+            switch,
+            action: StopStart::RoutingRestart,
+        } => {
+            let restart = ops::routing_restart(&lab.name, &switch)?;
+            let daemons: Vec<String> = restart
+                .daemons
+                .iter()
+                .map(|(daemon, old, new)| format!("{daemon} {old} → {new}"))
+                .collect();
+            let fibs = if restart.changed.is_empty() {
+                "every FIB intact throughout (all switches sampled every 10 ms)".to_owned()
+            } else {
+                let first = restart
+                    .changed
+                    .iter()
+                    .map(|c| c.1)
+                    .min()
+                    .unwrap_or_default();
+                let last = restart
+                    .changed
+                    .iter()
+                    .map(|c| c.2)
+                    .max()
+                    .unwrap_or_default();
+                let names: Vec<&str> = restart.changed.iter().map(|c| c.0.as_str()).collect();
+                format!(
+                    "the FIBs of {} switches CHANGED between {:.2} and {:.2} s ({})",
+                    names.len(),
+                    first.as_secs_f64(),
+                    last.as_secs_f64(),
+                    names.join(" ")
+                )
+            };
+            eprintln!(
+                "{switch}: routing daemons killed and restarted ({}); sessions back in {:.2} s; {fibs}",
+                daemons.join(", "),
+                restart.sessions.as_secs_f64(),
+            );
+            Ok(())
+        }
+        Command::Node {
+            lab,
+            switch,
+            action,
+        } => {
+            match ops::node(&lab.name, &switch, action == StopStart::Start)? {
+                NodeChange::AlreadyStopped => eprintln!("{switch} is already stopped"),
+                NodeChange::Stopped { routes, converged } => eprintln!(
+                    "{switch} stopped; its links are down; {}",
+                    rerouted(routes, converged.as_ref())
+                ),
+                NodeChange::AlreadyRunning { pid } => {
+                    eprintln!("{switch} is already running (pid {pid})");
+                }
+                NodeChange::Started {
+                    pid,
+                    routes,
+                    converged,
+                } => {
+                    eprintln!(
+                        "{switch} started (pid {pid}); {}",
+                        rerouted(routes, converged.as_ref())
+                    );
+                }
+            }
+            Ok(())
+        }
+        Command::Capture {
+            lab,
+            target,
+            out,
+            count,
+            duration,
+        } => {
+            let (out, status) =
+                ops::capture(&lab.name, &target, out, count, duration, &mut observer)?;
+            eprintln!("capture written to {} ({status})", out.display());
+            Ok(())
+        }
+        Command::Set { lab, lb } => set_lb(&lab.name, &lb),
+        Command::Demo {
+            keep,
+            k,
+            lb,
+            size,
+            repeat,
+        } => demo::run(keep, k, &lb, &size, repeat),
+    }
+}
+
+impl UpArgs {
+    /// The lab these flags describe.
+    ///
+    /// # Errors
+    /// A value that does not parse.
+    pub fn spec(&self) -> anyhow::Result<LabSpec> {
+        let spec = LabSpec {
+            name: self.lab.name.clone(),
+            topology: TopologySource::parse(&self.topo, self.k),
+            algorithm: parse_algorithm(&self.lb)?,
+            pipe_size: self.pipe_size,
+            link_rate_bps: parse_rate(&self.link_rate)?,
+            buffer_bytes: parse_buffer(&self.buffer)?,
+            mtu: self.mtu,
+            seed: self.seed,
+            rt_priority: self.rt_priority,
+            shaping: Shaping::from_catch_up(self.catch_up),
+            routing: match self.routing {
+                RoutingArg::Static => Routing::Static,
+                RoutingArg::None => Routing::None,
+                RoutingArg::Bgp => Routing::Bgp,
+            },
+            bgp_daemon: match self.bgp_daemon {
+                BgpDaemonArg::Frr => BgpDaemon::Frr,
+                BgpDaemonArg::Bird => BgpDaemon::Bird,
+            },
+            bfd: self.bfd.then_some(Bfd::FAST),
+            switch_bin: self.switch_bin.clone(),
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// What rerouting took: routes the lab reprogrammed, or BGP's convergence time (and each
+/// watched switch's).
+fn rerouted(routes: usize, converged: Option<&Reconvergence>) -> String {
+    let Some(converged) = converged else {
+        return format!("{routes} routes reprogrammed");
+    };
+    let mut line = format!("BGP converged in {:.2} s", converged.fibs.as_secs_f64());
+    if !converged.ends.is_empty() {
+        let ends: Vec<String> = converged
+            .ends
+            .iter()
+            .map(|(switch, time)| format!("{switch} {:.2} s", time.as_secs_f64()))
+            .collect();
+        line.push_str(&format!(" (FIB of {})", ends.join(", ")));
+    }
+    line
+}
+
+/// `--lb`.
+fn parse_algorithm(text: &str) -> anyhow::Result<Algorithm> {
+    text.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))
+}
+
+/// `--buffer`.
+fn parse_buffer(text: &str) -> anyhow::Result<u64> {
+    ofan_topology::units::parse_size(text).map_err(|e| anyhow::anyhow!("--buffer {e}"))
+}
+
+/// Removes lab `name` and says what went.
+pub fn down(name: &str) -> anyhow::Result<()> {
+    say_removed(name, &lab::down(name)?);
+    Ok(())
+}
+
+fn say_removed(name: &str, removed: &Removed) {
+    if !removed.had_state && removed.namespaces == 0 {
+        eprintln!("lab `{name}`: nothing to remove");
+    } else {
+        eprintln!(
+            "lab `{name}` removed in {:.1} s: {} switches stopped, {} other processes killed, {} namespaces deleted",
+            removed.seconds, removed.stopped, removed.strays, removed.namespaces
+        );
+    }
+}
+
+fn down_all() -> anyhow::Result<()> {
+    let removed = lab::down_all()?;
+    for (name, lab) in &removed.labs {
+        say_removed(name, lab);
+    }
+    eprintln!(
+        "down --all: {} namespaces, {} processes, {} root-namespace links named ofan-*",
+        removed.namespaces, removed.strays, removed.links
+    );
+    Ok(())
+}
+
+fn set_lb(name: &str, lb: &str) -> anyhow::Result<()> {
+    let algorithm = parse_algorithm(lb)?;
+    let started = Instant::now();
+    let restarted = ops::set_lb(name, algorithm)?;
+    eprintln!(
+        "{restarted} switches now run {lb} ({:.1} s, rolling restart)",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bfd_is_a_flag_of_bgp_labs() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Up {
+            #[command(flatten)]
+            args: UpArgs,
+        }
+        let spec = |line: &[&str]| Up::parse_from([&["up"], line].concat()).args.spec();
+        let error = spec(&["--bfd"]).unwrap_err().to_string();
+        assert!(error.contains("--bfd needs --routing bgp"), "{error}");
+        let bgp = spec(&["--routing", "bgp", "--bfd", "--bgp-daemon", "bird"]).unwrap();
+        assert_eq!(bgp.bfd, Some(Bfd::FAST));
+        assert_eq!(bgp.bgp_daemon, BgpDaemon::Bird);
+        assert_eq!(spec(&["--routing", "bgp"]).unwrap().bfd, None);
+    }
+
+    #[test]
+    fn defaults_are_the_labs_constants() {
+        assert_eq!(
+            parse_rate(DEFAULT_LINK_RATE).unwrap(),
+            lab::DEFAULT_LINK_RATE_BPS
+        );
+        assert_eq!(
+            parse_buffer(DEFAULT_BUFFER).unwrap(),
+            lab::DEFAULT_BUFFER_BYTES
+        );
+        assert_eq!(
+            parse_buffer(EXPERIMENT_BUFFER).unwrap(),
+            lab::EXPERIMENT_BUFFER_BYTES
+        );
+    }
+}

@@ -1,0 +1,514 @@
+//! `ofan-lab model`: the deterministic packet-level model (crate `ofan-model`).
+//!
+//! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
+//!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
+//! * `model fig1 | fig3 | fig4 | fig6 | failures`: reproduce a paper figure; prints the tables
+//!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
+//! * `model bench`: wall time, events per second and peak memory of one configuration.
+
+use std::fs;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand, ValueEnum};
+use ofan_model::figures::{self, Figure, Sweep};
+use ofan_model::{
+    default_threads, run_many, workload, AckAirtime, BufferLimit, Failures, ModelConfig, Pacing,
+    RunReport, Scheme, Stage, StartPhase, Workload,
+};
+
+use super::Shape;
+
+/// Arguments of `ofan-lab model`.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    // Boxed: the figure arguments are large and `main`'s command enum holds this by value.
+    #[command(subcommand)]
+    command: Box<ModelCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelCommand {
+    /// Run one experiment (one or several seeds).
+    Run(RunArgs),
+    /// Fig. 1: utilization, max queue and CCT vs offered load (0.5 → 1.0).
+    Fig1(FigArgs),
+    /// Fig. 3: worst link overload per stage (E→A, A→C, C→A, A→E) for each scheme.
+    Fig3(FigArgs),
+    /// Fig. 4: max queue and CCT increase vs message size, with fitted growth exponents.
+    ///
+    /// The default hosts pace like the lab's agents (ACK airtime charged by count, all
+    /// starting at t = 0), which keeps Simple RR and JSQ between the paper's classes (≈ 0.64,
+    /// 0.85); the paper's strictly periodic sources, Thm. 2's premise, are
+    /// `--ack-airtime reserved --start-phase random` (rr ≈ 1.0, jsq ≈ 0.96). See docs/model.md.
+    Fig4(FigArgs),
+    /// Fig. 6 / 17: pOfan pipe sizes vs DRB, and the DRB/Ofan max-queue ratio, vs network size.
+    Fig6(FigArgs),
+    /// §6.2: CCT increase vs link-failure probability, hosts paced at ρ_max.
+    Failures(FigArgs),
+    /// Time one configuration: median wall time, events/s, peak memory.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum WorkloadKind {
+    Permutation,
+    InterPod,
+    AllToAll,
+    Ring,
+    Matrix,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BufferLimitArg {
+    Enforced,
+    Unlimited,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PacingArg {
+    Offered,
+    RhoMax,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AckAirtimeArg {
+    Charged,
+    Reserved,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum StartPhaseArg {
+    Synchronous,
+    Random,
+}
+
+/// Everything that shapes one run.
+#[derive(Debug, Clone, Args)]
+struct Common {
+    /// Topology family.
+    #[arg(long, value_enum, default_value = "fat-tree")]
+    topology: Shape,
+    /// Switch radix k (even, 4..=64).
+    #[arg(long, default_value_t = 12)]
+    k: u16,
+    /// Traffic matrix.
+    #[arg(long, value_enum, default_value = "permutation")]
+    workload: WorkloadKind,
+    /// Traffic-matrix file for `--workload matrix`: lines `src dst [bytes]` (host indices).
+    #[arg(long)]
+    matrix: Option<PathBuf>,
+    /// Ring stride for `--workload ring`.
+    #[arg(long, default_value_t = 1)]
+    ring_stride: u32,
+    /// Load-balancing scheme: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, spray, reps, drb.
+    #[arg(long, default_value = "ofan")]
+    scheme: String,
+    /// Message size per flow (bytes; K/M/G suffixes are binary: 1M = 1 MiB).
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    size: u64,
+    /// Link rate, Gb/s.
+    #[arg(long, default_value_t = 800)]
+    rate_gbps: u64,
+    /// Link propagation latency, ns.
+    #[arg(long, default_value_t = 500)]
+    latency_ns: u64,
+    /// Data payload bytes per packet.
+    #[arg(long, default_value = "4096", value_parser = parse_size)]
+    payload: u64,
+    /// Data header bytes.
+    #[arg(long, default_value_t = 62)]
+    header: u32,
+    /// ACK frame bytes.
+    #[arg(long, default_value_t = 64)]
+    ack: u32,
+    /// Inter-frame gap + preamble bytes.
+    #[arg(long, default_value_t = 20)]
+    gap: u32,
+    /// Per-port buffer (bytes; suffixes allowed; decimal `800000` is the paper's 800 KB).
+    #[arg(long, default_value = "800000", value_parser = parse_size)]
+    buffer: u64,
+    /// Whether full buffers drop (figures 3, 4 and 6 always run unlimited).
+    #[arg(long, value_enum, default_value = "enforced")]
+    buffer_limit: BufferLimitArg,
+    /// ECN marking threshold (bytes); default 10 % of the buffer.
+    #[arg(long, value_parser = parse_size)]
+    ecn: Option<u64>,
+    /// Offered load, fraction of the pacing reference.
+    #[arg(long, default_value_t = 1.0)]
+    load: f64,
+    /// Pacing reference: line rate, or ρ_max under the failures.
+    #[arg(long, value_enum, default_value = "offered")]
+    pacing: PacingArg,
+    /// Room for the host's own ACKs on its link: charged by count after each data departure
+    /// (as the lab agent), or reserved on a fixed schedule (strictly periodic data).
+    #[arg(long, value_enum, default_value = "charged")]
+    ack_airtime: AckAirtimeArg,
+    /// Hosts start at t = 0, or each at a seeded random time within one frame time of it.
+    #[arg(long, value_enum, default_value = "synchronous")]
+    start_phase: StartPhaseArg,
+    /// Ports per pipe (pOfan's pipe size).
+    #[arg(long, default_value_t = 4)]
+    pipe_size: u16,
+    /// Probability that each switch-to-switch link fails.
+    #[arg(long)]
+    fail_prob: Option<f64>,
+    /// Failed link ids, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    fail_links: Vec<u32>,
+    /// Worker threads (default: available cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    common: Common,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of seeds (seed, seed+1, …), run in parallel.
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// Write the report(s) as JSON to this file (`-` for stdout).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct FigArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Seeds per point (1..=N).
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// Output directory for JSON and SVG.
+    #[arg(long, default_value = "model-out")]
+    out: PathBuf,
+    /// Schemes to compare (comma-separated; default depends on the figure).
+    #[arg(long, value_delimiter = ',')]
+    schemes: Vec<String>,
+    /// Fig. 4: message sizes.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size,
+          default_value = "64K,256K,1M,4M,16M")]
+    sizes: Vec<u64>,
+    /// Fig. 1: offered loads.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.5,0.6,0.7,0.8,0.9,0.95,1.0"
+    )]
+    loads: Vec<f64>,
+    /// Fig. 6: radices k.
+    #[arg(long, value_delimiter = ',', default_value = "4,6,8,10,12,14,16")]
+    ks: Vec<u16>,
+    /// Fig. 6: pOfan pipe sizes.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    pipe_sizes: Vec<u16>,
+    /// Failures: link-failure probabilities.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
+    probs: Vec<f64>,
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Timed repetitions (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+}
+
+/// Runs `ofan-lab model`.
+pub fn run(args: ModelArgs) -> anyhow::Result<()> {
+    match *args.command {
+        ModelCommand::Run(args) => run_one(args),
+        ModelCommand::Fig1(args) => figure(args, FigureKind::Fig1),
+        ModelCommand::Fig3(args) => figure(args, FigureKind::Fig3),
+        ModelCommand::Fig4(args) => figure(args, FigureKind::Fig4),
+        ModelCommand::Fig6(args) => figure(args, FigureKind::Fig6),
+        ModelCommand::Failures(args) => figure(args, FigureKind::Failures),
+        ModelCommand::Bench(args) => bench(args),
+    }
+}
+
+/// A size in bytes, binary prefixes (`1M` = 2^20), as everywhere in ofan ([`ofan_topology::units`]).
+fn parse_size(text: &str) -> Result<u64, String> {
+    ofan_topology::units::parse_size(text).map_err(|e| e.to_string())
+}
+
+impl Common {
+    fn config(&self) -> anyhow::Result<ModelConfig> {
+        let mut config = ModelConfig::paper();
+        config.topology = self.topology.kind(self.k);
+        config.link.rate_bps = self
+            .rate_gbps
+            .checked_mul(1_000_000_000)
+            .context("--rate-gbps is too large")?;
+        config.link.propagation_ps = self.latency_ns.saturating_mul(1000);
+        config.link.payload_bytes =
+            u32::try_from(self.payload).context("--payload must fit in 32 bits")?;
+        config.link.header_bytes = self.header;
+        config.link.ack_bytes = self.ack;
+        config.link.gap_bytes = self.gap;
+        config.buffer_bytes = self.buffer;
+        config.buffer_limit = match self.buffer_limit {
+            BufferLimitArg::Enforced => BufferLimit::Enforced,
+            BufferLimitArg::Unlimited => BufferLimit::Unlimited,
+        };
+        config.ecn_threshold_bytes = self.ecn.unwrap_or(self.buffer / 10);
+        config.load = self.load;
+        config.pacing = match self.pacing {
+            PacingArg::Offered => Pacing::Offered,
+            PacingArg::RhoMax => Pacing::RhoMax,
+        };
+        config.ack_airtime = match self.ack_airtime {
+            AckAirtimeArg::Charged => AckAirtime::Charged,
+            AckAirtimeArg::Reserved => AckAirtime::Reserved,
+        };
+        config.start_phase = match self.start_phase {
+            StartPhaseArg::Synchronous => StartPhase::Synchronous,
+            StartPhaseArg::Random => StartPhase::Random,
+        };
+        config.message_bytes = self.size;
+        config.scheme = self.scheme.parse()?;
+        config.pipe_ports = self.pipe_size;
+        config.workload = match self.workload {
+            WorkloadKind::Permutation => Workload::Permutation,
+            WorkloadKind::InterPod => Workload::InterPodPermutation,
+            WorkloadKind::AllToAll => Workload::AllToAll,
+            WorkloadKind::Ring => Workload::Ring {
+                stride: self.ring_stride,
+            },
+            WorkloadKind::Matrix => {
+                let path = self
+                    .matrix
+                    .as_ref()
+                    .context("--workload matrix needs --matrix FILE")?;
+                let text = fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                Workload::Matrix {
+                    flows: workload::parse_matrix(&text, self.size)
+                        .with_context(|| format!("parsing {}", path.display()))?,
+                }
+            }
+        };
+        config.failures = match (self.fail_prob, self.fail_links.is_empty()) {
+            (Some(_), false) => bail!("--fail-prob and --fail-links exclude each other"),
+            (Some(probability), true) => Failures::Random { probability },
+            (None, false) => Failures::Links {
+                links: self.fail_links.clone(),
+            },
+            (None, true) => Failures::None,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn threads(&self) -> usize {
+        self.threads.unwrap_or_else(default_threads)
+    }
+}
+
+fn run_one(args: RunArgs) -> anyhow::Result<()> {
+    let base = args.common.config()?;
+    let configs: Vec<ModelConfig> = (0..args.seeds.max(1))
+        .map(|i| ModelConfig {
+            seed: args.seed + i,
+            ..base.clone()
+        })
+        .collect();
+    let started = Instant::now();
+    let reports = run_many(&configs, args.common.threads())
+        .into_iter()
+        .collect::<Result<Vec<RunReport>, _>>()?;
+    let wall = started.elapsed().as_secs_f64();
+    print_reports(&reports);
+    let events: u64 = reports.iter().map(|r| model_of(r).events).sum();
+    eprintln!(
+        "{} run(s) in {wall:.3} s wall, {:.1} M events/s",
+        reports.len(),
+        events as f64 / wall / 1e6
+    );
+    if let Some(path) = args.json {
+        let json = if reports.len() == 1 {
+            serde_json::to_string_pretty(&reports[0])?
+        } else {
+            serde_json::to_string_pretty(&reports)?
+        };
+        write_out(&path, &json)?;
+    }
+    Ok(())
+}
+
+fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        println!("{text}");
+        Ok(())
+    } else {
+        fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+fn print_reports(reports: &[RunReport]) {
+    println!(
+        "{:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
+        "scheme",
+        "seed",
+        "CCT µs",
+        "bound µs",
+        "incr %",
+        "util",
+        "maxQ KB",
+        "max queue pkts H E A C A E",
+        "edge≤w+1",
+        "drops",
+        "retx"
+    );
+    for r in reports {
+        let stages: Vec<String> = Stage::ALL
+            .iter()
+            .map(|&s| r.stage(s).map_or(0, |q| q.max_packets).to_string())
+            .collect();
+        let model = model_of(r);
+        let edge = &model.edge_uplink;
+        println!(
+            "{:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
+            model.config.scheme.name(),
+            model.config.seed,
+            r.cct_ps
+                .map_or("-".into(), |c| format!("{:.3}", c as f64 / 1e6)),
+            r.lower_bound_ps as f64 / 1e6,
+            r.cct_increase
+                .map_or("-".into(), |i| format!("{:.2}", i * 100.0)),
+            r.utilization,
+            r.max_queue_bytes as f64 / 1000.0,
+            stages.join(" "),
+            if edge.applies {
+                format!(
+                    "{}/{}{}",
+                    edge.max_data_packets,
+                    edge.bound_data_packets,
+                    if edge.violations > 0 { "!" } else { "" }
+                )
+            } else {
+                // The bound is only claimed for Ofan on a permutation without failures.
+                format!("{} (n/a)", edge.max_data_packets)
+            },
+            r.drops.total,
+            r.packets.retransmissions,
+        );
+    }
+}
+
+/// The model's section of a report the model wrote.
+fn model_of(report: &RunReport) -> &ofan_model::report::ModelRun {
+    report
+        .model()
+        .expect("ofan_model::run writes reports with a model section")
+}
+
+#[derive(Debug, Clone, Copy)]
+enum FigureKind {
+    Fig1,
+    Fig3,
+    Fig4,
+    Fig6,
+    Failures,
+}
+
+fn schemes(names: &[String], default: &[&str]) -> anyhow::Result<Vec<Scheme>> {
+    let names: Vec<&str> = if names.is_empty() {
+        default.to_vec()
+    } else {
+        names.iter().map(String::as_str).collect()
+    };
+    names
+        .into_iter()
+        .map(|name| name.parse::<Scheme>().map_err(Into::into))
+        .collect()
+}
+
+fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
+    let sweep = Sweep {
+        base: args.common.config()?,
+        seeds: args.seeds.max(1),
+        threads: args.common.threads(),
+    };
+    let all: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
+    let started = Instant::now();
+    let fig: Figure = match kind {
+        FigureKind::Fig1 => figures::load_sweep(
+            &sweep,
+            &args.loads,
+            &schemes(&args.schemes, &["reps", "ar", "pofan", "ofan"])?,
+        )?,
+        FigureKind::Fig3 => figures::link_overload(&sweep, &schemes(&args.schemes, &all)?)?,
+        FigureKind::Fig4 => {
+            figures::message_sizes(&sweep, &args.sizes, &schemes(&args.schemes, &all)?)?
+        }
+        FigureKind::Fig6 => figures::network_sizes(&sweep, &args.ks, &args.pipe_sizes)?,
+        FigureKind::Failures => figures::failures(
+            &sweep,
+            &args.probs,
+            &schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
+        )?,
+    };
+    let wall = started.elapsed().as_secs_f64();
+    print!("{}", fig.text());
+    fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let json_path = args.out.join(format!("{}.json", fig.name));
+    write_out(&json_path, &serde_json::to_string_pretty(&fig)?)?;
+    let mut written = vec![json_path.display().to_string()];
+    for (metric, svg) in fig.plots() {
+        let path = args.out.join(format!("{}-{metric}.svg", fig.name));
+        write_out(&path, &svg)?;
+        written.push(path.display().to_string());
+    }
+    eprintln!("{} in {wall:.1} s; wrote {}", fig.name, written.join(", "));
+    Ok(())
+}
+
+fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let mut config = args.common.config()?;
+    config.seed = args.seed;
+    let mut times = Vec::new();
+    let mut events = 0;
+    for _ in 0..args.repeat.max(1) {
+        let started = Instant::now();
+        let report = ofan_model::run(&config)?;
+        times.push(started.elapsed().as_secs_f64());
+        events = model_of(&report).events;
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let peak = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("VmHWM:"))
+                .map(|line| line.trim_start_matches("VmHWM:").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    println!(
+        "{} k={} {} {} B: median {:.3} s over {} runs (min {:.3}, max {:.3}), {} events, {:.2} M events/s, peak RSS {}",
+        config.scheme,
+        config.topology.k(),
+        config.workload.name(),
+        config.message_bytes,
+        median,
+        times.len(),
+        times[0],
+        times[times.len() - 1],
+        events,
+        events as f64 / median / 1e6,
+        peak
+    );
+    Ok(())
+}

@@ -1,0 +1,380 @@
+//! What a lab is built from: [`LabSpec`], typed and validated once — by the command line, the
+//! experiments, the demo and tests alike.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use ofan_dataplane::lb::Algorithm;
+use ofan_topology::units::{format_rate, format_size};
+use ofan_topology::{Topology, TopologyKind};
+use serde::{Deserialize, Serialize};
+
+use super::plan;
+use super::state::Params;
+
+/// The default emulated link rate, bits per second: the largest rate at which a k=4 lab on a
+/// 2-core machine keeps shaper lateness p99 within 0.25 packet times under a full-load
+/// permutation (see docs/lab.md for the measurements).
+pub const DEFAULT_LINK_RATE_BPS: u64 = 1_000_000;
+/// Default SCHED_FIFO priority of the switches' workers (below the experiments' agents, whose
+/// departures must be exact; above everything else on the machine).
+pub const DEFAULT_SWITCH_RT_PRIORITY: u8 = 20;
+/// Egress buffer per port of labs built for experiments (and the demo), bytes: large enough
+/// that no algorithm drops a 1 MB permutation on k=4, so that queues show their growth (with
+/// smaller buffers the agents recover every drop, and the drops cost time).
+pub const EXPERIMENT_BUFFER_BYTES: u64 = 2 << 20;
+/// Default egress buffer per port, bytes.
+pub const DEFAULT_BUFFER_BYTES: u64 = 64 << 10;
+/// The MTUs a lab accepts: the switch's 2048-byte frames carry at most 1792 bytes.
+pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=1778;
+
+/// Where a lab's topology comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopologySource {
+    /// A family and radix the topology crate builds.
+    Kind(TopologyKind),
+    /// A topology file (`ofan-lab topo --out FILE`).
+    File(PathBuf),
+}
+
+impl TopologySource {
+    /// `--topo` (fat-tree, leaf-spine, or a file) with `--k` for the families.
+    #[must_use]
+    pub fn parse(topo: &str, k: u16) -> Self {
+        match topo {
+            "fat-tree" | "fattree" => Self::Kind(TopologyKind::FatTree { k }),
+            "leaf-spine" | "leafspine" => Self::Kind(TopologyKind::LeafSpine { k }),
+            file => Self::File(PathBuf::from(file)),
+        }
+    }
+
+    /// Builds or reads the topology.
+    ///
+    /// # Errors
+    /// A radix the family does not allow, an unreadable or invalid file.
+    pub fn load(&self) -> anyhow::Result<Topology> {
+        Ok(match self {
+            Self::Kind(kind) => Topology::new(*kind)?,
+            Self::File(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| {
+                    format!(
+                        "--topo {}: not fat-tree, leaf-spine or a readable file",
+                        path.display()
+                    )
+                })?;
+                Topology::from_json(&text).with_context(|| format!("--topo {}", path.display()))?
+            }
+        })
+    }
+}
+
+/// Where the switches' routes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Routing {
+    /// The lab computes every switch's routes from the topology (ECMP groups for up-paths)
+    /// and programs them into the switch namespace's kernel FIB.
+    Static,
+    /// No routes: bring your own (e.g. `ofan-lab exec SWITCH -- ip route add …`).
+    None,
+    /// eBGP with FRR in every switch namespace (RFC 7938, one private ASN per switch; see
+    /// [`super::bgp`]): the daemons install the routes, and reconverge after a failure.
+    Bgp,
+}
+
+impl Routing {
+    /// The name in `state.json` and `status`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Static => "static",
+            Self::None => "none",
+            Self::Bgp => "bgp",
+        }
+    }
+}
+
+/// Which BGP implementation runs in the switch namespaces under [`Routing::Bgp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BgpDaemon {
+    /// FRR 8.4: zebra + bgpd per switch (≈ 35 MB each).
+    Frr,
+    /// BIRD 2.0: one `bird` per switch (a few MB).
+    Bird,
+}
+
+impl BgpDaemon {
+    /// The name in `state.json` and `status`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Frr => "frr",
+            Self::Bird => "bird",
+        }
+    }
+
+    /// The daemon named `name` in `state.json`.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Frr, Self::Bird]
+            .into_iter()
+            .find(|d| d.name() == name)
+    }
+}
+
+/// BFD (RFC 5880) on every BGP session (`up --bfd`): each switch's routing daemon runs
+/// asynchronous single-hop BFD with its neighbours, and a session whose BFD goes down is torn
+/// down at once instead of after the BGP hold time. Detects silent failures (a link that
+/// drops frames while its carrier stays up) in `interval × multiplier`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bfd {
+    /// Desired transmit and required receive interval, milliseconds.
+    pub interval_ms: u32,
+    /// Packets missed in a row before the session is declared down.
+    pub multiplier: u8,
+}
+
+impl Bfd {
+    /// What `--bfd` asks for: 100 ms × 3, a failure detected within 300 ms.
+    pub const FAST: Self = Self {
+        interval_ms: 100,
+        multiplier: 3,
+    };
+
+    /// How long a silent neighbour takes to be declared down.
+    #[must_use]
+    pub fn detection_time(self) -> std::time::Duration {
+        std::time::Duration::from_millis(u64::from(self.interval_ms) * u64::from(self.multiplier))
+    }
+}
+
+impl std::fmt::Display for Bfd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bfd {} ms x {}", self.interval_ms, self.multiplier)
+    }
+}
+
+/// How the switches' shapers treat a late departure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shaping {
+    /// The next gap starts from now: lateness is lost.
+    Strict,
+    /// The next gap shrinks by the lateness (at most half a frame time, as Linux's sch_fq
+    /// does), so a link loaded at exactly its rate carries it despite timer jitter
+    /// (`ofan-switch --catch-up`).
+    CatchUp,
+}
+
+impl Shaping {
+    /// `true` for [`Shaping::CatchUp`] (the `--catch-up` flag and `state.json`'s `catch_up`).
+    #[must_use]
+    pub const fn catches_up(self) -> bool {
+        matches!(self, Self::CatchUp)
+    }
+
+    /// The shaping a `--catch-up BOOL` flag asks for.
+    #[must_use]
+    pub const fn from_catch_up(catch_up: bool) -> Self {
+        if catch_up {
+            Self::CatchUp
+        } else {
+            Self::Strict
+        }
+    }
+}
+
+/// Everything `up` needs, in units: what a lab is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabSpec {
+    /// Lab name (1 to 16 lowercase letters and digits); namespaces are `ofan-<name>-<node>`.
+    pub name: String,
+    /// The topology.
+    pub topology: TopologySource,
+    /// Load-balancing algorithm of every switch.
+    pub algorithm: Algorithm,
+    /// Ports per pipe (one worker thread each); `None`: all ports in one pipe.
+    pub pipe_size: Option<u16>,
+    /// Emulated rate of every link, bits per second (0 = unshaped).
+    pub link_rate_bps: u64,
+    /// Egress buffer of every switch port, bytes.
+    pub buffer_bytes: u64,
+    /// MTU of every link ([`MTU_RANGE`]).
+    pub mtu: u32,
+    /// The lab's seed; every switch derives its own from it and its node name.
+    pub seed: u64,
+    /// SCHED_FIFO priority of the switches' workers (1..=99; 0 = ordinary scheduling).
+    pub rt_priority: u8,
+    /// How shapers treat late departures.
+    pub shaping: Shaping,
+    /// Route source.
+    pub routing: Routing,
+    /// The routing daemon under [`Routing::Bgp`].
+    pub bgp_daemon: BgpDaemon,
+    /// BFD on every BGP session (only under [`Routing::Bgp`]); `None`: failures are detected
+    /// by carrier loss or the BGP hold time.
+    pub bfd: Option<Bfd>,
+    /// The `ofan-switch` binary (`None`: `$OFAN_SWITCH`, next to `ofan-lab`, or on `PATH`).
+    pub switch_bin: Option<PathBuf>,
+}
+
+impl LabSpec {
+    /// Lab `name` with every default: a k=4 fat tree of pofan switches at
+    /// [`DEFAULT_LINK_RATE_BPS`], [`DEFAULT_BUFFER_BYTES`] per port, MTU 1500, seed 1,
+    /// catch-up shapers, static routes.
+    #[must_use]
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            topology: TopologySource::Kind(TopologyKind::FatTree { k: 4 }),
+            algorithm: Algorithm::Pofan,
+            pipe_size: None,
+            link_rate_bps: DEFAULT_LINK_RATE_BPS,
+            buffer_bytes: DEFAULT_BUFFER_BYTES,
+            mtu: 1500,
+            seed: 1,
+            rt_priority: DEFAULT_SWITCH_RT_PRIORITY,
+            shaping: Shaping::CatchUp,
+            routing: Routing::Static,
+            bgp_daemon: BgpDaemon::Frr,
+            bfd: None,
+            switch_bin: None,
+        }
+    }
+
+    /// Checks what the types do not: the name, the MTU, the priority, BFD only with BGP.
+    ///
+    /// # Errors
+    /// The first value out of range, named by its flag.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        check_name(&self.name)?;
+        if self.rt_priority > 99 {
+            bail!(
+                "--rt-priority {}: SCHED_FIFO priorities are 1..=99 (0 = off)",
+                self.rt_priority
+            );
+        }
+        if !MTU_RANGE.contains(&self.mtu) {
+            bail!("--mtu {}: must be in 68..=1778 (the switch's 2048-byte frames carry at most 1792 bytes)", self.mtu);
+        }
+        if self.bfd.is_some() && self.routing != Routing::Bgp {
+            bail!(
+                "--bfd needs --routing bgp (BFD runs in the BGP daemons; --routing {} has none)",
+                self.routing.name()
+            );
+        }
+        Ok(())
+    }
+
+    /// What `state.json` records of this spec for `topology`.
+    pub(crate) fn params(&self, topology: &Topology, switch_bin: PathBuf) -> Params {
+        Params {
+            topo: match topology.kind() {
+                TopologyKind::FatTree { k } => format!("fat-tree k={k}"),
+                TopologyKind::LeafSpine { k } => format!("leaf-spine k={k}"),
+            },
+            lb: self.algorithm.name().to_owned(),
+            pipe_size: self.pipe_size.unwrap_or(topology.k()),
+            link_rate: if self.link_rate_bps == 0 {
+                "0".to_owned()
+            } else {
+                format_rate(self.link_rate_bps)
+            },
+            link_rate_bps: self.link_rate_bps,
+            buffer: format_size(self.buffer_bytes),
+            mtu: self.mtu,
+            seed: self.seed,
+            rt_priority: self.rt_priority,
+            catch_up: self.shaping.catches_up(),
+            routing: self.routing.name().to_owned(),
+            bgp_daemon: (self.routing == Routing::Bgp).then(|| self.bgp_daemon.name().to_owned()),
+            bfd: self.bfd.filter(|_| self.routing == Routing::Bgp),
+            switch_bin,
+        }
+    }
+}
+
+/// Checks a lab name.
+///
+/// # Errors
+/// Anything but 1 to 16 lowercase letters and digits.
+pub fn check_name(name: &str) -> anyhow::Result<()> {
+    if !plan::valid_lab_name(name) {
+        bail!("lab name `{name}`: use 1 to 16 lowercase letters and digits");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topology_sources_and_validation() {
+        assert_eq!(
+            TopologySource::parse("fat-tree", 6),
+            TopologySource::Kind(TopologyKind::FatTree { k: 6 })
+        );
+        assert_eq!(
+            TopologySource::parse("leafspine", 4),
+            TopologySource::Kind(TopologyKind::LeafSpine { k: 4 })
+        );
+        assert_eq!(
+            TopologySource::parse("my.json", 4),
+            TopologySource::File("my.json".into())
+        );
+        assert!(TopologySource::parse("fat-tree", 5).load().is_err());
+        assert!(TopologySource::parse("/nonexistent.json", 4)
+            .load()
+            .is_err());
+
+        let mut spec = LabSpec::new("lab1");
+        assert!(spec.validate().is_ok());
+        spec.mtu = 1779;
+        assert!(spec.validate().unwrap_err().to_string().contains("--mtu"));
+        spec.mtu = 1500;
+        spec.rt_priority = 100;
+        assert!(spec.validate().is_err());
+        spec.rt_priority = 0;
+        spec.name = "Lab_1".to_owned();
+        assert!(spec.validate().is_err());
+    }
+
+    #[test]
+    fn bfd_needs_bgp_and_is_recorded() {
+        let mut spec = LabSpec::new("lab");
+        spec.bfd = Some(Bfd::FAST);
+        let error = spec.validate().unwrap_err().to_string();
+        assert!(error.contains("--bfd needs --routing bgp"), "{error}");
+        spec.routing = Routing::Bgp;
+        assert!(spec.validate().is_ok());
+        let topology = spec.topology.load().unwrap();
+        let params = spec.params(&topology, PathBuf::from("/bin/ofan-switch"));
+        assert_eq!(params.bfd, Some(Bfd::FAST));
+        assert_eq!(Bfd::FAST.to_string(), "bfd 100 ms x 3");
+        assert_eq!(Bfd::FAST.detection_time().as_millis(), 300);
+        // state.json keeps it as plain numbers; labs from before BFD load without it.
+        let json = serde_json::to_value(&params).unwrap();
+        assert_eq!(
+            json["bfd"],
+            serde_json::json!({"interval_ms": 100, "multiplier": 3})
+        );
+        let mut old = json.clone();
+        old.as_object_mut().unwrap().remove("bfd");
+        let old: Params = serde_json::from_value(old).unwrap();
+        assert_eq!(old.bfd, None);
+    }
+
+    #[test]
+    fn params_record_the_spec_as_status_shows_it() {
+        let spec = LabSpec::new("lab");
+        let topology = spec.topology.load().unwrap();
+        let params = spec.params(&topology, PathBuf::from("/bin/ofan-switch"));
+        assert_eq!(params.topo, "fat-tree k=4");
+        assert_eq!(params.lb, "pofan");
+        assert_eq!(params.link_rate, "1mbit");
+        assert_eq!(params.buffer, "64KB");
+        assert_eq!(params.routing, "static");
+        assert!(params.catch_up);
+        assert_eq!(params.pipe_size, 4);
+    }
+}

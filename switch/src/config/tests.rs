@@ -1,0 +1,194 @@
+use super::*;
+use ofan_dataplane::fib::PortRole;
+
+fn parse(text: &str) -> Result<SwitchConfig, ConfigError> {
+    let file: FileConfig = toml::from_str(text).map_err(|e| error("file", e.to_string()))?;
+    resolve(file, &Overrides::default())
+}
+
+#[test]
+fn a_full_file_resolves() {
+    let config = parse(
+        r#"
+        name = "e1"
+        seed = 7
+        [[ports]]
+        name = "p0"
+        role = "host"
+        [[ports]]
+        name = "p1"
+        role = "host"
+        [[ports]]
+        name = "p2"
+        role = "up"
+        link_rate = "10mbit"
+        [[ports]]
+        name = "p3"
+        role = "up"
+        [lb]
+        algorithm = "ofan"
+        pipe_size = 2
+        [queue]
+        link_rate = "100mbit"
+        buffer = "64KB"
+        ecn_threshold = "16KB"
+        [keys]
+        table = [{ prefix = "10.1.0.0/24", key = 3 }]
+        "#,
+    )
+    .unwrap();
+    assert_eq!(config.name, "e1");
+    assert_eq!(config.runtime.lb.algorithm, Algorithm::Ofan);
+    assert_eq!(config.runtime.lb.up_ports, 2);
+    assert_eq!(config.runtime.lb.dest_keys, 4);
+    assert_eq!(
+        config.runtime.pipes,
+        vec![vec![PortId(0), PortId(1)], vec![PortId(2), PortId(3)]]
+    );
+    assert_eq!(config.runtime.up_ports, vec![PortId(2), PortId(3)]);
+    assert_eq!(config.runtime.ports[2].egress.link_rate_bps, 10_000_000);
+    assert_eq!(config.runtime.ports[3].egress.link_rate_bps, 100_000_000);
+    assert_eq!(config.runtime.ports[0].egress.buffer_bytes, 65_536);
+    assert_eq!(
+        config.runtime.ports[0].egress.ecn_threshold_bytes,
+        Some(16_384)
+    );
+    assert_eq!(config.admin_socket, PathBuf::from("/run/ofan/e1.sock"));
+}
+
+#[test]
+fn each_switch_derives_its_own_seed_from_the_run_seed_and_its_name() {
+    let ports = "[[ports]]\nname = \"p0\"\nrole = \"up\"\n";
+    let seed_of = |head: &str| parse(&format!("{head}\n{ports}")).unwrap().runtime.lb.seed;
+    let edge = seed_of("name = \"e-p0-0\"\nseed = 7");
+    let agg = seed_of("name = \"a-p0-0\"\nseed = 7");
+    // Two switches of one run: different seeds, neither the run seed.
+    assert_ne!(edge, agg);
+    assert_ne!(edge, 7);
+    assert_ne!(agg, 7);
+    // The same switch in the same run: the same seed, from the file or the flags.
+    assert_eq!(edge, seed_of("name = \"e-p0-0\"\nseed = 7"));
+    let file: FileConfig = toml::from_str(&format!("name = \"e-p0-0\"\n{ports}")).unwrap();
+    let flags = Overrides {
+        seed: Some(7),
+        ..Overrides::default()
+    };
+    assert_eq!(resolve(file, &flags).unwrap().runtime.lb.seed, edge);
+    // Another run seed moves it; an exact switch seed is taken as is.
+    assert_ne!(edge, seed_of("name = \"e-p0-0\"\nseed = 8"));
+    assert_eq!(seed_of("name = \"e-p0-0\"\nseed = 7\nswitch_seed = 7"), 7);
+}
+
+/// `queue.catch_up`, `--catch-up` and `--bare` are what users type: they keep meaning what
+/// they meant when they were booleans.
+#[test]
+fn catch_up_and_bare_map_to_their_modes() {
+    let ports =
+        "[[ports]]\nname = \"p0\"\nrole = \"up\"\n[[ports]]\nname = \"p1\"\nrole = \"up\"\n";
+    let resolved = |file: &str, flags: &Overrides| {
+        let file: FileConfig = toml::from_str(&format!("{file}\n{ports}")).unwrap();
+        let config = resolve(file, flags).unwrap();
+        let shaping: Vec<Shaping> = config
+            .runtime
+            .ports
+            .iter()
+            .map(|port| port.egress.shaping)
+            .collect();
+        (shaping, config.runtime.forwarding)
+    };
+    let defaults = Overrides::default();
+    let strict = vec![Shaping::Strict; 2];
+    let catch_up = vec![Shaping::CatchUp; 2];
+    assert_eq!(
+        resolved("", &defaults),
+        (strict.clone(), Forwarding::Lookup)
+    );
+    assert_eq!(
+        resolved("[queue]\ncatch_up = false", &defaults),
+        (strict, Forwarding::Lookup)
+    );
+    assert_eq!(
+        resolved("[queue]\ncatch_up = true", &defaults),
+        (catch_up.clone(), Forwarding::Lookup)
+    );
+    let flags = Overrides {
+        catch_up: true,
+        bare: true,
+        ..Overrides::default()
+    };
+    assert_eq!(
+        resolved("[queue]\ncatch_up = false", &flags),
+        (catch_up, Forwarding::Bare)
+    );
+}
+
+#[test]
+fn errors_name_the_key() {
+    let cases = [
+        ("[lb]\npipe_size = 0\n[[ports]]\nname=\"p0\"\nrole=\"up\"", "lb.pipe_size"),
+        ("[queue]\nlink_rate = \"fast\"\n[[ports]]\nname=\"p0\"\nrole=\"up\"", "queue.link_rate"),
+        ("[xdp]\nframe_size = 1000\n[[ports]]\nname=\"p0\"\nrole=\"up\"", "xdp.frame_size"),
+        ("[xdp]\nring_size = 1000\n[[ports]]\nname=\"p0\"\nrole=\"up\"", "xdp.ring_size"),
+        ("[[ports]]\nname=\"p0\"\nrole=\"up\"\n[[ports]]\nname=\"p0\"\nrole=\"up\"", "ports[1].name"),
+        ("[lb]\npipes = [[\"p9\"]]\n[[ports]]\nname=\"p0\"\nrole=\"up\"", "lb.pipes[0]"),
+        ("[keys]\ntable = [{ prefix = \"10.0.0.1/24\", key = 0 }]\n[[ports]]\nname=\"p0\"\nrole=\"up\"", "keys.table[0].prefix"),
+        ("", "ports"),
+    ];
+    for (text, key) in cases {
+        let err = parse(text).unwrap_err();
+        assert_eq!(err.key, key, "{text}: {err}");
+    }
+}
+
+#[test]
+fn unknown_keys_and_values_are_refused_by_the_parser() {
+    assert!(toml::from_str::<FileConfig>("[lb]\nalgorithm = \"magic\"")
+        .unwrap_err()
+        .to_string()
+        .contains("magic"));
+    assert!(toml::from_str::<FileConfig>("[lb]\npipesize = 4")
+        .unwrap_err()
+        .to_string()
+        .contains("pipesize"));
+}
+
+#[test]
+fn a_topology_node_gives_ports_roles_and_keys() {
+    let dir = std::env::temp_dir().join(format!("ofan-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("topo.json");
+    std::fs::write(&path, Topology::fat_tree(4).unwrap().to_json()).unwrap();
+    let flags = Overrides {
+        topology: Some(path.clone()),
+        node: Some("e-p0-0".into()),
+        ..Overrides::default()
+    };
+    let config = resolve(FileConfig::default(), &flags).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let roles: Vec<PortRole> = config.mirror.ports.iter().map(|p| p.role).collect();
+    assert_eq!(
+        roles,
+        vec![PortRole::Host, PortRole::Host, PortRole::Up, PortRole::Up]
+    );
+    // Edge switches: one key per edge switch (8 in k = 4), every other edge's /24 mapped.
+    assert_eq!(config.runtime.lb.dest_keys, 8);
+    assert_eq!(config.mirror.keys.len(), 7);
+    assert_eq!(config.runtime.pipes.len(), 1);
+}
+
+#[test]
+fn a_bare_metrics_port_is_on_loopback() {
+    let base = "[[ports]]\nname = \"p0\"\nrole = \"host\"\n";
+    let metrics = |line: &str| parse(&format!("{base}[admin]\n{line}\n")).map(|c| c.metrics);
+    assert_eq!(
+        metrics("metrics = \"9100\"").unwrap(),
+        Some("127.0.0.1:9100".parse().unwrap())
+    );
+    assert_eq!(
+        metrics("metrics = \"0.0.0.0:9100\"").unwrap(),
+        Some("0.0.0.0:9100".parse().unwrap())
+    );
+    assert_eq!(metrics("metrics = \"off\"").unwrap(), None);
+    assert_eq!(parse(base).unwrap().metrics, None, "off by default");
+    assert!(metrics("metrics = \"localhost\"").is_err());
+}
