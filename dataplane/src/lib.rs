@@ -19,6 +19,7 @@
 #![cfg_attr(not(feature = "afxdp"), forbid(unsafe_code))]
 #![cfg_attr(feature = "afxdp", deny(unsafe_code))]
 
+pub mod arf;
 mod counters;
 pub mod egress;
 pub mod fib;

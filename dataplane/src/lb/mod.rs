@@ -47,7 +47,10 @@ mod types;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use arc_swap::ArcSwap;
 use fastmod::mod_small;
+
+use crate::arf::PathQuality;
 use order::{OrderRow, PortRows, PortTable};
 
 pub use ofan_topology::DestKey;
@@ -76,6 +79,9 @@ pub struct SwitchBalancer {
     salt: u32,
     /// Every up-port: the valid set when nothing has failed.
     all_ports: PortMask,
+    /// The adaptive-routing framework's path quality (`arf-*` modes), swapped whole by the
+    /// control thread; a decision loads it without waiting.
+    quality: ArcSwap<PathQuality>,
 }
 
 impl SwitchBalancer {
@@ -109,8 +115,20 @@ impl SwitchBalancer {
             ],
             table,
             slots,
+            quality: ArcSwap::from_pointee(PathQuality::uniform(config.up_ports, config.dest_keys)),
             config,
         }))
+    }
+
+    /// Publishes a new path-quality view for the `arf-*` modes (every pipe sees it from its next
+    /// decision on). Other algorithms never read it.
+    pub fn set_path_quality(&self, quality: Arc<PathQuality>) {
+        self.quality.store(quality);
+    }
+
+    /// The path-quality view the `arf-*` modes read now.
+    pub fn path_quality(&self) -> Arc<PathQuality> {
+        self.quality.load_full()
     }
 
     /// The configuration this balancer was built from.
@@ -169,6 +187,11 @@ impl SwitchBalancer {
             ofan_groups,
             rng: LbRng::new(mix64(self.config.seed ^ 0x7069_7065) ^ u64::from(pipe)),
             drill_last: None,
+            flows: if self.config.algorithm == Algorithm::ArfFlow {
+                FlowTable::new()
+            } else {
+                FlowTable::default()
+            },
         })
     }
 
@@ -208,6 +231,13 @@ impl SwitchBalancer {
                 Some(UpPort(pointers[slot].take(rows, packet.valid, all_ports)))
             };
         }
+    }
+
+    /// A flow's point in `0..2⁶⁴`: its 5-tuple hash under this switch's salt (ECMP's hash, so
+    /// that `arf-wcmp` with every path at the same quality spreads flows as evenly as ECMP).
+    #[inline]
+    fn flow_point(&self, packet: &Northbound) -> u64 {
+        mix64(u64::from(packet.flow_hash ^ self.salt))
     }
 
     /// Maps an ordinal of a Simple RR pointer onto a valid port (identity order).
@@ -391,12 +421,25 @@ pub struct PipeBalancer {
     ofan_groups: Box<OfanGroups>,
     rng: LbRng,
     drill_last: Option<u8>,
+    flows: FlowTable,
 }
 
 impl PipeBalancer {
     /// The switch this pipe belongs to.
     pub fn switch(&self) -> &Arc<SwitchBalancer> {
         &self.switch
+    }
+
+    /// Sets the time `arf-flow` ages its flow table by (ns, any fixed origin: the worker's
+    /// monotonic clock, the model's simulated time). Other algorithms read no clock.
+    #[inline]
+    pub fn set_clock(&mut self, now_ns: u64) {
+        self.flows.now_ns = now_ns;
+    }
+
+    /// Flows `arf-flow` moved off a congested path so far (this pipe).
+    pub fn flows_moved(&self) -> u64 {
+        self.flows.moved
     }
 
     /// Chooses the up-port of one northbound packet; `None` when no port is valid.
@@ -422,11 +465,29 @@ impl PipeBalancer {
                 let n = switch.rr_pointers[packet.class as usize].fetch_add(1, Ordering::Relaxed);
                 SwitchBalancer::rr_port(n, packet.valid)
             }
-            Algorithm::Jsq => shortest(&mut self.rng, packet.valid, loads, |load| load.bytes),
+            Algorithm::Jsq => shortest(&mut self.rng, packet.valid, loads, |_, load| load.bytes),
             Algorithm::Ar => {
                 let buffer = switch.config.buffer_bytes;
-                shortest(&mut self.rng, packet.valid, loads, |load| {
+                shortest(&mut self.rng, packet.valid, loads, |_, load| {
                     u32::from(ar_level(load.bytes, buffer))
+                })
+            }
+            Algorithm::ArfWcmp => weighted(
+                packet.valid,
+                packet.key,
+                &switch.quality.load(),
+                switch.flow_point(packet),
+            ),
+            Algorithm::ArfFlow => {
+                self.flows
+                    .choose(packet, &switch.quality.load(), switch.flow_point(packet))
+            }
+            Algorithm::ArfPacket => {
+                let quality = switch.quality.load();
+                let unit = switch.config.buffer_bytes / REMOTE_PENALTY_DIVISOR;
+                shortest(&mut self.rng, packet.valid, loads, |port, load| {
+                    let poorness = u32::from(QUALITY_TOP - quality.remote(packet.key, port));
+                    load.bytes.saturating_add(poorness.saturating_mul(unit))
                 })
             }
             Algorithm::Drill => drill(&mut self.rng, &mut self.drill_last, packet.valid, loads),
@@ -518,13 +579,13 @@ fn shortest(
     rng: &mut LbRng,
     valid: PortMask,
     loads: &[PortLoad],
-    metric: impl Fn(&PortLoad) -> u32,
+    metric: impl Fn(u8, &PortLoad) -> u32,
 ) -> u8 {
     let mut best = 0u8;
     let mut best_value = u32::MAX;
     let mut ties = 0u32;
     for port in valid.iter() {
-        let value = metric(&loads[usize::from(port)]);
+        let value = metric(port, &loads[usize::from(port)]);
         if value < best_value {
             best = port;
             best_value = value;
@@ -540,6 +601,117 @@ fn shortest(
     best
 }
 
+/// The top quality level (15).
+const QUALITY_TOP: u8 = crate::arf::QUALITY_LEVELS - 1;
+
+/// `arf-packet`: a remote level of 0 weighs like a local queue of `buffer / 4` (15 steps of
+/// `buffer / 60`), enough to send a packet around a remote bottleneck unless the local queues
+/// differ by more.
+const REMOTE_PENALTY_DIVISOR: u32 = 4 * QUALITY_TOP as u32;
+
+/// Weighted flow placement (`arf-wcmp`, and `arf-flow`'s placement): the flow's `point` picks a
+/// port of `valid` with probability proportional to `1 + path quality`.
+#[inline]
+fn weighted(valid: PortMask, key: DestKey, quality: &PathQuality, point: u64) -> u8 {
+    let weight = |port| 1 + u32::from(quality.path(key, port));
+    let total: u32 = valid.iter().map(weight).sum();
+    let mut rank = (point % u64::from(total)) as u32;
+    for port in valid.iter() {
+        let w = weight(port);
+        if rank < w {
+            return port;
+        }
+        rank -= w;
+    }
+    unreachable!("rank < total weight")
+}
+
+/// `arf-flow`'s flow table: direct-mapped by flow hash, one entry per slot (a collision
+/// replaces the older flow, which is then placed afresh, as an aged-out one is).
+#[derive(Debug, Default)]
+struct FlowTable {
+    entries: Box<[FlowEntry]>,
+    now_ns: u64,
+    moved: u64,
+}
+
+/// One pinned flow.
+#[derive(Debug, Clone, Copy, Default)]
+struct FlowEntry {
+    flow_hash: u32,
+    port: u8,
+    live: bool,
+    last_ns: u64,
+}
+
+/// Slots of a pipe's flow table.
+const FLOW_SLOTS: usize = 4096;
+
+/// A flow idle this long is forgotten (ns).
+pub const FLOW_IDLE_NS: u64 = 100_000_000;
+
+/// A pinned flow is moved when its path's quality is at most this (the detector's default
+/// "congested" level)…
+pub const REDIRECT_AT: u8 = 5;
+
+/// …to a path at least this many levels better (the detector's default jump).
+pub const REDIRECT_GAIN: u8 = 4;
+
+impl FlowTable {
+    fn new() -> Self {
+        Self {
+            entries: vec![FlowEntry::default(); FLOW_SLOTS].into_boxed_slice(),
+            now_ns: 0,
+            moved: 0,
+        }
+    }
+
+    /// The slot of a flow by its point (the high half: the low one picks the port).
+    #[inline]
+    fn slot(point: u64) -> usize {
+        (point >> 32) as usize % FLOW_SLOTS
+    }
+
+    #[inline]
+    fn choose(&mut self, packet: &Northbound, quality: &PathQuality, point: u64) -> u8 {
+        let now = self.now_ns;
+        let entry = &mut self.entries[Self::slot(point)];
+        let pinned = entry.live
+            && entry.flow_hash == packet.flow_hash
+            && now.saturating_sub(entry.last_ns) < FLOW_IDLE_NS
+            && packet.valid.contains(entry.port);
+        let port = if pinned {
+            let current = quality.path(packet.key, entry.port);
+            let better = if current <= REDIRECT_AT {
+                packet.valid.iter().fold(PortMask::EMPTY, |mask, port| {
+                    if quality.path(packet.key, port) >= current + REDIRECT_GAIN {
+                        mask.with(port)
+                    } else {
+                        mask
+                    }
+                })
+            } else {
+                PortMask::EMPTY
+            };
+            if better.is_empty() {
+                entry.port
+            } else {
+                self.moved += 1;
+                weighted(better, packet.key, quality, point)
+            }
+        } else {
+            weighted(packet.valid, packet.key, quality, point)
+        };
+        *entry = FlowEntry {
+            flow_hash: packet.flow_hash,
+            port,
+            live: true,
+            last_ns: now,
+        };
+        port
+    }
+}
+
 /// DRILL(2, 1): two random valid ports and the remembered one; the least loaded wins (ties at
 /// random) and is remembered.
 #[inline]
@@ -551,7 +723,7 @@ fn drill(rng: &mut LbRng, last: &mut Option<u8>, valid: PortMask, loads: &[PortL
     if let Some(remembered) = last.filter(|&port| valid.contains(port)) {
         candidates = candidates.with(remembered);
     }
-    let port = shortest(rng, candidates, loads, |load| load.bytes);
+    let port = shortest(rng, candidates, loads, |_, load| load.bytes);
     *last = Some(port);
     port
 }

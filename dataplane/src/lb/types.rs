@@ -30,11 +30,24 @@ pub enum Algorithm {
     Ofan,
     /// pOfan: Ofan's pointers kept independently by each pipe.
     Pofan,
+    /// Adaptive-routing framework, weight-based dynamic ECMP: flows hashed over the valid ports
+    /// with weights `1 + path quality` (local and remote, [`crate::arf::PathQuality`]).
+    #[serde(rename = "arf-wcmp")]
+    ArfWcmp,
+    /// Adaptive-routing framework, flow redirection: a flow keeps its port (a per-pipe flow
+    /// table, idle entries age out) until its path's quality falls to the congested level and
+    /// a clearly better one exists; new and moved flows are placed as `arf-wcmp` places them.
+    #[serde(rename = "arf-flow")]
+    ArfFlow,
+    /// Adaptive-routing framework, per packet: the least of local queue plus a remote penalty
+    /// (a quarter buffer at remote quality 0, nothing at 15), random tie-break.
+    #[serde(rename = "arf-packet")]
+    ArfPacket,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order of the paper's tables.
-    pub const ALL: [Algorithm; 8] = [
+    pub const ALL: [Algorithm; 11] = [
         Algorithm::Ecmp,
         Algorithm::Rsq,
         Algorithm::Rr,
@@ -43,6 +56,9 @@ impl Algorithm {
         Algorithm::Drill,
         Algorithm::Ofan,
         Algorithm::Pofan,
+        Algorithm::ArfWcmp,
+        Algorithm::ArfFlow,
+        Algorithm::ArfPacket,
     ];
 
     /// The name used on command lines and in configuration files.
@@ -56,17 +72,34 @@ impl Algorithm {
             Algorithm::Drill => "drill",
             Algorithm::Ofan => "ofan",
             Algorithm::Pofan => "pofan",
+            Algorithm::ArfWcmp => "arf-wcmp",
+            Algorithm::ArfFlow => "arf-flow",
+            Algorithm::ArfPacket => "arf-packet",
         }
     }
 
     /// Whether the algorithm reads the local egress queue lengths.
     pub const fn uses_queues(self) -> bool {
-        matches!(self, Algorithm::Jsq | Algorithm::Ar | Algorithm::Drill)
+        matches!(
+            self,
+            Algorithm::Jsq | Algorithm::Ar | Algorithm::Drill | Algorithm::ArfPacket
+        )
     }
 
     /// Whether the algorithm reads [`Northbound::flow_hash`] (callers may leave it 0 otherwise).
     pub const fn uses_flow_hash(self) -> bool {
-        matches!(self, Algorithm::Ecmp)
+        matches!(
+            self,
+            Algorithm::Ecmp | Algorithm::ArfWcmp | Algorithm::ArfFlow
+        )
+    }
+
+    /// Whether the algorithm reads the path quality of the adaptive-routing framework.
+    pub const fn uses_path_quality(self) -> bool {
+        matches!(
+            self,
+            Algorithm::ArfWcmp | Algorithm::ArfFlow | Algorithm::ArfPacket
+        )
     }
 
     /// Whether the algorithm keeps per-destination pointers (it is destination-based).
@@ -96,7 +129,7 @@ impl FromStr for Algorithm {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LbError {
     /// The name is not one of [`Algorithm::ALL`].
-    #[error("unknown load-balancing algorithm `{name}` (expected one of: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan)")]
+    #[error("unknown load-balancing algorithm `{name}` (expected one of: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow, arf-packet)")]
     UnknownAlgorithm {
         /// What was asked for.
         name: String,

@@ -57,5 +57,6 @@ fn assert_rounds(ports: &[u8], valid: PortMask) {
     }
 }
 
+mod arf;
 mod baselines;
 mod ofan;

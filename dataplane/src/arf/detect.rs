@@ -17,7 +17,7 @@
 //! [`Thresholds::cleared_at`] or above; between the two nothing changes, so a level hovering at
 //! one threshold does not flap.
 
-use super::wire::{Kind, Quality, QUALITY_LEVELS};
+use super::quality::{Kind, Quality, QUALITY_LEVELS};
 
 /// The detector's settings (`[adaptive_routing]` in the switch's config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,260 @@
+//! The adaptive-routing framework's pure parts (draft "A Framework for Adaptive Routing"):
+//! congestion [`detect`]ion on a port, the [`table`] of remote link states that notifications
+//! keep, and the [`PathQuality`] view of both that the load-balancing core's `arf-*` modes read.
+//!
+//! Everything here takes measurements, events and times as arguments and does no I/O, so the
+//! switch's control thread and the deterministic model run exactly this code; the wire format
+//! and the UDP transport live in `ofan-control` (`notify`).
+//!
+//! **Remote path information.** For each destination key (the destination edge switch at an
+//! edge, the destination pod at an aggregation switch) and each up-port, the routing plane
+//! (BGP's path table, or the topology plan) names the neighbour behind the port and its next-next
+//! hops ([`RemoteHop`]). The remote quality of that path is the quality of the neighbour's link to
+//! its next-next hop, as the neighbour last notified it; with several next-next hops (the
+//! neighbour itself has a choice, going up) it is the **best** of them, since the neighbour routes
+//! around what it knows. A link nobody has reported is at its best.
+//!
+//! **Combination.** The quality of a path is `min(local, remote)`: a path is as good as its worst
+//! link. The draft's `local(q) + remote(q)` would rate a path through one dead link (0 + 15)
+//! like a path through two half-loaded ones (7 + 8); the bottleneck rule does not.
+
+pub mod detect;
+mod quality;
+pub mod table;
+
+pub use quality::{Kind, Quality, QUALITY_LEVELS};
+pub use table::{Applied, CongestionTable, LinkId, LinkState, Update};
+
+use ofan_topology::DestKey;
+
+/// The routing plane's remote information for one (destination key, up-port): who is behind the
+/// port and where it goes next.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RemoteHop {
+    /// The neighbour's id (its ASN in the lab).
+    pub neighbour: u32,
+    /// The neighbour's next hops towards the destination (ids); empty when the neighbour is the
+    /// destination's own switch or nothing is known.
+    pub next_next: Vec<u32>,
+}
+
+/// Remote path information of one switch: a [`RemoteHop`] per (destination key, up-port), or
+/// none where the routing plane says nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemotePaths {
+    up_ports: u8,
+    dest_keys: u32,
+    hops: Vec<Option<RemoteHop>>,
+}
+
+impl RemotePaths {
+    /// No information yet, for a switch of `up_ports` up-ports and `dest_keys` keys.
+    #[must_use]
+    pub fn new(up_ports: u8, dest_keys: u32) -> Self {
+        Self {
+            up_ports,
+            dest_keys,
+            hops: vec![None; dest_keys as usize * usize::from(up_ports)],
+        }
+    }
+
+    /// Sets what is behind `port` towards `key`; out-of-range keys and ports are ignored.
+    pub fn set(&mut self, key: DestKey, port: u8, hop: RemoteHop) {
+        if let Some(slot) = self.index(key, port).and_then(|i| self.hops.get_mut(i)) {
+            *slot = Some(hop);
+        }
+    }
+
+    /// What is behind `port` towards `key`.
+    #[must_use]
+    pub fn get(&self, key: DestKey, port: u8) -> Option<&RemoteHop> {
+        self.index(key, port)
+            .and_then(|i| self.hops.get(i))
+            .and_then(Option::as_ref)
+    }
+
+    fn index(&self, key: DestKey, port: u8) -> Option<usize> {
+        (key.0 < self.dest_keys && port < self.up_ports)
+            .then(|| key.0 as usize * usize::from(self.up_ports) + usize::from(port))
+    }
+}
+
+/// The quality of every path of one switch, as the `arf-*` modes read it: a local level per
+/// up-port (its detector's) and a remote level per (destination key, up-port). Immutable once
+/// built; the control thread publishes a new one with an atomic swap, so the hot path never waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathQuality {
+    up_ports: u8,
+    dest_keys: u32,
+    local: Box<[u8]>,
+    remote: Box<[u8]>,
+    /// Incremented by the publisher on every change (0: nothing ever reported).
+    pub generation: u64,
+}
+
+impl PathQuality {
+    /// Every path at its best: what a switch starts from.
+    #[must_use]
+    pub fn uniform(up_ports: u8, dest_keys: u32) -> Self {
+        let best = Quality::BEST.level();
+        Self {
+            up_ports,
+            dest_keys,
+            local: vec![best; usize::from(up_ports)].into_boxed_slice(),
+            remote: vec![best; dest_keys as usize * usize::from(up_ports)].into_boxed_slice(),
+            generation: 0,
+        }
+    }
+
+    /// Builds the view from the local detectors' levels (one per up-port), the congestion table
+    /// and the remote path information (see the module docs for the rules).
+    #[must_use]
+    pub fn build(
+        local: &[Quality],
+        table: &CongestionTable,
+        paths: &RemotePaths,
+        generation: u64,
+    ) -> Self {
+        let mut view = Self::uniform(paths.up_ports, paths.dest_keys);
+        for (slot, level) in view.local.iter_mut().zip(local) {
+            *slot = level.level();
+        }
+        for key in 0..paths.dest_keys {
+            for port in 0..paths.up_ports {
+                let Some(hop) = paths.get(DestKey(key), port) else {
+                    continue;
+                };
+                let remote = hop
+                    .next_next
+                    .iter()
+                    .map(|&far| {
+                        table.quality(LinkId {
+                            near: hop.neighbour,
+                            far,
+                        })
+                    })
+                    .max()
+                    .unwrap_or(Quality::BEST);
+                view.remote[key as usize * usize::from(paths.up_ports) + usize::from(port)] =
+                    remote.level();
+            }
+        }
+        view.generation = generation;
+        view
+    }
+
+    /// Number of up-ports.
+    #[must_use]
+    pub const fn up_ports(&self) -> u8 {
+        self.up_ports
+    }
+
+    /// The local level of `port` (best when out of range).
+    #[inline]
+    #[must_use]
+    pub fn local(&self, port: u8) -> u8 {
+        self.local
+            .get(usize::from(port))
+            .copied()
+            .unwrap_or(QUALITY_LEVELS - 1)
+    }
+
+    /// The remote level of the path through `port` towards `key` (best when out of range).
+    #[inline]
+    #[must_use]
+    pub fn remote(&self, key: DestKey, port: u8) -> u8 {
+        if key.0 >= self.dest_keys || port >= self.up_ports {
+            return QUALITY_LEVELS - 1;
+        }
+        self.remote[key.0 as usize * usize::from(self.up_ports) + usize::from(port)]
+    }
+
+    /// The quality of the path through `port` towards `key`: `min(local, remote)`.
+    #[inline]
+    #[must_use]
+    pub fn path(&self, key: DestKey, port: u8) -> u8 {
+        self.local(port).min(self.remote(key, port))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(level: u8) -> Quality {
+        Quality::new(level).unwrap()
+    }
+
+    #[test]
+    fn a_path_is_as_good_as_its_worst_link_and_the_neighbour_picks_its_best_next_hop() {
+        // Two up-ports, two keys. Port 0's neighbour is 100, port 1's is 101.
+        let mut paths = RemotePaths::new(2, 2);
+        // Key 0: a fixed next-next hop (200) behind each neighbour.
+        paths.set(
+            DestKey(0),
+            0,
+            RemoteHop {
+                neighbour: 100,
+                next_next: vec![200],
+            },
+        );
+        paths.set(
+            DestKey(0),
+            1,
+            RemoteHop {
+                neighbour: 101,
+                next_next: vec![200],
+            },
+        );
+        // Key 1: the neighbours choose among 300 and 301.
+        paths.set(
+            DestKey(1),
+            0,
+            RemoteHop {
+                neighbour: 100,
+                next_next: vec![300, 301],
+            },
+        );
+        paths.set(
+            DestKey(1),
+            1,
+            RemoteHop {
+                neighbour: 101,
+                next_next: vec![300, 301],
+            },
+        );
+        let mut table = CongestionTable::default();
+        let update = |near, far, level| Update {
+            link: LinkId { near, far },
+            kind: Kind::CongestionDetected,
+            quality: q(level),
+            hold_ns: 1_000_000,
+            sequence: 1,
+        };
+        table.apply(&update(100, 200, 2), 0);
+        table.apply(&update(100, 300, 1), 0);
+        table.apply(&update(101, 300, 3), 0);
+        table.apply(&update(101, 301, 4), 0);
+        let view = PathQuality::build(&[q(15), q(9)], &table, &paths, 7);
+        assert_eq!(view.generation, 7);
+        assert_eq!(view.remote(DestKey(0), 0), 2, "the reported link");
+        assert_eq!(view.remote(DestKey(0), 1), 15, "nobody reported 101→200");
+        assert_eq!(view.path(DestKey(0), 1), 9, "local 9 is the bottleneck");
+        assert_eq!(view.remote(DestKey(1), 0), 15, "100 can still use 301");
+        assert_eq!(view.remote(DestKey(1), 1), 4, "the better of 101's two");
+        assert_eq!(view.path(DestKey(0), 0), 2);
+        // Out of range: best, never a panic.
+        assert_eq!(view.path(DestKey(9), 0), 15);
+        assert_eq!(view.path(DestKey(0), 9), 15);
+        // The state ages out after its hold time.
+        table.expire(1_000_001);
+        let aged = PathQuality::build(&[q(15), q(15)], &table, &paths, 8);
+        assert_eq!(
+            aged,
+            PathQuality {
+                generation: 8,
+                ..PathQuality::uniform(2, 2)
+            }
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! The adaptive-routing framework's modes: what path quality does to their choices.
+
+use super::*;
+use crate::arf::{
+    CongestionTable, Kind, LinkId, PathQuality, Quality, RemoteHop, RemotePaths, Update,
+};
+
+/// A view of `up_ports` ports and one key where the remote level of `port` is `level` and every
+/// other path is at its best, built the way the control thread builds it.
+fn remote_view(up_ports: u8, port: u8, level: u8) -> Arc<PathQuality> {
+    let mut paths = RemotePaths::new(up_ports, 1);
+    for p in 0..up_ports {
+        paths.set(
+            DestKey(0),
+            p,
+            RemoteHop {
+                neighbour: 100 + u32::from(p),
+                next_next: vec![7],
+            },
+        );
+    }
+    let mut table = CongestionTable::default();
+    table.apply(
+        &Update {
+            link: LinkId {
+                near: 100 + u32::from(port),
+                far: 7,
+            },
+            kind: Kind::CongestionDetected,
+            quality: Quality::new(level).unwrap(),
+            hold_ns: u64::MAX,
+            sequence: 1,
+        },
+        0,
+    );
+    Arc::new(PathQuality::build(
+        &vec![Quality::BEST; usize::from(up_ports)],
+        &table,
+        &paths,
+        1,
+    ))
+}
+
+fn flow(hash: u32, valid: PortMask) -> Northbound {
+    Northbound {
+        flow_hash: hash,
+        ..packet(0, SizeClass::Data, valid)
+    }
+}
+
+/// Share of `flows` flows each port gets.
+fn flow_shares(pipe: &mut PipeBalancer, ports: u8, flows: u32) -> Vec<f64> {
+    let mut counts = vec![0u32; usize::from(ports)];
+    for hash in 0..flows {
+        let port = pipe
+            .choose(
+                &flow(hash.wrapping_mul(0x9e37_79b9), PortMask::all(ports)),
+                &mut [],
+            )
+            .unwrap();
+        counts[usize::from(port.0)] += 1;
+    }
+    counts
+        .iter()
+        .map(|&c| f64::from(c) / f64::from(flows))
+        .collect()
+}
+
+#[test]
+fn arf_wcmp_spreads_flows_evenly_until_a_path_degrades_then_by_weight() {
+    let mut pipe = pipe0(config(Algorithm::ArfWcmp, 4, 1, 1, 5));
+    for share in flow_shares(&mut pipe, 4, 40_000) {
+        assert!((share - 0.25).abs() < 0.02, "uniform quality: {share}");
+    }
+    // Port 2's remote link at level 0: weight 1 against 16 for the others.
+    pipe.switch().set_path_quality(remote_view(4, 2, 0));
+    let shares = flow_shares(&mut pipe, 4, 40_000);
+    let expected = 1.0 / 49.0;
+    assert!(
+        (shares[2] - expected).abs() < 0.01,
+        "degraded port: {shares:?}"
+    );
+    // A flow is stable while the view is.
+    let f = flow(12_345, PortMask::all(4));
+    let first = pipe.choose(&f, &mut []).unwrap();
+    assert!((0..100).all(|_| pipe.choose(&f, &mut []).unwrap() == first));
+}
+
+#[test]
+fn arf_flow_pins_flows_and_moves_only_those_on_a_congested_path() {
+    let mut pipe = pipe0(config(Algorithm::ArfFlow, 4, 1, 1, 9));
+    pipe.set_clock(1_000);
+    // 400 flows in distinct slots of the table (a collision re-places the older flow, which the
+    // assertions below would see as a move).
+    let mut slots = std::collections::HashSet::new();
+    let flows: Vec<Northbound> = (0..)
+        .map(|h: u32| flow(h.wrapping_mul(0x85eb_ca6b), PortMask::all(4)))
+        .filter(|f| slots.insert(FlowTable::slot(pipe.switch().flow_point(f))))
+        .take(400)
+        .collect();
+    let before: Vec<u8> = flows
+        .iter()
+        .map(|f| pipe.choose(f, &mut []).unwrap().0)
+        .collect();
+    // A mild degradation (level 7, above the congested level 5) moves nothing, although
+    // arf-wcmp would re-place flows under the new weights.
+    pipe.switch().set_path_quality(remote_view(4, 1, 7));
+    let mild: Vec<u8> = flows
+        .iter()
+        .map(|f| pipe.choose(f, &mut []).unwrap().0)
+        .collect();
+    assert_eq!(mild, before);
+    assert_eq!(pipe.flows_moved(), 0);
+    // Congested (level 2): exactly the flows on port 1 move, each once, and stay where they went.
+    pipe.switch().set_path_quality(remote_view(4, 1, 2));
+    let after: Vec<u8> = flows
+        .iter()
+        .map(|f| pipe.choose(f, &mut []).unwrap().0)
+        .collect();
+    let on_port_1 = before.iter().filter(|&&p| p == 1).count();
+    assert!(on_port_1 > 50, "{on_port_1} flows on port 1");
+    for ((f, &was), &now) in flows.iter().zip(&before).zip(&after) {
+        if was == 1 {
+            assert_ne!(
+                now, 1,
+                "flow {:#x} stayed on the congested path",
+                f.flow_hash
+            );
+        } else {
+            assert_eq!(now, was, "flow {:#x} moved off a good path", f.flow_hash);
+        }
+    }
+    assert_eq!(pipe.flows_moved(), on_port_1 as u64);
+    let again: Vec<u8> = flows
+        .iter()
+        .map(|f| pipe.choose(f, &mut []).unwrap().0)
+        .collect();
+    assert_eq!(again, after, "moved flows stay pinned");
+    // Idle past the timeout, flows are placed afresh (by weight: none on the congested port's
+    // 1/49 share for most of them).
+    pipe.set_clock(1_000 + FLOW_IDLE_NS);
+    let fresh = flows
+        .iter()
+        .filter(|f| pipe.choose(f, &mut []).unwrap().0 == 1)
+        .count();
+    assert!(
+        fresh < 30,
+        "{fresh} fresh flows placed on the congested path"
+    );
+}
+
+#[test]
+fn arf_flow_never_pins_a_flow_to_a_port_that_stopped_being_valid() {
+    let mut pipe = pipe0(config(Algorithm::ArfFlow, 4, 1, 1, 9));
+    let f = flow(77, PortMask::all(4));
+    let port = pipe.choose(&f, &mut []).unwrap().0;
+    let without = Northbound {
+        valid: PortMask::all(4).without(port),
+        ..f
+    };
+    assert_ne!(pipe.choose(&without, &mut []).unwrap().0, port);
+}
+
+#[test]
+fn arf_packet_weighs_remote_quality_against_local_queues() {
+    let mut pipe = pipe0(config(Algorithm::ArfPacket, 2, 1, 1, 3));
+    pipe.switch().set_path_quality(remote_view(2, 0, 0));
+    let buffer = 800_000u32;
+    // Equal local queues: the remotely congested port 0 is avoided every time.
+    for _ in 0..50 {
+        let mut loads = [PortLoad {
+            packets: 0,
+            bytes: 10_000,
+        }; 2];
+        assert_eq!(
+            pipe.choose(&packet(0, SizeClass::Data, PortMask::all(2)), &mut loads),
+            Some(UpPort(1))
+        );
+    }
+    // Port 1's local queue longer than a quarter buffer more: port 0 is the lesser evil.
+    let mut loads = [
+        PortLoad {
+            packets: 0,
+            bytes: 0,
+        },
+        PortLoad {
+            packets: 0,
+            bytes: buffer / 4 + 1_000,
+        },
+    ];
+    assert_eq!(
+        pipe.choose(&packet(0, SizeClass::Data, PortMask::all(2)), &mut loads),
+        Some(UpPort(0))
+    );
+    // The penalty is per destination: key 0's view says nothing about a key out of its range.
+    let mut loads = [
+        PortLoad {
+            packets: 0,
+            bytes: 0,
+        },
+        PortLoad {
+            packets: 0,
+            bytes: 1,
+        },
+    ];
+    assert_eq!(
+        pipe.choose(&packet(5, SizeClass::Data, PortMask::all(2)), &mut loads),
+        Some(UpPort(0))
+    );
+}
+
+#[test]
+fn a_published_view_reaches_every_pipe_and_other_algorithms_ignore_it() {
+    let switch = SwitchBalancer::new(config(Algorithm::ArfWcmp, 4, 1, 2, 1)).unwrap();
+    let view = remote_view(4, 3, 0);
+    switch.set_path_quality(Arc::clone(&view));
+    assert!(Arc::ptr_eq(&switch.path_quality(), &view));
+    // Ofan with the same view decides exactly as without it.
+    let plain = pipe0(config(Algorithm::Ofan, 4, 1, 1, 4));
+    let viewed = pipe0(config(Algorithm::Ofan, 4, 1, 1, 4));
+    viewed.switch().set_path_quality(view);
+    let (mut plain, mut viewed) = (plain, viewed);
+    let pkt = packet(0, SizeClass::Data, PortMask::all(4));
+    assert_eq!(draw(&mut plain, &pkt, 64), draw(&mut viewed, &pkt, 64));
+}
