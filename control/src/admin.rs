@@ -93,6 +93,14 @@ pub enum Request {
         /// Drop (`on`) or pass (`off`).
         blackhole: bool,
     },
+    /// `rate PORT BPS`: shape port `port` at `bps` bit/s from its next frame on (a degraded
+    /// link; `ofan-lab link A B rate R`). Only a shaped port (one with a link rate) can change.
+    LinkRate {
+        /// The port's interface name.
+        port: String,
+        /// The new rate, bit/s (> 0).
+        bps: u64,
+    },
 }
 
 impl Request {
@@ -103,6 +111,7 @@ impl Request {
             Self::Stats => "stats",
             Self::Reset => "reset",
             Self::Blackhole { .. } => "blackhole",
+            Self::LinkRate { .. } => "rate",
         }
     }
 
@@ -113,6 +122,7 @@ impl Request {
             Self::Blackhole { port, blackhole } => {
                 format!("blackhole {port} {}", if *blackhole { "on" } else { "off" })
             }
+            Self::LinkRate { port, bps } => format!("rate {port} {bps}"),
             other => other.name().to_owned(),
         }
     }
@@ -123,7 +133,7 @@ impl Request {
     pub const fn needs_privilege(&self) -> bool {
         match self {
             Self::Stats => false,
-            Self::Reset | Self::Blackhole { .. } => true,
+            Self::Reset | Self::Blackhole { .. } | Self::LinkRate { .. } => true,
         }
     }
 
@@ -141,6 +151,17 @@ impl Request {
                 blackhole: *state == "on",
             }),
             ["blackhole", ..] => Err(Reply::Error("usage: blackhole PORT on|off".to_owned())),
+            ["rate", port, bps] => match bps.parse::<u64>() {
+                Ok(bps) if bps > 0 => Ok(Self::LinkRate {
+                    port: (*port).to_owned(),
+                    bps,
+                }),
+                _ => Err(Reply::Error(format!(
+                    "rate: `{}` is not a rate in bit/s above 0",
+                    bps.escape_default()
+                ))),
+            },
+            ["rate", ..] => Err(Reply::Error("usage: rate PORT BPS".to_owned())),
             _ => Err(Reply::Error(format!(
                 "unknown command `{}`",
                 line.trim().escape_default()
@@ -266,6 +287,18 @@ impl Client {
         .map(drop)
     }
 
+    /// Shapes port `port` of the switch at `bps` bit/s from now on ([`Request::LinkRate`]).
+    ///
+    /// # Errors
+    /// See [`AdminError`]; [`AdminError::Refused`] names an unknown or unshaped port.
+    pub fn set_link_rate(&self, port: &str, bps: u64) -> Result<(), AdminError> {
+        self.exchange(Request::LinkRate {
+            port: port.to_owned(),
+            bps,
+        })
+        .map(drop)
+    }
+
     /// Sends `request` and returns the reply line unless it is an error reply.
     ///
     /// # Errors
@@ -325,6 +358,10 @@ mod tests {
             Request::Reset,
             blackhole(true),
             blackhole(false),
+            Request::LinkRate {
+                port: "p1".to_owned(),
+                bps: 25_000_000,
+            },
         ] {
             assert!(matches!(Request::parse(&request.line()), Ok(r) if r == request));
             let padded = format!(" {}\n", request.line());
@@ -337,6 +374,16 @@ mod tests {
                 panic!("`{bad}` must be refused");
             };
             assert_eq!(message, "usage: blackhole PORT on|off");
+        }
+        for (bad, why) in [
+            ("rate p1", "usage: rate PORT BPS"),
+            ("rate p1 0", "rate: `0` is not a rate in bit/s above 0"),
+            ("rate p1 25M", "rate: `25M` is not a rate in bit/s above 0"),
+        ] {
+            let Err(Reply::Error(message)) = Request::parse(bad) else {
+                panic!("`{bad}` must be refused");
+            };
+            assert_eq!(message, why);
         }
         let Err(Reply::Error(message)) = Request::parse("reboot\u{7}") else {
             panic!("an unknown request must be refused");
@@ -391,7 +438,7 @@ mod tests {
                 BufReader::new(&stream).read_line(&mut line).unwrap();
                 let reply = match Request::parse(&line) {
                     Ok(Request::Reset) => Reply::Done,
-                    Ok(Request::Stats | Request::Blackhole { .. }) => {
+                    Ok(Request::Stats | Request::Blackhole { .. } | Request::LinkRate { .. }) => {
                         Reply::Error("busy".to_owned())
                     }
                     Err(reply) => reply,

@@ -424,6 +424,20 @@ impl<D> EgressQueue<D> {
         self.stats.depth_bytes = 0;
     }
 
+    /// Shapes at `bps` from the next departure on (the frame on the wire keeps its slot). Only
+    /// between two shaped rates: a change to or from 0 (unshaped) is ignored, since the depth
+    /// accounting differs.
+    pub fn set_link_rate(&mut self, bps: u64) {
+        if bps != 0 && self.config.link_rate_bps != 0 {
+            self.config.link_rate_bps = bps;
+        }
+    }
+
+    /// The rate the shaper uses, bit/s (0: unshaped).
+    pub fn link_rate_bps(&self) -> u64 {
+        self.config.link_rate_bps
+    }
+
     /// Clears the maxima and histograms (a new measurement period starts); counters stay.
     pub fn reset_peaks(&mut self) {
         let stats = &mut self.stats;
@@ -502,6 +516,31 @@ mod tests {
             .serialization_ns(1500),
             0
         );
+    }
+
+    #[test]
+    fn a_new_rate_applies_from_the_next_departure_and_never_to_an_unshaped_port() {
+        let mut queue = shaped(100 * MBIT);
+        for desc in 0..3 {
+            queue.enqueue(desc, 1500, false, 0);
+        }
+        let mut out = Vec::new();
+        assert_eq!(queue.dequeue(0, 8, |d, _| out.push(d)), 1);
+        // The frame on the wire keeps its 121.6 µs slot; the next one takes 4× as long.
+        queue.set_link_rate(25 * MBIT);
+        assert_eq!(queue.link_rate_bps(), 25 * MBIT);
+        assert_eq!(queue.next_departure_ns(), Some(121_600));
+        assert_eq!(queue.dequeue(121_600, 8, |d, _| out.push(d)), 1);
+        assert_eq!(queue.next_departure_ns(), Some(121_600 + 486_400));
+        assert_eq!(queue.dequeue(121_600 + 486_399, 8, |d, _| out.push(d)), 0);
+        assert_eq!(queue.dequeue(121_600 + 486_400, 8, |d, _| out.push(d)), 1);
+        assert_eq!(out, [0, 1, 2]);
+        // To or from unshaped: ignored.
+        queue.set_link_rate(0);
+        assert_eq!(queue.link_rate_bps(), 25 * MBIT);
+        let mut unshaped = shaped(0);
+        unshaped.set_link_rate(MBIT);
+        assert_eq!(unshaped.link_rate_bps(), 0);
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct PortTelemetry {
     xsk_invalid_descs: AtomicU64,
     arrival_depth: AtomicHistogram,
     lateness_ns: AtomicHistogram,
+    /// The emulated link rate the port's shaper uses now, bit/s (0: unshaped).
+    link_rate_bps: AtomicU64,
 }
 
 impl PortTelemetry {
@@ -117,6 +119,11 @@ impl PortTelemetry {
         self.max_lateness_ns.store(stats.max_lateness_ns, Relaxed);
         self.arrival_depth.store(&stats.arrival_depth);
         self.lateness_ns.store(&stats.lateness_ns);
+    }
+
+    /// The emulated link rate the port's shaper uses (or is about to use), bit/s.
+    pub fn link_rate_bps(&self) -> u64 {
+        self.link_rate_bps.load(Relaxed)
     }
 
     /// Publishes only the current queue depth (what other pipes' queue-aware balancers read).
@@ -168,6 +175,7 @@ impl PortTelemetry {
             lateness_p999_ns: lateness.quantile_upper_bound(0.999),
             max_lateness_ns: self.max_lateness_ns.load(Relaxed),
             lateness_histogram_ns: lateness.buckets.to_vec(),
+            link_rate_bps: self.link_rate_bps.load(Relaxed),
         }
     }
 }
@@ -385,6 +393,8 @@ pub struct SwitchTelemetry {
     umem: OnceLock<(u64, SharedFrames)>,
     /// Bumped by a reset request; workers then clear their maxima and histograms.
     reset_epoch: AtomicU64,
+    /// Bumped by a link-rate change; workers then give their ports' shapers the new rates.
+    rate_epoch: AtomicU64,
 }
 
 impl SwitchTelemetry {
@@ -406,7 +416,31 @@ impl SwitchTelemetry {
             worker_frames: (0..workers).map(|_| WorkerFrames::default()).collect(),
             umem: OnceLock::new(),
             reset_epoch: AtomicU64::new(0),
+            rate_epoch: AtomicU64::new(0),
         }
+    }
+
+    /// Records port `index`'s configured link rate (at start; no worker is told).
+    pub fn init_link_rate(&self, index: usize, bps: u64) {
+        self.ports[index].link_rate_bps.store(bps, Relaxed);
+    }
+
+    /// Asks the owner of port `index` to shape it at `bps` from now on (`link A B rate R`: a
+    /// degraded link). Only a shaped port can change its rate: `bps` and the current rate must
+    /// both be non-zero, else nothing changes and `false` is returned.
+    pub fn request_link_rate(&self, index: usize, bps: u64) -> bool {
+        let port = &self.ports[index];
+        if bps == 0 || port.link_rate_bps.load(Relaxed) == 0 {
+            return false;
+        }
+        port.link_rate_bps.store(bps, Relaxed);
+        self.rate_epoch.fetch_add(1, Relaxed);
+        true
+    }
+
+    /// The current link-rate epoch.
+    pub fn rate_epoch(&self) -> u64 {
+        self.rate_epoch.load(Relaxed)
     }
 
     /// Port `index`'s telemetry.
@@ -531,6 +565,9 @@ pub struct PortSnapshot {
     pub max_lateness_ns: u64,
     /// Log₂ histogram of shaper lateness, ns.
     pub lateness_histogram_ns: Vec<u64>,
+    /// The emulated link rate the port's shaper uses, bit/s (0: unshaped).
+    #[serde(default)]
+    pub link_rate_bps: u64,
 }
 
 /// The kernel's drop counters of AF_XDP sockets (`XDP_STATISTICS`), summed over a port's

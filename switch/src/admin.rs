@@ -110,6 +110,25 @@ impl AdminState {
         }
     }
 
+    /// Shapes port `port` at `bps` bit/s from its next frame on (no control-thread round trip:
+    /// the port's owner picks the rate up through the telemetry's rate epoch).
+    fn set_link_rate(&self, port: &str, bps: u64) -> Reply {
+        let Some(index) = self.port_names.iter().position(|name| name == port) else {
+            return Reply::Error(format!(
+                "no port `{port}` (ports: {})",
+                self.port_names.join(", ")
+            ));
+        };
+        if self.telemetry.request_link_rate(index, bps) {
+            tracing::info!(port, rate = %ofan_topology::units::format_rate(bps), "link rate");
+            Reply::Done
+        } else {
+            Reply::Error(format!(
+                "port `{port}` is not shaped: it has no link rate to change"
+            ))
+        }
+    }
+
     /// Everything, now.
     pub fn stats(&self) -> Stats {
         Stats {
@@ -183,6 +202,7 @@ pub fn serve(
         Request::Blackhole { port, blackhole } => {
             state.apply(Change::Blackhole { port, blackhole })
         }
+        Request::LinkRate { port, bps } => state.set_link_rate(&port, bps),
     };
     endpoint::serve_admin(path, Limits::default(), counters, Arc::new(handler), stop)
         .with_context(|| format!("cannot bind admin socket {}", path.display()))?;

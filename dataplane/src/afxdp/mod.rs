@@ -291,6 +291,9 @@ impl Runtime {
             worker_count,
             crate::telemetry::worker_counter_names(),
         ));
+        for (index, port) in config.ports.iter().enumerate() {
+            telemetry.init_link_rate(index, port.egress.link_rate_bps);
+        }
         let pool = Arc::new(FramePool::new(frames, config.frame_size));
         let inboxes: Arc<[_]> = (0..worker_count)
             .map(|_| Arc::new(ArrayQueue::new(config.ring_size as usize * 4)))

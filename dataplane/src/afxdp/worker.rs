@@ -196,6 +196,7 @@ impl Worker {
         let mut last_publish = 0u64;
         let mut unpublished = false;
         let mut reset_epoch = self.telemetry.reset_epoch();
+        let mut rate_epoch = self.telemetry.rate_epoch();
         self.refill_all();
         while !self.stop.load(Ordering::Relaxed) {
             let mut work = self.drain_inbox();
@@ -221,6 +222,14 @@ impl Worker {
                     port.egress.reset_peaks();
                 }
                 unpublished = true;
+            }
+            let epoch = self.telemetry.rate_epoch();
+            if epoch != rate_epoch {
+                rate_epoch = epoch;
+                for port in &mut self.ports {
+                    let rate = self.telemetry.port(usize::from(port.id.0)).link_rate_bps();
+                    port.egress.set_link_rate(rate);
+                }
             }
             // A frame on the wire leaves the queue's depth when its slot ends: an idle worker
             // publishes that too (`publish` settles it) when it next wakes — within

@@ -163,7 +163,8 @@ pub enum Command {
         attempts: u32,
     },
     /// Take the link between two nodes down, blackhole it (carrier up, every frame dropped at
-    /// both ends: a silent failure only BGP's hold time or BFD notices), or bring it back.
+    /// both ends: a silent failure only BGP's hold time or BFD notices), bring it back, or slow
+    /// a link between two switches (`rate 250kbit`; `rate default` restores the lab's rate).
     Link {
         #[command(flatten)]
         lab: LabName,
@@ -171,9 +172,12 @@ pub enum Command {
         a: String,
         /// The other end.
         b: String,
-        /// up, down or blackhole.
+        /// up, down, blackhole or rate.
         #[arg(value_enum)]
         state: LinkAction,
+        /// With `rate`: the link's new rate (e.g. 500kbit, 1mbit) or `default`.
+        #[arg(required_if_eq("state", "rate"), value_name = "RATE")]
+        rate: Option<String>,
     },
     /// Stop a switch (its links go down, the fabric routes around it), start it again, crash
     /// and restart its BGP daemons (routing-restart) while it keeps forwarding, or kill it
@@ -242,16 +246,20 @@ pub enum LinkAction {
     /// Keep the carrier up and drop every frame at both receiving ends — data, ARP, BGP, BFD
     /// (switch ends in their XDP program, host ends by a tc filter). Nothing is recomputed.
     Blackhole,
+    /// Shape the link (between two switches) at RATE from now on: a degraded link. Routing
+    /// does not change; only load balancers that see congestion react.
+    Rate,
 }
 
 impl LinkAction {
-    /// The state it asks for.
+    /// The state it asks for (`rate` asks for none: it changes a link's speed).
     #[must_use]
-    pub const fn state(self) -> LinkState {
+    pub const fn state(self) -> Option<LinkState> {
         match self {
-            Self::Up => LinkState::Up,
-            Self::Down => LinkState::Down,
-            Self::Blackhole => LinkState::Blackholed,
+            Self::Up => Some(LinkState::Up),
+            Self::Down => Some(LinkState::Down),
+            Self::Blackhole => Some(LinkState::Blackholed),
+            Self::Rate => None,
         }
     }
 }
@@ -315,8 +323,36 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                 std::process::exit(1)
             }
         }
-        Command::Link { lab, a, b, state } => {
-            let change = ops::link(&lab.name, &a, &b, state.state())?;
+        Command::Link {
+            lab,
+            a,
+            b,
+            state: LinkAction::Rate,
+            rate,
+        } => {
+            let rate =
+                rate.ok_or_else(|| anyhow::anyhow!("`link A B rate` needs a RATE (or `default`)"))?;
+            let bps = if rate == "default" {
+                None
+            } else {
+                match parse_rate(&rate)? {
+                    0 => anyhow::bail!("a link cannot be slowed to 0; take it down instead"),
+                    bps => Some(bps),
+                }
+            };
+            let change = ofan_lab::lab::link_rate(&lab.name, &a, &b, bps)?;
+            eprintln!(
+                "link {a} — {b} at {} (the lab's links: {})",
+                ofan_topology::units::format_rate(change.bps),
+                ofan_topology::units::format_rate(change.lab_bps)
+            );
+            Ok(())
+        }
+        Command::Link {
+            lab, a, b, state, ..
+        } => {
+            let wanted = state.state().expect("`rate` is handled above");
+            let change = ops::link(&lab.name, &a, &b, wanted)?;
             let mut rerouted = rerouted(change.routes, change.converged.as_ref());
             if change.state == LinkState::Blackholed && change.converged.is_none() {
                 rerouted.push_str(" (only BGP notices a blackhole)");

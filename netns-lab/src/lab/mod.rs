@@ -34,6 +34,7 @@ pub mod ops;
 mod ping;
 pub mod plan;
 mod procs;
+mod rate;
 pub mod spec;
 pub mod state;
 pub mod status;
@@ -47,6 +48,7 @@ pub use down::{down, down_all, Removed, RemovedAll};
 pub use loaded::{exists, find_node, load, Loaded, Reconvergence};
 pub use net::NETNS_DIR;
 pub use ping::PairResult;
+pub use rate::{link_rate, RateChange};
 pub use spec::{
     check_name, Bfd, BgpDaemon, LabSpec, Routing, Shaping, TopologySource, DEFAULT_BUFFER_BYTES,
     DEFAULT_LINK_RATE_BPS, DEFAULT_SWITCH_RT_PRIORITY, EXPERIMENT_BUFFER_BYTES,

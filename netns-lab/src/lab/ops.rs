@@ -269,6 +269,7 @@ pub fn node(name: &str, switch: &str, start: bool) -> anyhow::Result<NodeChange>
         );
     }
     lab.reapply_blackholes(&node.name)?;
+    lab.reapply_link_rates(&node.name)?;
     for port in &node.ports {
         if after.is_alive(port.link) && lab.state.blackholed_links.contains(&port.link.0) {
             lab.set_link(port.link, true)?;
@@ -365,6 +366,7 @@ pub fn set_lb(name: &str, algorithm: Algorithm) -> anyhow::Result<usize> {
             );
         }
         lab.reapply_blackholes(switch)?;
+        lab.reapply_link_rates(switch)?;
         for link in &dark {
             lab.set_link(*link, true)?;
         }

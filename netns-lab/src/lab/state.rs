@@ -117,6 +117,10 @@ pub struct LabState {
     /// at both receiving ends. Recorded before the drops are set up.
     #[serde(default)]
     pub blackholed_links: Vec<u32>,
+    /// Links slowed with `link A B rate R`: (link id, bit/s). Recorded before the switches are
+    /// told.
+    #[serde(default)]
+    pub link_rates: Vec<(u32, u64)>,
     /// Switches stopped with `node SWITCH stop`.
     pub stopped: Vec<String>,
     /// Files outside the state directory's fixed layout (captures).
@@ -138,6 +142,7 @@ impl LabState {
             daemons: Vec::new(),
             failed_links: Vec::new(),
             blackholed_links: Vec::new(),
+            link_rates: Vec::new(),
             stopped: Vec::new(),
             files: Vec::new(),
             up_seconds: None,
