@@ -73,7 +73,7 @@ pub struct UpArgs {
     /// Switch radix (even, 4..=64) for fat-tree and leaf-spine.
     #[arg(long, default_value_t = 4)]
     pub k: u16,
-    /// Load-balancing algorithm of every switch: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan.
+    /// Load-balancing algorithm of every switch: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow, arf-packet.
     #[arg(long, value_name = "ALGO", default_value = "pofan")]
     pub lb: String,
     /// Ports per pipe (one worker thread each); default: all ports in one pipe.

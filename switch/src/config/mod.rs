@@ -43,6 +43,7 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
 
   [lb]
   algorithm = "pofan"             ecmp | rsq | rr | jsq | ar | drill | ofan | pofan
+                                  | arf-wcmp | arf-flow | arf-packet (docs/adaptive-routing.md)
   pipe_size = 4                   ports per pipe (one worker each), in port order
   pipes = [["p0","p2"],["p1","p3"]]   explicit pipes instead of pipe_size
   ack_max_frame = 128             frames up to this many bytes use the ACK pointers
@@ -111,7 +112,7 @@ pub struct Overrides {
     /// A port as NAME:ROLE (role host, down or up); repeat in port order. Replaces [[ports]].
     #[arg(long = "port", value_name = "NAME:ROLE")]
     pub ports: Vec<String>,
-    /// Load-balancing algorithm: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan.
+    /// Load-balancing algorithm: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow, arf-packet.
     #[arg(long = "lb", value_name = "ALGO")]
     pub algorithm: Option<Algorithm>,
     /// Ports per pipe (one worker per pipe).
