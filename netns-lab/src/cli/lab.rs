@@ -349,6 +349,9 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Link {
+            rate: Some(rate), ..
+        } => anyhow::bail!("`{rate}`: only `link A B rate` takes a rate"),
+        Command::Link {
             lab, a, b, state, ..
         } => {
             let wanted = state.state().expect("`rate` is handled above");
