@@ -109,7 +109,10 @@ fuzz_target!(|data: &[u8]| {
     let Some((&control, rest)) = data.split_first() else {
         return;
     };
-    let algorithm = Algorithm::ALL[usize::from(control >> 5)];
+    // Bits 5–7 pick the algorithm and bit 3 the half of the list, so all eleven are reachable
+    // (bit 0 cuts the input, bits 1–2 pick the FIB).
+    let algorithm = Algorithm::ALL
+        [(usize::from(control >> 5) + usize::from(control >> 3 & 1) * 8) % Algorithm::ALL.len()];
     let fib = &tables()[usize::from(control >> 1) & 3];
 
     // Cut the input into frames.
