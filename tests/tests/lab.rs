@@ -1357,6 +1357,68 @@ fn routing_restart_keeps_the_switch_fib() {
     lab.down_and_check(&pids);
 }
 
+/// The interface of `from`'s port towards its neighbour `to`.
+fn port_towards(topology: &Topology, from: &str, to: &str) -> String {
+    let node = topology
+        .nodes()
+        .iter()
+        .find(|n| n.name == from)
+        .unwrap_or_else(|| panic!("no node {from}"));
+    node.ports
+        .iter()
+        .find(|port| topology.node(port.peer).name == to)
+        .unwrap_or_else(|| panic!("{from} has no port towards {to}"))
+        .ifname
+        .clone()
+}
+
+/// Frames that `c-0` and `c-1` send down to `a-p1-0` during one 16 KB all-to-all under `lb`.
+fn frames_into_a_p1_0(lab: &LabGuard, topology: &Topology, lb: &str) -> (u64, u64) {
+    lab.ok(&["set", "--lb", lb]);
+    let (slow, fast) = (
+        port_towards(topology, "c-0", "a-p1-0"),
+        port_towards(topology, "c-1", "a-p1-0"),
+    );
+    let before = (port_tx(lab, "c-0")[&slow], port_tx(lab, "c-1")[&fast]);
+    let output = run_results(lab, lb, &["all-to-all", "--size", "16KB", "--repeat", "1"]);
+    let run = &output.results["runs"][0];
+    assert_eq!(run["setup"]["lb"], lb, "{run}");
+    assert_eq!(run["delivery"]["exactly_once"], true, "{}", run["delivery"]);
+    let after = (port_tx(lab, "c-0")[&slow], port_tx(lab, "c-1")[&fast]);
+    (after.0 - before.0, after.1 - before.1)
+}
+
+/// A remote bottleneck that no local queue shows: link c-0 — a-p1-0 runs at a quarter of the
+/// lab's rate. The aggregation switches of the other pods that send into pod 1 through c-0 see
+/// nothing wrong with their own link to c-0; only c-0's notification (its port towards a-p1-0
+/// congested) tells them. Under ECMP c-0 and c-1 carry about the same number of frames into
+/// a-p1-0 (each of the pod-0/2/3 aggregation switches hashes its flows to pod 1 evenly over
+/// both); under `arf-wcmp` the path through c-0 drops to weight ≈ 1 of 17 once the notification
+/// arrives, and c-0 carries a small fraction of what c-1 does.
+fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
+    let _machine = serial();
+    let lab = LabGuard::new("w");
+    lab.ok(&["up", "--k", "4", "--lb", "ecmp", "--buffer", "2MB"]);
+    let topology = Topology::fat_tree(4).unwrap();
+    lab.ok(&["link", "c-0", "a-p1-0", "rate", "250kbit"]);
+    let (ecmp_slow, ecmp_fast) = frames_into_a_p1_0(&lab, &topology, "ecmp");
+    let (arf_slow, arf_fast) = frames_into_a_p1_0(&lab, &topology, "arf-wcmp");
+    eprintln!(
+        "frames into a-p1-0 through c-0 (slowed) / c-1: ecmp {ecmp_slow} / {ecmp_fast}, \
+         arf-wcmp {arf_slow} / {arf_fast}"
+    );
+    assert!(
+        ecmp_slow * 2 > ecmp_fast,
+        "ECMP should not avoid the slow link: {ecmp_slow} vs {ecmp_fast}"
+    );
+    assert!(
+        arf_slow * 3 < arf_fast,
+        "arf-wcmp kept {arf_slow} frames on the slowed link against {arf_fast} on the other"
+    );
+    let pids = lab.switch_pids();
+    lab.down_and_check(&pids);
+}
+
 ofan_tests::root_tests!(
     k4_lab_up_pingall_traceroute_down,
     link_down_is_routed_around_and_its_counters_stop,
@@ -1370,4 +1432,5 @@ ofan_tests::root_tests!(
     bfd_routes_around_a_blackholed_link,
     routing_restart_keeps_the_switch_fib,
     chaos_run_accounts_for_every_repetition_or_names_its_fault,
+    slowed_core_link_makes_arf_wcmp_move_traffic_off_it,
 );
