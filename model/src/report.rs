@@ -220,6 +220,23 @@ pub struct LabSetup {
     pub repetition: u32,
     /// Seed of the collective (permutation) of this repetition.
     pub seed: u64,
+    /// Links the lab ran slower than `link_rate_bps` (`link A B rate R`); the lower bound
+    /// counts them (pod boundary term).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowed_links: Vec<SlowedLink>,
+}
+
+/// A link slower than the rest of the lab (`ofan-lab link A B rate R`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlowedLink {
+    /// The topology's link id.
+    pub link: u32,
+    /// One end (node name).
+    pub a: String,
+    /// The other end.
+    pub b: String,
+    /// Its rate, bit/s.
+    pub rate_bps: u64,
 }
 
 /// Did every packet arrive? (The counts themselves are in [`PacketCounts`].)

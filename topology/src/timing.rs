@@ -324,6 +324,89 @@ impl Topology {
             .unwrap_or(0);
         u64::try_from(bound).unwrap_or(u64::MAX)
     }
+
+    /// [`Self::collective_lower_bound_ps`] for a fabric whose links between switches may run
+    /// at other rates than `params.rate_bps` (a degraded link, `ofan-lab link A B rate R`):
+    /// `rate_bps(link)` is each link's rate. The larger of the host terms, which no switch link's
+    /// rate changes, and the **pod boundary** term below.
+    ///
+    /// **Pod boundary.** The links between pod P and the cores (those with one end in P and the
+    /// other in no pod) carry into P every DATA frame of the flows entering P from outside and
+    /// every ACK of the flows leaving it: `W` wire bits over `n` links of rates `r_i`. Link i
+    /// sends its share `W_i` one frame at a time from t ≥ 0, so its last frame starts no sooner
+    /// than `(W_i − b)/r_i`, with `b` the largest frame; the latest of the `n` is at least their
+    /// rate-weighted mean, so `T ≥ (W − n·b) / Σ r_i`, whatever the split. The same holds out of
+    /// P. With every link at the same rate this term never exceeds the receiving hosts' (a fat
+    /// tree is non-blocking), so it only ever tightens the bound of a degraded fabric; the hops
+    /// and ACK after the last frame are left out (they only add).
+    ///
+    /// # Panics
+    /// As [`Self::collective_lower_bound_ps`].
+    #[must_use]
+    pub fn collective_lower_bound_at_rates_ps(
+        &self,
+        params: &LinkParams,
+        system: &BoundSystem,
+        flows: &[(NodeId, NodeId, u64)],
+        rate_bps: &dyn Fn(crate::LinkId) -> u64,
+    ) -> u64 {
+        let hosts = self.collective_lower_bound_ps(params, system, flows);
+        hosts.max(self.pod_boundary_bound_ps(params, flows, rate_bps))
+    }
+
+    /// The pod boundary term of [`Self::collective_lower_bound_at_rates_ps`], ps.
+    fn pod_boundary_bound_ps(
+        &self,
+        params: &LinkParams,
+        flows: &[(NodeId, NodeId, u64)],
+        rate_bps: &dyn Fn(crate::LinkId) -> u64,
+    ) -> u64 {
+        let payload = u64::from(params.payload_bytes);
+        let overhead = u64::from(params.header_bytes) + u64::from(params.gap_bytes);
+        let ack_wire = u64::from(params.ack_bytes) + u64::from(params.gap_bytes);
+        let largest = (payload + overhead).max(ack_wire);
+        // Per pod: wire bytes in and out.
+        let mut inbound: std::collections::BTreeMap<u16, u128> = std::collections::BTreeMap::new();
+        let mut outbound: std::collections::BTreeMap<u16, u128> = std::collections::BTreeMap::new();
+        for &(src, dst, bytes) in flows {
+            let (Some(from), Some(to)) = (self.node(src).pod, self.node(dst).pod) else {
+                continue;
+            };
+            if bytes == 0 || from == to {
+                continue;
+            }
+            let packets = bytes.div_ceil(payload);
+            let data = u128::from(bytes + packets * overhead);
+            let acks = u128::from(packets * ack_wire);
+            *inbound.entry(to).or_default() += data;
+            *outbound.entry(from).or_default() += data;
+            *inbound.entry(from).or_default() += acks;
+            *outbound.entry(to).or_default() += acks;
+        }
+        let mut bound = 0u128;
+        for (pod, bytes_in) in &inbound {
+            let bytes_out = outbound.get(pod).copied().unwrap_or(0);
+            // The boundary links of the pod and their total rate (the same both ways).
+            let (count, total_bps) = self
+                .links()
+                .iter()
+                .filter(|link| {
+                    let (a, b) = (self.node(link.a.0).pod, self.node(link.b.0).pod);
+                    (a == Some(*pod) && b.is_none()) || (b == Some(*pod) && a.is_none())
+                })
+                .fold((0u128, 0u128), |(n, total), link| {
+                    (n + 1, total + u128::from(rate_bps(link.id)))
+                });
+            if count == 0 || total_bps == 0 {
+                continue;
+            }
+            for bytes in [*bytes_in, bytes_out] {
+                let bits = bytes.saturating_sub(count * u128::from(largest)) * 8;
+                bound = bound.max(bits * 1_000_000_000_000 / total_bps);
+            }
+        }
+        u64::try_from(bound).unwrap_or(u64::MAX)
+    }
 }
 
 /// Link parameters that are easy to follow by hand, for tests: 8 Gb/s, so one byte takes
@@ -503,5 +586,53 @@ mod bound_tests {
             383_333
         );
         assert_eq!(SendRate::LINE.paced_floor_ps(&params(), 115), 115_000);
+    }
+
+    #[test]
+    fn a_degraded_core_link_raises_the_bound_through_the_pod_boundary() {
+        // Pod 0's four hosts each send 1 000 B (10 frames, 1 150 wire bytes) to one of pod 1's.
+        let topology = Topology::fat_tree(4).unwrap();
+        let pod = |p: u16| -> Vec<NodeId> {
+            topology
+                .hosts()
+                .iter()
+                .filter(|h| h.pod == Some(p))
+                .map(|h| h.id)
+                .collect()
+        };
+        let flows: Vec<_> = pod(0)
+            .into_iter()
+            .zip(pod(1))
+            .map(|(s, d)| (s, d, 1_000))
+            .collect();
+        let system = system(Forwarding::AtSlotStart, 1.0);
+        let hosts_only = topology.collective_lower_bound_ps(&params(), &system, &flows);
+        let uniform = |_| params().rate_bps;
+        assert_eq!(
+            topology.collective_lower_bound_at_rates_ps(&params(), &system, &flows, &uniform),
+            hosts_only,
+            "with every link at the same rate the boundary never binds"
+        );
+        let slow = topology
+            .links()
+            .iter()
+            .find(|link| {
+                topology.node(link.a.0).name == "a-p1-0" && topology.node(link.b.0).name == "c-0"
+            })
+            .unwrap()
+            .id;
+        let degraded = |link| {
+            if link == slow {
+                params().rate_bps / 4
+            } else {
+                params().rate_bps
+            }
+        };
+        // Into pod 1: 4 × 1 150 B of DATA over 3.25 links' worth of rate, less one full frame
+        // (115 B) per link: 4 140 B · 8 / 26 Gb/s = 1 273 846 ps.
+        let bound =
+            topology.collective_lower_bound_at_rates_ps(&params(), &system, &flows, &degraded);
+        assert_eq!(bound, 1_273_846);
+        assert!(bound > hosts_only, "{bound} ≤ {hosts_only}");
     }
 }

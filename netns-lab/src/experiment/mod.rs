@@ -297,6 +297,7 @@ impl Experiment {
                     catch_up: lab.state.params.catch_up,
                     repetition,
                     seed,
+                    slowed_links: lab.slowed_links(),
                 };
                 let dir = self.out.join("runs").join(format!(
                     "{}-{}-r{repetition}",

@@ -83,6 +83,7 @@ pub fn run_repetition(
         setup.link_rate_bps,
         setup.load,
         setup.payload,
+        &setup.slowed_links,
     )
     .map_err(anyhow::Error::msg)?;
 

@@ -312,6 +312,7 @@ mod tests {
                     catch_up: true,
                     repetition,
                     seed: 1 + u64::from(repetition),
+                    slowed_links: Vec::new(),
                 },
                 delivery: Delivery {
                     complete: true,

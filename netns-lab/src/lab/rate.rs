@@ -67,6 +67,24 @@ pub fn link_rate(name: &str, a: &str, b: &str, bps: Option<u64>) -> anyhow::Resu
 }
 
 impl Loaded {
+    /// The links slowed with `link A B rate R`, for reports and the lower bound.
+    #[must_use]
+    pub fn slowed_links(&self) -> Vec<ofan_model::report::SlowedLink> {
+        self.state
+            .link_rates
+            .iter()
+            .map(|&(id, rate_bps)| {
+                let link = self.topology.link(LinkId(id));
+                ofan_model::report::SlowedLink {
+                    link: id,
+                    a: self.topology.node(link.a.0).name.clone(),
+                    b: self.topology.node(link.b.0).name.clone(),
+                    rate_bps,
+                }
+            })
+            .collect()
+    }
+
     /// Tells both (running) end switches of `link` to shape their port at `bps`.
     fn shape_link(&self, link: LinkId, bps: u64) -> anyhow::Result<()> {
         let link = self.topology.link(link);

@@ -18,7 +18,7 @@ use ofan_dataplane::forward::DropReason;
 use ofan_dataplane::telemetry::{PortSnapshot, SwitchSnapshot};
 pub use ofan_model::report::{
     Census, Delivery, Details, Drops, Fidelity, LabRun, LabSetup, PacketCounts, QueueStats,
-    RunReport, Stage, SCHEMA,
+    RunReport, SlowedLink, Stage, SCHEMA,
 };
 use ofan_topology::{
     BoundSystem, FailedLinks, Forwarding, LinkParams, NodeId, PortDirection, Role, SendRate,
@@ -102,8 +102,8 @@ pub fn link_params(link_rate_bps: u64, payload: u32) -> LinkParams {
 
 /// The lower bound of `plan` on `topology` for the lab, ps: frames leave the switches' shapers
 /// at the start of their slots over veths (no store-and-forward, no propagation), the agents
-/// pace DATA at `load` × `link_rate_bps`, every link runs at `link_rate_bps`
-/// (`ofan_topology::timing`).
+/// pace DATA at `load` × `link_rate_bps`, every link runs at `link_rate_bps` except the
+/// `slowed` ones (`ofan_topology::timing`; a slowed link adds the pod boundary term).
 ///
 /// # Errors
 /// When a plan host is not a host of the topology.
@@ -113,6 +113,7 @@ pub fn lower_bound_ps(
     link_rate_bps: u64,
     load: f64,
     payload: u32,
+    slowed: &[SlowedLink],
 ) -> Result<u64, String> {
     let ids = plan_ids(topology, plan)?;
     let flows: Vec<_> = plan
@@ -125,7 +126,13 @@ pub fn lower_bound_ps(
         forwarding: Forwarding::AtSlotStart,
     };
     let params = link_params(link_rate_bps.max(1), payload);
-    Ok(topology.collective_lower_bound_ps(&params, &system, &flows))
+    let rate_of = |link: ofan_topology::LinkId| {
+        slowed
+            .iter()
+            .find(|slow| slow.link == link.0)
+            .map_or(params.rate_bps, |slow| slow.rate_bps)
+    };
+    Ok(topology.collective_lower_bound_at_rates_ps(&params, &system, &flows, &rate_of))
 }
 
 /// ρ_max of `plan`'s flows under `failures` (every flow weighs one: the plan's messages are
@@ -225,6 +232,7 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
         setup.link_rate_bps,
         setup.load,
         setup.payload,
+        &setup.slowed_links,
     )?;
 
     // Queues per stage, from the switches' port telemetry; drops by name.

@@ -21,6 +21,7 @@ fn setup() -> LabSetup {
         catch_up: true,
         repetition: 0,
         seed: 1,
+        slowed_links: Vec::new(),
     }
 }
 
@@ -258,7 +259,7 @@ fn cct_and_bound_follow_the_reports_and_the_topology() {
     let s = scenario(0);
     let report = evaluate_scenario(&s);
     assert_eq!(report.cct_ps, Some(1_000_000_000 * 1000));
-    let bound = lower_bound_ps(&s.topology, &s.plan, RATE, 1.0, PAYLOAD).unwrap();
+    let bound = lower_bound_ps(&s.topology, &s.plan, RATE, 1.0, PAYLOAD, &[]).unwrap();
     assert_eq!(report.lower_bound_ps, bound);
     // 46 packets of 1534 + 20 B at 1 Mbit/s: about 0.57 s.
     assert!((0.55e12..0.6e12).contains(&(bound as f64)), "{bound}");
@@ -280,7 +281,7 @@ fn cct_and_bound_follow_the_reports_and_the_topology() {
 #[test]
 fn the_lab_bound_is_paced_sending_or_line_rate_receiving() {
     let s = scenario(0);
-    let bound = |load| lower_bound_ps(&s.topology, &s.plan, RATE, load, PAYLOAD).unwrap();
+    let bound = |load| lower_bound_ps(&s.topology, &s.plan, RATE, load, PAYLOAD, &[]).unwrap();
     const MS: u64 = 1_000_000_000;
     // ρ = 1: each host receives 46 DATA frames and 46 ACKs, 583.168 ms on its link, less a
     // full frame that may come last: 570.896 ms — more than its own sending (45 × 12.272 =
@@ -441,7 +442,7 @@ fn a_plan_host_outside_the_topology_is_an_error() {
     let mut hosts = topology_hosts(&topology);
     hosts[0].name = "stranger".into();
     let plan = permutation(1, hosts, BYTES, 1).unwrap();
-    assert!(lower_bound_ps(&topology, &plan, RATE, 1.0, PAYLOAD)
+    assert!(lower_bound_ps(&topology, &plan, RATE, 1.0, PAYLOAD, &[])
         .unwrap_err()
         .contains("stranger"));
 }
