@@ -74,6 +74,12 @@ impl EventQueue {
         }
     }
 
+    /// The time of the last popped event: the simulation's present.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        self.last
+    }
+
     /// Schedules an event at `time`, which must not be before the last popped event.
     ///
     /// # Panics

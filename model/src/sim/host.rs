@@ -188,11 +188,14 @@ impl Sim<'_> {
     // Not inlined: it runs once per host at the end of its data and on losses.
     #[inline(never)]
     fn arm_timer(&mut self, host: u32) {
+        let now = self.queue.now();
         let state = &mut self.hosts[host as usize];
         let Some(deadline) = state.recovery.next_deadline() else {
             return;
         };
-        let at = deadline.max(state.due);
+        // A deadline already past (an RTT sample shortened the timeout) fires now: an event in
+        // the past would land in the wrong bucket of the calendar queue and fire a cycle late.
+        let at = deadline.max(state.due).max(now);
         if state.timer_at != NO_TIMER && state.timer_at <= at {
             return;
         }
