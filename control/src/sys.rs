@@ -145,7 +145,10 @@ pub fn recv_with_ttl(socket: &std::net::UdpSocket, buffer: &mut [u8]) -> io::Res
         return Err(io::Error::last_os_error());
     }
     if i32::from(from.sin_family) != libc::AF_INET {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "not an IPv4 sender"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not an IPv4 sender",
+        ));
     }
     let mut received = Received {
         len: (len as usize).min(buffer.len()),
@@ -166,14 +169,15 @@ pub fn recv_with_ttl(socket: &std::net::UdpSocket, buffer: &mut [u8]) -> io::Res
             let level = (*header).cmsg_level;
             let kind = (*header).cmsg_type;
             let data = libc::CMSG_DATA(header);
-            let data_len = (*header).cmsg_len as usize
-                - (data as usize - header as usize);
-            if level == libc::IPPROTO_IP && kind == libc::IP_TTL
+            let data_len = (*header).cmsg_len as usize - (data as usize - header as usize);
+            if level == libc::IPPROTO_IP
+                && kind == libc::IP_TTL
                 && data_len >= std::mem::size_of::<libc::c_int>()
             {
                 let ttl = std::ptr::read_unaligned(data.cast::<libc::c_int>());
                 received.ttl = u8::try_from(ttl).ok();
-            } else if level == libc::IPPROTO_IP && kind == libc::IP_PKTINFO
+            } else if level == libc::IPPROTO_IP
+                && kind == libc::IP_PKTINFO
                 && data_len >= std::mem::size_of::<libc::in_pktinfo>()
             {
                 let info = std::ptr::read_unaligned(data.cast::<libc::in_pktinfo>());

@@ -162,9 +162,8 @@ impl State {
             .iter()
             .enumerate()
             .filter_map(|(id, port)| {
-                let text =
-                    std::fs::read_to_string(format!("/sys/class/net/{}/ifindex", port.name))
-                        .ok()?;
+                let text = std::fs::read_to_string(format!("/sys/class/net/{}/ifindex", port.name))
+                    .ok()?;
                 Some((text.trim().parse().ok()?, id))
             })
             .collect();
@@ -554,8 +553,7 @@ fn remote_paths(fib: &Fib, learned: &LearnedPaths, up_ports: u8, dest_keys: u32)
             continue;
         };
         for hop in group.hops() {
-            let (IpAddr::V4(gateway), Some(position)) = (hop.gateway, position_of(hop.port))
-            else {
+            let (IpAddr::V4(gateway), Some(position)) = (hop.gateway, position_of(hop.port)) else {
                 continue;
             };
             if let Some(neighbour) = neighbours.get(&gateway) {

@@ -434,7 +434,10 @@ fn print_adaptive_routing(arf: &ofan_control::notify::report::ArfReport) {
         us(arf.latency.median_ns),
         us(arf.latency.max_ns)
     );
-    for (label, recent) in [("sent", &arf.recent_sent), ("received", &arf.recent_received)] {
+    for (label, recent) in [
+        ("sent", &arf.recent_sent),
+        ("received", &arf.recent_received),
+    ] {
         let last: Vec<String> = recent
             .iter()
             .rev()

@@ -9,7 +9,10 @@ pub const COUNTERS: [(&str, &str); 7] = [
     ("send_errors", "notifications the kernel refused to send"),
     ("received", "datagrams received on the notification port"),
     ("applied", "notifications that changed the congestion table"),
-    ("refreshed", "notifications that refreshed an entry unchanged"),
+    (
+        "refreshed",
+        "notifications that refreshed an entry unchanged",
+    ),
     ("expired", "table entries aged out (hold time passed)"),
     ("published", "path-quality views published to the balancer"),
 ];
@@ -173,7 +176,13 @@ mod tests {
         }
         let report = latency.report();
         assert_eq!(
-            (report.count, report.last_ns, report.min_ns, report.median_ns, report.max_ns),
+            (
+                report.count,
+                report.last_ns,
+                report.min_ns,
+                report.median_ns,
+                report.max_ns
+            ),
             (3, 20, 10, 20, 30)
         );
     }

@@ -337,7 +337,10 @@ mod tests {
         let first = speaker.due(0, 7, &neighbours);
         assert_eq!(first.len(), 6);
         for out in &first {
-            assert_ne!(out.message.link.far_asn, 200 + u32::from(out.to.octets()[2]));
+            assert_ne!(
+                out.message.link.far_asn,
+                200 + u32::from(out.to.octets()[2])
+            );
             assert_eq!(out.message.link.near_asn, 100);
             assert_eq!(out.message.kind, Kind::CongestionCleared);
             assert_eq!(out.message.hold_ms, 300);
@@ -353,10 +356,7 @@ mod tests {
         }
         let sent = speaker.due(20 * MS, 8, &neighbours);
         let to: Vec<_> = sent.iter().map(|o| o.to).collect();
-        assert_eq!(
-            to,
-            [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 2, 1)]
-        );
+        assert_eq!(to, [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 2, 1)]);
         let message = sent[0].message;
         assert_eq!(message.kind, Kind::CongestionDetected);
         assert_eq!(message.quality, Quality::POOREST);
@@ -444,10 +444,7 @@ mod tests {
             check(Arrival::Fabric, Some(64), &good, None),
             Err(Reject::Ttl)
         );
-        assert_eq!(
-            check(Arrival::Fabric, None, &good, None),
-            Err(Reject::Ttl)
-        );
+        assert_eq!(check(Arrival::Fabric, None, &good, None), Err(Reject::Ttl));
         assert_eq!(
             check(Arrival::Fabric, Some(255), &good[..40], None),
             Err(Reject::Malformed)
@@ -459,7 +456,14 @@ mod tests {
         let names: Vec<_> = Reject::ALL.iter().map(|r| r.name()).collect();
         assert_eq!(
             names,
-            ["host_port", "unknown_port", "ttl", "malformed", "own_link", "stale"]
+            [
+                "host_port",
+                "unknown_port",
+                "ttl",
+                "malformed",
+                "own_link",
+                "stale"
+            ]
         );
     }
 }

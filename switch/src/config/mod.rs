@@ -84,6 +84,19 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
                                   bgpd -M bmp, `bmp connect` + `bmp mirror`): the path table
                                   (next hops and next-next hops) follows BGP; "off" (default):
                                   path information comes from the topology plan, if any
+
+  [adaptive_routing]              congestion notifications (docs/adaptive-routing.md)
+  enabled = true                  default: on with an arf-* algorithm, off otherwise
+  window_ms = 10                  detection window (1-1000): each fabric port's level is measured
+  refresh_ms = 100                every state is re-sent every T (window_ms-21845); hold is 3T
+  port = 7415                     UDP port, sent with TTL 255 and accepted only with TTL 255
+                                  from a fabric (up/down) port
+  asn = 4200000001                this switch's ASN and router ID in notifications; default:
+  router_id = "10.255.0.1"        the topology plan's; without either it receives only
+  congested_at = 5                congestion detected at this level (0-15) or below
+  cleared_at = 9                  and cleared at this level or above (above congested_at)
+  windows_to_change = 2           windows a new level must last before it is reported
+  jump = 4                        a change by more than this many levels is reported at once
 "#;
 
 /// A configuration error: which key, and what is wrong.
