@@ -28,9 +28,9 @@ use ofan_control::notify::transport::NotifySocket;
 use ofan_control::notify::wire::{Kind, Notification, Quality};
 use ofan_control::paths::LearnedPaths;
 use ofan_dataplane::afxdp::monotonic_ns;
-use ofan_dataplane::arf::{Applied, CongestionTable, PathQuality, RemoteHop, RemotePaths};
-use ofan_dataplane::fib::{Fib, IpPrefix, PortId, RouteTarget, SharedFib};
-use ofan_dataplane::lb::{DestKey, SwitchBalancer};
+use ofan_dataplane::arf::{Applied, CongestionTable, PathQuality, RemotePaths};
+use ofan_dataplane::fib::{Fib, SharedFib};
+use ofan_dataplane::lb::SwitchBalancer;
 use ofan_dataplane::telemetry::SwitchTelemetry;
 
 use crate::config::AdaptiveRouting;
@@ -409,7 +409,8 @@ impl State {
             }
         }
         let config = self.inputs.balancer.config();
-        let paths = remote_paths(&fib, &learned, config.up_ports, config.dest_keys);
+        let paths =
+            ofan_control::paths::remote_paths(&fib, &learned, config.up_ports, config.dest_keys);
         self.paths = Some((fib, learned, paths));
         true
     }
@@ -528,45 +529,4 @@ fn log_message(peer: String, message: &Notification, rejected: Option<Reject>) -
         quality: message.quality.level(),
         sequence: message.sequence,
     }
-}
-
-/// The remote path information: for each prefix of the path table that the FIB routes through a
-/// group, its destination key, and for each next hop on an up-port, the neighbour and its
-/// next-next hops. (Every prefix of one key has the same paths in a fat tree; the last wins.)
-fn remote_paths(fib: &Fib, learned: &LearnedPaths, up_ports: u8, dest_keys: u32) -> RemotePaths {
-    let mut paths = RemotePaths::new(up_ports, dest_keys);
-    let position_of = |port: PortId| {
-        (0..fib.up_port_count())
-            .find(|&position| fib.up_port(ofan_dataplane::lb::UpPort(position)) == Some(port))
-    };
-    for (&(addr, len), neighbours) in &learned.routes {
-        let Ok(prefix) = IpPrefix::new(IpAddr::V4(addr), len) else {
-            continue;
-        };
-        let Some(DestKey(key)) = fib.dest_key(IpAddr::V4(addr)) else {
-            continue;
-        };
-        let Some(RouteTarget::Group(group)) = fib.route_exact(prefix) else {
-            continue;
-        };
-        let Some(group) = fib.group(group) else {
-            continue;
-        };
-        for hop in group.hops() {
-            let (IpAddr::V4(gateway), Some(position)) = (hop.gateway, position_of(hop.port)) else {
-                continue;
-            };
-            if let Some(neighbour) = neighbours.get(&gateway) {
-                paths.set(
-                    DestKey(key),
-                    position,
-                    RemoteHop {
-                        neighbour: neighbour.asn,
-                        next_next: neighbour.next_next.iter().copied().collect(),
-                    },
-                );
-            }
-        }
-    }
-    paths
 }
