@@ -14,8 +14,8 @@
 //! The forwarding state stays the kernel FIB's (the mirror): [`report`] joins the learned paths
 //! onto the FIB's next hops, so a next hop the FIB no longer has is not shown and one BGP has not
 //! (yet) described shows no next-next hops. Nothing here is on the hot path: the table is
-//! replaced with one atomic swap and read by `stats` (and by the adaptive-routing policy to
-//! come).
+//! replaced with one atomic swap and read by `stats` and by the adaptive-routing notifier
+//! ([`remote_paths`]: the remote path information of the `arf-*` modes).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};

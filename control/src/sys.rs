@@ -1,5 +1,6 @@
 //! The one module of this crate with `unsafe`: the UDP probe that makes the kernel resolve a
-//! neighbour, a socket peer's credentials and the effective uid. (The rtnetlink socket is `ofan_netlink::RouteSocket`.)
+//! neighbour, a socket peer's credentials, the effective uid, and receiving a datagram with its
+//! TTL and arrival interface (`recvmsg` control messages) for the notifications' GTSM check. (The rtnetlink socket is `ofan_netlink::RouteSocket`.)
 
 use std::io;
 use std::os::fd::AsRawFd;

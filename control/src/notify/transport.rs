@@ -33,6 +33,8 @@ impl NotifySocket {
         let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))?;
         socket.set_ttl(u32::from(GTSM_TTL))?;
         sys::enable_ttl_and_pktinfo(&socket)?;
+        // Port 0 (tests): the one the kernel chose.
+        let port = socket.local_addr()?.port();
         Ok(Self { socket, port })
     }
 
@@ -71,5 +73,48 @@ impl NotifySocket {
         self.socket
             .send_to(bytes, SocketAddrV4::new(to, self.port))
             .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_datagram_comes_with_its_ttl_and_interface() {
+        let receiver = NotifySocket::bind(0).unwrap();
+        let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, receiver.port());
+        let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let lo: u32 = std::fs::read_to_string("/sys/class/net/lo/ifindex")
+            .map_or(1, |text| text.trim().parse().unwrap_or(1));
+        let mut buffer = [0u8; 64];
+        for ttl in [255u8, 64] {
+            sender.set_ttl(u32::from(ttl)).unwrap();
+            sender.send_to(b"hello", to).unwrap();
+            let got = receiver
+                .receive(&mut buffer, Duration::from_secs(2))
+                .unwrap()
+                .expect("a datagram");
+            assert_eq!(&buffer[..got.len], b"hello");
+            assert!(!got.truncated);
+            assert_eq!(got.ttl, Some(ttl));
+            assert_eq!(got.ifindex, Some(lo));
+            assert_eq!(*got.from.ip(), Ipv4Addr::LOCALHOST);
+        }
+        // Nothing more: a timeout is `None`, not an error.
+        assert_eq!(
+            receiver
+                .receive(&mut buffer, Duration::from_millis(10))
+                .unwrap(),
+            None
+        );
+        // A datagram longer than the buffer is marked truncated.
+        sender.send_to(&[0u8; 100], to).unwrap();
+        let got = receiver
+            .receive(&mut buffer, Duration::from_secs(2))
+            .unwrap()
+            .unwrap();
+        assert!(got.truncated);
+        assert_eq!(got.len, 64);
     }
 }
