@@ -43,6 +43,9 @@ pub struct Stats {
     /// What the admin socket and the metrics endpoint served and refused.
     #[serde(default)]
     pub endpoints: EndpointsReport,
+    /// Adaptive-routing notifications, when enabled.
+    #[serde(default)]
+    pub adaptive_routing: Option<crate::notify::report::ArfReport>,
 }
 
 /// The longest request line the switch accepts, newline included. A longer one is refused

@@ -19,7 +19,8 @@
 //!   the topology plan or, under BGP, from [`bmp`]: the BMP station (RFC 7854) the local BGP
 //!   daemon reports to.
 //!
-//! - [`notify`]: the adaptive-routing congestion notifications — so far their wire format.
+//! - [`notify`]: the adaptive-routing congestion notifications: wire format, the speaker's
+//!   state machine (recipients, refresh, rate limit, rejections), the UDP transport (GTSM).
 #![deny(unsafe_code)]
 
 pub mod admin;

@@ -14,8 +14,8 @@
 //! The forwarding state stays the kernel FIB's (the mirror): [`report`] joins the learned paths
 //! onto the FIB's next hops, so a next hop the FIB no longer has is not shown and one BGP has not
 //! (yet) described shows no next-next hops. Nothing here is on the hot path: the table is
-//! replaced with one atomic swap and read by `stats` (and by the adaptive-routing policy to
-//! come).
+//! replaced with one atomic swap and read by `stats` and by the adaptive-routing notifier
+//! ([`remote_paths`]: the remote path information of the `arf-*` modes).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -179,9 +179,123 @@ pub fn report(
     PathReport { source, routes }
 }
 
+/// The remote path information the adaptive-routing view needs
+/// ([`ofan_dataplane::arf::RemotePaths`]): for each prefix of `learned` that `fib` routes
+/// through a next-hop group, its destination key, and for each of the group's next hops on an
+/// up-port, the neighbour (ASN) and its next-next hops. Every prefix of one key has the same
+/// paths in a fat tree; where they differ the last prefix wins.
+#[must_use]
+pub fn remote_paths(
+    fib: &Fib,
+    learned: &LearnedPaths,
+    up_ports: u8,
+    dest_keys: u32,
+) -> ofan_dataplane::arf::RemotePaths {
+    use ofan_dataplane::arf::{RemoteHop, RemotePaths};
+    let mut paths = RemotePaths::new(up_ports, dest_keys);
+    for (&(addr, len), neighbours) in &learned.routes {
+        let Ok(prefix) = IpPrefix::new(IpAddr::V4(addr), len) else {
+            continue;
+        };
+        let (Some(key), Some(RouteTarget::Group(group))) =
+            (fib.dest_key(IpAddr::V4(addr)), fib.route_exact(prefix))
+        else {
+            continue;
+        };
+        let Some(group) = fib.group(group) else {
+            continue;
+        };
+        for hop in group.hops() {
+            let IpAddr::V4(gateway) = hop.gateway else {
+                continue;
+            };
+            let (Some(position), Some(neighbour)) = (
+                fib.port(hop.port).and_then(|port| port.up_position),
+                neighbours.get(&gateway),
+            ) else {
+                continue;
+            };
+            paths.set(
+                key,
+                position,
+                RemoteHop {
+                    neighbour: neighbour.asn,
+                    next_next: neighbour.next_next.iter().copied().collect(),
+                },
+            );
+        }
+    }
+    paths
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remote_paths_join_the_fib_keys_and_up_ports_to_the_neighbours() {
+        use ofan_dataplane::arf::RemoteHop;
+        use ofan_dataplane::fib::{NextHop, Port, PortId, PortRole};
+        use ofan_dataplane::lb::DestKey;
+        let port = |role, up_position| Port {
+            ifindex: 1,
+            mac: [2, 0, 0, 0, 0, 1],
+            role,
+            up_position,
+            oper_up: true,
+        };
+        let hop = |id: u16, last: u8| NextHop {
+            port: PortId(id),
+            gateway: IpAddr::V4(Ipv4Addr::new(100, 64, 0, last)),
+            mac: Some([2, 0, 0, 0, 1, last]),
+        };
+        let prefix = |text: &str| text.parse::<IpPrefix>().unwrap();
+        let mut builder = Fib::builder();
+        builder
+            .port(PortId(0), port(PortRole::Host, None))
+            .port(PortId(1), port(PortRole::Up, Some(1)))
+            .port(PortId(2), port(PortRole::Up, Some(0)));
+        let up = builder.group([hop(1, 1), hop(2, 3)]);
+        builder
+            .route(prefix("10.1.0.0/24"), RouteTarget::Group(up))
+            .dest_key(prefix("10.1.0.0/24"), DestKey(1))
+            .dest_keys(2);
+        let fib = builder.build().unwrap();
+        let mut learned = LearnedPaths::default();
+        let behind = |asn, next: &[u32]| NeighborPaths {
+            asn,
+            next_next: next.iter().copied().collect(),
+        };
+        learned.routes.insert(
+            (Ipv4Addr::new(10, 1, 0, 0), 24),
+            BTreeMap::from([
+                (Ipv4Addr::new(100, 64, 0, 1), behind(12, &[20, 21])),
+                (Ipv4Addr::new(100, 64, 0, 3), behind(13, &[22])),
+            ]),
+        );
+        // A prefix the FIB does not route: ignored.
+        learned.routes.insert(
+            (Ipv4Addr::new(10, 9, 0, 0), 24),
+            BTreeMap::from([(Ipv4Addr::new(100, 64, 0, 1), behind(12, &[29]))]),
+        );
+        let paths = remote_paths(&fib, &learned, 2, 2);
+        // Port 1 is up-position 1, port 2 up-position 0.
+        assert_eq!(
+            paths.get(DestKey(1), 1),
+            Some(&RemoteHop {
+                neighbour: 12,
+                next_next: vec![20, 21]
+            })
+        );
+        assert_eq!(
+            paths.get(DestKey(1), 0),
+            Some(&RemoteHop {
+                neighbour: 13,
+                next_next: vec![22]
+            })
+        );
+        assert_eq!(paths.get(DestKey(0), 0), None);
+    }
 
     #[test]
     fn the_plan_names_neighbours_and_their_next_hops_by_asn() {

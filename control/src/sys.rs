@@ -1,5 +1,6 @@
 //! The one module of this crate with `unsafe`: the UDP probe that makes the kernel resolve a
-//! neighbour, a socket peer's credentials and the effective uid. (The rtnetlink socket is `ofan_netlink::RouteSocket`.)
+//! neighbour, a socket peer's credentials, the effective uid, and receiving a datagram with its
+//! TTL and arrival interface (`recvmsg` control messages) for the notifications' GTSM check. (The rtnetlink socket is `ofan_netlink::RouteSocket`.)
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -71,4 +72,120 @@ pub fn peer_credentials(
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
+}
+
+/// One datagram received with [`recv_with_ttl`]: its length, sender, IP TTL and arrival
+/// interface, as the kernel's control messages gave them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes of payload written into the buffer (a longer datagram is cut; see `truncated`).
+    pub len: usize,
+    /// Whether the datagram was longer than the buffer.
+    pub truncated: bool,
+    /// The sender.
+    pub from: std::net::SocketAddrV4,
+    /// The IP TTL it arrived with (`IP_RECVTTL`), when the kernel said.
+    pub ttl: Option<u8>,
+    /// The interface it arrived on (`IP_PKTINFO`), when the kernel said.
+    pub ifindex: Option<u32>,
+}
+
+/// Asks the kernel for the TTL and arrival interface of every datagram `socket` receives
+/// (`IP_RECVTTL`, `IP_PKTINFO`).
+///
+/// # Errors
+/// The `setsockopt` error.
+pub fn enable_ttl_and_pktinfo(socket: &std::net::UdpSocket) -> io::Result<()> {
+    for option in [libc::IP_RECVTTL, libc::IP_PKTINFO] {
+        let on: libc::c_int = 1;
+        // SAFETY: the option value is a c_int valid for reads for the call, and the length is
+        // its size.
+        let ret = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::IPPROTO_IP,
+                option,
+                std::ptr::from_ref(&on).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if ret < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Receives one IPv4 datagram into `buffer` with its TTL and arrival interface (`recvmsg`);
+/// blocks as the socket is set to (read timeout: `WouldBlock`/`TimedOut`).
+///
+/// # Errors
+/// The `recvmsg` error; `InvalidData` for a sender that is not IPv4.
+pub fn recv_with_ttl(socket: &std::net::UdpSocket, buffer: &mut [u8]) -> io::Result<Received> {
+    // Room for IP_TTL (an int) and IP_PKTINFO (in_pktinfo), each with its cmsghdr; u64 words
+    // keep it aligned for cmsghdr.
+    let mut control = [0u64; 16];
+    // SAFETY: zeroed sockaddr_in and msghdr are valid values (plain C structs).
+    let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    let mut iov = libc::iovec {
+        iov_base: buffer.as_mut_ptr().cast(),
+        iov_len: buffer.len(),
+    };
+    // SAFETY: as above.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_name = std::ptr::from_mut(&mut from).cast();
+    message.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    message.msg_iov = &mut iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    message.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: every pointer in `message` (name, one iovec over `buffer`, control) is valid for
+    // writes of the length given beside it for the duration of the call.
+    let len = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut message, 0) };
+    if len < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if i32::from(from.sin_family) != libc::AF_INET {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not an IPv4 sender",
+        ));
+    }
+    let mut received = Received {
+        len: (len as usize).min(buffer.len()),
+        truncated: message.msg_flags & libc::MSG_TRUNC != 0,
+        from: std::net::SocketAddrV4::new(
+            u32::from_be(from.sin_addr.s_addr).into(),
+            u16::from_be(from.sin_port),
+        ),
+        ttl: None,
+        ifindex: None,
+    };
+    // SAFETY: `message` was filled by recvmsg, so CMSG_FIRSTHDR/CMSG_NXTHDR walk headers inside
+    // `control` (msg_controllen bytes), and each header's data is read with read_unaligned
+    // only when its level, type and length say it holds the type read.
+    unsafe {
+        let mut header = libc::CMSG_FIRSTHDR(&message);
+        while !header.is_null() {
+            let level = (*header).cmsg_level;
+            let kind = (*header).cmsg_type;
+            let data = libc::CMSG_DATA(header);
+            let data_len = (*header).cmsg_len as usize - (data as usize - header as usize);
+            if level == libc::IPPROTO_IP
+                && kind == libc::IP_TTL
+                && data_len >= std::mem::size_of::<libc::c_int>()
+            {
+                let ttl = std::ptr::read_unaligned(data.cast::<libc::c_int>());
+                received.ttl = u8::try_from(ttl).ok();
+            } else if level == libc::IPPROTO_IP
+                && kind == libc::IP_PKTINFO
+                && data_len >= std::mem::size_of::<libc::in_pktinfo>()
+            {
+                let info = std::ptr::read_unaligned(data.cast::<libc::in_pktinfo>());
+                received.ifindex = u32::try_from(info.ipi_ifindex).ok();
+            }
+            header = libc::CMSG_NXTHDR(&message, header);
+        }
+    }
+    Ok(received)
 }

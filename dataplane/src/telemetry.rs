@@ -71,6 +71,24 @@ pub struct PortTelemetry {
     lateness_ns: AtomicHistogram,
     /// The emulated link rate the port's shaper uses now, bit/s (0: unshaped).
     link_rate_bps: AtomicU64,
+    /// Largest depth published since the adaptive-routing detector last took it, bytes.
+    window_max_depth_bytes: AtomicU64,
+}
+
+/// What the adaptive-routing detector reads of a port each window ([`PortTelemetry::take_window`]):
+/// cumulative counters (the caller differences them) and the window's largest queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowReading {
+    /// Bytes sent, cumulative.
+    pub tx_bytes: u64,
+    /// Frames dropped (buffer full or hand-off full), cumulative.
+    pub drops: u64,
+    /// The largest depth since the last reading, bytes: the largest depth any publication
+    /// showed (workers publish at most every millisecond while busy) or the queue's own peak when
+    /// that grew since the last reading.
+    pub max_depth_bytes: u64,
+    /// The queue's peak since the last reset, bytes (to see it grow).
+    pub peak_depth_bytes: u64,
 }
 
 impl PortTelemetry {
@@ -106,6 +124,8 @@ impl PortTelemetry {
             .store(u64::from(stats.depth_packets), Relaxed);
         self.depth_bytes
             .store(u64::from(stats.depth_bytes), Relaxed);
+        self.window_max_depth_bytes
+            .fetch_max(u64::from(stats.depth_bytes), Relaxed);
         self.max_depth_packets
             .store(u64::from(stats.max_depth_packets), Relaxed);
         self.max_depth_bytes
@@ -131,6 +151,27 @@ impl PortTelemetry {
     pub fn publish_depth(&self, packets: u32, bytes: u32) {
         self.depth_packets.store(u64::from(packets), Relaxed);
         self.depth_bytes.store(u64::from(bytes), Relaxed);
+        self.window_max_depth_bytes
+            .fetch_max(u64::from(bytes), Relaxed);
+    }
+
+    /// Reads the port for one detection window and starts the next: the window's largest depth
+    /// is taken (reset to the current depth). `last_peak` is the previous reading's
+    /// `peak_depth_bytes`.
+    pub fn take_window(&self, last_peak: u64) -> WindowReading {
+        let current = self.depth_bytes.load(Relaxed);
+        let sampled = self.window_max_depth_bytes.swap(current, Relaxed);
+        let peak = self.max_depth_bytes.load(Relaxed);
+        WindowReading {
+            tx_bytes: self.tx_bytes.load(Relaxed),
+            drops: self.drops_buffer.load(Relaxed) + self.drops_handoff.load(Relaxed),
+            max_depth_bytes: if peak > last_peak {
+                sampled.max(peak)
+            } else {
+                sampled
+            },
+            peak_depth_bytes: peak,
+        }
     }
 
     /// The current queue depth in frames and bytes (what queue-aware balancers read for ports

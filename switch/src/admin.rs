@@ -48,6 +48,8 @@ pub struct AdminState {
     pub paths: PathInfo,
     /// What the admin socket and the metrics endpoint served and refused.
     pub endpoints: Endpoints,
+    /// The adaptive-routing notifier's report, when enabled.
+    pub adaptive_routing: Option<Arc<Mutex<ofan_control::notify::report::ArfReport>>>,
 }
 
 /// The counters of the switch's endpoints.
@@ -153,6 +155,10 @@ impl AdminState {
                 admin: self.endpoints.admin.status(),
                 metrics: self.endpoints.metrics.status(),
             },
+            adaptive_routing: self
+                .adaptive_routing
+                .as_ref()
+                .and_then(|report| report.lock().ok().map(|r| r.clone())),
         }
     }
 }
@@ -290,4 +296,29 @@ fn record(stats: &Stats) {
             .set((session.peers.len() - complete) as f64);
     }
     metrics::gauge!("ofan_path_routes").set(stats.paths.routes.len() as f64);
+    if let Some(arf) = &stats.adaptive_routing {
+        for (name, value) in &arf.counters {
+            metrics::counter!(format!("ofan_arf_{name}_total")).absolute(*value);
+        }
+        for (reason, value) in &arf.rejected {
+            metrics::counter!("ofan_arf_rejected_total", "reason" => reason.clone())
+                .absolute(*value);
+        }
+        metrics::gauge!("ofan_arf_table_entries").set(arf.table.len() as f64);
+        metrics::gauge!("ofan_arf_view_generation").set(arf.generation as f64);
+        for port in &arf.ports {
+            metrics::gauge!("ofan_arf_port_level", "port" => port.name.clone())
+                .set(f64::from(port.level));
+        }
+        let latency = &arf.latency;
+        metrics::counter!("ofan_arf_latency_samples_total").absolute(latency.count);
+        for (stat, ns) in [
+            ("last", latency.last_ns),
+            ("min", latency.min_ns),
+            ("median", latency.median_ns),
+            ("max", latency.max_ns),
+        ] {
+            metrics::gauge!("ofan_arf_latency_seconds", "stat" => stat).set(ns as f64 / 1e9);
+        }
+    }
 }

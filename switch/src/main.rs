@@ -8,6 +8,7 @@
 //! every frame is accounted for, the admin socket is removed.
 
 mod admin;
+mod arf;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -155,6 +156,34 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let mut runtime = Runtime::start(config.runtime.clone(), Arc::clone(&shared))
         .context("cannot start the data path")?;
+    let arf_stop = Arc::new(AtomicBool::new(false));
+    let notifier = match &config.adaptive_routing {
+        Some(settings) => Some(
+            arf::Notifier::start(
+                arf::Inputs {
+                    settings: settings.clone(),
+                    ports: config
+                        .runtime
+                        .ports
+                        .iter()
+                        .zip(&config.mirror.ports)
+                        .map(|(spec, port)| arf::PortInfo {
+                            name: spec.name.clone(),
+                            fabric: port.role != ofan_dataplane::fib::PortRole::Host,
+                            buffer_bytes: u64::from(spec.egress.buffer_bytes),
+                        })
+                        .collect(),
+                    telemetry: Arc::clone(runtime.telemetry()),
+                    balancer: Arc::clone(runtime.balancer()),
+                    fib: Arc::clone(&shared),
+                    learned: Arc::clone(&paths.learned),
+                },
+                Arc::clone(&arf_stop),
+            )
+            .context("cannot start adaptive-routing notifications")?,
+        ),
+        None => None,
+    };
     let (controls, control_requests) = std::sync::mpsc::channel();
     let state = Arc::new(admin::AdminState {
         name: config.name.clone(),
@@ -168,6 +197,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         port_names: config.mirror.ports.iter().map(|p| p.name.clone()).collect(),
         paths,
         endpoints: admin::Endpoints::default(),
+        adaptive_routing: notifier.as_ref().map(|n| Arc::clone(&n.report)),
     });
     let admin_stop = Arc::new(AtomicBool::new(false));
     let _socket = admin::serve(
@@ -213,6 +243,10 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
 
     tracing::info!("stopping");
     admin_stop.store(true, Ordering::Relaxed);
+    arf_stop.store(true, Ordering::Relaxed);
+    if let Some(notifier) = notifier {
+        notifier.join();
+    }
     let report = runtime.stop();
     mirror.stop();
     if let Some(station) = station {
@@ -328,7 +362,95 @@ fn stats(socket: &std::path::Path, json: bool) -> anyhow::Result<()> {
         .collect();
     println!("counters: {}", nonzero.join(" "));
     print_paths(&stats);
+    if let Some(arf) = &stats.adaptive_routing {
+        print_adaptive_routing(arf);
+    }
     Ok(())
+}
+
+/// The adaptive-routing section: local levels, neighbours, the congestion table, counters,
+/// latency, the last notifications.
+fn print_adaptive_routing(arf: &ofan_control::notify::report::ArfReport) {
+    let identity = match (arf.asn, &arf.router_id) {
+        (Some(asn), Some(id)) => format!("AS{asn} {id}"),
+        _ => "no ASN: receiving only".to_owned(),
+    };
+    println!(
+        "adaptive routing: {identity}, udp {}, window {} ms, refresh {} ms (hold {} ms), view generation {}",
+        arf.port,
+        arf.window_ms,
+        arf.refresh_ms,
+        3 * arf.refresh_ms,
+        arf.generation
+    );
+    let ports: Vec<String> = arf
+        .ports
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}{}",
+                p.name,
+                p.level,
+                if p.congested { " congested" } else { "" }
+            )
+        })
+        .collect();
+    println!("  local levels: {}", ports.join(", "));
+    let neighbours: Vec<String> = arf
+        .neighbours
+        .iter()
+        .map(|n| format!("{} {} AS{}", n.port, n.addr, n.asn))
+        .collect();
+    println!("  neighbours: {}", neighbours.join(", "));
+    println!("  congestion table ({} links):", arf.table.len());
+    for link in &arf.table {
+        println!(
+            "    AS{} → AS{}  level {:>2}{}  seq {}  expires in {} ms",
+            link.near,
+            link.far,
+            link.quality,
+            if link.failed { " failed" } else { "" },
+            link.sequence,
+            link.expires_in_ms
+        );
+    }
+    let counters: Vec<String> = arf
+        .counters
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .chain(
+            arf.rejected
+                .iter()
+                .map(|(name, value)| format!("rejected_{name}={value}")),
+        )
+        .collect();
+    println!("  counters: {}", counters.join(" "));
+    let us = |ns: i64| ns as f64 / 1000.0;
+    println!(
+        "  notification-to-table latency: {} samples, last {:.1} µs, min {:.1}, median {:.1}, max {:.1}",
+        arf.latency.count,
+        us(arf.latency.last_ns),
+        us(arf.latency.min_ns),
+        us(arf.latency.median_ns),
+        us(arf.latency.max_ns)
+    );
+    for (label, recent) in [
+        ("sent", &arf.recent_sent),
+        ("received", &arf.recent_received),
+    ] {
+        let last: Vec<String> = recent
+            .iter()
+            .rev()
+            .take(5)
+            .map(|m| {
+                format!(
+                    "{} {} AS{}→AS{} level {} seq {}",
+                    m.peer, m.what, m.near, m.far, m.quality, m.sequence
+                )
+            })
+            .collect();
+        println!("  last {label}: {}", last.join(" | "));
+    }
 }
 
 /// The path table: per prefix, each next hop with its next-next hops (ASNs).

@@ -17,6 +17,8 @@ use serde_json::Value;
 mod fan_out;
 #[path = "switch/fixtures.rs"]
 mod fixtures;
+#[path = "switch/notify.rs"]
+mod notify;
 #[path = "switch/storm.rs"]
 mod storm;
 
@@ -25,6 +27,7 @@ use fan_out::{
     route_changes_and_link_down_take_effect_within_100ms,
 };
 use fixtures::*;
+use notify::notifications_are_taken_only_from_fabric_neighbours_with_ttl_255;
 use storm::{
     overloaded_port_tail_drops_exactly_and_leaks_no_frame,
     storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow,
@@ -545,4 +548,5 @@ ofan_tests::root_tests!(
     multi_queue_ports_bind_one_socket_per_queue,
     storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow,
     overloaded_port_tail_drops_exactly_and_leaks_no_frame,
+    notifications_are_taken_only_from_fabric_neighbours_with_ttl_255,
 );

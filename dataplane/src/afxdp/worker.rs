@@ -382,6 +382,8 @@ impl Worker {
             };
         }
 
+        // One clock read per batch: the shaper's arrival time and `arf-flow`'s flow aging.
+        let now = monotonic_ns();
         let mut verdicts = [Verdict::Drop(DropReason::ALL[0]); MAX_BATCH];
         match self.forwarding {
             Forwarding::Bare => {
@@ -401,6 +403,7 @@ impl Worker {
                         data: umem.data(frame),
                     };
                 }
+                self.forwarder.set_clock(now);
                 self.forwarder.process_batch(
                     &fib,
                     &mut refs[..received],
@@ -411,7 +414,6 @@ impl Worker {
             }
         }
 
-        let now = monotonic_ns();
         for (frame, verdict) in frames[..received].iter_mut().zip(&verdicts[..received]) {
             let frame = frame.take().expect("received frames are all present");
             match *verdict {

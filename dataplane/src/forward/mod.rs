@@ -270,6 +270,13 @@ impl Forwarder {
         &self.balancer
     }
 
+    /// Sets the balancer's clock (ns, monotonic): `arf-flow` ages its flow table by it. The
+    /// worker calls it once per batch.
+    #[inline]
+    pub fn set_clock(&mut self, now_ns: u64) {
+        self.balancer.set_clock(now_ns);
+    }
+
     /// The counters so far.
     pub fn counters(&self) -> &Counters {
         &self.counters

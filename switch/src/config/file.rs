@@ -30,6 +30,8 @@ pub struct FileConfig {
     pub(super) admin: AdminSection,
     #[serde(default)]
     pub(super) bgp: BgpSection,
+    #[serde(default)]
+    pub(super) adaptive_routing: AdaptiveRoutingSection,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -127,4 +129,19 @@ pub(super) struct AdminSection {
 #[serde(deny_unknown_fields)]
 pub(super) struct BgpSection {
     pub(super) bmp: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AdaptiveRoutingSection {
+    pub(super) enabled: Option<bool>,
+    pub(super) window_ms: Option<u64>,
+    pub(super) refresh_ms: Option<u64>,
+    pub(super) port: Option<u16>,
+    pub(super) asn: Option<u32>,
+    pub(super) router_id: Option<std::net::Ipv4Addr>,
+    pub(super) congested_at: Option<u8>,
+    pub(super) cleared_at: Option<u8>,
+    pub(super) windows_to_change: Option<u8>,
+    pub(super) jump: Option<u8>,
 }

@@ -7,6 +7,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use ofan_control::mirror::{MirrorConfig, PortConfig};
+use ofan_control::notify::detect::Thresholds;
+use ofan_control::notify::speaker::{Identity, Neighbour, Timing};
+use ofan_control::notify::wire::Quality;
 use ofan_control::paths::LearnedPaths;
 use ofan_dataplane::afxdp::{BindMode, Forwarding, PollMode, PortSpec, RuntimeConfig, XdpMode};
 use ofan_dataplane::egress::{EgressConfig, Shaping};
@@ -81,6 +84,19 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
                                   bgpd -M bmp, `bmp connect` + `bmp mirror`): the path table
                                   (next hops and next-next hops) follows BGP; "off" (default):
                                   path information comes from the topology plan, if any
+
+  [adaptive_routing]              congestion notifications (docs/adaptive-routing.md)
+  enabled = true                  default: on with an arf-* algorithm, off otherwise
+  window_ms = 10                  detection window (1-1000): each fabric port's level is measured
+  refresh_ms = 100                every state is re-sent every T (window_ms-21845); hold is 3T
+  port = 7415                     UDP port, sent with TTL 255 and accepted only with TTL 255
+                                  from a fabric (up/down) port
+  asn = 4200000001                this switch's ASN and router ID in notifications; default:
+  router_id = "10.255.0.1"        the topology plan's; without either it receives only
+  congested_at = 5                congestion detected at this level (0-15) or below
+  cleared_at = 9                  and cleared at this level or above (above congested_at)
+  windows_to_change = 2           windows a new level must last before it is reported
+  jump = 4                        a change by more than this many levels is reported at once
 "#;
 
 /// A configuration error: which key, and what is wrong.
@@ -225,6 +241,27 @@ pub struct SwitchConfig {
     pub bmp: Option<SocketAddr>,
     /// Path information from the topology plan (with `topology` and `node`).
     pub plan_paths: Option<LearnedPaths>,
+    /// Adaptive-routing notifications (`[adaptive_routing]`), when enabled.
+    pub adaptive_routing: Option<AdaptiveRouting>,
+}
+
+/// The validated `[adaptive_routing]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdaptiveRouting {
+    /// Window and refresh interval.
+    pub timing: Timing,
+    /// UDP port.
+    pub port: u16,
+    /// Detector settings.
+    pub thresholds: Thresholds,
+    /// This switch's ASN and router ID: the key, else the plan; without it the switch receives
+    /// but does not send.
+    pub identity: Option<Identity>,
+    /// Fabric ports (role up or down), by port id.
+    pub fabric_ports: Vec<u32>,
+    /// The neighbours the plan names behind the fabric ports (empty without a plan: then they
+    /// are the FIB's next hops on fabric ports, named by the path table's ASNs).
+    pub plan_neighbours: Vec<Neighbour>,
 }
 
 /// Reads and validates the configuration.
@@ -599,6 +636,8 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
     let plan_paths = plan
         .as_ref()
         .map(|plan| LearnedPaths::from_plan(&plan.topology, plan.node));
+    let adaptive_routing =
+        adaptive_routing(&file.adaptive_routing, algorithm, &ports, plan.as_ref())?;
     Ok(SwitchConfig {
         name,
         runtime,
@@ -607,7 +646,115 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         metrics,
         bmp,
         plan_paths,
+        adaptive_routing,
     })
+}
+
+/// `[adaptive_routing]`: on by default exactly when the algorithm is an `arf-*` mode (the only
+/// ones that read what notifications say).
+fn adaptive_routing(
+    section: &file::AdaptiveRoutingSection,
+    algorithm: Algorithm,
+    ports: &[PortEntry],
+    plan: Option<&Plan>,
+) -> Result<Option<AdaptiveRouting>, ConfigError> {
+    let arf = matches!(
+        algorithm,
+        Algorithm::ArfWcmp | Algorithm::ArfFlow | Algorithm::ArfPacket
+    );
+    if !section.enabled.unwrap_or(arf) {
+        return Ok(None);
+    }
+    let window_ms = section.window_ms.unwrap_or(10);
+    if !(1..=1000).contains(&window_ms) {
+        return Err(error(
+            "adaptive_routing.window_ms",
+            format!("{window_ms} must be from 1 to 1000"),
+        ));
+    }
+    let refresh_ms = section.refresh_ms.unwrap_or(100);
+    // The hold time (3T) travels as 16-bit milliseconds.
+    if refresh_ms < window_ms || refresh_ms > u64::from(u16::MAX) / 3 {
+        return Err(error(
+            "adaptive_routing.refresh_ms",
+            format!(
+                "{refresh_ms} must be from window_ms ({window_ms}) to {}",
+                u16::MAX / 3
+            ),
+        ));
+    }
+    let port = section.port.unwrap_or(ofan_control::notify::DEFAULT_PORT);
+    if port == 0 {
+        return Err(error("adaptive_routing.port", "must not be 0"));
+    }
+    let level = |key: &str, value: Option<u8>, default: Quality| match value {
+        None => Ok(default),
+        Some(level) => Quality::new(level).ok_or_else(|| {
+            error(
+                format!("adaptive_routing.{key}"),
+                format!("{level} is not a level (0 to 15)"),
+            )
+        }),
+    };
+    let defaults = Thresholds::default();
+    let thresholds = Thresholds {
+        congested_at: level("congested_at", section.congested_at, defaults.congested_at)?,
+        cleared_at: level("cleared_at", section.cleared_at, defaults.cleared_at)?,
+        windows_to_change: section
+            .windows_to_change
+            .unwrap_or(defaults.windows_to_change),
+        jump: section.jump.unwrap_or(defaults.jump),
+    }
+    .validate()
+    .map_err(|e| {
+        let key = match e {
+            ofan_control::notify::detect::ThresholdError::Band { .. } => "cleared_at",
+            ofan_control::notify::detect::ThresholdError::Windows => "windows_to_change",
+        };
+        error(format!("adaptive_routing.{key}"), e.to_string())
+    })?;
+    let identity = match (section.asn, section.router_id, plan) {
+        (Some(asn), Some(router_id), _) => Some(Identity { asn, router_id }),
+        (None, None, Some(plan)) => Some(plan.identity(plan.node)),
+        (None, None, None) => None,
+        (Some(asn), None, Some(plan)) => Some(Identity {
+            asn,
+            router_id: plan.identity(plan.node).router_id,
+        }),
+        (None, Some(router_id), Some(plan)) => Some(Identity {
+            asn: plan.identity(plan.node).asn,
+            router_id,
+        }),
+        (Some(_), None, None) => {
+            return Err(error(
+                "adaptive_routing.router_id",
+                "an asn needs a router_id (or a topology)",
+            ))
+        }
+        (None, Some(_), None) => {
+            return Err(error(
+                "adaptive_routing.asn",
+                "a router_id needs an asn (or a topology)",
+            ))
+        }
+    };
+    let fabric_ports = ports
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.role != RoleName::Host)
+        .map(|(i, _)| i as u32)
+        .collect();
+    Ok(Some(AdaptiveRouting {
+        timing: Timing {
+            window_ns: window_ms * 1_000_000,
+            refresh_ns: refresh_ms * 1_000_000,
+        },
+        port,
+        thresholds,
+        identity,
+        fabric_ports,
+        plan_neighbours: plan.map(|plan| plan.neighbours(ports)).unwrap_or_default(),
+    }))
 }
 
 /// An optional `ADDR:PORT` setting: absent or "off" is none.
@@ -779,6 +926,39 @@ impl Plan {
             }
         }
         keys
+    }
+
+    /// A switch's identity in notifications: its ASN and its loopback as router ID.
+    fn identity(&self, node: NodeId) -> Identity {
+        let node = self.topology.node(node);
+        Identity {
+            asn: ofan_topology::plan::asn(node),
+            router_id: node.loopback,
+        }
+    }
+
+    /// The switches behind this switch's ports, by the port ids of `ports` (matched by
+    /// interface name).
+    fn neighbours(&self, ports: &[PortEntry]) -> Vec<Neighbour> {
+        let node = self.topology.node(self.node);
+        node.ports
+            .iter()
+            .filter(|port| self.topology.role(port.peer).is_switch())
+            .filter_map(|port| {
+                let index = ports.iter().position(|p| p.name == port.ifname)?;
+                let peer = self.topology.node(port.peer);
+                let addr = peer
+                    .ports
+                    .iter()
+                    .find(|p| p.index == port.peer_port)?
+                    .address;
+                Some(Neighbour {
+                    port: index as u32,
+                    addr,
+                    id: self.identity(port.peer),
+                })
+            })
+            .collect()
     }
 
     fn key_count(&self) -> u32 {

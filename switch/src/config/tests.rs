@@ -192,3 +192,53 @@ fn a_bare_metrics_port_is_on_loopback() {
     assert_eq!(parse(base).unwrap().metrics, None, "off by default");
     assert!(metrics("metrics = \"localhost\"").is_err());
 }
+
+const TWO_PORTS: &str = r#"
+[[ports]]
+name = "p0"
+role = "host"
+[[ports]]
+name = "p1"
+role = "up"
+"#;
+
+#[test]
+fn adaptive_routing_is_on_with_an_arf_algorithm_and_checked_by_key() {
+    let off = parse(TWO_PORTS).unwrap();
+    assert!(
+        off.adaptive_routing.is_none(),
+        "pofan reads no notification"
+    );
+    let on = parse(&format!("{TWO_PORTS}[lb]\nalgorithm = \"arf-wcmp\"\n")).unwrap();
+    let arf = on.adaptive_routing.unwrap();
+    assert_eq!(arf.port, ofan_control::notify::DEFAULT_PORT);
+    assert_eq!(arf.timing.window_ns, 10_000_000);
+    assert_eq!(arf.timing.refresh_ns, 100_000_000);
+    assert_eq!(arf.fabric_ports, vec![1]);
+    assert_eq!(arf.identity, None, "no plan, no asn: receive only");
+    let forced = parse(&format!(
+        "{TWO_PORTS}[adaptive_routing]\nenabled = true\nasn = 65001\nrouter_id = \"10.255.0.1\"\nport = 9999\n"
+    ))
+    .unwrap()
+    .adaptive_routing
+    .unwrap();
+    assert_eq!(forced.port, 9999);
+    assert_eq!(forced.identity.map(|id| id.asn), Some(65001));
+    for (line, key) in [
+        ("window_ms = 0", "adaptive_routing.window_ms"),
+        ("refresh_ms = 5", "adaptive_routing.refresh_ms"),
+        ("refresh_ms = 30000", "adaptive_routing.refresh_ms"),
+        ("port = 0", "adaptive_routing.port"),
+        ("congested_at = 16", "adaptive_routing.congested_at"),
+        ("cleared_at = 4", "adaptive_routing.cleared_at"),
+        (
+            "windows_to_change = 0",
+            "adaptive_routing.windows_to_change",
+        ),
+        ("asn = 1", "adaptive_routing.router_id"),
+    ] {
+        let text = format!("{TWO_PORTS}[adaptive_routing]\nenabled = true\n{line}\n");
+        let error = parse(&text).unwrap_err();
+        assert_eq!(error.key, key, "{line}: {error}");
+    }
+}

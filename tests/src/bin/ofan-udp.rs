@@ -4,11 +4,15 @@
 //! ofan-udp send --to 10.0.1.1:9000 --count 100000 --size 200 --rate 50000 [--flows 4]
 //!               [--agent-data COLLECTIVE:FLOW]
 //! ofan-udp recv --bind 0.0.0.0:9000 --count 100000 --timeout-ms 5000
+//! ofan-udp notify --to 10.0.1.0:7415 --ttl 255 --near-asn 65001 --far-asn 65002 --quality 3
+//!                 --seq 1
 //! ```
 //! Datagrams carry a sequence number; the receiver reports `received=… unique=… duplicates=…`
 //! so a test can check that every datagram arrived exactly once. With `--agent-data`, each
 //! datagram is instead a host agent's DATA packet of that collective and flow, sequence
 //! numbers 0, 1, … (`ofan_lab::agent::wire`): a forgery, for the agent's trust test.
+//! `notify` sends one adaptive-routing congestion notification (`ofan_control::notify::wire`),
+//! stamped now, with the IP TTL given: a neighbour switch, or a forgery.
 
 use std::collections::HashSet;
 use std::net::{SocketAddr, UdpSocket};
@@ -34,6 +38,7 @@ fn main() -> ExitCode {
     match args.get(1).map(String::as_str) {
         Some("send") => send(&args),
         Some("recv") => recv(&args),
+        Some("notify") => notify(&args),
         _ => {
             eprintln!("usage: ofan-udp send --to ADDR:PORT --count N [--size B] [--rate PPS] [--flows F]\n       ofan-udp recv --bind ADDR:PORT --count N [--timeout-ms T]");
             ExitCode::from(2)
@@ -141,4 +146,53 @@ fn recv(args: &[String]) -> ExitCode {
         seen.len()
     );
     ExitCode::SUCCESS
+}
+
+fn notify(args: &[String]) -> ExitCode {
+    use ofan_control::notify::wire::{Kind as NotifyKind, LinkRef, Notification, Quality};
+    let to: SocketAddr = arg(args, "--to", None);
+    let ttl: u32 = arg(args, "--ttl", Some(255));
+    let near_asn: u32 = arg(args, "--near-asn", None);
+    let far_asn: u32 = arg(args, "--far-asn", None);
+    let level: u8 = arg(args, "--quality", None);
+    let sequence: u32 = arg(args, "--seq", Some(1));
+    let Some(quality) = Quality::new(level) else {
+        eprintln!("ofan-udp: --quality {level} is not a level");
+        return ExitCode::from(2);
+    };
+    let timestamp_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let message = Notification {
+        kind: NotifyKind::CongestionDetected,
+        quality,
+        hold_ms: 10_000,
+        sequence,
+        timestamp_ns,
+        originator: std::net::Ipv4Addr::new(10, 255, 0, 1),
+        link: LinkRef {
+            near: std::net::Ipv4Addr::new(10, 255, 0, 1),
+            far: std::net::Ipv4Addr::new(10, 255, 0, 2),
+            near_asn,
+            far_asn,
+            port: 0,
+        },
+        flow: None,
+    };
+    let mut buffer = [0u8; 64];
+    let Some(len) = message.emit(&mut buffer) else {
+        return ExitCode::FAILURE;
+    };
+    let socket = UdpSocket::bind("0.0.0.0:0").expect("bind");
+    socket.set_ttl(ttl).expect("IP_TTL");
+    match socket.send_to(&buffer[..len], to) {
+        Ok(_) => {
+            println!("sent={len} ttl={ttl}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("ofan-udp: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }

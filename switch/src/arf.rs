@@ -1,0 +1,532 @@
+//! The adaptive-routing notifier: one control thread that detects congestion on the fabric
+//! ports, tells the neighbours, takes what they tell, and publishes the path-quality view the
+//! `arf-*` modes read.
+//!
+//! Every window it reads each fabric port's telemetry (bytes sent against the link rate, the
+//! window's largest queue against the buffer, drops) into the port's detector
+//! ([`Speaker::observe`]), ages the congestion table out, sends what [`Speaker::due`] says, and
+//! rebuilds the view when a level changed. Between windows it waits on the notification socket,
+//! so a received notification reaches the balancer at once: it is checked
+//! ([`speaker::check`]: fabric port, TTL 255, parses, not about this switch), applied to the
+//! table, and a changed table is published (`SwitchBalancer::set_path_quality`) before the next
+//! datagram is read. Nothing here touches the workers but that atomic swap.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use arc_swap::ArcSwap;
+use ofan_control::notify::detect::Window;
+use ofan_control::notify::report::{
+    ArfLink, ArfMessage, ArfNeighbour, ArfPort, ArfReport, Latency, COUNTERS,
+};
+use ofan_control::notify::speaker::{self, Arrival, Neighbour, Reject, Speaker};
+use ofan_control::notify::transport::NotifySocket;
+use ofan_control::notify::wire::{Kind, Notification, Quality};
+use ofan_control::paths::LearnedPaths;
+use ofan_dataplane::afxdp::monotonic_ns;
+use ofan_dataplane::arf::{Applied, CongestionTable, PathQuality, RemotePaths};
+use ofan_dataplane::fib::{Fib, SharedFib};
+use ofan_dataplane::lb::SwitchBalancer;
+use ofan_dataplane::telemetry::SwitchTelemetry;
+
+use crate::config::AdaptiveRouting;
+
+/// Notifications kept for `stats`, each way.
+const RECENT: usize = 16;
+
+/// One port of the switch as the notifier sees it.
+#[derive(Debug, Clone)]
+pub struct PortInfo {
+    /// Interface name.
+    pub name: String,
+    /// Whether it faces a switch (role up or down).
+    pub fabric: bool,
+    /// Its egress buffer, bytes.
+    pub buffer_bytes: u64,
+}
+
+/// What the notifier reads and writes.
+pub struct Inputs {
+    /// Settings.
+    pub settings: AdaptiveRouting,
+    /// Every port, in port-id order.
+    pub ports: Vec<PortInfo>,
+    /// Data-path telemetry.
+    pub telemetry: Arc<SwitchTelemetry>,
+    /// The balancer the view is published to.
+    pub balancer: Arc<SwitchBalancer>,
+    /// The forwarding table (destination keys, up-ports, next hops).
+    pub fib: Arc<SharedFib>,
+    /// The path table (next-next hops).
+    pub learned: Arc<ArcSwap<LearnedPaths>>,
+}
+
+/// A running notifier.
+pub struct Notifier {
+    thread: std::thread::JoinHandle<()>,
+    /// What `stats` shows, refreshed every window.
+    pub report: Arc<Mutex<ArfReport>>,
+}
+
+impl Notifier {
+    /// Binds the socket and starts the thread.
+    ///
+    /// # Errors
+    /// When the socket cannot be bound.
+    pub fn start(inputs: Inputs, stop: Arc<AtomicBool>) -> anyhow::Result<Self> {
+        let socket = NotifySocket::bind(inputs.settings.port).with_context(|| {
+            format!(
+                "cannot bind the notification port {} (adaptive_routing.port)",
+                inputs.settings.port
+            )
+        })?;
+        let report = Arc::new(Mutex::new(ArfReport::default()));
+        let state = State::new(inputs, socket, Arc::clone(&report));
+        let thread = std::thread::Builder::new()
+            .name("ofan-arf".into())
+            .spawn(move || state.run(&stop))?;
+        Ok(Self { thread, report })
+    }
+
+    /// Waits for the thread (after its stop flag was set).
+    pub fn join(self) {
+        let _ = self.thread.join();
+    }
+}
+
+/// Ns since the Unix epoch (the clock notifications are stamped with).
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Per fabric port: the last window's cumulative readings.
+#[derive(Debug, Clone, Copy, Default)]
+struct LastReading {
+    tx_bytes: u64,
+    drops: u64,
+    peak: u64,
+}
+
+struct State {
+    inputs: Inputs,
+    socket: NotifySocket,
+    report: Arc<Mutex<ArfReport>>,
+    speaker: Option<Speaker>,
+    table: CongestionTable,
+    /// Interface index → port id.
+    ifindex: BTreeMap<u32, usize>,
+    last: Vec<LastReading>,
+    counters: [u64; COUNTERS.len()],
+    rejected: [u64; Reject::ALL.len()],
+    latency: Latency,
+    recent_sent: VecDeque<ArfMessage>,
+    recent_received: VecDeque<ArfMessage>,
+    generation: u64,
+    /// The remote paths and what they were built from.
+    paths: Option<(Arc<Fib>, Arc<LearnedPaths>, RemotePaths)>,
+    published_local: Vec<Quality>,
+    neighbours: Vec<Neighbour>,
+}
+
+fn counter(name: &str) -> usize {
+    COUNTERS
+        .iter()
+        .position(|(n, _)| *n == name)
+        .expect("a counter of the list")
+}
+
+impl State {
+    fn new(inputs: Inputs, socket: NotifySocket, report: Arc<Mutex<ArfReport>>) -> Self {
+        let settings = &inputs.settings;
+        let speaker = settings.identity.map(|identity| {
+            Speaker::new(
+                identity,
+                settings.timing,
+                settings.thresholds,
+                &settings.fabric_ports,
+            )
+        });
+        if speaker.is_none() {
+            tracing::warn!(
+                "adaptive routing: no ASN (adaptive_routing.asn or a topology); receiving only"
+            );
+        }
+        let ifindex = inputs
+            .ports
+            .iter()
+            .enumerate()
+            .filter_map(|(id, port)| {
+                let text = std::fs::read_to_string(format!("/sys/class/net/{}/ifindex", port.name))
+                    .ok()?;
+                Some((text.trim().parse().ok()?, id))
+            })
+            .collect();
+        let ports = inputs.ports.len();
+        Self {
+            socket,
+            report,
+            speaker,
+            table: CongestionTable::default(),
+            ifindex,
+            last: vec![LastReading::default(); ports],
+            counters: [0; COUNTERS.len()],
+            rejected: [0; Reject::ALL.len()],
+            latency: Latency::default(),
+            recent_sent: VecDeque::new(),
+            recent_received: VecDeque::new(),
+            generation: 0,
+            paths: None,
+            published_local: Vec::new(),
+            neighbours: Vec::new(),
+            inputs,
+        }
+    }
+
+    fn run(mut self, stop: &AtomicBool) {
+        let window = self.inputs.settings.timing.window_ns;
+        let mut buffer = [0u8; 256];
+        let mut next_window = monotonic_ns() + window;
+        tracing::info!(
+            port = self.socket.port(),
+            window_ms = window / 1_000_000,
+            "adaptive routing: notifications on"
+        );
+        while !stop.load(Ordering::Relaxed) {
+            let now = monotonic_ns();
+            if now >= next_window {
+                self.window(now);
+                next_window = (next_window + window).max(now + window / 2);
+                continue;
+            }
+            match self
+                .socket
+                .receive(&mut buffer, Duration::from_nanos(next_window - now))
+            {
+                Ok(Some(received)) => {
+                    let bytes = if received.truncated {
+                        // Longer than any message: fails the length check.
+                        &buffer[..]
+                    } else {
+                        &buffer[..received.len]
+                    };
+                    let arrival = match received
+                        .ifindex
+                        .and_then(|index| self.ifindex.get(&index))
+                        .and_then(|&id| self.inputs.ports.get(id))
+                    {
+                        Some(port) if port.fabric => Arrival::Fabric,
+                        Some(_) => Arrival::Host,
+                        None => Arrival::Unknown,
+                    };
+                    self.receive(arrival, received.ttl, bytes, *received.from.ip());
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "adaptive routing: receive");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+
+    fn count(&mut self, name: &str) {
+        self.counters[counter(name)] += 1;
+    }
+
+    fn receive(&mut self, arrival: Arrival, ttl: Option<u8>, bytes: &[u8], from: Ipv4Addr) {
+        self.count("received");
+        let own = self.inputs.settings.identity.map(|id| id.asn);
+        let verdict = speaker::check(arrival, ttl, bytes, own).and_then(|message| {
+            let now = monotonic_ns();
+            match self.table.apply(&speaker::update_of(&message), now) {
+                Applied::Stale => Err(Reject::Stale),
+                applied => Ok((message, applied)),
+            }
+        });
+        let logged = match verdict {
+            Ok((message, Applied::Changed)) => {
+                self.count("applied");
+                self.publish();
+                let latency = unix_ns() as i64 - message.timestamp_ns as i64;
+                self.latency.record(latency);
+                log_message(from.to_string(), &message, None)
+            }
+            Ok((message, _)) => {
+                self.count("refreshed");
+                log_message(from.to_string(), &message, None)
+            }
+            Err(reason) => {
+                self.rejected[Reject::ALL
+                    .iter()
+                    .position(|r| *r == reason)
+                    .unwrap_or_default()] += 1;
+                match Notification::parse(bytes) {
+                    Ok(message) => log_message(from.to_string(), &message, Some(reason)),
+                    Err(_) => ArfMessage {
+                        peer: from.to_string(),
+                        what: format!("rejected:{}", reason.name()),
+                        ..ArfMessage::default()
+                    },
+                }
+            }
+        };
+        push_recent(&mut self.recent_received, logged);
+    }
+
+    /// One detection window.
+    fn window(&mut self, now: u64) {
+        let window_ns = self.inputs.settings.timing.window_ns;
+        let window_bits = window_ns as f64 / 1e9;
+        for &port in &self.inputs.settings.fabric_ports {
+            let id = port as usize;
+            let telemetry = self.inputs.telemetry.port(id);
+            let last = self.last[id];
+            let reading = telemetry.take_window(last.peak);
+            self.last[id] = LastReading {
+                tx_bytes: reading.tx_bytes,
+                drops: reading.drops,
+                peak: reading.peak_depth_bytes,
+            };
+            let rate = telemetry.link_rate_bps();
+            let sent_bits = reading.tx_bytes.saturating_sub(last.tx_bytes) as f64 * 8.0;
+            let utilization = if rate == 0 {
+                0.0
+            } else {
+                sent_bits / (rate as f64 * window_bits)
+            };
+            let buffer = self.inputs.ports[id].buffer_bytes.max(1);
+            let observed = Window {
+                utilization,
+                queue_fraction: reading.max_depth_bytes as f64 / buffer as f64,
+                drops: reading.drops.saturating_sub(last.drops),
+            };
+            if let Some(speaker) = &mut self.speaker {
+                if let Some(kind) = speaker.observe(port, &observed) {
+                    tracing::debug!(port = %self.inputs.ports[id].name, ?kind, "adaptive routing: local change");
+                }
+            }
+        }
+        let expired = self.table.expire(now);
+        self.counters[counter("expired")] += expired as u64;
+
+        self.neighbours = self.discover_neighbours();
+        if let Some(speaker) = &mut self.speaker {
+            let out = speaker.due(now, unix_ns(), &self.neighbours);
+            let mut buffer = [0u8; 64];
+            for outgoing in out {
+                let Some(len) = outgoing.message.emit(&mut buffer) else {
+                    continue;
+                };
+                match self.socket.send(outgoing.to, &buffer[..len]) {
+                    Ok(()) => self.counters[counter("sent")] += 1,
+                    Err(error) => {
+                        self.counters[counter("send_errors")] += 1;
+                        tracing::debug!(%error, to = %outgoing.to, "adaptive routing: send");
+                    }
+                }
+                push_recent(
+                    &mut self.recent_sent,
+                    log_message(outgoing.to.to_string(), &outgoing.message, None),
+                );
+            }
+        }
+        let paths_changed = self.refresh_paths();
+        if expired > 0 || paths_changed || self.local_levels() != self.published_local {
+            self.publish();
+        }
+        self.write_report(now);
+    }
+
+    /// The switch neighbours: the plan's, else the FIB's next hops on fabric ports named by the
+    /// path table's ASNs.
+    fn discover_neighbours(&self) -> Vec<Neighbour> {
+        if !self.inputs.settings.plan_neighbours.is_empty() {
+            return self.inputs.settings.plan_neighbours.clone();
+        }
+        let learned = self.inputs.learned.load();
+        let asn_of: BTreeMap<Ipv4Addr, u32> = learned
+            .routes
+            .values()
+            .flat_map(|neighbours| neighbours.iter().map(|(addr, paths)| (*addr, paths.asn)))
+            .collect();
+        let fib = self.inputs.fib.load();
+        let mut found: Vec<Neighbour> = Vec::new();
+        for group in fib.groups() {
+            for hop in group.hops() {
+                let IpAddr::V4(addr) = hop.gateway else {
+                    continue;
+                };
+                let port = u32::from(hop.port.0);
+                if !self.inputs.settings.fabric_ports.contains(&port)
+                    || found.iter().any(|n| n.addr == addr)
+                {
+                    continue;
+                }
+                if let Some(&asn) = asn_of.get(&addr) {
+                    found.push(Neighbour {
+                        port,
+                        addr,
+                        id: speaker::Identity {
+                            asn,
+                            router_id: addr,
+                        },
+                    });
+                }
+            }
+        }
+        found
+    }
+
+    /// The local level of each up-port position.
+    fn local_levels(&self) -> Vec<Quality> {
+        let fib = self.inputs.fib.load();
+        (0..fib.up_port_count())
+            .map(|position| {
+                fib.up_port(ofan_dataplane::lb::UpPort(position))
+                    .and_then(|port| {
+                        self.speaker
+                            .as_ref()
+                            .and_then(|s| s.level(u32::from(port.0)))
+                    })
+                    .map_or(Quality::BEST, |(level, _)| level)
+            })
+            .collect()
+    }
+
+    /// Rebuilds the remote paths when the FIB or the path table changed; whether they did.
+    fn refresh_paths(&mut self) -> bool {
+        let fib = self.inputs.fib.load_full();
+        let learned = self.inputs.learned.load_full();
+        if let Some((built_fib, built_learned, _)) = &self.paths {
+            if Arc::ptr_eq(built_fib, &fib) && Arc::ptr_eq(built_learned, &learned) {
+                return false;
+            }
+        }
+        let config = self.inputs.balancer.config();
+        let paths =
+            ofan_control::paths::remote_paths(&fib, &learned, config.up_ports, config.dest_keys);
+        self.paths = Some((fib, learned, paths));
+        true
+    }
+
+    /// Builds and publishes a new view.
+    fn publish(&mut self) {
+        if self.paths.is_none() {
+            self.refresh_paths();
+        }
+        let Some((_, _, paths)) = &self.paths else {
+            return;
+        };
+        let local = self.local_levels();
+        self.generation += 1;
+        let view = PathQuality::build(&local, &self.table, paths, self.generation);
+        self.inputs.balancer.set_path_quality(Arc::new(view));
+        self.published_local = local;
+        self.counters[counter("published")] += 1;
+    }
+
+    fn write_report(&self, now: u64) {
+        let settings = &self.inputs.settings;
+        let name = |port: u32| {
+            self.inputs
+                .ports
+                .get(port as usize)
+                .map_or_else(|| format!("#{port}"), |p| p.name.clone())
+        };
+        let report = ArfReport {
+            port: settings.port,
+            window_ms: settings.timing.window_ns / 1_000_000,
+            refresh_ms: settings.timing.refresh_ns / 1_000_000,
+            asn: settings.identity.map(|id| id.asn),
+            router_id: settings.identity.map(|id| id.router_id.to_string()),
+            generation: self.generation,
+            ports: settings
+                .fabric_ports
+                .iter()
+                .map(|&port| {
+                    let (level, congested) = self
+                        .speaker
+                        .as_ref()
+                        .and_then(|s| s.level(port))
+                        .unwrap_or((Quality::BEST, false));
+                    ArfPort {
+                        name: name(port),
+                        level: level.level(),
+                        congested,
+                    }
+                })
+                .collect(),
+            neighbours: self
+                .neighbours
+                .iter()
+                .map(|n| ArfNeighbour {
+                    port: name(n.port),
+                    addr: n.addr.to_string(),
+                    asn: n.id.asn,
+                })
+                .collect(),
+            table: self
+                .table
+                .links()
+                .map(|(link, state)| ArfLink {
+                    near: link.near,
+                    far: link.far,
+                    quality: state.quality,
+                    failed: state.failed,
+                    sequence: state.sequence,
+                    expires_in_ms: state.expires_ns.saturating_sub(now) / 1_000_000,
+                })
+                .collect(),
+            counters: COUNTERS
+                .iter()
+                .zip(self.counters)
+                .map(|((name, _), value)| ((*name).to_owned(), value))
+                .collect(),
+            rejected: Reject::ALL
+                .iter()
+                .zip(self.rejected)
+                .map(|(reason, value)| (reason.name().to_owned(), value))
+                .collect(),
+            latency: self.latency.report(),
+            recent_sent: self.recent_sent.iter().cloned().collect(),
+            recent_received: self.recent_received.iter().cloned().collect(),
+        };
+        if let Ok(mut shared) = self.report.lock() {
+            *shared = report;
+        }
+    }
+}
+
+fn push_recent(recent: &mut VecDeque<ArfMessage>, message: ArfMessage) {
+    if recent.len() == RECENT {
+        recent.pop_front();
+    }
+    recent.push_back(message);
+}
+
+fn log_message(peer: String, message: &Notification, rejected: Option<Reject>) -> ArfMessage {
+    let what = match rejected {
+        Some(reason) => format!("rejected:{}", reason.name()),
+        None => match message.kind {
+            Kind::CongestionDetected => "detected",
+            Kind::CongestionCleared => "cleared",
+            Kind::FailureDetected => "failed",
+            Kind::FailureCleared => "repaired",
+        }
+        .to_owned(),
+    };
+    ArfMessage {
+        peer,
+        what,
+        near: message.link.near_asn,
+        far: message.link.far_asn,
+        quality: message.quality.level(),
+        sequence: message.sequence,
+    }
+}
