@@ -72,6 +72,7 @@
 //! [`RecoveryConfig::for_round_trip`]: ofan_transport::RecoveryConfig::for_round_trip
 //! [`ModelRun::events`]: crate::report::ModelRun::events
 
+mod arf;
 mod build;
 mod forward;
 mod host;
@@ -89,6 +90,7 @@ use crate::queue::EventQueue;
 use crate::report::{PacketCounts, RunReport, Stage};
 use crate::workload;
 
+use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
@@ -150,6 +152,14 @@ struct Sim<'a> {
     delivered_wire_bytes: u64,
     events: u64,
     now: u64,
+    /// The adaptive-routing framework's control plane (`arf-*` schemes).
+    arf: Option<Box<Arf>>,
+    /// Per port: its counters in the current detection window (empty unless `arf-*`).
+    arf_windows: Vec<PortWindow>,
+    /// `arf-flow`: the balancers age their flow tables by the simulated time.
+    arf_flow: bool,
+    /// Per port: its rate in millionths of line rate (empty when no link is degraded).
+    port_ppm: Vec<u32>,
 }
 
 /// Runs one configuration to completion.
@@ -214,12 +224,20 @@ impl Sim<'_> {
             self.hosts[host as usize].due = phase;
             self.push(phase, host, true);
         }
+        self.arf_start();
     }
 
     fn run_loop(&mut self) {
         while let Some(event) = self.queue.pop() {
             if event.wake && event.target & TIMER_BIT != 0 {
                 self.timer(event.target & !TIMER_BIT, event.time);
+                continue;
+            }
+            if event.wake && event.target & ARF_BIT != 0 {
+                // Not counted in `events`: a run's traffic events are the same with or without
+                // the control plane's.
+                self.now = event.time;
+                self.arf_event(event.target & !ARF_BIT);
                 continue;
             }
             self.now = event.time;
