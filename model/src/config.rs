@@ -91,7 +91,8 @@ pub const ARF_CONTROL_DELAY_PS: u64 = 100_000_000;
 pub const ARF_WINDOW_PS: u64 = 4_000_000;
 
 /// The adaptive-routing framework's timing (used by the `arf-*` schemes only; see
-/// [`crate::sim`], "Adaptive routing").
+/// [`crate::sim`], "Adaptive routing"). The detector thresholds are
+/// [`ofan_dataplane::arf::detect::Thresholds::default`], as in the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArfConfig {
     /// Every fabric port's detector takes one window of this length, ps.

@@ -87,11 +87,13 @@ fn default_recovery(
         wire(u64::from(link.ack_bytes)),
         link.propagation_ps,
     );
-    // A degraded link drains its queue and sends its frames slower: the whole trip is bounded
-    // as if every link were that slow.
-    let max_round_trip =
-        (u128::from(max_round_trip) * 1_000_000).div_ceil(u128::from(slowest_ppm)) as u64;
-    RecoveryConfig::for_round_trip(data_wire_ps, max_round_trip)
+    // A degraded link drains its queue and sends its frames slower. An up-then-down path
+    // crosses a link at most once, so a round trip crosses the slowest one at most twice (DATA
+    // one way, its ACK back): add what a full queue and a DATA frame take longer there, twice.
+    let slow_hop = link.serialization_ps(queue_bytes) + data_wire_ps;
+    let extra = (u128::from(slow_hop) * 2 * u128::from(1_000_000 - slowest_ppm))
+        .div_ceil(u128::from(slowest_ppm)) as u64;
+    RecoveryConfig::for_round_trip(data_wire_ps, max_round_trip + extra)
 }
 
 /// Per port (in the order ports are built: nodes in order, each node's ports in order), its

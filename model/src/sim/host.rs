@@ -192,7 +192,8 @@ impl Sim<'_> {
         let Some(deadline) = state.recovery.next_deadline() else {
             return;
         };
-        let at = deadline.max(state.due);
+        // A sample that shortened the RTO can put a deadline in the past: the timer fires now.
+        let at = deadline.max(state.due).max(self.now);
         if state.timer_at != NO_TIMER && state.timer_at <= at {
             return;
         }

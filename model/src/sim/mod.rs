@@ -54,6 +54,33 @@
 //! count distinct packets in a bitset; a flow is done at the first ACK of its last
 //! unacknowledged packet.
 //!
+//! # Adaptive routing
+//! Under the `arf-*` schemes every switch runs the adaptive-routing framework's control plane
+//! ([`ofan_dataplane::arf`], the switch's own code; `arf.rs` here only feeds it). Each port
+//! towards another switch has a [`Detector`] that takes a window every [`ArfConfig::window_ps`]
+//! of simulated time: utilization = wire bytes accepted in the window over what the port's
+//! rate (a degraded port's own) can send in it, queue = the window's largest queue over
+//! `buffer_bytes`, drops = frames the full buffer refused. All switches close their windows
+//! in the same event, in node order. A detector's state change — and, every
+//! [`ArfConfig::refresh_windows`] windows, every port's state — becomes a notification about
+//! link N → F (level, hold = [`ArfConfig::hold_ps`], the switch's next sequence number) to every
+//! switch neighbour of N but F, delivered [`ArfConfig::delay_ps`] later (one event per batch;
+//! the delay is constant, so batches arrive in order). A recipient applies it to its
+//! [`CongestionTable`], expires what aged out, and, if its table or its own up-ports' levels
+//! changed, builds a [`PathQuality`] from its up-ports' levels, the table and its
+//! [`RemotePaths`] (from the topology; switch ids are node ids) and publishes it with
+//! `SwitchBalancer::set_path_quality`. `arf-flow` balancers are given the simulated time
+//! (ns) before each decision. Notifications travel out of band: they take no room on the links.
+//! Windows stop once nothing but the control plane is left in the event queue; these events
+//! are not counted in [`ModelRun::events`].
+//!
+//! # Degraded links
+//! [`ModelConfig::degraded`] slows chosen link directions to a fraction of line rate: their
+//! frames take `serialization / rate` on the wire (rounded up to the picosecond). The CCT lower
+//! bound ignores it (it is the bound of the healthy fabric); the default retransmission timers
+//! add, twice (DATA one way, ACK back), what a full queue and a DATA frame take longer on the
+//! slowest link.
+//!
 //! # Files
 //! * `mod.rs`: the simulator's state (`Sim`), the entry points [`run`] and [`run_on`], and
 //!   the event loop.
@@ -65,12 +92,23 @@
 //!   load-balancing core or a DRB source route.
 //! * `host.rs`: the hosts — pacer, retransmission timers, ACKs, receiving.
 //! * `prefetch.rs`: what the next events will touch, loaded ahead.
+//! * `arf.rs`: the adaptive-routing framework's control plane (detectors, notifications,
+//!   tables, path-quality views).
 //! * `report.rs`: the [`RunReport`] of a finished run.
 //!
 //! [`AckAirtime::Charged`]: crate::AckAirtime::Charged
 //! [`AckAirtime::Reserved`]: crate::AckAirtime::Reserved
 //! [`RecoveryConfig::for_round_trip`]: ofan_transport::RecoveryConfig::for_round_trip
 //! [`ModelRun::events`]: crate::report::ModelRun::events
+//! [`Detector`]: ofan_dataplane::arf::detect::Detector
+//! [`CongestionTable`]: ofan_dataplane::arf::CongestionTable
+//! [`PathQuality`]: ofan_dataplane::arf::PathQuality
+//! [`RemotePaths`]: ofan_dataplane::arf::RemotePaths
+//! [`ArfConfig::window_ps`]: crate::ArfConfig::window_ps
+//! [`ArfConfig::refresh_windows`]: crate::ArfConfig::refresh_windows
+//! [`ArfConfig::hold_ps`]: crate::ArfConfig::hold_ps
+//! [`ArfConfig::delay_ps`]: crate::ArfConfig::delay_ps
+//! [`ModelConfig::degraded`]: crate::ModelConfig::degraded
 
 mod arf;
 mod build;
