@@ -351,8 +351,9 @@ impl Sim<'_> {
             arf.pending += 1;
             self.queue.push(at, ARF_BIT | DELIVER, true);
         }
-        // Windows go on while anything but the control plane itself is left to happen.
-        if self.queue.len() > arf.pending {
+        // Windows go on while some flow is not done and anything but the control plane itself
+        // is left to happen (stale retransmission timers linger long after the last flow).
+        if self.flows_done < self.flows.len() && self.queue.len() > arf.pending {
             arf.pending += 1;
             self.queue
                 .push(now + arf.config.window_ps, ARF_BIT | TICK, true);

@@ -434,6 +434,7 @@ impl<'a> Sim<'a> {
             delivered_wire_bytes: 0,
             events: 0,
             now: 0,
+            flows_done: 0,
             arf,
             arf_windows,
             arf_flow: algorithm == ofan_dataplane::lb::Algorithm::ArfFlow,

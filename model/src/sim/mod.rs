@@ -71,8 +71,8 @@
 //! [`RemotePaths`] (from the topology; switch ids are node ids) and publishes it with
 //! `SwitchBalancer::set_path_quality`. `arf-flow` balancers are given the simulated time
 //! (ns) before each decision. Notifications travel out of band: they take no room on the links.
-//! Windows stop once nothing but the control plane is left in the event queue; these events
-//! are not counted in [`ModelRun::events`].
+//! Windows stop once every flow is done (or nothing but the control plane is left in the event
+//! queue: flows that gave up); these events are not counted in [`ModelRun::events`].
 //!
 //! # Degraded links
 //! [`ModelConfig::degraded`] slows chosen link directions to a fraction of line rate: their
@@ -190,6 +190,8 @@ struct Sim<'a> {
     delivered_wire_bytes: u64,
     events: u64,
     now: u64,
+    /// Flows whose every packet was ACKed.
+    flows_done: usize,
     /// The adaptive-routing framework's control plane (`arf-*` schemes).
     arf: Option<Box<Arf>>,
     /// Per port: its counters in the current detection window (empty unless `arf-*`).
