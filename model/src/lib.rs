@@ -6,9 +6,9 @@
 //! and reproducibly:
 //!
 //! * [`config`]: what to run — topology, link parameters ([`ofan_topology::LinkParams`]),
-//!   buffers, load, workload, scheme ([`Scheme`]: the eight switch algorithms plus host-based
-//!   spray, REPS and DRB), pipe size, failures, degraded links, the adaptive-routing
-//!   framework's timing ([`ArfConfig`]), seed.
+//!   buffers, load, workload, scheme ([`Scheme`]: the eleven switch algorithms, the
+//!   adaptive-routing framework's `arf-*` among them, plus host-based spray, REPS and DRB),
+//!   pipe size, failures, degraded links, the framework's timing ([`ArfConfig`]), seed.
 //! * [`workload`]: traffic matrices (permutation, inter-pod permutation, all-to-all, ring,
 //!   matrix files) and failure samples, drawn from the seed.
 //! * [`sim`]: the event loop — output-queued store-and-forward switches with per-port FIFOs,
