@@ -32,8 +32,9 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    /// Every scheme: the switch algorithms in the core's order, then spray, reps, drb.
-    pub const ALL: [Scheme; 11] = [
+    /// Every scheme: the switch algorithms in the core's order (the adaptive-routing
+    /// framework's `arf-*` modes last), then spray, reps, drb.
+    pub const ALL: [Scheme; 14] = [
         Scheme::Switch(Algorithm::Ecmp),
         Scheme::Switch(Algorithm::Rsq),
         Scheme::Switch(Algorithm::Rr),
@@ -42,6 +43,9 @@ impl Scheme {
         Scheme::Switch(Algorithm::Drill),
         Scheme::Switch(Algorithm::Ofan),
         Scheme::Switch(Algorithm::Pofan),
+        Scheme::Switch(Algorithm::ArfWcmp),
+        Scheme::Switch(Algorithm::ArfFlow),
+        Scheme::Switch(Algorithm::ArfPacket),
         Scheme::Spray,
         Scheme::Reps,
         Scheme::Drb,
@@ -65,6 +69,115 @@ impl Scheme {
             Scheme::Switch(algorithm) => algorithm,
             Scheme::Spray | Scheme::Reps | Scheme::Drb => Algorithm::Ecmp,
         }
+    }
+
+    /// Whether the switches run the adaptive-routing framework (detectors, notifications,
+    /// path quality): the `arf-*` schemes.
+    #[must_use]
+    pub const fn uses_arf(self) -> bool {
+        self.switch_algorithm().uses_path_quality()
+    }
+}
+
+/// The control-plane delay of a congestion notification in the model: from the detecting
+/// switch's decision to the neighbour's table update, ps. One constant, to be replaced by the
+/// lab's measured notification latency (send, UDP across one link, receive, apply, publish).
+pub const ARF_CONTROL_DELAY_PS: u64 = 100_000_000;
+
+/// The detection window of the adaptive-routing framework in the model, ps: 4 µs. At the
+/// model's 800 Gb/s a window carries up to 96 full DATA frames (utilization to about 1 %), and
+/// it is half the time the paper's 800 KB buffer takes to drain at line rate (8 µs), so a queue
+/// that builds towards the buffer is seen in the window it starts in or the next.
+pub const ARF_WINDOW_PS: u64 = 4_000_000;
+
+/// The adaptive-routing framework's timing (used by the `arf-*` schemes only; see
+/// [`crate::sim`], "Adaptive routing"). The detector thresholds are
+/// [`ofan_dataplane::arf::detect::Thresholds::default`], as in the switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArfConfig {
+    /// Every fabric port's detector takes one window of this length, ps.
+    pub window_ps: u64,
+    /// A switch refreshes every link state it reports every this many windows (T).
+    pub refresh_windows: u32,
+    /// A reported state holds this many refresh periods without a refresh (hold = 3T).
+    pub hold_refreshes: u32,
+    /// Control-plane delay of a notification, ps ([`ARF_CONTROL_DELAY_PS`]).
+    pub delay_ps: u64,
+}
+
+impl Default for ArfConfig {
+    fn default() -> Self {
+        Self {
+            window_ps: ARF_WINDOW_PS,
+            refresh_windows: 10,
+            hold_refreshes: 3,
+            delay_ps: ARF_CONTROL_DELAY_PS,
+        }
+    }
+}
+
+impl ArfConfig {
+    /// The hold time a notification carries: `hold_refreshes × refresh_windows × window`, ps.
+    #[must_use]
+    pub const fn hold_ps(&self) -> u64 {
+        self.window_ps * self.refresh_windows as u64 * self.hold_refreshes as u64
+    }
+}
+
+/// Which directions of a degraded link are slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkDirection {
+    /// Both: `from → to` and `to → from`.
+    Both,
+    /// Only `from → to`.
+    Forward,
+}
+
+/// A link that serializes slower than line rate for the whole run (a degraded optic, a
+/// renegotiated lane count): its ports send at `rate` × line rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DegradedLink {
+    /// One end, by switch name (`a-p0-0`, `c-3`, …).
+    pub from: String,
+    /// The other end.
+    pub to: String,
+    /// Which directions are slow.
+    pub direction: LinkDirection,
+    /// Fraction of line rate, in `(0, 1]`.
+    pub rate: f64,
+}
+
+impl FromStr for DegradedLink {
+    type Err = ModelError;
+
+    /// `FROM/TO:RATE` (both directions) or `FROM>TO:RATE` (only FROM → TO), by switch name
+    /// (names contain `-`, hence `/`): `a-p0-0/c-0:0.25`, `c-0>a-p1-0:0.25`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = |reason| ModelError::InvalidConfig {
+            field: "degrade",
+            value: text.to_owned(),
+            reason,
+        };
+        let (ends, rate) = text
+            .rsplit_once(':')
+            .ok_or_else(|| invalid("expected FROM/TO:RATE or FROM>TO:RATE"))?;
+        let rate: f64 = rate
+            .parse()
+            .map_err(|_| invalid("the rate is a fraction of line rate, e.g. 0.25"))?;
+        let (from, to, direction) = if let Some((from, to)) = ends.split_once('>') {
+            (from, to, LinkDirection::Forward)
+        } else if let Some((from, to)) = ends.split_once('/') {
+            (from, to, LinkDirection::Both)
+        } else {
+            return Err(invalid("expected FROM/TO:RATE or FROM>TO:RATE"));
+        };
+        Ok(Self {
+            from: from.to_owned(),
+            to: to.to_owned(),
+            direction,
+            rate,
+        })
     }
 }
 
@@ -273,6 +386,13 @@ pub struct ModelConfig {
     /// nothing never retransmits (see [`crate::sim`], "Loss recovery").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryConfig>,
+    /// The adaptive-routing framework's timing (read by the `arf-*` schemes only; absent in
+    /// older reports: the defaults).
+    #[serde(default)]
+    pub arf: ArfConfig,
+    /// Links slower than line rate (absent in older reports: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<DegradedLink>,
 }
 
 impl ModelConfig {
@@ -299,6 +419,8 @@ impl ModelConfig {
             failures: Failures::None,
             seed: 1,
             recovery: None,
+            arf: ArfConfig::default(),
+            degraded: Vec::new(),
         }
     }
 
@@ -358,6 +480,30 @@ impl ModelConfig {
                     "recovery",
                     format!("{recovery:?}"),
                     "expected 0 < rto_min <= rto_initial <= rto_max",
+                );
+            }
+        }
+        if self.arf.window_ps == 0 || self.arf.refresh_windows == 0 || self.arf.hold_refreshes == 0
+        {
+            return invalid(
+                "arf",
+                format!("{:?}", self.arf),
+                "windows, refresh and hold must be positive",
+            );
+        }
+        if self.arf.delay_ps == 0 {
+            return invalid(
+                "arf delay",
+                "0".into(),
+                "a notification takes time (at least 1 ps)",
+            );
+        }
+        for link in &self.degraded {
+            if !(link.rate > 0.0 && link.rate <= 1.0) {
+                return invalid(
+                    "degraded rate",
+                    link.rate.to_string(),
+                    "expected 0 < rate <= 1",
                 );
             }
         }

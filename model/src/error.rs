@@ -23,7 +23,7 @@ pub enum ModelError {
         reason: &'static str,
     },
     /// A scheme name that is none of the known ones.
-    #[error("unknown scheme `{name}` (expected one of: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, spray, reps, drb)")]
+    #[error("unknown scheme `{name}` (expected one of: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow, arf-packet, spray, reps, drb)")]
     UnknownScheme {
         /// What was asked for.
         name: String,
@@ -66,5 +66,13 @@ pub enum ModelError {
         first: u32,
         /// One past the last link id.
         end: u32,
+    },
+    /// A degraded link names switches that are not linked.
+    #[error("degraded link {from} - {to}: no such switch-to-switch link")]
+    NoSuchLink {
+        /// One end's name.
+        from: String,
+        /// The other end's name.
+        to: String,
     },
 }

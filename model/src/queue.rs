@@ -93,6 +93,12 @@ impl EventQueue {
         self.len += 1;
     }
 
+    /// Events queued.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The earliest event; events due at the same time pop in the order they were pushed.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<Event> {

@@ -189,6 +189,85 @@ pub struct ModelRun {
     pub events: u64,
     /// Simulated time of the last event, ps.
     pub end_ps: u64,
+    /// The degraded links' directions and what they carried (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<DegradedPort>,
+    /// The adaptive-routing framework's control plane (`arf-*` schemes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arf: Option<ArfRun>,
+}
+
+/// One slow direction of a degraded link and what it carried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DegradedPort {
+    /// Sending switch.
+    pub from: String,
+    /// Receiving switch.
+    pub to: String,
+    /// Fraction of line rate.
+    pub rate: f64,
+    /// Frame bytes the direction carried (DATA and ACKs).
+    pub bytes: u64,
+    /// Frame bytes carried, over the mean of the other ports of its stage (1.0: its fair share).
+    pub share_of_stage_mean: f64,
+}
+
+/// What the adaptive-routing framework's control plane did in a run: notifications, their
+/// overhead, and how fast a detection reached the neighbours' tables.
+///
+/// Notifications travel out of band in the model (they take no room on the links); their bytes
+/// are what they would cost on the wire: the 44-byte message plus [`ArfRun::HEADER_BYTES`] of
+/// Ethernet, IPv4 and UDP headers each.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArfRun {
+    /// Detection window, ps.
+    pub window_ps: u64,
+    /// Control-plane delay of a notification, ps.
+    pub delay_ps: u64,
+    /// Detector windows taken (fabric ports × windows).
+    pub windows: u64,
+    /// Congestion detected by a detector (state changes to congested).
+    pub detections: u64,
+    /// Congestion cleared.
+    pub clears: u64,
+    /// When the first congestion was detected, ps (`None`: never).
+    pub first_detection_ps: Option<u64>,
+    /// Notifications sent (one per recipient): state changes and refreshes.
+    pub sent: u64,
+    /// Of which refreshes.
+    pub refreshes: u64,
+    /// Notifications a recipient applied (changed or refreshed its table).
+    pub applied: u64,
+    /// Of which changed a link's level in the recipient's table.
+    pub changed: u64,
+    /// Notifications that were stale on arrival (older sequence number).
+    pub stale: u64,
+    /// Table entries that aged out (hold time without refresh).
+    pub expired: u64,
+    /// Path-quality views published to the balancers (local level or table changes).
+    pub publications: u64,
+    /// Bytes the notifications would take on the wire: `sent × (44 + HEADER_BYTES)`.
+    pub bytes: u64,
+    /// Frame bytes the fabric's switch-to-switch ports carried (DATA and ACKs).
+    pub fabric_bytes: u64,
+    /// `bytes / fabric_bytes`.
+    pub overhead: f64,
+    /// Reaction time: from a detection to the table change it caused at a neighbour, over every
+    /// such change, ps: mean, min, max (`None`: no detection changed a table).
+    pub reaction_mean_ps: Option<f64>,
+    /// Minimum of the reaction time, ps.
+    pub reaction_min_ps: Option<u64>,
+    /// Maximum of the reaction time, ps.
+    pub reaction_max_ps: Option<u64>,
+    /// Flows `arf-flow` moved off a congested path (summed over pipes).
+    pub flows_moved: u64,
+}
+
+impl ArfRun {
+    /// The notification message (`ofan-control`'s `notify::wire::HEADER_LEN`), bytes.
+    pub const MESSAGE_BYTES: u64 = 44;
+    /// Ethernet (14), IPv4 (20) and UDP (8) headers around it, bytes.
+    pub const HEADER_BYTES: u64 = 42;
 }
 
 /// How a lab repetition was run (what the report must say besides the measurements).

@@ -11,12 +11,13 @@ use ofan_topology::{
 };
 use ofan_transport::{RecoveryConfig, SelectiveRepeat};
 
+use super::arf::{Arf, PortWindow};
 use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
 use super::packet::SEQ_MASK;
 use super::port::{Port, StageStats};
 use super::Sim;
-use crate::config::{AckAirtime, BufferLimit, Failures, FlowSpec, ModelConfig};
+use crate::config::{AckAirtime, BufferLimit, Failures, FlowSpec, LinkDirection, ModelConfig};
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{PacketCounts, Stage};
@@ -66,6 +67,7 @@ fn default_recovery(
     fat_tree: bool,
     flows: &[Flow],
     data_wire_ps: u64,
+    slowest_ppm: u32,
 ) -> RecoveryConfig {
     let link = &config.link;
     let path_links: u64 = if fat_tree { 6 } else { 4 };
@@ -85,7 +87,52 @@ fn default_recovery(
         wire(u64::from(link.ack_bytes)),
         link.propagation_ps,
     );
-    RecoveryConfig::for_round_trip(data_wire_ps, max_round_trip)
+    // A degraded link drains its queue and sends its frames slower. An up-then-down path
+    // crosses a link at most once, so a round trip crosses the slowest one at most twice (DATA
+    // one way, its ACK back): add what a full queue and a DATA frame take longer there, twice.
+    let slow_hop = link.serialization_ps(queue_bytes) + data_wire_ps;
+    let extra = (u128::from(slow_hop) * 2 * u128::from(1_000_000 - slowest_ppm))
+        .div_ceil(u128::from(slowest_ppm)) as u64;
+    RecoveryConfig::for_round_trip(data_wire_ps, max_round_trip + extra)
+}
+
+/// Per port (in the order ports are built: nodes in order, each node's ports in order), its
+/// rate in millionths of line rate: empty when no link is degraded.
+fn degraded_ports(topology: &Topology, config: &ModelConfig) -> Result<Vec<u32>, ModelError> {
+    if config.degraded.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut bases = Vec::with_capacity(topology.nodes().len());
+    let mut total = 0u32;
+    for node in topology.nodes() {
+        bases.push(total);
+        total += node.ports.len() as u32;
+    }
+    let mut ppm = vec![1_000_000u32; total as usize];
+    for link in &config.degraded {
+        let no_such = || ModelError::NoSuchLink {
+            from: link.from.clone(),
+            to: link.to.clone(),
+        };
+        let by_name = |name: &str| topology.nodes().iter().find(|node| node.name == name);
+        let (from, to) = by_name(&link.from)
+            .zip(by_name(&link.to))
+            .ok_or_else(no_such)?;
+        let port_to = |a: &ofan_topology::Node, b: &ofan_topology::Node| {
+            a.ports
+                .iter()
+                .find(|port| port.peer == b.id)
+                .map(|port| (bases[a.id.index()] + u32::from(port.index.0)) as usize)
+        };
+        let forward = port_to(from, to).ok_or_else(no_such)?;
+        let rate = (link.rate * 1e6).round().clamp(1.0, 1e6) as u32;
+        ppm[forward] = ppm[forward].min(rate);
+        if link.direction == LinkDirection::Both {
+            let back = port_to(to, from).ok_or_else(no_such)?;
+            ppm[back] = ppm[back].min(rate);
+        }
+    }
+    Ok(ppm)
 }
 
 /// Flows weighted so that every source host's flows sum to its line rate: ρ_max is then the
@@ -151,6 +198,7 @@ impl<'a> Sim<'a> {
         let pipes = k.div_ceil(config.pipe_ports);
         let first_edge = topology.edges()[0].id.0;
 
+        let port_ppm = degraded_ports(topology, config)?;
         let mut nodes = Vec::with_capacity(topology.nodes().len());
         let mut ports = Vec::new();
         let mut port_links = Vec::new();
@@ -303,9 +351,10 @@ impl<'a> Sim<'a> {
         if config.ack_airtime == AckAirtime::Reserved {
             reserve_ack_airtime(&mut hosts, &flows, wire(config.link.ack_bytes));
         }
-        let recovery = config
-            .recovery
-            .unwrap_or_else(|| default_recovery(config, fat_tree, &flows, wire(data_frame)));
+        let slowest_ppm = port_ppm.iter().copied().min().unwrap_or(1_000_000);
+        let recovery = config.recovery.unwrap_or_else(|| {
+            default_recovery(config, fat_tree, &flows, wire(data_frame), slowest_ppm)
+        });
         for host in &mut hosts {
             let packets: Vec<u32> = host
                 .flows
@@ -318,6 +367,29 @@ impl<'a> Sim<'a> {
         let host_count = hosts.len();
         let flow_ends = flows.iter().map(|flow| [flow.src, flow.dst]).collect();
         let carried = vec![[0; 2]; ports.len()];
+        let (arf, arf_windows) = if scheme.uses_arf() {
+            let bases: Vec<(u32, Option<u32>)> = nodes
+                .iter()
+                .map(|info| {
+                    let balances = matches!(info.role, Role::Edge | Role::Aggregation);
+                    (info.port_base, balances.then_some(info.lb_base))
+                })
+                .collect();
+            let arf = Arf::new(
+                topology,
+                failures,
+                config.arf,
+                config.link.rate_bps,
+                &bases,
+                &port_ppm,
+            );
+            (
+                Some(Box::new(arf)),
+                vec![PortWindow::default(); ports.len()],
+            )
+        } else {
+            (None, Vec::new())
+        };
         Ok(Self {
             topology,
             config,
@@ -362,6 +434,11 @@ impl<'a> Sim<'a> {
             delivered_wire_bytes: 0,
             events: 0,
             now: 0,
+            flows_done: 0,
+            arf,
+            arf_windows,
+            arf_flow: algorithm == ofan_dataplane::lb::Algorithm::ArfFlow,
+            port_ppm,
         })
     }
 }

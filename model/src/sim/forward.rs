@@ -135,6 +135,9 @@ impl Sim<'_> {
         };
         let pipe = in_port / self.pipe_ports;
         let balancer = &mut self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+        if self.arf_flow {
+            balancer.set_clock(self.now / 1000);
+        }
         balancer.choose(&northbound, loads).map(|port| port.0)
     }
 

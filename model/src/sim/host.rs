@@ -270,6 +270,7 @@ impl Sim<'_> {
                     flow.acked += 1;
                     if flow.acked == flow.packets {
                         flow.done_at = Some(now);
+                        self.flows_done += 1;
                     }
                 }
                 Ack::Duplicate => self.counts.duplicate_acks += 1,

@@ -54,6 +54,33 @@
 //! count distinct packets in a bitset; a flow is done at the first ACK of its last
 //! unacknowledged packet.
 //!
+//! # Adaptive routing
+//! Under the `arf-*` schemes every switch runs the adaptive-routing framework's control plane
+//! ([`ofan_dataplane::arf`], the switch's own code; `arf.rs` here only feeds it). Each port
+//! towards another switch has a [`Detector`] that takes a window every [`ArfConfig::window_ps`]
+//! of simulated time: utilization = wire bytes accepted in the window over what the port's
+//! rate (a degraded port's own) can send in it, queue = the window's largest queue over
+//! `buffer_bytes`, drops = frames the full buffer refused. All switches close their windows
+//! in the same event, in node order. A detector's state change — and, every
+//! [`ArfConfig::refresh_windows`] windows, every port's state — becomes a notification about
+//! link N → F (level, hold = [`ArfConfig::hold_ps`], the switch's next sequence number) to every
+//! switch neighbour of N but F, delivered [`ArfConfig::delay_ps`] later (one event per batch;
+//! the delay is constant, so batches arrive in order). A recipient applies it to its
+//! [`CongestionTable`], expires what aged out, and, if its table or its own up-ports' levels
+//! changed, builds a [`PathQuality`] from its up-ports' levels, the table and its
+//! [`RemotePaths`] (from the topology; switch ids are node ids) and publishes it with
+//! `SwitchBalancer::set_path_quality`. `arf-flow` balancers are given the simulated time
+//! (ns) before each decision. Notifications travel out of band: they take no room on the links.
+//! Windows stop once every flow is done (or nothing but the control plane is left in the event
+//! queue: flows that gave up); these events are not counted in [`ModelRun::events`].
+//!
+//! # Degraded links
+//! [`ModelConfig::degraded`] slows chosen link directions to a fraction of line rate: their
+//! frames take `serialization / rate` on the wire (rounded up to the picosecond). The CCT lower
+//! bound ignores it (it is the bound of the healthy fabric); the default retransmission timers
+//! add, twice (DATA one way, ACK back), what a full queue and a DATA frame take longer on the
+//! slowest link.
+//!
 //! # Files
 //! * `mod.rs`: the simulator's state (`Sim`), the entry points [`run`] and [`run_on`], and
 //!   the event loop.
@@ -65,13 +92,25 @@
 //!   load-balancing core or a DRB source route.
 //! * `host.rs`: the hosts — pacer, retransmission timers, ACKs, receiving.
 //! * `prefetch.rs`: what the next events will touch, loaded ahead.
+//! * `arf.rs`: the adaptive-routing framework's control plane (detectors, notifications,
+//!   tables, path-quality views).
 //! * `report.rs`: the [`RunReport`] of a finished run.
 //!
 //! [`AckAirtime::Charged`]: crate::AckAirtime::Charged
 //! [`AckAirtime::Reserved`]: crate::AckAirtime::Reserved
 //! [`RecoveryConfig::for_round_trip`]: ofan_transport::RecoveryConfig::for_round_trip
 //! [`ModelRun::events`]: crate::report::ModelRun::events
+//! [`Detector`]: ofan_dataplane::arf::detect::Detector
+//! [`CongestionTable`]: ofan_dataplane::arf::CongestionTable
+//! [`PathQuality`]: ofan_dataplane::arf::PathQuality
+//! [`RemotePaths`]: ofan_dataplane::arf::RemotePaths
+//! [`ArfConfig::window_ps`]: crate::ArfConfig::window_ps
+//! [`ArfConfig::refresh_windows`]: crate::ArfConfig::refresh_windows
+//! [`ArfConfig::hold_ps`]: crate::ArfConfig::hold_ps
+//! [`ArfConfig::delay_ps`]: crate::ArfConfig::delay_ps
+//! [`ModelConfig::degraded`]: crate::ModelConfig::degraded
 
+mod arf;
 mod build;
 mod forward;
 mod host;
@@ -89,6 +128,7 @@ use crate::queue::EventQueue;
 use crate::report::{PacketCounts, RunReport, Stage};
 use crate::workload;
 
+use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
@@ -150,6 +190,16 @@ struct Sim<'a> {
     delivered_wire_bytes: u64,
     events: u64,
     now: u64,
+    /// Flows whose every packet was ACKed.
+    flows_done: usize,
+    /// The adaptive-routing framework's control plane (`arf-*` schemes).
+    arf: Option<Box<Arf>>,
+    /// Per port: its counters in the current detection window (empty unless `arf-*`).
+    arf_windows: Vec<PortWindow>,
+    /// `arf-flow`: the balancers age their flow tables by the simulated time.
+    arf_flow: bool,
+    /// Per port: its rate in millionths of line rate (empty when no link is degraded).
+    port_ppm: Vec<u32>,
 }
 
 /// Runs one configuration to completion.
@@ -214,12 +264,20 @@ impl Sim<'_> {
             self.hosts[host as usize].due = phase;
             self.push(phase, host, true);
         }
+        self.arf_start();
     }
 
     fn run_loop(&mut self) {
         while let Some(event) = self.queue.pop() {
             if event.wake && event.target & TIMER_BIT != 0 {
                 self.timer(event.target & !TIMER_BIT, event.time);
+                continue;
+            }
+            if event.wake && event.target & ARF_BIT != 0 {
+                // Not counted in `events`: a run's traffic events are the same with or without
+                // the control plane's.
+                self.now = event.time;
+                self.arf_event(event.target & !ARF_BIT);
                 continue;
             }
             self.now = event.time;

@@ -104,11 +104,24 @@ impl Sim<'_> {
         }
     }
 
+    /// The wire time of `frame` on port `port_id`: [`Sim::serialization`], slower on a
+    /// degraded link.
+    #[inline]
+    fn port_serialization(&self, port_id: usize, frame: u32) -> u64 {
+        let line = self.serialization(frame);
+        match self.port_ppm.get(port_id) {
+            Some(&ppm) if ppm != 1_000_000 => {
+                (u128::from(line) * 1_000_000).div_ceil(u128::from(ppm)) as u64
+            }
+            _ => line,
+        }
+    }
+
     /// Puts `packet` on output port `port_id` at the current time (or drops it).
     #[inline]
     pub(super) fn enqueue(&mut self, port_id: usize, mut packet: Packet) {
         let (now, propagation) = (self.now, self.propagation);
-        let serialization = self.serialization(packet.frame);
+        let serialization = self.port_serialization(port_id, packet.frame);
         let port = &mut self.ports[port_id];
         port.purge(now, propagation);
         let frame = u64::from(packet.frame);
@@ -116,6 +129,9 @@ impl Sim<'_> {
         if port.stage.is_switch() {
             if port.bytes.saturating_add(frame) > self.buffer {
                 self.drops_buffer += 1;
+                if let Some(window) = self.arf_windows.get_mut(port_id) {
+                    window.drops += 1;
+                }
                 return;
             }
             if data && port.bytes >= self.ecn {
@@ -136,6 +152,10 @@ impl Sim<'_> {
         let carried = &mut self.carried[port_id];
         carried[0] += frame;
         carried[1] += 1;
+        if let Some(window) = self.arf_windows.get_mut(port_id) {
+            window.bytes += frame + u64::from(self.config.link.gap_bytes);
+            window.max_bytes = window.max_bytes.max(port.bytes);
+        }
         let stats = &mut self.stage_stats[port.stage as usize];
         stats.max_packets = stats.max_packets.max(port.queued());
         stats.max_data = stats.max_data.max(port.data);

@@ -8,7 +8,8 @@ use super::port::{Port, StageStats};
 use super::Sim;
 use crate::config::{FlowSpec, ModelConfig, Scheme, Workload};
 use crate::report::{
-    Details, Drops, EdgeUplinkInvariant, ModelRun, QueueStats, RunReport, Stage, SCHEMA,
+    DegradedPort, Details, Drops, EdgeUplinkInvariant, ModelRun, QueueStats, RunReport, Stage,
+    SCHEMA,
 };
 
 impl Sim<'_> {
@@ -80,6 +81,18 @@ impl Sim<'_> {
             && failures.is_empty()
             && one_flow_each
             && !matches!(self.config.workload, Workload::AllToAll);
+        let degraded = self.degraded_report();
+        let arf = self.arf.as_ref().map(|arf| {
+            let fabric_bytes = self
+                .ports
+                .iter()
+                .zip(&self.carried)
+                .filter(|(port, _)| !matches!(port.stage, Stage::HostUp | Stage::EdgeDown))
+                .map(|(_, carried)| carried[0])
+                .sum();
+            let moved = self.balancers.iter().map(|b| b.flows_moved()).sum();
+            arf.report(fabric_bytes, moved)
+        });
         let mut drops = Drops::default();
         drops.add("switch.buffer", self.drops_buffer);
         drops.add("switch.no_route", self.drops_no_route);
@@ -109,8 +122,48 @@ impl Sim<'_> {
                 },
                 events: self.events,
                 end_ps: end,
+                degraded,
+                arf,
             }),
         }
+    }
+
+    /// Every slow direction of a degraded link, what it carried, and how that compares with
+    /// the other ports of its stage.
+    fn degraded_report(&self) -> Vec<DegradedPort> {
+        if self.port_ppm.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for node in self.topology.nodes() {
+            let base = self.nodes[node.id.index()].port_base as usize;
+            for (index, port) in node.ports.iter().enumerate() {
+                let id = base + index;
+                let ppm = self.port_ppm[id];
+                if ppm == 1_000_000 {
+                    continue;
+                }
+                let stage = self.ports[id].stage;
+                let others: Vec<u64> = self
+                    .ports
+                    .iter()
+                    .zip(&self.carried)
+                    .enumerate()
+                    .filter(|(other, (p, _))| *other != id && p.stage == stage)
+                    .map(|(_, (_, carried))| carried[0])
+                    .collect();
+                let bytes = self.carried[id][0];
+                let mean = others.iter().sum::<u64>() as f64 / others.len().max(1) as f64;
+                out.push(DegradedPort {
+                    from: node.name.clone(),
+                    to: self.topology.node(port.peer).name.clone(),
+                    rate: f64::from(ppm) / 1e6,
+                    bytes,
+                    share_of_stage_mean: if mean > 0.0 { bytes as f64 / mean } else { 0.0 },
+                });
+            }
+        }
+        out
     }
 }
 

@@ -14,8 +14,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use ofan_model::figures::{self, Figure, Sweep};
 use ofan_model::{
-    default_threads, run_many, workload, AckAirtime, BufferLimit, Failures, ModelConfig, Pacing,
-    RunReport, Scheme, Stage, StartPhase, Workload,
+    default_threads, run_many, workload, AckAirtime, BufferLimit, DegradedLink, Failures,
+    ModelConfig, Pacing, RunReport, Scheme, Stage, StartPhase, Workload,
 };
 
 use super::Shape;
@@ -102,7 +102,8 @@ struct Common {
     /// Ring stride for `--workload ring`.
     #[arg(long, default_value_t = 1)]
     ring_stride: u32,
-    /// Load-balancing scheme: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, spray, reps, drb.
+    /// Load-balancing scheme: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow,
+    /// arf-packet, spray, reps, drb.
     #[arg(long, default_value = "ofan")]
     scheme: String,
     /// Message size per flow (bytes; K/M/G suffixes are binary: 1M = 1 MiB).
@@ -157,6 +158,19 @@ struct Common {
     /// Failed link ids, comma-separated.
     #[arg(long, value_delimiter = ',')]
     fail_links: Vec<u32>,
+    /// Slow links: `FROM/TO:RATE` (both directions) or `FROM>TO:RATE` (one direction), by
+    /// switch name, RATE a fraction of line rate, e.g. `a-p0-0/c-0:0.25`; repeatable.
+    #[arg(long)]
+    degrade: Vec<String>,
+    /// Adaptive-routing framework (`arf-*`): detection window, µs (default 4).
+    #[arg(long)]
+    arf_window_us: Option<f64>,
+    /// Adaptive-routing framework: control-plane delay of a notification, µs (default 100).
+    #[arg(long)]
+    arf_delay_us: Option<f64>,
+    /// Adaptive-routing framework: refresh every this many windows (default 10; hold = 3×).
+    #[arg(long)]
+    arf_refresh_windows: Option<u32>,
     /// Worker threads (default: available cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -306,6 +320,21 @@ impl Common {
             },
             (None, true) => Failures::None,
         };
+        config.degraded = self
+            .degrade
+            .iter()
+            .map(|text| text.parse::<DegradedLink>())
+            .collect::<Result<_, _>>()?;
+        let picoseconds = |us: f64| (us * 1e6).round() as u64;
+        if let Some(us) = self.arf_window_us {
+            config.arf.window_ps = picoseconds(us);
+        }
+        if let Some(us) = self.arf_delay_us {
+            config.arf.delay_ps = picoseconds(us);
+        }
+        if let Some(windows) = self.arf_refresh_windows {
+            config.arf.refresh_windows = windows;
+        }
         config.validate()?;
         Ok(config)
     }
@@ -357,7 +386,7 @@ fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
 
 fn print_reports(reports: &[RunReport]) {
     println!(
-        "{:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
+        "{:>10} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
         "scheme",
         "seed",
         "CCT µs",
@@ -378,7 +407,7 @@ fn print_reports(reports: &[RunReport]) {
         let model = model_of(r);
         let edge = &model.edge_uplink;
         println!(
-            "{:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
+            "{:>10} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
             model.config.scheme.name(),
             model.config.seed,
             r.cct_ps
@@ -403,6 +432,47 @@ fn print_reports(reports: &[RunReport]) {
             r.drops.total,
             r.packets.retransmissions,
         );
+    }
+    for r in reports {
+        let model = model_of(r);
+        for slow in &model.degraded {
+            println!(
+                "{:>10} {:>5}   degraded {} → {} at {:.2}: {:.1} KB, {:.2} × its stage's mean",
+                model.config.scheme.name(),
+                model.config.seed,
+                slow.from,
+                slow.to,
+                slow.rate,
+                slow.bytes as f64 / 1000.0,
+                slow.share_of_stage_mean
+            );
+        }
+        if let Some(arf) = &model.arf {
+            let us = |ps: u64| ps as f64 / 1e6;
+            println!(
+                "{:>10} {:>5}   arf: {} detections (first at {}), {} notifications ({} refreshes), \
+                 {} applied ({} changed, {} stale), {} publications, {:.1} KB = {:.4} % of fabric \
+                 bytes, reaction {} µs, {} flows moved",
+                model.config.scheme.name(),
+                model.config.seed,
+                arf.detections,
+                arf.first_detection_ps
+                    .map_or("-".into(), |t| format!("{:.1} µs", us(t))),
+                arf.sent,
+                arf.refreshes,
+                arf.applied,
+                arf.changed,
+                arf.stale,
+                arf.publications,
+                arf.bytes as f64 / 1000.0,
+                arf.overhead * 100.0,
+                match (arf.reaction_min_ps, arf.reaction_max_ps) {
+                    (Some(min), Some(max)) => format!("{:.1}–{:.1}", us(min), us(max)),
+                    _ => "-".into(),
+                },
+                arf.flows_moved,
+            );
+        }
     }
 }
 

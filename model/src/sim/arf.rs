@@ -1,0 +1,500 @@
+//! The adaptive-routing framework's control plane in the model (`arf-*` schemes; see the module
+//! documentation of `sim`, "Adaptive routing"): a detector per fabric port over windows of
+//! simulated time, notifications to the neighbours after the control-plane delay, and the
+//! congestion table and path-quality view each balancing switch publishes to its pipes.
+//!
+//! Everything the switches decide comes from [`ofan_dataplane::arf`], the code the switch's
+//! control thread runs; this file only feeds it the model's ports and clock and carries the
+//! notifications. Every switch runs the same code path, in node order.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use ofan_dataplane::arf::detect::{Detector, Thresholds, Window};
+use ofan_dataplane::arf::{
+    Applied, CongestionTable, Kind, LinkId, PathQuality, Quality, RemoteHop, RemotePaths, Update,
+};
+use ofan_dataplane::lb::DestKey;
+use ofan_topology::{FailedLinks, Node, PortDirection, Role, Topology};
+
+use super::Sim;
+use crate::config::ArfConfig;
+use crate::report::ArfRun;
+
+/// Bit of a wake event's target that marks an adaptive-routing event (host indices and
+/// [`super::host::TIMER_BIT`] stay clear of it); the low bits say which.
+pub(super) const ARF_BIT: u32 = 1 << 29;
+/// The detection windows close.
+const TICK: u32 = 0;
+/// The oldest batch of notifications in flight arrives.
+const DELIVER: u32 = 1;
+
+/// One port's measurements in the current window, kept beside the ports (a port is one cache
+/// line, full) and updated at every enqueue of an `arf-*` run.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct PortWindow {
+    /// Wire bytes (frame and gap) accepted for transmission.
+    pub(super) bytes: u64,
+    /// Largest queue, bytes.
+    pub(super) max_bytes: u64,
+    /// Frames dropped at the full buffer.
+    pub(super) drops: u64,
+}
+
+/// A port towards another switch.
+#[derive(Debug, Clone, Copy)]
+struct FabricPort {
+    /// In `Sim::ports`.
+    port: u32,
+    /// The switch at the other end (node id).
+    peer: u32,
+    /// An up-port (its detector's level is the local quality of the paths through it).
+    up: bool,
+    /// Wire bytes the port can send in one window at its rate.
+    capacity: f64,
+}
+
+/// One switch's control plane.
+#[derive(Debug)]
+struct ArfSwitch {
+    node: u32,
+    ports: Vec<FabricPort>,
+    detectors: Vec<Detector>,
+    /// The switch neighbours (node ids) notifications go to.
+    neighbours: Vec<u32>,
+    table: CongestionTable,
+    /// Balancing switches: the first pipe balancer and the remote path information.
+    balancer: Option<(u32, RemotePaths)>,
+    generation: u64,
+    sequence: u32,
+}
+
+/// A notification in flight to one switch.
+#[derive(Debug, Clone, Copy)]
+struct Note {
+    /// Index of the recipient in `Arf::switches`.
+    to: u32,
+    update: Update,
+    /// When the state change it reports was detected (`None`: a refresh).
+    detected_at: Option<u64>,
+}
+
+/// The control plane of every switch, the notifications in flight and what the report counts.
+#[derive(Debug)]
+pub(super) struct Arf {
+    config: ArfConfig,
+    switches: Vec<ArfSwitch>,
+    /// Per node id: index in `switches` (`u32::MAX` for hosts).
+    index_of: Vec<u32>,
+    /// Batches of notifications in flight, by arrival time (the delay is constant, so the
+    /// batches arrive in the order they were sent).
+    in_flight: VecDeque<(u64, Vec<Note>)>,
+    windows_closed: u64,
+    /// Adaptive-routing events in the event queue.
+    pending: usize,
+    stats: ArfRun,
+    reaction_sum: u128,
+    reaction_count: u64,
+}
+
+/// The remote path information of balancing switch `node` from the topology (the routing
+/// plane's view; see [`ofan_dataplane::arf`]): at an edge, key = destination edge, and behind
+/// up-port p the aggregation switch A with next-next hops [destination edge] when A is in its
+/// pod, else A's cores; at an aggregation switch, key = destination pod, and behind up-port p
+/// the core C with next-next hop C's aggregation switch in that pod. Failed links are no hops.
+/// Switch ids are node ids on both sides.
+fn remote_paths(topology: &Topology, failures: &FailedLinks, node: &Node) -> RemotePaths {
+    let up: Vec<_> = topology.up_ports(node.id).iter().collect();
+    let keys = topology.dest_key_count(node.id);
+    let mut paths = RemotePaths::new(up.len() as u8, keys);
+    // The alive ports of `from` whose peer satisfies `wanted`, as peer ids.
+    let alive_peers = |from: &Node, wanted: &dyn Fn(&Node) -> bool| -> Vec<u32> {
+        from.ports
+            .iter()
+            .filter(|port| failures.is_alive(port.link) && wanted(topology.node(port.peer)))
+            .map(|port| port.peer.0)
+            .collect()
+    };
+    for key in 0..keys {
+        for (position, port) in up.iter().enumerate() {
+            if !failures.is_alive(port.link) {
+                continue;
+            }
+            let neighbour = topology.node(port.peer);
+            let next_next = match node.role {
+                Role::Edge => {
+                    let dest = &topology.edges()[key as usize];
+                    if dest.id == node.id {
+                        continue;
+                    }
+                    let covers = neighbour.role == Role::Core
+                        || (neighbour.role == Role::Aggregation && neighbour.pod == dest.pod);
+                    if covers {
+                        alive_peers(neighbour, &|peer| peer.id == dest.id)
+                    } else {
+                        alive_peers(neighbour, &|peer| peer.role == Role::Core)
+                    }
+                }
+                Role::Aggregation => {
+                    if u32::from(node.pod.unwrap_or(0)) == key {
+                        continue;
+                    }
+                    alive_peers(neighbour, &|peer| {
+                        peer.role == Role::Aggregation && peer.pod.map(u32::from) == Some(key)
+                    })
+                }
+                Role::Core | Role::Host => unreachable!("only edges and aggregations balance"),
+            };
+            paths.set(
+                DestKey(key),
+                position as u8,
+                RemoteHop {
+                    neighbour: neighbour.id.0,
+                    next_next,
+                },
+            );
+        }
+    }
+    paths
+}
+
+impl Arf {
+    /// The control plane of every switch of `topology`. `port_base` and `lb_base` give each
+    /// node's first port in `Sim::ports` and its first pipe balancer (balancing switches);
+    /// `port_ppm` the ports' rates (empty: all at line rate).
+    pub(super) fn new(
+        topology: &Topology,
+        failures: &FailedLinks,
+        config: ArfConfig,
+        rate_bps: u64,
+        bases: &[(u32, Option<u32>)],
+        port_ppm: &[u32],
+    ) -> Self {
+        let mut index_of = vec![u32::MAX; topology.nodes().len()];
+        let mut switches = Vec::new();
+        let line_bytes = rate_bps as f64 * config.window_ps as f64 * 1e-12 / 8.0;
+        for node in topology.nodes().iter().filter(|node| node.role.is_switch()) {
+            let (port_base, lb_base) = bases[node.id.index()];
+            let ports: Vec<FabricPort> = node
+                .ports
+                .iter()
+                .filter(|port| topology.node(port.peer).role.is_switch())
+                .map(|port| {
+                    let id = port_base + u32::from(port.index.0);
+                    let ppm = port_ppm.get(id as usize).copied().unwrap_or(1_000_000);
+                    FabricPort {
+                        port: id,
+                        peer: port.peer.0,
+                        up: port.direction == PortDirection::Up,
+                        capacity: line_bytes * f64::from(ppm) / 1e6,
+                    }
+                })
+                .collect();
+            let mut neighbours: Vec<u32> = ports.iter().map(|port| port.peer).collect();
+            neighbours.dedup();
+            index_of[node.id.index()] = switches.len() as u32;
+            switches.push(ArfSwitch {
+                node: node.id.0,
+                detectors: vec![Detector::new(Thresholds::default()); ports.len()],
+                ports,
+                neighbours,
+                table: CongestionTable::default(),
+                balancer: lb_base.map(|lb| (lb, remote_paths(topology, failures, node))),
+                generation: 0,
+                sequence: 0,
+            });
+        }
+        Self {
+            stats: ArfRun {
+                window_ps: config.window_ps,
+                delay_ps: config.delay_ps,
+                ..ArfRun::default()
+            },
+            config,
+            switches,
+            index_of,
+            in_flight: VecDeque::new(),
+            windows_closed: 0,
+            pending: 0,
+            reaction_sum: 0,
+            reaction_count: 0,
+        }
+    }
+
+    /// The report's section, given the fabric's carried bytes and `arf-flow`'s moves.
+    pub(super) fn report(&self, fabric_bytes: u64, flows_moved: u64) -> ArfRun {
+        let mut stats = self.stats.clone();
+        stats.bytes = stats.sent * (ArfRun::MESSAGE_BYTES + ArfRun::HEADER_BYTES);
+        stats.fabric_bytes = fabric_bytes;
+        stats.overhead = if fabric_bytes == 0 {
+            0.0
+        } else {
+            stats.bytes as f64 / fabric_bytes as f64
+        };
+        stats.reaction_mean_ps = (self.reaction_count > 0)
+            .then(|| self.reaction_sum as f64 / self.reaction_count as f64);
+        stats.flows_moved = flows_moved;
+        stats
+    }
+}
+
+impl Sim<'_> {
+    /// Schedules the first window's end (`arf-*` runs).
+    pub(super) fn arf_start(&mut self) {
+        if let Some(arf) = self.arf.as_mut() {
+            arf.pending += 1;
+            let at = arf.config.window_ps;
+            self.queue.push(at, ARF_BIT | TICK, true);
+        }
+    }
+
+    /// An adaptive-routing event (`target` without [`ARF_BIT`]) at the current time.
+    pub(super) fn arf_event(&mut self, target: u32) {
+        let Some(mut arf) = self.arf.take() else {
+            return;
+        };
+        arf.pending -= 1;
+        match target {
+            TICK => self.arf_tick(&mut arf),
+            _ => self.arf_deliver(&mut arf),
+        }
+        self.arf = Some(arf);
+    }
+
+    /// The windows close: every switch's detectors take their window; state changes (and,
+    /// every refresh period, every state) go to the neighbours; aged-out table entries go.
+    fn arf_tick(&mut self, arf: &mut Arf) {
+        let (now, propagation) = (self.now, self.propagation);
+        let now_ns = now / 1000;
+        arf.windows_closed += 1;
+        let refresh = arf.windows_closed % u64::from(arf.config.refresh_windows) == 0;
+        let hold_ns = arf.config.hold_ps() / 1000;
+        let buffer = self.config.buffer_bytes as f64;
+        let mut batch = Vec::new();
+        let Arf {
+            switches,
+            index_of,
+            stats,
+            ..
+        } = arf;
+        for switch in switches.iter_mut() {
+            let mut local_changed = false;
+            for (fabric, detector) in switch.ports.iter().zip(switch.detectors.iter_mut()) {
+                let port = &mut self.ports[fabric.port as usize];
+                port.purge(now, propagation);
+                let counters = &mut self.arf_windows[fabric.port as usize];
+                let window = Window {
+                    utilization: counters.bytes as f64 / fabric.capacity,
+                    queue_fraction: counters.max_bytes as f64 / buffer,
+                    drops: counters.drops,
+                };
+                // The next window starts with the queue standing now.
+                *counters = PortWindow {
+                    bytes: 0,
+                    max_bytes: port.bytes,
+                    drops: 0,
+                };
+                stats.windows += 1;
+                let before = detector.level();
+                let change = detector.observe(&window);
+                local_changed |= fabric.up && detector.level() != before;
+                let (kind, detected_at) = match change {
+                    Some(kind) => {
+                        if kind == Kind::CongestionDetected {
+                            stats.detections += 1;
+                            stats.first_detection_ps.get_or_insert(now);
+                        } else {
+                            stats.clears += 1;
+                        }
+                        (kind, Some(now))
+                    }
+                    None if refresh => {
+                        let kind = if detector.congested() {
+                            Kind::CongestionDetected
+                        } else {
+                            Kind::CongestionCleared
+                        };
+                        (kind, None)
+                    }
+                    None => continue,
+                };
+                switch.sequence = switch.sequence.wrapping_add(1);
+                let update = Update {
+                    link: LinkId {
+                        near: switch.node,
+                        far: fabric.peer,
+                    },
+                    kind,
+                    quality: detector.level(),
+                    hold_ns,
+                    sequence: switch.sequence,
+                };
+                for &neighbour in switch.neighbours.iter().filter(|&&n| n != fabric.peer) {
+                    batch.push(Note {
+                        to: index_of[neighbour as usize],
+                        update,
+                        detected_at,
+                    });
+                    stats.sent += 1;
+                    stats.refreshes += u64::from(detected_at.is_none());
+                }
+            }
+            let expired = switch.table.expire(now_ns);
+            stats.expired += expired as u64;
+            if local_changed || expired > 0 {
+                self.arf_publish(switch, stats);
+            }
+        }
+        if !batch.is_empty() {
+            let at = now + arf.config.delay_ps;
+            arf.in_flight.push_back((at, batch));
+            arf.pending += 1;
+            self.queue.push(at, ARF_BIT | DELIVER, true);
+        }
+        // Windows go on while some flow is not done and anything but the control plane itself
+        // is left to happen (stale retransmission timers linger long after the last flow).
+        if self.flows_done < self.flows.len() && self.queue.len() > arf.pending {
+            arf.pending += 1;
+            self.queue
+                .push(now + arf.config.window_ps, ARF_BIT | TICK, true);
+        }
+    }
+
+    /// The oldest batch of notifications arrives: each recipient applies its notification to
+    /// its table and, if the table changed, publishes a new view.
+    fn arf_deliver(&mut self, arf: &mut Arf) {
+        let now = self.now;
+        let now_ns = now / 1000;
+        let (at, batch) = arf
+            .in_flight
+            .pop_front()
+            .expect("a delivery event has a batch");
+        debug_assert_eq!(at, now, "notifications arrive after exactly the delay");
+        let mut touched: Vec<u32> = Vec::new();
+        for note in &batch {
+            let switch = &mut arf.switches[note.to as usize];
+            match switch.table.apply(&note.update, now_ns) {
+                Applied::Changed => {
+                    arf.stats.applied += 1;
+                    arf.stats.changed += 1;
+                    if let Some(detected) = note.detected_at {
+                        let reaction = now - detected;
+                        arf.reaction_sum += u128::from(reaction);
+                        arf.reaction_count += 1;
+                        let stats = &mut arf.stats;
+                        stats.reaction_min_ps =
+                            Some(stats.reaction_min_ps.map_or(reaction, |m| m.min(reaction)));
+                        stats.reaction_max_ps =
+                            Some(stats.reaction_max_ps.map_or(reaction, |m| m.max(reaction)));
+                    }
+                    if touched.last() != Some(&note.to) && !touched.contains(&note.to) {
+                        touched.push(note.to);
+                    }
+                }
+                Applied::Refreshed => arf.stats.applied += 1,
+                Applied::Stale => arf.stats.stale += 1,
+            }
+        }
+        touched.sort_unstable();
+        for index in touched {
+            let switch = &mut arf.switches[index as usize];
+            arf.stats.expired += switch.table.expire(now_ns) as u64;
+            self.arf_publish(switch, &mut arf.stats);
+        }
+    }
+
+    /// Builds `switch`'s path-quality view from its up-ports' levels, its table and its remote
+    /// paths, and publishes it to its balancer (every pipe reads it from its next decision).
+    fn arf_publish(&self, switch: &mut ArfSwitch, stats: &mut ArfRun) {
+        let Some((lb, paths)) = &switch.balancer else {
+            return;
+        };
+        let local: Vec<Quality> = switch
+            .ports
+            .iter()
+            .zip(&switch.detectors)
+            .filter(|(port, _)| port.up)
+            .map(|(_, detector)| detector.level())
+            .collect();
+        switch.generation += 1;
+        let view = PathQuality::build(&local, &switch.table, paths, switch.generation);
+        self.balancers[*lb as usize]
+            .switch()
+            .set_path_quality(Arc::new(view));
+        stats.publications += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ofan_topology::{plan, NodeId};
+
+    /// The remote paths built here name the same neighbours and next-next hops as the routing
+    /// plan's ([`plan::remote_paths`], what the lab's switches learn), with and without a
+    /// failed link.
+    #[test]
+    fn remote_paths_agree_with_the_routing_plan() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let mut failed = FailedLinks::new();
+        let agg_core = topology
+            .links()
+            .iter()
+            .find(|link| topology.node(link.b.0).role == Role::Core)
+            .unwrap()
+            .id;
+        failed.insert(agg_core);
+        for failures in [FailedLinks::new(), failed] {
+            for node in topology
+                .nodes()
+                .iter()
+                .filter(|node| matches!(node.role, Role::Edge | Role::Aggregation))
+            {
+                let ours = remote_paths(&topology, &failures, node);
+                let planned = plan::remote_paths(&topology, &failures, node.id);
+                for edge in topology.edges() {
+                    if edge.id == node.id {
+                        continue;
+                    }
+                    let Some(hops) = planned.get(&topology.edge_prefix(edge.id)) else {
+                        continue;
+                    };
+                    let key = topology.dest_key_for_host(node.id, host_of(&topology, edge.id));
+                    let Some(key) = key else { continue };
+                    for hop in hops.iter().filter(|hop| {
+                        topology.port(node.id, hop.hop.port).direction == PortDirection::Up
+                    }) {
+                        let position = topology
+                            .up_ports(node.id)
+                            .iter()
+                            .position(|port| port.index == hop.hop.port)
+                            .unwrap() as u8;
+                        let mine = ours.get(key, position).expect("a hop for every route");
+                        assert_eq!(mine.neighbour, hop.neighbor.0, "{} key {key:?}", node.name);
+                        let mut expected: Vec<u32> =
+                            hop.next_next.iter().map(|id: &NodeId| id.0).collect();
+                        let mut got = mine.next_next.clone();
+                        expected.sort_unstable();
+                        got.sort_unstable();
+                        if node.role == Role::Edge && topology.node(hop.neighbor).pod != edge.pod {
+                            // The plan lists the cores that still reach the edge; ours every
+                            // alive core of the neighbour (its choice at the next hop).
+                            assert!(expected.iter().all(|core| got.contains(core)));
+                        } else {
+                            assert_eq!(got, expected, "{} key {key:?}", node.name);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn host_of(topology: &Topology, edge: NodeId) -> NodeId {
+        topology
+            .hosts()
+            .iter()
+            .find(|host| topology.host_edge(host.id) == edge)
+            .unwrap()
+            .id
+    }
+}
