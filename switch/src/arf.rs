@@ -45,8 +45,9 @@ pub struct PortInfo {
     pub name: String,
     /// Whether it faces a switch (role up or down).
     pub fabric: bool,
-    /// Its egress buffer, bytes.
-    pub buffer_bytes: u64,
+    /// Bytes of a full-size frame on it (MTU + Ethernet header), the unit of the detector's
+    /// queue reference.
+    pub full_frame_bytes: u32,
 }
 
 /// What the notifier reads and writes.
@@ -108,7 +109,6 @@ fn unix_ns() -> u64 {
 /// Per fabric port: the last window's cumulative readings.
 #[derive(Debug, Clone, Copy, Default)]
 struct LastReading {
-    tx_bytes: u64,
     drops: u64,
     peak: u64,
 }
@@ -281,29 +281,18 @@ impl State {
 
     /// One detection window.
     fn window(&mut self, now: u64) {
-        let window_ns = self.inputs.settings.timing.window_ns;
-        let window_bits = window_ns as f64 / 1e9;
         for &port in &self.inputs.settings.fabric_ports {
             let id = port as usize;
             let telemetry = self.inputs.telemetry.port(id);
             let last = self.last[id];
             let reading = telemetry.take_window(last.peak);
             self.last[id] = LastReading {
-                tx_bytes: reading.tx_bytes,
                 drops: reading.drops,
                 peak: reading.peak_depth_bytes,
             };
-            let rate = telemetry.link_rate_bps();
-            let sent_bits = reading.tx_bytes.saturating_sub(last.tx_bytes) as f64 * 8.0;
-            let utilization = if rate == 0 {
-                0.0
-            } else {
-                sent_bits / (rate as f64 * window_bits)
-            };
-            let buffer = self.inputs.ports[id].buffer_bytes.max(1);
             let observed = Window {
-                utilization,
-                queue_fraction: reading.max_depth_bytes as f64 / buffer as f64,
+                max_queue_bytes: reading.max_depth_bytes,
+                full_frame_bytes: self.inputs.ports[id].full_frame_bytes,
                 drops: reading.drops.saturating_sub(last.drops),
             };
             if let Some(speaker) = &mut self.speaker {

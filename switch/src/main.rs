@@ -170,7 +170,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
                         .map(|(spec, port)| arf::PortInfo {
                             name: spec.name.clone(),
                             fabric: port.role != ofan_dataplane::fib::PortRole::Host,
-                            buffer_bytes: u64::from(spec.egress.buffer_bytes),
+                            full_frame_bytes: full_frame_bytes(&spec.name),
                         })
                         .collect(),
                     telemetry: Arc::clone(runtime.telemetry()),
@@ -494,4 +494,13 @@ fn print_paths(stats: &ofan_control::admin::Stats) {
             .collect();
         println!("  {:<18} {}", route.prefix, hops.join(" | "));
     }
+}
+
+/// A full-size frame on interface `name`: its MTU (from sysfs, in the switch's namespace) plus
+/// the 14-byte Ethernet header; 1 514 when the MTU cannot be read.
+fn full_frame_bytes(name: &str) -> u32 {
+    std::fs::read_to_string(format!("/sys/class/net/{name}/mtu"))
+        .ok()
+        .and_then(|mtu| mtu.trim().parse::<u32>().ok())
+        .map_or(1_514, |mtu| mtu + 14)
 }

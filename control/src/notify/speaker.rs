@@ -322,10 +322,11 @@ mod tests {
         )
     }
 
-    fn window(utilization: f64) -> Window {
+    /// A window whose queue was `fill` × the congested reference (8 full frames): 1.0 is level 0.
+    fn window(fill: f64) -> Window {
         Window {
-            utilization,
-            queue_fraction: 0.0,
+            max_queue_bytes: (fill * 8.0 * 1_500.0) as u64,
+            full_frame_bytes: 1_500,
             drops: 0,
         }
     }

@@ -4,11 +4,17 @@
 //!
 //! **The level.** The draft defines quality by available bandwidth or buffer use, 16 levels,
 //! lower is poorer ("on a 400G interface level 0 could represent 25G and level 15 400G"). Ours
-//! is the port's headroom over the window, `(1 − utilization) × (1 − queue / buffer)`, scaled
-//! to 0–15: an idle port is 15, a port sending at line rate with an empty queue about 0 — as is
-//! a half-used port with a half-full buffer — and any drop in the window makes it 0. Utilization
-//! is what the port sent over what it could have; the queue is the window's largest depth, so a
-//! standing queue counts even while the port drains it at line rate.
+//! is buffer use: the window's largest queue `q`, in full-size frames, against
+//! [`Thresholds::queue_frames`] (`Q`, default 8): `round(15 · (1 − min(q / Q, 1)))`, and 0 when
+//! the port dropped anything in the window. An empty queue is 15, a standing queue of `Q` frames
+//! or more is 0.
+//!
+//! Why not available bandwidth: a fabric at load 1 runs every link near line rate, so a level by
+//! headroom (`(1 − utilization) × (1 − queue / buffer)`, our first definition) rated every link
+//! of such a fabric 0 — in the lab the one slowed core link was no poorer than the rest, and
+//! `arf-wcmp` could not tell where the bottleneck was; in the model it kept 0.92 of its share. A
+//! busy link that keeps no standing queue is not congested; one whose queue grows is, whatever
+//! its utilization — which is what a slowed link, or one offered more than its rate, shows.
 //!
 //! **Hysteresis.** The reported level follows the measured one only after it has differed for
 //! [`Thresholds::windows_to_change`] windows in a row, or at once when it differs by more than
@@ -30,6 +36,8 @@ pub struct Thresholds {
     pub windows_to_change: u8,
     /// A change by more than this many levels is reported at once.
     pub jump: u8,
+    /// A standing queue of this many full-size frames is level 0 (`Q` in the module docs).
+    pub queue_frames: u16,
 }
 
 impl Default for Thresholds {
@@ -39,6 +47,7 @@ impl Default for Thresholds {
             cleared_at: Quality::new(9).unwrap_or(Quality::BEST),
             windows_to_change: 2,
             jump: 4,
+            queue_frames: 8,
         }
     }
 }
@@ -57,6 +66,9 @@ pub enum ThresholdError {
     /// At least one window.
     #[error("windows_to_change must be at least 1")]
     Windows,
+    /// At least one frame.
+    #[error("queue_frames must be at least 1")]
+    QueueFrames,
 }
 
 impl Thresholds {
@@ -74,33 +86,37 @@ impl Thresholds {
         if self.windows_to_change == 0 {
             return Err(ThresholdError::Windows);
         }
+        if self.queue_frames == 0 {
+            return Err(ThresholdError::QueueFrames);
+        }
         Ok(self)
     }
 }
 
 /// One port's measurements over one window.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
-    /// Bytes sent over bytes the line rate allows in the window, 0–1 (more is clamped).
-    pub utilization: f64,
-    /// The window's largest queue over the port's buffer, 0–1 (more is clamped).
-    pub queue_fraction: f64,
+    /// The window's largest queue, bytes (the queue standing at its start included).
+    pub max_queue_bytes: u64,
+    /// Bytes of a full-size frame on this port (the unit of [`Thresholds::queue_frames`]).
+    pub full_frame_bytes: u32,
     /// Frames the port dropped in the window.
     pub drops: u64,
 }
 
-/// The measured level of `window`, before hysteresis.
+/// The measured level of `window` under `thresholds`, before hysteresis.
 #[must_use]
-pub fn measured_level(window: &Window) -> Quality {
+pub fn measured_level(window: &Window, thresholds: &Thresholds) -> Quality {
     if window.drops > 0 {
         return Quality::POOREST;
     }
-    let clamp = |x: f64| if x.is_nan() { 1.0 } else { x.clamp(0.0, 1.0) };
-    let headroom = (1.0 - clamp(window.utilization)) * (1.0 - clamp(window.queue_fraction));
-    let top = f64::from(QUALITY_LEVELS - 1);
-    // Rounded to the nearest level: 0.5 of headroom is level 8 (7.5 rounds up).
-    let level = (headroom * top).round() as u8;
-    Quality::new(level.min(QUALITY_LEVELS - 1)).unwrap_or(Quality::BEST)
+    let reference =
+        u64::from(thresholds.queue_frames.max(1)) * u64::from(window.full_frame_bytes.max(1));
+    let queue = window.max_queue_bytes.min(reference);
+    let top = u64::from(QUALITY_LEVELS - 1);
+    // 15 · (1 − queue / reference), rounded to the nearest level (halves up).
+    let level = (top * (reference - queue) * 2 + reference) / (2 * reference);
+    Quality::new(level as u8).unwrap_or(Quality::BEST)
 }
 
 /// One port's detector: the reported level and the congestion state.
@@ -140,7 +156,7 @@ impl Detector {
     /// Takes one window; returns the notification kind it calls for, if the congestion state
     /// changed (a changed level alone is carried by the next refresh).
     pub fn observe(&mut self, window: &Window) -> Option<Kind> {
-        let measured = measured_level(window);
+        let measured = measured_level(window, &self.thresholds);
         if measured == self.reported {
             self.pending = None;
         } else {
@@ -174,10 +190,11 @@ impl Detector {
 mod tests {
     use super::*;
 
-    fn window(utilization: f64, queue_fraction: f64) -> Window {
+    /// A window whose largest queue was `frames` full 1 500-byte frames.
+    fn window(frames: f64) -> Window {
         Window {
-            utilization,
-            queue_fraction,
+            max_queue_bytes: (frames * 1500.0) as u64,
+            full_frame_bytes: 1500,
             drops: 0,
         }
     }
@@ -186,29 +203,41 @@ mod tests {
         Quality::new(n).unwrap()
     }
 
-    #[test]
-    fn levels_follow_headroom() {
-        assert_eq!(measured_level(&window(0.0, 0.0)), Quality::BEST);
-        assert_eq!(measured_level(&window(1.0, 0.0)), Quality::POOREST);
-        assert_eq!(measured_level(&window(0.5, 0.0)), level(8));
-        assert_eq!(measured_level(&window(0.5, 0.5)), level(4));
-        assert_eq!(measured_level(&window(0.0, 1.0)), Quality::POOREST);
-        // Out of range and NaN measurements are clamped (NaN counts as full).
-        assert_eq!(measured_level(&window(-3.0, 7.0)), Quality::POOREST);
-        assert_eq!(measured_level(&window(f64::NAN, 0.0)), Quality::POOREST);
-        let dropped = Window {
-            drops: 1,
-            ..window(0.0, 0.0)
-        };
-        assert_eq!(measured_level(&dropped), Quality::POOREST);
+    fn measured(frames: f64) -> Quality {
+        measured_level(&window(frames), &Thresholds::default())
     }
 
     #[test]
-    fn levels_fall_monotonically_with_load() {
+    fn levels_follow_the_standing_queue() {
+        assert_eq!(measured(0.0), Quality::BEST);
+        assert_eq!(measured(8.0), Quality::POOREST);
+        assert_eq!(measured(800.0), Quality::POOREST);
+        // Half the reference queue: 7.5 rounds up to 8.
+        assert_eq!(measured(4.0), level(8));
+        assert_eq!(measured(2.0), level(11));
+        // Any drop is the poorest level, whatever the queue.
+        let dropped = Window {
+            drops: 1,
+            ..window(0.0)
+        };
+        assert_eq!(
+            measured_level(&dropped, &Thresholds::default()),
+            Quality::POOREST
+        );
+        // The reference is the thresholds': 4 frames of queue against 16.
+        let lenient = Thresholds {
+            queue_frames: 16,
+            ..Thresholds::default()
+        };
+        assert_eq!(measured_level(&window(4.0), &lenient), level(11));
+    }
+
+    #[test]
+    fn levels_fall_monotonically_with_the_queue() {
         let mut last = Quality::BEST;
-        for step in 0..=100 {
-            let now = measured_level(&window(f64::from(step) / 100.0, 0.2));
-            assert!(now <= last, "step {step}: {now:?} after {last:?}");
+        for tenth in 0..=100 {
+            let now = measured(f64::from(tenth) / 10.0);
+            assert!(now <= last, "{tenth}/10 frames: {now:?} after {last:?}");
             last = now;
         }
     }
@@ -216,16 +245,16 @@ mod tests {
     #[test]
     fn a_sudden_collapse_is_detected_at_once_and_cleared_after_two_windows() {
         let mut detector = Detector::new(Thresholds::default());
-        assert_eq!(detector.observe(&window(0.1, 0.0)), None);
+        assert_eq!(detector.observe(&window(0.5)), None);
         // 15 → 0: a jump, reported at once.
         assert_eq!(
-            detector.observe(&window(1.0, 0.3)),
+            detector.observe(&window(20.0)),
             Some(Kind::CongestionDetected)
         );
         assert!(detector.congested());
-        // Back to idle: a jump too, cleared at once.
+        // Back to empty: a jump too, cleared at once.
         assert_eq!(
-            detector.observe(&window(0.0, 0.0)),
+            detector.observe(&window(0.0)),
             Some(Kind::CongestionCleared)
         );
         // Within the band (levels 6–8) nothing changes either way.
@@ -233,25 +262,21 @@ mod tests {
             jump: 15,
             ..Thresholds::default()
         });
-        assert_eq!(detector.observe(&window(0.75, 0.0)), None, "first window");
+        assert_eq!(detector.observe(&window(6.0)), None, "first window");
         assert_eq!(
-            detector.observe(&window(0.75, 0.0)),
+            detector.observe(&window(6.0)),
             Some(Kind::CongestionDetected),
             "second window at level 4"
         );
         for _ in 0..5 {
-            assert_eq!(
-                detector.observe(&window(0.5, 0.0)),
-                None,
-                "level 8: in the band"
-            );
+            assert_eq!(detector.observe(&window(4.0)), None, "level 8: in the band");
         }
         assert!(detector.congested());
-        assert_eq!(detector.observe(&window(0.3, 0.0)), None);
+        assert_eq!(detector.observe(&window(1.5)), None);
         assert_eq!(
-            detector.observe(&window(0.3, 0.0)),
+            detector.observe(&window(1.5)),
             Some(Kind::CongestionCleared),
-            "level 11, twice"
+            "level 12, twice"
         );
     }
 
@@ -262,8 +287,8 @@ mod tests {
             ..Thresholds::default()
         });
         for i in 0..20 {
-            let load = if i % 2 == 0 { 0.7 } else { 0.3 };
-            assert_eq!(detector.observe(&window(load, 0.0)), None, "window {i}");
+            let frames = if i % 2 == 0 { 5.0 } else { 2.0 };
+            assert_eq!(detector.observe(&window(frames)), None, "window {i}");
         }
         assert_eq!(detector.level(), Quality::BEST);
     }
@@ -287,6 +312,11 @@ mod tests {
             ..Thresholds::default()
         };
         assert_eq!(zero.validate(), Err(ThresholdError::Windows));
+        let no_queue = Thresholds {
+            queue_frames: 0,
+            ..Thresholds::default()
+        };
+        assert_eq!(no_queue.validate(), Err(ThresholdError::QueueFrames));
         assert!(Thresholds::default().validate().is_ok());
     }
 }

@@ -50,8 +50,6 @@ struct FabricPort {
     peer: u32,
     /// An up-port (its detector's level is the local quality of the paths through it).
     up: bool,
-    /// Wire bytes the port can send in one window at its rate.
-    capacity: f64,
 }
 
 /// One switch's control plane.
@@ -161,18 +159,14 @@ fn remote_paths(topology: &Topology, failures: &FailedLinks, node: &Node) -> Rem
 impl Arf {
     /// The control plane of every switch of `topology`. `port_base` and `lb_base` give each
     /// node's first port in `Sim::ports` and its first pipe balancer (balancing switches);
-    /// `port_ppm` the ports' rates (empty: all at line rate).
     pub(super) fn new(
         topology: &Topology,
         failures: &FailedLinks,
         config: ArfConfig,
-        rate_bps: u64,
         bases: &[(u32, Option<u32>)],
-        port_ppm: &[u32],
     ) -> Self {
         let mut index_of = vec![u32::MAX; topology.nodes().len()];
         let mut switches = Vec::new();
-        let line_bytes = rate_bps as f64 * config.window_ps as f64 * 1e-12 / 8.0;
         for node in topology.nodes().iter().filter(|node| node.role.is_switch()) {
             let (port_base, lb_base) = bases[node.id.index()];
             let ports: Vec<FabricPort> = node
@@ -181,12 +175,10 @@ impl Arf {
                 .filter(|port| topology.node(port.peer).role.is_switch())
                 .map(|port| {
                     let id = port_base + u32::from(port.index.0);
-                    let ppm = port_ppm.get(id as usize).copied().unwrap_or(1_000_000);
                     FabricPort {
                         port: id,
                         peer: port.peer.0,
                         up: port.direction == PortDirection::Up,
-                        capacity: line_bytes * f64::from(ppm) / 1e6,
                     }
                 })
                 .collect();
@@ -269,7 +261,8 @@ impl Sim<'_> {
         arf.windows_closed += 1;
         let refresh = arf.windows_closed % u64::from(arf.config.refresh_windows) == 0;
         let hold_ns = arf.config.hold_ps() / 1000;
-        let buffer = self.config.buffer_bytes as f64;
+        // The queue counts frames without their gap.
+        let full_frame = self.config.link.payload_bytes + self.config.link.header_bytes;
         let mut batch = Vec::new();
         let Arf {
             switches,
@@ -284,8 +277,8 @@ impl Sim<'_> {
                 port.purge(now, propagation);
                 let counters = &mut self.arf_windows[fabric.port as usize];
                 let window = Window {
-                    utilization: counters.bytes as f64 / fabric.capacity,
-                    queue_fraction: counters.max_bytes as f64 / buffer,
+                    max_queue_bytes: counters.max_bytes,
+                    full_frame_bytes: full_frame,
                     drops: counters.drops,
                 };
                 // The next window starts with the queue standing now.

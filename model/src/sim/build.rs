@@ -375,14 +375,7 @@ impl<'a> Sim<'a> {
                     (info.port_base, balances.then_some(info.lb_base))
                 })
                 .collect();
-            let arf = Arf::new(
-                topology,
-                failures,
-                config.arf,
-                config.link.rate_bps,
-                &bases,
-                &port_ppm,
-            );
+            let arf = Arf::new(topology, failures, config.arf, &bases);
             (
                 Some(Box::new(arf)),
                 vec![PortWindow::default(); ports.len()],

@@ -144,4 +144,5 @@ pub(super) struct AdaptiveRoutingSection {
     pub(super) cleared_at: Option<u8>,
     pub(super) windows_to_change: Option<u8>,
     pub(super) jump: Option<u8>,
+    pub(super) queue_frames: Option<u16>,
 }

@@ -88,6 +88,8 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   [adaptive_routing]              congestion notifications (docs/adaptive-routing.md)
   enabled = true                  default: on with an arf-* algorithm, off otherwise
   window_ms = 10                  detection window (1-1000): each fabric port's level is measured
+  queue_frames = 8                from the window's largest queue: 15 empty, 0 at this many
+                                  full-size frames or more (or any drop)
   refresh_ms = 100                every state is re-sent every T (window_ms-21845); hold is 3T
   port = 7415                     UDP port, sent with TTL 255 and accepted only with TTL 255
                                   from a fabric (up/down) port
@@ -704,12 +706,14 @@ fn adaptive_routing(
             .windows_to_change
             .unwrap_or(defaults.windows_to_change),
         jump: section.jump.unwrap_or(defaults.jump),
+        queue_frames: section.queue_frames.unwrap_or(defaults.queue_frames),
     }
     .validate()
     .map_err(|e| {
         let key = match e {
             ofan_control::notify::detect::ThresholdError::Band { .. } => "cleared_at",
             ofan_control::notify::detect::ThresholdError::Windows => "windows_to_change",
+            ofan_control::notify::detect::ThresholdError::QueueFrames => "queue_frames",
         };
         error(format!("adaptive_routing.{key}"), e.to_string())
     })?;

@@ -235,6 +235,7 @@ fn adaptive_routing_is_on_with_an_arf_algorithm_and_checked_by_key() {
             "windows_to_change = 0",
             "adaptive_routing.windows_to_change",
         ),
+        ("queue_frames = 0", "adaptive_routing.queue_frames"),
         ("asn = 1", "adaptive_routing.router_id"),
     ] {
         let text = format!("{TWO_PORTS}[adaptive_routing]\nenabled = true\n{line}\n");
