@@ -167,14 +167,24 @@ impl State {
                 Some((text.trim().parse().ok()?, id))
             })
             .collect();
-        let ports = inputs.ports.len();
+        // The first window counts from now, not from the data path's start.
+        let last = (0..inputs.ports.len())
+            .map(|id| {
+                let reading = inputs.telemetry.port(id).take_window(0);
+                LastReading {
+                    tx_bytes: reading.tx_bytes,
+                    drops: reading.drops,
+                    peak: reading.peak_depth_bytes,
+                }
+            })
+            .collect();
         Self {
             socket,
             report,
             speaker,
             table: CongestionTable::default(),
             ifindex,
-            last: vec![LastReading::default(); ports],
+            last,
             counters: [0; COUNTERS.len()],
             rejected: [0; Reject::ALL.len()],
             latency: Latency::default(),
