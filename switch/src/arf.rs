@@ -316,7 +316,16 @@ impl State {
                 queue_fraction: reading.max_depth_bytes as f64 / buffer as f64,
                 drops: reading.drops.saturating_sub(last.drops),
             };
+            let down = self
+                .inputs
+                .fib
+                .load()
+                .port(ofan_dataplane::fib::PortId(port as u16))
+                .is_some_and(|p| !p.oper_up);
             if let Some(speaker) = &mut self.speaker {
+                if let Some(kind) = speaker.set_down(port, down) {
+                    tracing::info!(port = %self.inputs.ports[id].name, ?kind, "adaptive routing: port state");
+                }
                 if let Some(kind) = speaker.observe(port, &observed) {
                     tracing::debug!(port = %self.inputs.ports[id].name, ?kind, "adaptive routing: local change");
                 }
