@@ -335,10 +335,23 @@ impl State {
         self.counters[counter("expired")] += expired as u64;
 
         self.neighbours = self.discover_neighbours();
+        // A neighbour behind a port that is down cannot be reached (it still names the far end
+        // of that port's failed link).
+        let unreachable: Vec<Ipv4Addr> = {
+            let fib = self.inputs.fib.load();
+            self.neighbours
+                .iter()
+                .filter(|n| {
+                    fib.port(ofan_dataplane::fib::PortId(n.port as u16))
+                        .is_some_and(|p| !p.oper_up)
+                })
+                .map(|n| n.addr)
+                .collect()
+        };
         if let Some(speaker) = &mut self.speaker {
             let out = speaker.due(now, unix_ns(), &self.neighbours);
             let mut buffer = [0u8; 64];
-            for outgoing in out {
+            for outgoing in out.into_iter().filter(|o| !unreachable.contains(&o.to)) {
                 let Some(len) = outgoing.message.emit(&mut buffer) else {
                     continue;
                 };
