@@ -167,14 +167,24 @@ impl State {
                 Some((text.trim().parse().ok()?, id))
             })
             .collect();
-        let ports = inputs.ports.len();
+        // The first window counts from now, not from the data path's start.
+        let last = (0..inputs.ports.len())
+            .map(|id| {
+                let reading = inputs.telemetry.port(id).take_window(0);
+                LastReading {
+                    tx_bytes: reading.tx_bytes,
+                    drops: reading.drops,
+                    peak: reading.peak_depth_bytes,
+                }
+            })
+            .collect();
         Self {
             socket,
             report,
             speaker,
             table: CongestionTable::default(),
             ifindex,
-            last: vec![LastReading::default(); ports],
+            last,
             counters: [0; COUNTERS.len()],
             rejected: [0; Reject::ALL.len()],
             latency: Latency::default(),
@@ -295,7 +305,16 @@ impl State {
                 full_frame_bytes: self.inputs.ports[id].full_frame_bytes,
                 drops: reading.drops.saturating_sub(last.drops),
             };
+            let down = self
+                .inputs
+                .fib
+                .load()
+                .port(ofan_dataplane::fib::PortId(port as u16))
+                .is_some_and(|p| !p.oper_up);
             if let Some(speaker) = &mut self.speaker {
+                if let Some(kind) = speaker.set_down(port, down) {
+                    tracing::info!(port = %self.inputs.ports[id].name, ?kind, "adaptive routing: port state");
+                }
                 if let Some(kind) = speaker.observe(port, &observed) {
                     tracing::debug!(port = %self.inputs.ports[id].name, ?kind, "adaptive routing: local change");
                 }
@@ -305,10 +324,23 @@ impl State {
         self.counters[counter("expired")] += expired as u64;
 
         self.neighbours = self.discover_neighbours();
+        // A neighbour behind a port that is down cannot be reached (it still names the far end
+        // of that port's failed link).
+        let unreachable: Vec<Ipv4Addr> = {
+            let fib = self.inputs.fib.load();
+            self.neighbours
+                .iter()
+                .filter(|n| {
+                    fib.port(ofan_dataplane::fib::PortId(n.port as u16))
+                        .is_some_and(|p| !p.oper_up)
+                })
+                .map(|n| n.addr)
+                .collect()
+        };
         if let Some(speaker) = &mut self.speaker {
             let out = speaker.due(now, unix_ns(), &self.neighbours);
             let mut buffer = [0u8; 64];
-            for outgoing in out {
+            for outgoing in out.into_iter().filter(|o| !unreachable.contains(&o.to)) {
                 let Some(len) = outgoing.message.emit(&mut buffer) else {
                     continue;
                 };

@@ -77,6 +77,8 @@ struct LinkSlot {
     detector: Detector,
     /// A state change not yet sent (rate limited, or no neighbour known yet).
     pending: Option<Kind>,
+    /// The port is down (carrier or admin state): the link has failed.
+    down: bool,
     last_sent_ns: Option<u64>,
 }
 
@@ -102,6 +104,7 @@ impl Speaker {
                     port,
                     detector: Detector::new(thresholds),
                     pending: None,
+                    down: false,
                     last_sent_ns: None,
                 })
                 .collect(),
@@ -114,19 +117,46 @@ impl Speaker {
     pub fn observe(&mut self, port: u32, window: &Window) -> Option<Kind> {
         let slot = self.links.iter_mut().find(|slot| slot.port == port)?;
         let change = slot.detector.observe(window);
-        if change.is_some() {
+        // While the port is down its failure is the news; the detector's state is sent once the
+        // port is back (by the failure-cleared message or the next refresh).
+        if change.is_some() && !slot.down {
             slot.pending = change;
         }
         change
     }
 
-    /// The reported level and congestion state of fabric port `port`.
+    /// Sets whether fabric port `port` is down; returns the failure event a change calls for
+    /// (sent by the next [`Speaker::due`]: *failure detected* at level 0, *failure cleared*
+    /// with the detector's level). Unknown ports are ignored.
+    pub fn set_down(&mut self, port: u32, down: bool) -> Option<Kind> {
+        let slot = self.links.iter_mut().find(|slot| slot.port == port)?;
+        if slot.down == down {
+            return None;
+        }
+        slot.down = down;
+        let kind = if down {
+            Kind::FailureDetected
+        } else {
+            Kind::FailureCleared
+        };
+        slot.pending = Some(kind);
+        Some(kind)
+    }
+
+    /// The reported level and congestion state of fabric port `port` (level 0 and congested
+    /// while it is down).
     #[must_use]
     pub fn level(&self, port: u32) -> Option<(Quality, bool)> {
         self.links
             .iter()
             .find(|slot| slot.port == port)
-            .map(|slot| (slot.detector.level(), slot.detector.congested()))
+            .map(|slot| {
+                if slot.down {
+                    (Quality::POOREST, true)
+                } else {
+                    (slot.detector.level(), slot.detector.congested())
+                }
+            })
     }
 
     /// The messages due at `now_ns` (monotonic), stamped `unix_ns`: pending changes of links
@@ -144,16 +174,21 @@ impl Speaker {
             let kind = match (slot.pending, since) {
                 (Some(kind), None) => kind,
                 (Some(kind), Some(since)) if since >= self.timing.window_ns => kind,
-                (_, None) => state_kind(&slot.detector),
-                (_, Some(since)) if since >= self.timing.refresh_ns => state_kind(&slot.detector),
+                (_, None) => state_kind(slot),
+                (_, Some(since)) if since >= self.timing.refresh_ns => state_kind(slot),
                 _ => continue,
             };
             slot.pending = None;
             slot.last_sent_ns = Some(now_ns);
             self.sequence = self.sequence.wrapping_add(1);
+            let quality = if slot.down {
+                Quality::POOREST
+            } else {
+                slot.detector.level()
+            };
             let message = Notification {
                 kind,
-                quality: slot.detector.level(),
+                quality,
                 hold_ms,
                 sequence: self.sequence,
                 timestamp_ns: unix_ns,
@@ -186,9 +221,11 @@ impl Speaker {
     }
 }
 
-/// The kind that states a detector's current state (what a refresh says).
-fn state_kind(detector: &Detector) -> Kind {
-    if detector.congested() {
+/// The kind that states a link's current state (what a refresh says).
+fn state_kind(slot: &LinkSlot) -> Kind {
+    if slot.down {
+        Kind::FailureDetected
+    } else if slot.detector.congested() {
         Kind::CongestionDetected
     } else {
         Kind::CongestionCleared
@@ -388,6 +425,32 @@ mod tests {
         assert_eq!(cleared[0].message.kind, Kind::CongestionCleared);
         // Sequence numbers increase per message.
         assert!(cleared[0].message.sequence > sent[0].message.sequence);
+    }
+
+    #[test]
+    fn a_port_that_goes_down_is_a_failure_until_it_comes_back() {
+        let (mut speaker, neighbours) = speaker();
+        speaker.due(0, 0, &neighbours);
+        assert_eq!(speaker.set_down(0, true), Some(Kind::FailureDetected));
+        assert_eq!(speaker.set_down(0, true), None, "no change, no event");
+        assert_eq!(speaker.level(0), Some((Quality::POOREST, true)));
+        let sent = speaker.due(10 * MS, 0, &neighbours);
+        assert_eq!(sent.len(), 2);
+        assert!(sent
+            .iter()
+            .all(|o| o.message.kind == Kind::FailureDetected
+                && o.message.quality == Quality::POOREST));
+        // Refreshed as a failure.
+        let refreshed = speaker.due(110 * MS, 0, &neighbours);
+        assert!(refreshed
+            .iter()
+            .filter(|o| o.message.link.port == 0)
+            .all(|o| o.message.kind == Kind::FailureDetected));
+        assert_eq!(speaker.set_down(0, false), Some(Kind::FailureCleared));
+        let repaired = speaker.due(120 * MS, 0, &neighbours);
+        assert_eq!(repaired[0].message.kind, Kind::FailureCleared);
+        assert_eq!(repaired[0].message.quality, Quality::BEST);
+        assert_eq!(speaker.level(0), Some((Quality::BEST, false)));
     }
 
     #[test]

@@ -382,8 +382,6 @@ impl Worker {
             };
         }
 
-        // One clock read per batch: the shaper's arrival time and `arf-flow`'s flow aging.
-        let now = monotonic_ns();
         let mut verdicts = [Verdict::Drop(DropReason::ALL[0]); MAX_BATCH];
         match self.forwarding {
             Forwarding::Bare => {
@@ -403,7 +401,17 @@ impl Worker {
                         data: umem.data(frame),
                     };
                 }
-                self.forwarder.set_clock(now);
+                // `arf-flow` ages its flow table by the clock: one read per batch.
+                if self
+                    .forwarder
+                    .balancer()
+                    .switch()
+                    .config()
+                    .algorithm
+                    .uses_clock()
+                {
+                    self.forwarder.set_clock(monotonic_ns());
+                }
                 self.forwarder.process_batch(
                     &fib,
                     &mut refs[..received],
@@ -414,6 +422,7 @@ impl Worker {
             }
         }
 
+        let now = monotonic_ns();
         for (frame, verdict) in frames[..received].iter_mut().zip(&verdicts[..received]) {
             let frame = frame.take().expect("received frames are all present");
             match *verdict {

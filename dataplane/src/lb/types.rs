@@ -86,6 +86,12 @@ impl Algorithm {
         )
     }
 
+    /// Whether the algorithm reads the clock [`crate::lb::PipeBalancer::set_clock`] sets
+    /// (`arf-flow` ages its flow table by it); the others read no clock.
+    pub const fn uses_clock(self) -> bool {
+        matches!(self, Algorithm::ArfFlow)
+    }
+
     /// Whether the algorithm reads [`Northbound::flow_hash`] (callers may leave it 0 otherwise).
     pub const fn uses_flow_hash(self) -> bool {
         matches!(

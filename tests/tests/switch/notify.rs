@@ -80,7 +80,7 @@ pub(crate) fn notifications_are_taken_only_from_fabric_neighbours_with_ttl_255()
         &mut lab,
         "sw",
         &["--port", "p0:host", "--port", "p1:up"],
-        &["--lb", "arf-wcmp"],
+        &["--lb", "arf-wcmp", "--metrics", "127.0.0.1:9100"],
     );
     let arf = |lab: &Lab| stats(lab, "sw")["adaptive_routing"].clone();
     assert!(arf(&lab).is_object(), "arf-wcmp must turn notifications on");
@@ -143,6 +143,24 @@ pub(crate) fn notifications_are_taken_only_from_fabric_neighbours_with_ttl_255()
     assert!(
         !table(&report).iter().any(|&(near, _, _)| near == 65003),
         "{report:#}"
+    );
+
+    // The same counters as Prometheus metrics (recorded once a second).
+    let metrics_seen = lab.wait_for(Duration::from_secs(4), || {
+        let body = lab.try_exec("sw", &["curl", "-s", "http://127.0.0.1:9100/metrics"]);
+        let body = String::from_utf8_lossy(&body.stdout);
+        body.contains("ofan_arf_rejected_total{reason=\"ttl\"} 1")
+            && body.contains("ofan_arf_applied_total")
+            && body.contains("ofan_arf_table_entries 1")
+            && body.contains("ofan_arf_latency_seconds{stat=\"max\"}")
+    });
+    assert!(
+        metrics_seen,
+        "{}",
+        String::from_utf8_lossy(
+            &lab.try_exec("sw", &["curl", "-s", "http://127.0.0.1:9100/metrics"])
+                .stdout
+        )
     );
 
     assert_eq!(
