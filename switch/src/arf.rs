@@ -172,7 +172,6 @@ impl State {
             .map(|id| {
                 let reading = inputs.telemetry.port(id).take_window(0);
                 LastReading {
-                    tx_bytes: reading.tx_bytes,
                     drops: reading.drops,
                     peak: reading.peak_depth_bytes,
                 }
