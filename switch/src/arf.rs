@@ -548,5 +548,6 @@ fn log_message(peer: String, message: &Notification, rejected: Option<Reject>) -
         far: message.link.far_asn,
         quality: message.quality.level(),
         sequence: message.sequence,
+        timestamp_ns: message.timestamp_ns,
     }
 }

@@ -1372,49 +1372,101 @@ fn port_towards(topology: &Topology, from: &str, to: &str) -> String {
         .clone()
 }
 
-/// Frames that `c-0` and `c-1` send down to `a-p1-0` during one 16 KB all-to-all under `lb`.
-fn frames_into_a_p1_0(lab: &LabGuard, topology: &Topology, lb: &str) -> (u64, u64) {
+/// What `c-0` (over the slowed link) and `c-1` send down to `a-p1-0` during one run.
+#[derive(Debug)]
+struct IntoAp10 {
+    /// Frames through c-0, through c-1.
+    frames: (u64, u64),
+    /// The largest queue of c-0's port towards a-p1-0, frames.
+    slow_queue: u64,
+}
+
+/// [`IntoAp10`] of one 32 KB all-to-all at half the link rate under `lb` (at half load c-1's
+/// link alone could carry what enters a-p1-0 from the cores; at full load the fabric has no
+/// room to route around a slowed link). `set --lb` restarts the switches, so the queue maximum
+/// is this run's.
+fn into_a_p1_0(lab: &LabGuard, topology: &Topology, lb: &str) -> IntoAp10 {
     lab.ok(&["set", "--lb", lb]);
     let (slow, fast) = (
         port_towards(topology, "c-0", "a-p1-0"),
         port_towards(topology, "c-1", "a-p1-0"),
     );
     let before = (port_tx(lab, "c-0")[&slow], port_tx(lab, "c-1")[&fast]);
-    let output = run_results(lab, lb, &["all-to-all", "--size", "16KB", "--repeat", "1"]);
+    let output = run_results(
+        lab,
+        lb,
+        &[
+            "all-to-all",
+            "--size",
+            "16KB",
+            "--load",
+            "0.5",
+            "--repeat",
+            "1",
+        ],
+    );
     let run = &output.results["runs"][0];
     assert_eq!(run["setup"]["lb"], lb, "{run}");
     assert_eq!(run["delivery"]["exactly_once"], true, "{}", run["delivery"]);
+    assert_eq!(
+        run["setup"]["slowed_links"][0]["rate_bps"], 250_000,
+        "{run}"
+    );
     let after = (port_tx(lab, "c-0")[&slow], port_tx(lab, "c-1")[&fast]);
-    (after.0 - before.0, after.1 - before.1)
+    let slow_queue = lab.stats("c-0")["data_path"]["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .find(|port| port["name"] == slow.as_str())
+        .and_then(|port| port["max_depth_packets"].as_u64())
+        .expect("max_depth_packets");
+    IntoAp10 {
+        frames: (after.0 - before.0, after.1 - before.1),
+        slow_queue,
+    }
 }
 
 /// A remote bottleneck that no local queue shows: link c-0 — a-p1-0 runs at a quarter of the
 /// lab's rate. The aggregation switches of the other pods that send into pod 1 through c-0 see
-/// nothing wrong with their own link to c-0; only c-0's notification (its port towards a-p1-0
-/// congested) tells them. Under ECMP c-0 and c-1 carry about the same number of frames into
-/// a-p1-0 (each of the pod-0/2/3 aggregation switches hashes its flows to pod 1 evenly over
-/// both); under `arf-wcmp` the path through c-0 drops to weight ≈ 1 of 17 once the notification
-/// arrives, and c-0 carries a small fraction of what c-1 does.
+/// nothing wrong with their own link to c-0; only c-0's notifications (its port towards a-p1-0
+/// keeps a standing queue) tell them. Under ECMP each of them hashes its flows to pod 1 evenly
+/// over c-0 and c-1, and the slowed port's queue grows for the whole run; under `arf-wcmp` the
+/// path through c-0 loses weight while its queue stands, so c-0 carries a smaller share (about
+/// what its rate allows: the weights settle where its queue hovers at the congested level) and
+/// its queue stays a fraction of ECMP's.
 fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     let _machine = serial();
     let lab = LabGuard::new("w");
     lab.ok(&["up", "--k", "4", "--lb", "ecmp", "--buffer", "2MB"]);
     let topology = Topology::fat_tree(4).unwrap();
     lab.ok(&["link", "c-0", "a-p1-0", "rate", "250kbit"]);
-    let (ecmp_slow, ecmp_fast) = frames_into_a_p1_0(&lab, &topology, "ecmp");
-    let (arf_slow, arf_fast) = frames_into_a_p1_0(&lab, &topology, "arf-wcmp");
-    eprintln!(
-        "frames into a-p1-0 through c-0 (slowed) / c-1: ecmp {ecmp_slow} / {ecmp_fast}, \
-         arf-wcmp {arf_slow} / {arf_fast}"
-    );
+    let ecmp = into_a_p1_0(&lab, &topology, "ecmp");
+    let arf = into_a_p1_0(&lab, &topology, "arf-wcmp");
+    eprintln!("into a-p1-0 through c-0 (slowed) / c-1: ecmp {ecmp:?}, arf-wcmp {arf:?}");
+    let ((ecmp_slow, ecmp_fast), (arf_slow, arf_fast)) = (ecmp.frames, arf.frames);
     assert!(
         ecmp_slow * 2 > ecmp_fast,
-        "ECMP should not avoid the slow link: {ecmp_slow} vs {ecmp_fast}"
+        "ECMP should not avoid the slow link: {ecmp:?}"
+    );
+    // arf-wcmp's share on the slowed link at most ¾ of ECMP's (as ratios slow / fast).
+    assert!(
+        arf_slow * ecmp_fast * 4 < ecmp_slow * arf_fast * 3,
+        "arf-wcmp did not move traffic off the slowed link: {arf:?} against ECMP's {ecmp:?}"
     );
     assert!(
-        arf_slow * 3 < arf_fast,
-        "arf-wcmp kept {arf_slow} frames on the slowed link against {arf_fast} on the other"
+        arf.slow_queue * 2 < ecmp.slow_queue,
+        "the slowed port's queue: arf-wcmp {} frames, ECMP {}",
+        arf.slow_queue,
+        ecmp.slow_queue
     );
+    // The aggregation switches learned it from c-0: notifications arrived and were applied.
+    let stats = lab.stats("a-p0-0");
+    let notified = stats["adaptive_routing"]["counters"]
+        .as_array()
+        .and_then(|pairs| pairs.iter().find(|pair| pair[0] == "applied"))
+        .and_then(|pair| pair[1].as_u64())
+        .unwrap_or_else(|| panic!("no `applied` counter: {}", stats["adaptive_routing"]));
+    assert!(notified > 0, "a-p0-0 applied no notification");
     let pids = lab.switch_pids();
     lab.down_and_check(&pids);
 }

@@ -105,6 +105,9 @@ pub struct ArfMessage {
     pub quality: u8,
     /// Sequence number.
     pub sequence: u32,
+    /// When its originator sent it, ns since the Unix epoch (0 when it did not parse).
+    #[serde(default)]
+    pub timestamp_ns: u64,
 }
 
 /// Latency of notifications that changed the table, ns.
