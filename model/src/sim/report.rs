@@ -212,7 +212,9 @@ fn stage_report(
 
 /// The CCT lower bound for the model (`ofan_topology::timing`): store-and-forward, hosts
 /// pacing their data at `send_rate` (the rate [`Sim`] paces at: `load`, or `load × ρ_max`),
-/// shortest paths of the failure-free topology.
+/// shortest paths of the failure-free topology, and — for links degraded in both directions —
+/// the pod boundary term at their rates (a link slowed one way only keeps its line rate in the
+/// bound, which then stays a bound for both directions).
 fn lower_bound_ps(
     topology: &Topology,
     config: &ModelConfig,
@@ -227,5 +229,27 @@ fn lower_bound_ps(
         send_rate: SendRate::nearest(send_rate),
         forwarding: Forwarding::StoreAndForward,
     };
-    topology.collective_lower_bound_ps(&config.link, &system, &flows)
+    let slowed: Vec<(ofan_topology::LinkId, u64)> = config
+        .degraded
+        .iter()
+        .filter(|link| link.direction == crate::config::LinkDirection::Both)
+        .filter_map(|link| {
+            let find = |name: &str| {
+                topology
+                    .nodes()
+                    .iter()
+                    .find(|n| n.name == name)
+                    .map(|n| n.id)
+            };
+            let id = topology.link_between(find(&link.from)?, find(&link.to)?)?;
+            Some((id, (config.link.rate_bps as f64 * link.rate) as u64))
+        })
+        .collect();
+    let rate_of = |id: ofan_topology::LinkId| {
+        slowed
+            .iter()
+            .find(|(slow, _)| *slow == id)
+            .map_or(config.link.rate_bps, |&(_, bps)| bps)
+    };
+    topology.collective_lower_bound_at_rates_ps(&config.link, &system, &flows, &rate_of)
 }
