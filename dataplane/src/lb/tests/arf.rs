@@ -161,6 +161,11 @@ fn arf_flow_never_pins_a_flow_to_a_port_that_stopped_being_valid() {
     assert_ne!(pipe.choose(&without, &mut []).unwrap().0, port);
 }
 
+/// Local queues of two up-ports, in bytes.
+fn queues(port0: u32, port1: u32) -> [PortLoad; 2] {
+    [port0, port1].map(|bytes| PortLoad { packets: 0, bytes })
+}
+
 #[test]
 fn arf_packet_weighs_remote_quality_against_local_queues() {
     let mut pipe = pipe0(config(Algorithm::ArfPacket, 2, 1, 1, 3));
@@ -168,41 +173,20 @@ fn arf_packet_weighs_remote_quality_against_local_queues() {
     let buffer = 800_000u32;
     // Equal local queues: the remotely congested port 0 is avoided every time.
     for _ in 0..50 {
-        let mut loads = [PortLoad {
-            packets: 0,
-            bytes: 10_000,
-        }; 2];
+        let mut loads = queues(10_000, 10_000);
         assert_eq!(
             pipe.choose(&packet(0, SizeClass::Data, PortMask::all(2)), &mut loads),
             Some(UpPort(1))
         );
     }
     // Port 1's local queue longer than a quarter buffer more: port 0 is the lesser evil.
-    let mut loads = [
-        PortLoad {
-            packets: 0,
-            bytes: 0,
-        },
-        PortLoad {
-            packets: 0,
-            bytes: buffer / 4 + 1_000,
-        },
-    ];
+    let mut loads = queues(0, buffer / 4 + 1_000);
     assert_eq!(
         pipe.choose(&packet(0, SizeClass::Data, PortMask::all(2)), &mut loads),
         Some(UpPort(0))
     );
     // The penalty is per destination: key 0's view says nothing about a key out of its range.
-    let mut loads = [
-        PortLoad {
-            packets: 0,
-            bytes: 0,
-        },
-        PortLoad {
-            packets: 0,
-            bytes: 1,
-        },
-    ];
+    let mut loads = queues(0, 1);
     assert_eq!(
         pipe.choose(&packet(5, SizeClass::Data, PortMask::all(2)), &mut loads),
         Some(UpPort(0))
