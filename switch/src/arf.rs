@@ -2,8 +2,8 @@
 //! ports, tells the neighbours, takes what they tell, and publishes the path-quality view the
 //! `arf-*` modes read.
 //!
-//! Every window it reads each fabric port's telemetry (bytes sent against the link rate, the
-//! window's largest queue against the buffer, drops) into the port's detector
+//! Every window it reads each fabric port's telemetry (the window's largest queue, in the port's
+//! full-size frames, and its drops) into the port's detector
 //! ([`Speaker::observe`]), ages the congestion table out, sends what [`Speaker::due`] says, and
 //! rebuilds the view when a level changed. Between windows it waits on the notification socket,
 //! so a received notification reaches the balancer at once: it is checked
