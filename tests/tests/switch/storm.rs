@@ -9,6 +9,11 @@ use serde_json::Value;
 
 use crate::fixtures::*;
 
+/// IGMP reports the hosts' kernels may send during the storm (IGMPv3: each group joined is
+/// reported twice, at random times within a second of the interface coming up, and again when
+/// the querier asks); they pass the steering program as multicast like the storm's.
+const KERNEL_MULTICAST_SLACK: u64 = 8;
+
 /// h1 (p0), h2 (p1), h3 (p2) around one switch, IPv4 10.0.N.0/31 and IPv6 fd00:N::/127 on
 /// port pN. The neighbours of hosts and switch are permanent, so no one ARPs or solicits during
 /// a run.
@@ -386,7 +391,17 @@ pub(crate) fn storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow() 
         ("pass_multicast", kind("ip_broadcast")),
     ];
     for (counter, expected) in passed {
-        assert_eq!(delta(counter), expected, "{counter}");
+        if counter == "pass_multicast" {
+            // The hosts' kernels send IGMP membership reports of their own (a few, at random
+            // times after an interface comes up); they pass as multicast too.
+            let seen = delta(counter);
+            assert!(
+                (expected..=expected + KERNEL_MULTICAST_SLACK).contains(&seen),
+                "{counter}: {seen}, expected {expected} (+ at most {KERNEL_MULTICAST_SLACK} of the kernel's own)"
+            );
+        } else {
+            assert_eq!(delta(counter), expected, "{counter}");
+        }
     }
     // Oversized frames never reach the switch: the veth drops them (the sender's tx_dropped).
     assert_eq!(oversized_dropped, kind("oversized"), "oversized");
