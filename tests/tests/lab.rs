@@ -897,6 +897,15 @@ fn run_results(lab: &LabGuard, tag: &str, args: &[&str]) -> RunOutput {
     }
 }
 
+/// `link e-p0-0 a-p0-0 STATE` on a BGP lab, which must succeed and say `expected` (the state it
+/// reached and that BGP reconverged); returns what it said.
+fn link_reconverges(lab: &LabGuard, state: &str, expected: &str) -> String {
+    let output = lab.lab(&["link", "e-p0-0", "a-p0-0", state]);
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success() && said.contains(expected), "{said}");
+    said
+}
+
 /// Waits (at most 10 s) until every switch's path table (`stats` → `paths`) is the plan's under
 /// the failed links `failed` (pairs of node names): each FIB next hop with the neighbour's own
 /// next hops. Returns how long it took.
@@ -1012,12 +1021,7 @@ fn bgp_lab(daemon: &str, tag: &str, daemons: usize) {
         took.as_secs_f64()
     );
 
-    let down = lab.lab(&["link", "e-p0-0", "a-p0-0", "down"]);
-    let said = String::from_utf8_lossy(&down.stderr);
-    assert!(
-        down.status.success() && said.contains("BGP converged in"),
-        "{said}"
-    );
+    link_reconverges(&lab, "down", "down; BGP converged in");
     assert_eq!(kernel_hops(&lab, "e-p0-0", "10.3.1.0/24"), 1);
     pingall_passes(&lab, 240);
     assert_eq!(sessions(&lab.ok(&["status"]), "e-p0-0"), "1/2");
@@ -1027,12 +1031,7 @@ fn bgp_lab(daemon: &str, tag: &str, daemons: usize) {
         took.as_secs_f64()
     );
 
-    let up = lab.lab(&["link", "e-p0-0", "a-p0-0", "up"]);
-    let said = String::from_utf8_lossy(&up.stderr);
-    assert!(
-        up.status.success() && said.contains("BGP converged in"),
-        "{said}"
-    );
+    link_reconverges(&lab, "up", "up; BGP converged in");
     assert_eq!(
         kernel_hops(&lab, "e-p0-0", "10.3.1.0/24"),
         2,
@@ -1198,10 +1197,7 @@ fn bfd_routes_around_a_blackholed_link() {
     up_bfd_lab(&lab);
     assert_eq!(kernel_hops(&lab, "e-p0-0", "10.3.1.0/24"), 2);
 
-    let blackhole = lab.lab(&["link", "e-p0-0", "a-p0-0", "blackhole"]);
-    let said = String::from_utf8_lossy(&blackhole.stderr).into_owned();
-    assert!(blackhole.status.success(), "{said}");
-    assert!(said.contains("blackholed; BGP converged in"), "{said}");
+    let said = link_reconverges(&lab, "blackhole", "blackholed; BGP converged in");
     let edge = end_time(&said, "e-p0-0");
     eprintln!("blackhole: {said}");
     assert!(
@@ -1219,12 +1215,7 @@ fn bfd_routes_around_a_blackholed_link() {
         "no drop_blackhole at e-p0-0"
     );
 
-    let up = lab.lab(&["link", "e-p0-0", "a-p0-0", "up"]);
-    let said = String::from_utf8_lossy(&up.stderr);
-    assert!(
-        up.status.success() && said.contains("up; BGP converged in"),
-        "{said}"
-    );
+    link_reconverges(&lab, "up", "up; BGP converged in");
     assert_eq!(kernel_hops(&lab, "e-p0-0", "10.3.1.0/24"), 2);
     assert!(!lab.ok(&["status"]).contains("BLACKHOLE"));
     pingall_passes(&lab, 240);
