@@ -472,24 +472,14 @@ impl PipeBalancer {
                     u32::from(ar_level(load.bytes, buffer))
                 })
             }
-            Algorithm::ArfWcmp => weighted(
-                packet.valid,
-                packet.key,
+            Algorithm::ArfWcmp | Algorithm::ArfFlow | Algorithm::ArfPacket => arf_port(
+                switch,
+                &mut self.flows,
+                &mut self.rng,
+                packet,
+                loads,
                 &switch.quality.load(),
-                switch.flow_point(packet),
             ),
-            Algorithm::ArfFlow => {
-                self.flows
-                    .choose(packet, &switch.quality.load(), switch.flow_point(packet))
-            }
-            Algorithm::ArfPacket => {
-                let quality = switch.quality.load();
-                let unit = switch.config.buffer_bytes / REMOTE_PENALTY_DIVISOR;
-                shortest(&mut self.rng, packet.valid, loads, |port, load| {
-                    let poorness = u32::from(QUALITY_TOP - quality.remote(packet.key, port));
-                    load.bytes.saturating_add(poorness.saturating_mul(unit))
-                })
-            }
             Algorithm::Drill => drill(&mut self.rng, &mut self.drill_last, packet.valid, loads),
             Algorithm::Ofan => {
                 let slot = slot_of(packet.key, packet.class);
@@ -502,9 +492,7 @@ impl PipeBalancer {
             }
         };
         if switch.config.algorithm.uses_queues() {
-            let load = &mut loads[usize::from(port)];
-            load.packets += 1;
-            load.bytes = load.bytes.saturating_add(packet.frame_len);
+            add_load(loads, port, packet.frame_len);
         }
         Some(UpPort(port))
     }
@@ -564,6 +552,27 @@ impl PipeBalancer {
                 self.switch
                     .pofan_batch(&mut self.own_pointers, packets, &mut out[..packets.len()]);
             }
+            algorithm if algorithm.uses_path_quality() => {
+                // The view once per batch, not once per packet.
+                let quality = self.switch.path_quality();
+                let switch = &*self.switch;
+                for (packet, choice) in packets.iter().zip(out.iter_mut()) {
+                    *choice = (!packet.valid.is_empty()).then(|| {
+                        let port = arf_port(
+                            switch,
+                            &mut self.flows,
+                            &mut self.rng,
+                            packet,
+                            loads,
+                            &quality,
+                        );
+                        if algorithm.uses_queues() {
+                            add_load(loads, port, packet.frame_len);
+                        }
+                        UpPort(port)
+                    });
+                }
+            }
             _ => {
                 for (packet, choice) in packets.iter().zip(out.iter_mut()) {
                     *choice = self.choose(packet, loads);
@@ -599,6 +608,40 @@ fn shortest(
         }
     }
     best
+}
+
+/// Counts a packet of `frame_len` bytes just sent to `port` in its local queue, so that later
+/// decisions of the batch see it.
+#[inline]
+fn add_load(loads: &mut [PortLoad], port: u8, frame_len: u32) {
+    let load = &mut loads[usize::from(port)];
+    load.packets += 1;
+    load.bytes = load.bytes.saturating_add(frame_len);
+}
+
+/// The port the `arf-*` mode of `switch` picks for `packet` (one valid port at least) under the
+/// view `quality`.
+#[inline]
+fn arf_port(
+    switch: &SwitchBalancer,
+    flows: &mut FlowTable,
+    rng: &mut LbRng,
+    packet: &Northbound,
+    loads: &[PortLoad],
+    quality: &PathQuality,
+) -> u8 {
+    match switch.config.algorithm {
+        Algorithm::ArfFlow => flows.choose(packet, quality, switch.flow_point(packet)),
+        Algorithm::ArfPacket => {
+            let unit = switch.config.buffer_bytes / REMOTE_PENALTY_DIVISOR;
+            shortest(rng, packet.valid, loads, |port, load| {
+                let poorness = u32::from(QUALITY_TOP - quality.remote(packet.key, port));
+                load.bytes.saturating_add(poorness.saturating_mul(unit))
+            })
+        }
+        // arf-wcmp (the only other caller).
+        _ => weighted(packet.valid, packet.key, quality, switch.flow_point(packet)),
+    }
 }
 
 /// The top quality level (15).

@@ -207,3 +207,37 @@ fn a_published_view_reaches_every_pipe_and_other_algorithms_ignore_it() {
     let pkt = packet(0, SizeClass::Data, PortMask::all(4));
     assert_eq!(draw(&mut plain, &pkt, 64), draw(&mut viewed, &pkt, 64));
 }
+
+#[test]
+fn batched_arf_decisions_equal_one_by_one_decisions() {
+    for algorithm in [Algorithm::ArfWcmp, Algorithm::ArfFlow, Algorithm::ArfPacket] {
+        let make = || {
+            let pipe = pipe0(config(algorithm, 4, 1, 1, 11));
+            pipe.switch().set_path_quality(remote_view(4, 2, 3));
+            pipe
+        };
+        let packets: Vec<Northbound> = (0..150u32)
+            .map(|i| {
+                let valid = if i % 7 == 0 {
+                    PortMask::EMPTY
+                } else if i % 5 == 0 {
+                    PortMask::all(4).without(1)
+                } else {
+                    PortMask::all(4)
+                };
+                flow(i % 23, valid)
+            })
+            .collect();
+        let (mut one_by_one, mut batched) = (make(), make());
+        let mut loads_one = [PortLoad::default(); 4];
+        let sequential: Vec<Option<UpPort>> = packets
+            .iter()
+            .map(|p| one_by_one.choose(p, &mut loads_one))
+            .collect();
+        let mut loads_batch = [PortLoad::default(); 4];
+        let mut out = vec![None; packets.len()];
+        batched.choose_batch(&packets, &mut loads_batch, &mut out);
+        assert_eq!(sequential, out, "{algorithm}");
+        assert_eq!(loads_one, loads_batch, "{algorithm}");
+    }
+}
