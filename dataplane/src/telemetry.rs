@@ -79,8 +79,6 @@ pub struct PortTelemetry {
 /// cumulative counters (the caller differences them) and the window's largest queue.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WindowReading {
-    /// Bytes sent, cumulative.
-    pub tx_bytes: u64,
     /// Frames dropped (buffer full or hand-off full), cumulative.
     pub drops: u64,
     /// The largest depth since the last reading, bytes: the largest depth any publication
@@ -163,7 +161,6 @@ impl PortTelemetry {
         let sampled = self.window_max_depth_bytes.swap(current, Relaxed);
         let peak = self.max_depth_bytes.load(Relaxed);
         WindowReading {
-            tx_bytes: self.tx_bytes.load(Relaxed),
             drops: self.drops_buffer.load(Relaxed) + self.drops_handoff.load(Relaxed),
             max_depth_bytes: if peak > last_peak {
                 sampled.max(peak)
