@@ -205,6 +205,9 @@ pub struct EgressStats {
     pub lateness_ns: Log2Histogram,
     /// Largest lateness seen, ns.
     pub max_lateness_ns: u64,
+    /// Link time lost to lateness, ns: Σ (lateness − catch-up credit) over departures. A
+    /// backlogged port carries `rate × (elapsed − lost)`; this is the fidelity cost in rate.
+    pub lost_link_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -382,6 +385,7 @@ impl<D> EgressQueue<D> {
                     Shaping::Strict => 0,
                     Shaping::CatchUp => late.min(serialization / 2),
                 };
+                self.stats.lost_link_ns += late - credit;
                 self.next_free_ns = now_ns + serialization - credit;
             }
             send(head.desc, head.len);
@@ -584,6 +588,8 @@ mod tests {
         assert_eq!(queue.dequeue(1_243_200, 64, |_, _| {}), 1);
         assert_eq!(queue.next_departure_ns(), Some(1_243_200 + 60_800));
         assert_eq!(queue.stats().max_lateness_ns, 1_000_000);
+        // The first 10 µs were made up; of the 1 ms, all but the half-frame credit is lost.
+        assert_eq!(queue.stats().lost_link_ns, 1_000_000 - 60_800);
     }
 
     #[test]
@@ -596,8 +602,12 @@ mod tests {
         assert_eq!(queue.dequeue(1_000_000, 64, |_, _| {}), 1);
         assert_eq!(queue.stats().max_lateness_ns, 1_000_000);
         assert_eq!(queue.next_departure_ns(), Some(1_000_000 + 121_600));
+        assert_eq!(queue.stats().lost_link_ns, 1_000_000);
         assert_eq!(queue.dequeue(1_000_000 + 121_600, 64, |_, _| {}), 1);
         assert_eq!(queue.stats().lateness_ns.count(), 2);
+        // On time: no more link time lost; a reset of the peaks keeps the counter.
+        queue.reset_peaks();
+        assert_eq!(queue.stats().lost_link_ns, 1_000_000);
     }
 
     #[test]

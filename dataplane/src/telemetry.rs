@@ -63,6 +63,7 @@ pub struct PortTelemetry {
     depth_byte_ns: AtomicU64,
     integrated_until_ns: AtomicU64,
     max_lateness_ns: AtomicU64,
+    lost_link_ns: AtomicU64,
     xsk_rx_dropped: AtomicU64,
     xsk_rx_ring_full: AtomicU64,
     xsk_fill_ring_empty: AtomicU64,
@@ -135,6 +136,7 @@ impl PortTelemetry {
         self.integrated_until_ns
             .store(stats.last_change_ns, Relaxed);
         self.max_lateness_ns.store(stats.max_lateness_ns, Relaxed);
+        self.lost_link_ns.store(stats.lost_link_ns, Relaxed);
         self.arrival_depth.store(&stats.arrival_depth);
         self.lateness_ns.store(&stats.lateness_ns);
     }
@@ -212,6 +214,7 @@ impl PortTelemetry {
             lateness_p99_ns: lateness.quantile_upper_bound(0.99),
             lateness_p999_ns: lateness.quantile_upper_bound(0.999),
             max_lateness_ns: self.max_lateness_ns.load(Relaxed),
+            lost_link_ns: self.lost_link_ns.load(Relaxed),
             lateness_histogram_ns: lateness.buckets.to_vec(),
             link_rate_bps: self.link_rate_bps.load(Relaxed),
         }
@@ -601,6 +604,10 @@ pub struct PortSnapshot {
     pub lateness_p999_ns: u64,
     /// Largest lateness since the last reset, ns.
     pub max_lateness_ns: u64,
+    /// Link time the shaper lost to lateness, ns (a counter): a backlogged port carried
+    /// `rate × (elapsed − lost)`.
+    #[serde(default)]
+    pub lost_link_ns: u64,
     /// Log₂ histogram of shaper lateness, ns.
     pub lateness_histogram_ns: Vec<u64>,
     /// The emulated link rate the port's shaper uses, bit/s (0: unshaped).

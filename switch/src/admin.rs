@@ -268,6 +268,8 @@ fn record(stats: &Stats) {
         metrics::gauge!("ofan_port_queue_max_packets", &labels).set(port.max_depth_packets as f64);
         metrics::gauge!("ofan_port_shaper_lateness_p99_seconds", &labels)
             .set(port.lateness_p99_ns as f64 / 1e9);
+        metrics::counter!("ofan_port_shaper_lost_nanoseconds_total", &labels)
+            .absolute(port.lost_link_ns);
     }
     for (name, value) in &stats.data_path.counters {
         metrics::counter!("ofan_forward_total", "reason" => name.clone()).absolute(*value);
