@@ -18,12 +18,15 @@
 //!   switch telemetry (pure [`experiment::metrics`]), summaries, result files and plots.
 //! - [`bench`](mod@bench): forwarding benchmarks of `ofan-switch` against its peers in
 //!   namespaces.
+//! - [`course`]: the teaching course's exercises and their checker (`ofan-lab check`): pure
+//!   checks over what a live lab and a results file show.
 //!
 //! The only `unsafe` code is in one private module (`sys`: setns, clocks, socket options).
 #![deny(unsafe_code)]
 
 pub mod agent;
 pub mod bench;
+pub mod course;
 pub mod experiment;
 pub mod lab;
 pub mod netns;

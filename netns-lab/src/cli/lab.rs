@@ -136,6 +136,9 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Return this machine to clean: every lab, and every namespace, veth and process named
+    /// ofan-* (what `down --all` does). Safe to run at any time, also after a crash.
+    Reset,
     /// Nodes, links, switch health and per-link counters, shaper lateness.
     Status {
         #[command(flatten)]
@@ -300,6 +303,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
                 down(&lab.name)
             }
         }
+        Command::Reset => down_all(),
         Command::Status { lab, json } => {
             let loaded = lab::load(&lab.name)?;
             let status = lab::status::gather(&loaded);

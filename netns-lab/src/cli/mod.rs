@@ -7,11 +7,13 @@
 //! - [`experiment`]: `run` and `compare`; [`results`] draws their tables and progress lines.
 //! - [`agent`]: `agent` and its helpers.
 //! - [`topo`], [`model`]: the topology builder and the deterministic model.
+//! - [`check`]: the course's checker.
 //! - [`bench`](mod@bench): the forwarding benchmark and its agents; its progress lines, table
 //!   and JSON file.
 
 pub mod agent;
 pub mod bench;
+pub mod check;
 pub mod demo;
 pub mod experiment;
 pub mod lab;
@@ -54,6 +56,8 @@ enum Command {
     Experiment(experiment::Command),
     #[command(flatten)]
     Agent(agent::Command),
+    /// Check an exercise of the course (docs/teaching/) against your lab and results.
+    Check(check::CheckArgs),
 }
 
 impl Cli {
@@ -69,6 +73,7 @@ impl Cli {
             Command::Bench(command) => bench::run(command),
             Command::Experiment(command) => experiment::run(command),
             Command::Agent(command) => agent::run(command),
+            Command::Check(args) => check::run(args),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use ofan_model::report::Stage;
 use ofan_model::svg::{LinePlot, Series};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::metrics::lab_of;
 use super::summary::{size_label, stage_key, Summarized};
@@ -23,13 +23,48 @@ struct ResultsFile<'a> {
     results: &'a Summarized,
 }
 
+/// The schema name of `results.json`.
+pub const RESULTS_SCHEMA: &str = "ofan.lab-results/1";
+
+/// `results.json` as read back.
+#[derive(Debug, Deserialize)]
+struct ReadResults {
+    schema: String,
+    #[serde(flatten)]
+    results: Summarized,
+}
+
+/// Reads the `results.json` that `run` or `compare` wrote: `path` is the file or the directory
+/// holding it.
+///
+/// # Errors
+/// No such file; not a results file of this schema.
+pub fn read_results(path: &Path) -> anyhow::Result<Summarized> {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_owned()
+    };
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let read: ReadResults = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a results file of ofan-lab", file.display()))?;
+    anyhow::ensure!(
+        read.schema == RESULTS_SCHEMA,
+        "{}: schema {}, expected {RESULTS_SCHEMA}",
+        file.display(),
+        read.schema
+    );
+    Ok(read.results)
+}
+
 /// Writes `results.json`, `runs.csv` and `summary.csv` into `dir`.
 ///
 /// # Errors
 /// When a file cannot be written.
 pub fn write_results(dir: &Path, command: &str, results: &Summarized) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(&ResultsFile {
-        schema: "ofan.lab-results/1",
+        schema: RESULTS_SCHEMA,
         command,
         results,
     })?;

@@ -117,6 +117,15 @@ impl Loaded {
         Ok(space)
     }
 
+    /// The forwarding IPv4 routes of `node`'s kernel FIB (main table) with their next-hop
+    /// counts.
+    ///
+    /// # Errors
+    /// The namespace cannot be opened or its routes listed.
+    pub fn kernel_routes(&self, node: NodeId) -> anyhow::Result<Vec<super::net::RouteWidth>> {
+        Ok(self.open(node)?.routes()?)
+    }
+
     /// The links BGP must route around: those that are down ([`Loaded::failures`]) and the
     /// blackholed ones, whose carrier is up but which carry nothing.
     pub fn routing_failures(&self) -> FailedLinks {

@@ -46,7 +46,7 @@ use crate::sys::lab as sys;
 
 pub use down::{down, down_all, Removed, RemovedAll};
 pub use loaded::{exists, find_node, load, Loaded, Reconvergence};
-pub use net::NETNS_DIR;
+pub use net::{RouteWidth, NETNS_DIR};
 pub use ping::PairResult;
 pub use rate::{link_rate, RateChange};
 pub use spec::{
