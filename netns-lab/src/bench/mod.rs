@@ -16,6 +16,8 @@
 //!   gen|sink|redirect`) `forward` runs inside the namespaces; each talks over stdin/stdout
 //!   lines (see there).
 //! - [`report`]: medians, ratios and the table (pure).
+//! - [`lab`](mod@lab): `bench lab`, the highest link rate at which a whole lab stays faithful,
+//!   and the CPU it costs per forwarded frame.
 //! - `process`: the run's child processes, always stopped (its namespaces are a
 //!   [`crate::netns::Namespaces`]).
 //!
@@ -24,5 +26,6 @@
 
 pub mod agents;
 pub mod forward;
+pub mod lab;
 mod process;
 pub mod report;

@@ -11,7 +11,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use ofan_dataplane::afxdp::bench::live::LiveConfig;
 use ofan_lab::bench::agents::{self, parse_mac, GenKind, GenOptions};
 use ofan_lab::bench::forward::{self, Candidate, Options, Report};
+use ofan_lab::bench::lab as lab_bench;
 use ofan_lab::bench::report::{self, Interval, Outcome, Row, Sample};
+use ofan_lab::units::{parse_rate, parse_size};
 use serde_json::{json, Value};
 
 const FORWARD_LONG_ABOUT: &str = "\
@@ -36,6 +38,23 @@ measured seconds. Needs root; build with `cargo build --release`.
 
 Example: sudo target/release/ofan-lab bench forward --runs 5 --seconds 3 --json bench.json";
 
+const LAB_LONG_ABOUT: &str = "\
+The highest link rate at which a lab stays faithful on this machine, and what it costs.
+
+For each rate of --rates (in order) it builds a fat tree (--k, named --name: none may exist),
+runs a permutation of --size per host at load 1 through it with --lb (the experiment of \
+`ofan-lab run`, --repeat times), reads each run's fidelity and removes the lab. Per rate: CCT \
+over the lower bound, the agents' lowest achieved/requested rate, the worst shaper lateness p99 \
+(packet times), the smallest receiver-window ratio, faithful runs (the run's own verdict: \
+lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %), \
+the CPUs' busy share over the runs (/proc/stat) and CPU time per frame the switches forwarded \
+(agents and kernel included). It ends with the highest rate whose every run was faithful.
+
+Run it on a quiet machine: anything else running takes CPU from the lab and shows as lateness. \
+Each run's results directory goes under --out.
+
+Example: sudo target/release/ofan-lab bench lab --rates 1mbit,2mbit,5mbit,10mbit --size 1MB";
+
 /// `ofan-lab bench …` (flattened into `ofan-lab`'s commands).
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -55,6 +74,10 @@ pub enum BenchCommand {
     /// ofan-switch --bare, dpdk-testpmd (AF_XDP PMD) and XDP_REDIRECT, interleaved.
     #[command(long_about = FORWARD_LONG_ABOUT)]
     Forward(ForwardArgs),
+    /// The highest link rate at which a whole lab stays faithful: per rate, a fat tree built,
+    /// a permutation at load 1 run through it, its fidelity and its CPU per forwarded frame.
+    #[command(long_about = LAB_LONG_ABOUT)]
+    Lab(LabArgs),
     /// Agent: send prebuilt UDP frames on an interface — in the kernel with XDP live frames
     /// (`--gen live`, default) or with an AF_XDP TX-only socket (`--gen afxdp`) — until stdin
     /// closes (each stdin line asks for the frames sent so far).
@@ -110,6 +133,69 @@ impl GenName {
             Self::Live => GenKind::Live,
             Self::Afxdp => GenKind::Afxdp,
         }
+    }
+}
+
+/// Arguments of `bench lab`.
+#[derive(Debug, Clone, Args)]
+pub struct LabArgs {
+    /// Link rates to measure, comma-separated, in order (e.g. 1mbit,5mbit,20mbit).
+    #[arg(long, default_value = "1mbit,2mbit,5mbit,10mbit,20mbit")]
+    pub rates: String,
+    /// Fat-tree radix.
+    #[arg(long, default_value_t = 4)]
+    pub k: u16,
+    /// Bytes per flow of the permutation.
+    #[arg(long, default_value = "1MB")]
+    pub size: String,
+    /// Switch algorithm.
+    #[arg(long, default_value = "pofan")]
+    pub lb: String,
+    /// Repetitions per rate (each with its own permutation).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Seed of the first repetition's permutation.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Egress buffer per switch port.
+    #[arg(long, default_value = "2MB")]
+    pub buffer: String,
+    /// Name of the labs it builds (one at a time).
+    #[arg(long = "name", value_name = "LAB", default_value = "benchlab")]
+    pub name: String,
+    /// Directory of the runs' results (default: ./ofan-results/bench-lab-<time>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also write the table as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl LabArgs {
+    fn options(&self) -> anyhow::Result<lab_bench::Options> {
+        let rates = self
+            .rates
+            .split(',')
+            .map(|rate| parse_rate(rate.trim()))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if rates.contains(&0) {
+            anyhow::bail!("--rates: a lab without shaping (0) cannot be faithful or not");
+        }
+        let out = match &self.out {
+            Some(out) => out.clone(),
+            None => ofan_lab::experiment::results_dir("bench-lab")?,
+        };
+        Ok(lab_bench::Options {
+            rates,
+            k: self.k,
+            bytes: parse_size(&self.size)?,
+            lb: self.lb.clone(),
+            repeat: self.repeat,
+            seed: self.seed,
+            buffer_bytes: parse_size(&self.buffer)?,
+            name: self.name.clone(),
+            out,
+        })
     }
 }
 
@@ -299,12 +385,72 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     let (stdin, stdout) = (std::io::stdin, std::io::stdout);
     match command {
         BenchCommand::Forward(args) => run_forward(&args),
+        BenchCommand::Lab(args) => run_lab(&args),
         BenchCommand::Gen(args) => agents::gen(&args.options()?, stdin().lock(), stdout()),
         BenchCommand::Sink(args) => agents::sink(&args.interface, stdin().lock(), stdout()),
         BenchCommand::Redirect(args) => {
             agents::redirect(&args.from, &args.to, stdin().lock(), stdout())
         }
     }
+}
+
+/// `bench lab`: runs it, printing progress, then the table and the highest faithful rate.
+fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
+    if !ofan_lab::lab::is_root() {
+        anyhow::bail!("bench lab builds labs: run it as root");
+    }
+    let options = args.options()?;
+    let rows = lab_bench::run(&options, &mut super::Stderr)?;
+    print!("{}", lab_table(&rows));
+    match lab_bench::highest_faithful(&rows) {
+        Some(rate) => println!(
+            "highest faithful rate: {}",
+            ofan_topology::units::format_rate(rate)
+        ),
+        None => println!("no rate was faithful"),
+    }
+    println!("results: {}", options.out.display());
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&rows)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// The table of `bench lab`.
+fn lab_table(rows: &[lab_bench::RateRow]) -> String {
+    let mut text = format!(
+        "{:>10} {:>5} {:>12} {:>11} {:>11} {:>10} {:>9} {:>9} {:>12} {:>8}\n",
+        "rate",
+        "runs",
+        "CCT vs bnd",
+        "agent rate",
+        "shaper p99",
+        "rx window",
+        "faithful",
+        "CPU busy",
+        "µs CPU/frame",
+        "seconds"
+    );
+    for row in rows {
+        text.push_str(&format!(
+            "{:>10} {:>5} {:>12} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>12} {:>8.1}\n",
+            ofan_topology::units::format_rate(row.rate_bps),
+            row.runs,
+            row.cct_increase
+                .map_or_else(|| "—".to_owned(), |i| format!("{:+.1} %", i * 100.0)),
+            row.agent_rate_ratio_min,
+            row.shaper_late_p99_packet_times,
+            row.receiver_window_ratio_min,
+            format!("{}/{}", row.faithful, row.runs),
+            row.cpu_busy * 100.0,
+            row.cpu_us_per_frame
+                .map_or_else(|| "—".to_owned(), |us| format!("{us:.1}")),
+            row.seconds
+        ));
+    }
+    text
 }
 
 /// `bench forward`: runs it, printing progress, then the table, and writes the JSON file.

@@ -345,7 +345,10 @@ fn chaos_for_lab(chaos: &chaos::Chaos, lab: &Loaded) -> anyhow::Result<chaos::Ch
 }
 
 /// `./ofan-results/<command>-<time>`.
-fn results_dir(command: &str) -> anyhow::Result<PathBuf> {
+///
+/// # Errors
+/// The clock is before 1970.
+pub fn results_dir(command: &str) -> anyhow::Result<PathBuf> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .context("clock before 1970")?

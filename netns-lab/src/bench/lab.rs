@@ -1,0 +1,314 @@
+//! `bench lab`: how fast a lab can run and still be faithful. For each link rate of a list it
+//! builds a k-ary fat tree, runs a permutation at load 1 through it (the experiment layer, as
+//! `ofan-lab run` does) and reports the run's fidelity — CCT against its lower bound, the agents'
+//! achieved rate ratio, the shapers' lateness, the receivers' windows, the verdict — with what
+//! the run cost the machine: the CPUs' busy share (`/proc/stat`) and CPU time per forwarded
+//! frame (over the switches' `forwarded` counters). The highest rate whose every repetition was
+//! faithful is the lab's capacity on this machine.
+//!
+//! Measure on a quiet machine: everything else running takes CPU from the lab and shows up as
+//! lateness.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+use ofan_dataplane::lb::Algorithm;
+use ofan_topology::TopologyKind;
+
+use crate::agent::collective::Collective;
+use crate::agent::entropy::HostLb;
+use crate::experiment::summary::{Summarized, Variant};
+use crate::experiment::Observer;
+use crate::experiment::{Cell, Experiment, LabChoice, LabSession, Traffic};
+use crate::lab::{self, LabSpec, Shaping, TopologySource};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Link rates, bit/s, in the order to run them.
+    pub rates: Vec<u64>,
+    /// Fat-tree radix.
+    pub k: u16,
+    /// Bytes per flow of the permutation.
+    pub bytes: u64,
+    /// Switch algorithm.
+    pub lb: String,
+    /// Repetitions per rate.
+    pub repeat: u32,
+    /// Seed of the first repetition's permutation.
+    pub seed: u64,
+    /// Egress buffer per port, bytes.
+    pub buffer_bytes: u64,
+    /// The name of the labs built (one at a time; none may exist already).
+    pub name: String,
+    /// Where the runs' results directories go (one per rate).
+    pub out: PathBuf,
+}
+
+/// One rate's measurement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RateRow {
+    /// The link rate, bit/s.
+    pub rate_bps: u64,
+    /// Repetitions.
+    pub runs: usize,
+    /// Repetitions with every packet delivered exactly once.
+    pub exactly_once: usize,
+    /// Repetitions judged faithful.
+    pub faithful: usize,
+    /// Mean CCT over its lower bound − 1 (over the exactly-once repetitions).
+    pub cct_increase: Option<f64>,
+    /// Lowest agent rate ratio (achieved / requested) of any repetition.
+    pub agent_rate_ratio_min: f64,
+    /// Worst shaper lateness p99 of any repetition, packet times.
+    pub shaper_late_p99_packet_times: f64,
+    /// Smallest receiver-window ratio of any repetition.
+    pub receiver_window_ratio_min: f64,
+    /// Share of all CPUs busy during the runs (user, system, interrupts), 0–1.
+    pub cpu_busy: f64,
+    /// Frames the switches forwarded during the runs.
+    pub forwarded: u64,
+    /// CPU time (all CPUs, agents and kernel included) per forwarded frame, µs.
+    pub cpu_us_per_frame: Option<f64>,
+    /// Wall time of the runs, s.
+    pub seconds: f64,
+}
+
+/// Runs the benchmark: one lab per rate, built, measured and removed in turn.
+///
+/// # Errors
+/// A lab of that name exists already; a lab cannot be built; a run fails.
+pub fn run(options: &Options, observer: &mut dyn Observer) -> anyhow::Result<Vec<RateRow>> {
+    if options.rates.is_empty() {
+        bail!("no link rates to measure");
+    }
+    if lab::exists(&options.name) {
+        bail!(
+            "lab `{}` exists: bench lab builds its own labs (remove it, or give --name)",
+            options.name
+        );
+    }
+    let mut rows = Vec::new();
+    for &rate in &options.rates {
+        rows.push(one_rate(options, rate, observer)?);
+    }
+    Ok(rows)
+}
+
+/// The highest rate whose every repetition was faithful, if any.
+#[must_use]
+pub fn highest_faithful(rows: &[RateRow]) -> Option<u64> {
+    rows.iter()
+        .filter(|row| row.runs > 0 && row.faithful == row.runs)
+        .map(|row| row.rate_bps)
+        .max()
+}
+
+fn one_rate(options: &Options, rate: u64, observer: &mut dyn Observer) -> anyhow::Result<RateRow> {
+    let algorithm: Algorithm = options
+        .lb
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--lb {}: {e}", options.lb))?;
+    // Built here with the algorithm (so no restart resets the counters), kept by the session
+    // until its counters are read, removed below whatever happened.
+    let spec = LabSpec {
+        topology: TopologySource::Kind(TopologyKind::FatTree { k: options.k }),
+        algorithm,
+        link_rate_bps: rate,
+        buffer_bytes: options.buffer_bytes,
+        shaping: Shaping::CatchUp,
+        ..LabSpec::new(&options.name)
+    };
+    observer.note(&format!(
+        "building lab `{}` at {} (remove it with `ofan-lab down --name {}` if interrupted)",
+        options.name,
+        ofan_topology::units::format_rate(rate),
+        options.name
+    ));
+    let measured = lab::up(&spec, observer).and_then(|_| measure(options, rate, observer));
+    let removed = lab::down(&options.name);
+    let row = measured?;
+    removed.with_context(|| format!("removing lab `{}`", options.name))?;
+    Ok(row)
+}
+
+fn measure(options: &Options, rate: u64, observer: &mut dyn Observer) -> anyhow::Result<RateRow> {
+    let choice = LabChoice {
+        name: options.name.clone(),
+        k: Some(options.k),
+        link_rate_bps: rate,
+        buffer_bytes: options.buffer_bytes,
+        keep: true,
+        shaping: Shaping::CatchUp,
+    };
+    let session = LabSession::open(&choice, observer)?;
+    let traffic = Traffic {
+        repeat: options.repeat,
+        seed: options.seed,
+        ..Traffic::default()
+    };
+    let out = options.out.join(format!("{rate}bps"));
+    let experiment = Experiment::new(Collective::Permutation, traffic, Some(out), "bench-lab")?;
+    let cells = [Cell {
+        variant: Variant::new(&options.lb, HostLb::None)?,
+        bytes: options.bytes,
+    }];
+    let before = Sample::take(&options.name)?;
+    let started = Instant::now();
+    let results = experiment.execute_and_close(session, &cells, observer)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let after = Sample::take(&options.name)?;
+    Ok(row(rate, &results, &before, &after, seconds))
+}
+
+/// CPU times and forwarded frames at one instant.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    cpu: CpuTimes,
+    forwarded: u64,
+}
+
+impl Sample {
+    fn take(name: &str) -> anyhow::Result<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+        let cpu = CpuTimes::parse(&stat).context("no `cpu` line in /proc/stat")?;
+        let loaded = lab::load(name)?;
+        let status = lab::status::gather(&loaded);
+        let forwarded = status
+            .switches
+            .values()
+            .filter_map(|switch| switch.stats.as_ref())
+            .flat_map(|stats| &stats.data_path.counters)
+            .filter(|(counter, _)| counter == "forwarded")
+            .map(|(_, value)| value)
+            .sum();
+        Ok(Self { cpu, forwarded })
+    }
+}
+
+/// The aggregate `cpu` line of `/proc/stat`, in clock ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTimes {
+    /// user + nice + system + irq + softirq + steal.
+    pub busy: u64,
+    /// busy + idle + iowait.
+    pub total: u64,
+    /// CPUs counted (`cpuN` lines).
+    pub cpus: u32,
+}
+
+impl CpuTimes {
+    /// Parses `/proc/stat`'s text.
+    #[must_use]
+    pub fn parse(stat: &str) -> Option<Self> {
+        let line = stat.lines().find(|line| line.starts_with("cpu "))?;
+        let ticks: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map_while(|field| field.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal [guest guest_nice: within user]
+        let at = |i: usize| ticks.get(i).copied().unwrap_or(0);
+        if ticks.len() < 4 {
+            return None;
+        }
+        let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+        let cpus = stat
+            .lines()
+            .filter(|line| {
+                line.strip_prefix("cpu")
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .count() as u32;
+        Some(Self {
+            busy,
+            total: busy + at(3) + at(4),
+            cpus,
+        })
+    }
+}
+
+fn row(rate: u64, results: &Summarized, before: &Sample, after: &Sample, seconds: f64) -> RateRow {
+    let labs: Vec<_> = results.runs.iter().filter_map(|run| run.lab()).collect();
+    let increases: Vec<f64> = results
+        .runs
+        .iter()
+        .filter(|run| run.lab().is_some_and(|lab| lab.delivery.exactly_once))
+        .filter_map(|run| run.cct_increase)
+        .collect();
+    let fold = |f: fn(&ofan_model::report::Fidelity) -> f64, min: bool| {
+        labs.iter()
+            .map(|lab| f(&lab.fidelity))
+            .fold(None, |acc: Option<f64>, v| {
+                Some(acc.map_or(v, |a| if min { a.min(v) } else { a.max(v) }))
+            })
+            .unwrap_or(f64::NAN)
+    };
+    let busy = after.cpu.busy.saturating_sub(before.cpu.busy) as f64;
+    let total = after.cpu.total.saturating_sub(before.cpu.total) as f64;
+    let cpu_busy = if total > 0.0 { busy / total } else { 0.0 };
+    let forwarded = after.forwarded.saturating_sub(before.forwarded);
+    // Busy CPU seconds: the busy share of all CPUs over the wall time.
+    let busy_seconds = cpu_busy * f64::from(after.cpu.cpus.max(1)) * seconds;
+    RateRow {
+        rate_bps: rate,
+        runs: labs.len(),
+        exactly_once: labs.iter().filter(|lab| lab.delivery.exactly_once).count(),
+        faithful: labs.iter().filter(|lab| lab.fidelity.faithful).count(),
+        cct_increase: (!increases.is_empty())
+            .then(|| increases.iter().sum::<f64>() / increases.len() as f64),
+        agent_rate_ratio_min: fold(|f| f.agent_rate_ratio_min, true),
+        shaper_late_p99_packet_times: fold(|f| f.shaper_late_p99_packet_times, false),
+        receiver_window_ratio_min: fold(|f| f.receiver_window_ratio_min, true),
+        cpu_busy,
+        forwarded,
+        cpu_us_per_frame: (forwarded > 0).then(|| busy_seconds * 1e6 / forwarded as f64),
+        seconds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_busy_and_total() {
+        let stat = "cpu  100 5 50 1000 20 3 7 2 0 0\ncpu0 50 2 25 500 10 1 3 1 0 0\n\
+                    cpu1 50 3 25 500 10 2 4 1 0 0\nintr 12345\nctxt 999\n";
+        assert_eq!(
+            CpuTimes::parse(stat),
+            Some(CpuTimes {
+                busy: 100 + 5 + 50 + 3 + 7 + 2,
+                total: 167 + 1000 + 20,
+                cpus: 2,
+            })
+        );
+        assert_eq!(CpuTimes::parse("intr 1\n"), None);
+    }
+
+    #[test]
+    fn the_highest_rate_whose_every_run_was_faithful() {
+        let row = |rate_bps, faithful| RateRow {
+            rate_bps,
+            runs: 2,
+            exactly_once: 2,
+            faithful,
+            cct_increase: Some(0.05),
+            agent_rate_ratio_min: 1.0,
+            shaper_late_p99_packet_times: 0.1,
+            receiver_window_ratio_min: 1.0,
+            cpu_busy: 0.5,
+            forwarded: 10,
+            cpu_us_per_frame: Some(1.0),
+            seconds: 1.0,
+        };
+        assert_eq!(
+            highest_faithful(&[row(1_000_000, 2), row(5_000_000, 2), row(10_000_000, 1)]),
+            Some(5_000_000)
+        );
+        assert_eq!(highest_faithful(&[row(1_000_000, 1)]), None);
+    }
+}
