@@ -147,6 +147,39 @@ pub fn run_root_tests(tests: &[(&'static str, fn())]) -> std::process::ExitCode 
     libtest_mimic::run(&args, root_trials(gate, tests)).exit_code()
 }
 
+/// The `main` of a root suite that can run only on a machine in a given state: when `blocker`
+/// says why it cannot (e.g. other labs exist that its test would remove), each test is reported
+/// ignored with that reason, and under `CI=true` each fails with it — as without root.
+/// Otherwise it is [`run_root_tests`].
+pub fn run_root_tests_unless(
+    blocker: Option<String>,
+    tests: &[(&'static str, fn())],
+) -> std::process::ExitCode {
+    let Some(reason) = blocker else {
+        return run_root_tests(tests);
+    };
+    let args = libtest_mimic::Arguments::from_args();
+    let ci = is_ci();
+    if !args.list {
+        eprintln!(
+            "{}: the {} tests of this suite cannot run here: {reason}",
+            if ci { "error" } else { "note" },
+            tests.len()
+        );
+    }
+    let trials = tests
+        .iter()
+        .map(|&(name, _)| {
+            let reason = reason.clone();
+            libtest_mimic::Trial::test(name, move || {
+                Err(format!("cannot run: {reason} (and CI=true forbids skipping)").into())
+            })
+            .with_ignored_flag(!ci)
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
 /// Declares the `main` of a root suite (a test target with `harness = false`) that runs the
 /// listed test functions under their own names, through [`run_root_tests`]:
 ///
