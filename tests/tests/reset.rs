@@ -130,6 +130,12 @@ fn reset_returns_the_machine_to_clean() {
     eprintln!("{said}");
     let left = ofan_objects();
     assert!(left.is_empty(), "reset left: {left:?}");
+    // The kernel dismantles deleted namespaces (and the programs on their interfaces)
+    // asynchronously: give it 5 s.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !ofan_xdp_programs().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert_eq!(
         ofan_xdp_programs(),
         Vec::<String>::new(),
