@@ -6,7 +6,10 @@
 //! except F** (F knows its own side, and a notification is about the link as N sees it). A
 //! congestion-state change is sent at once; every link's state — congested or not, with its
 //! current level — is refreshed every `refresh` so a receiver that lost a message or restarted
-//! catches up, and held `3 × refresh` by the receiver. Rate limit: at most one message per link
+//! catches up, and held `3 × refresh` by the receiver. A link at the best level stops being
+//! refreshed once its best state has been told for a hold time (three messages): a receiver
+//! that holds no entry for a link takes it as best, so a lost or missed one still converges (its
+//! entry ages out) and an idle fabric sends nothing. Rate limit: at most one message per link
 //! per window (a change within a window of the last message waits for the next window), so a
 //! neighbour gets at most one message per link of N per window.
 //!
@@ -80,6 +83,16 @@ struct LinkSlot {
     /// The port is down (carrier or admin state): the link has failed.
     down: bool,
     last_sent_ns: Option<u64>,
+    /// When the messages began to say "best level, not congested, not down" (the first of the
+    /// current run of them); `None` while the last message said anything else.
+    best_since_ns: Option<u64>,
+}
+
+impl LinkSlot {
+    /// Whether the link's state is the one a receiver assumes without an entry.
+    fn at_best(&self) -> bool {
+        !self.down && !self.detector.congested() && self.detector.level() == Quality::BEST
+    }
 }
 
 /// The sending side of one switch.
@@ -106,6 +119,7 @@ impl Speaker {
                     pending: None,
                     down: false,
                     last_sent_ns: None,
+                    best_since_ns: None,
                 })
                 .collect(),
             sequence: 0,
@@ -160,7 +174,8 @@ impl Speaker {
     }
 
     /// The messages due at `now_ns` (monotonic), stamped `unix_ns`: pending changes of links
-    /// not sent to within the last window, and refreshes of links not sent within the last T.
+    /// not sent to within the last window, and refreshes of links not sent within the last T
+    /// (none for a link whose best state has been told for a hold time already).
     /// Each goes to every neighbour except the one behind the link's port; a link with no
     /// neighbour known keeps its change pending.
     pub fn due(&mut self, now_ns: u64, unix_ns: u64, neighbours: &[Neighbour]) -> Vec<Outgoing> {
@@ -171,15 +186,26 @@ impl Speaker {
                 continue;
             };
             let since = slot.last_sent_ns.map(|last| now_ns.saturating_sub(last));
+            let told_best = slot.at_best()
+                && slot.best_since_ns.is_some_and(|first| {
+                    now_ns.saturating_sub(first) >= self.timing.refresh_ns.saturating_mul(3)
+                });
             let kind = match (slot.pending, since) {
                 (Some(kind), None) => kind,
                 (Some(kind), Some(since)) if since >= self.timing.window_ns => kind,
                 (_, None) => state_kind(slot),
-                (_, Some(since)) if since >= self.timing.refresh_ns => state_kind(slot),
+                (_, Some(since)) if since >= self.timing.refresh_ns && !told_best => {
+                    state_kind(slot)
+                }
                 _ => continue,
             };
             slot.pending = None;
             slot.last_sent_ns = Some(now_ns);
+            slot.best_since_ns = if slot.at_best() {
+                slot.best_since_ns.or(Some(now_ns))
+            } else {
+                None
+            };
             self.sequence = self.sequence.wrapping_add(1);
             let quality = if slot.down {
                 Quality::POOREST
@@ -425,6 +451,43 @@ mod tests {
         assert_eq!(cleared[0].message.kind, Kind::CongestionCleared);
         // Sequence numbers increase per message.
         assert!(cleared[0].message.sequence > sent[0].message.sequence);
+    }
+
+    #[test]
+    fn a_link_at_its_best_is_told_for_a_hold_time_then_left_to_age_out() {
+        let (mut speaker, neighbours) = speaker();
+        // Idle: told at 0, T and 2T (a hold time of 3T), then nothing more.
+        for t in [0, 100, 200] {
+            assert_eq!(speaker.due(t * MS, 0, &neighbours).len(), 6, "at {t} ms");
+        }
+        for t in [300, 400, 900] {
+            assert!(speaker.due(t * MS, 0, &neighbours).is_empty(), "at {t} ms");
+        }
+        // A congestion is sent and refreshed like any state that is not the best …
+        speaker.observe(0, &window(1.0));
+        let detected = speaker.due(910 * MS, 0, &neighbours);
+        assert_eq!(detected.len(), 2);
+        assert_eq!(speaker.due(1010 * MS, 0, &neighbours).len(), 2);
+        // … and so is a cleared link below the best level (its weight still counts).
+        speaker.observe(0, &window(0.3));
+        speaker.observe(0, &window(0.3));
+        let cleared = speaker.due(1110 * MS, 0, &neighbours);
+        assert_eq!(cleared[0].message.kind, Kind::CongestionCleared);
+        assert!(cleared[0].message.quality < Quality::BEST);
+        assert_eq!(speaker.due(1210 * MS, 0, &neighbours).len(), 2);
+        // Back at the best level: three more messages, then silence again.
+        speaker.observe(0, &window(0.0));
+        speaker.observe(0, &window(0.0));
+        assert_eq!(speaker.level(0), Some((Quality::BEST, false)));
+        let mut told = 0;
+        for t in (1220..=2000).step_by(10) {
+            told += speaker
+                .due(t * MS, 0, &neighbours)
+                .iter()
+                .filter(|o| o.message.link.port == 0)
+                .count();
+        }
+        assert_eq!(told, 3 * 2, "three messages to the two other neighbours");
     }
 
     #[test]
