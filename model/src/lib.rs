@@ -65,8 +65,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 pub use config::{
-    AckAirtime, ArfConfig, BufferLimit, DegradedLink, Failures, FlowSpec, LinkDirection,
-    ModelConfig, Pacing, Scheme, StartPhase, Workload, ARF_CONTROL_DELAY_PS, ARF_WINDOW_PS,
+    AckAirtime, ArfConfig, BufferLimit, DegradedLink, FailureTiming, Failures, FlowSpec,
+    LinkDirection, LinkFailure, ModelConfig, Pacing, Scheme, StartPhase, Workload,
+    ARF_CONTROL_DELAY_PS, ARF_WINDOW_PS, FAILURE_DETECT_PS, FAILURE_REROUTE_PS,
 };
 pub use error::ModelError;
 pub use ofan_transport::RecoveryConfig;

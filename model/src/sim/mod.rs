@@ -112,6 +112,7 @@
 
 mod arf;
 mod build;
+mod failure;
 mod forward;
 mod host;
 mod packet;
@@ -130,6 +131,7 @@ use crate::workload;
 
 use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
+use failure::{LinkFailures, FAIL_BIT};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
 use port::{Port, StageStats};
@@ -200,6 +202,8 @@ struct Sim<'a> {
     arf_flow: bool,
     /// Per port: its rate in millionths of line rate (empty when no link is degraded).
     port_ppm: Vec<u32>,
+    /// Links failing during the run, and what the switches know of them (`None`: none fail).
+    link_failures: Option<LinkFailures>,
 }
 
 /// Runs one configuration to completion.
@@ -265,6 +269,7 @@ impl Sim<'_> {
             self.push(phase, host, true);
         }
         self.arf_start();
+        self.failures_start();
     }
 
     fn run_loop(&mut self) {
@@ -278,6 +283,16 @@ impl Sim<'_> {
                 // the control plane's.
                 self.now = event.time;
                 self.arf_event(event.target & !ARF_BIT);
+                continue;
+            }
+            if event.wake && event.target & FAIL_BIT != 0 {
+                // Not counted in `events`, as the control plane's.
+                self.now = event.time;
+                self.failure_event(event.target & !FAIL_BIT);
+                continue;
+            }
+            if !event.wake && self.ports[event.target as usize].wire.is_empty() {
+                // The arrival of a frame lost with its link (a failing link empties its wire).
                 continue;
             }
             self.now = event.time;
