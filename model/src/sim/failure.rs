@@ -107,9 +107,7 @@ fn resolve(
     let by_name = |name: &str| topology.nodes().iter().find(|node| node.name == name);
     let (from, to) = by_name(&failure.from)
         .zip(by_name(&failure.to))
-        .ok_or_else(|| {
-            cannot("no node of that name (switches are named e-p0-0, a-p0-0, c-0, …)")
-        })?;
+        .ok_or_else(|| cannot("no node of that name (switches are e-p0-0, a-p0-0, c-0, …)"))?;
     if !from.role.is_switch() || !to.role.is_switch() {
         return Err(cannot(
             "only switch-to-switch links fail (not a host's link)",
