@@ -167,7 +167,6 @@ impl LinkFailures {
             actions.push((failing.at + timing.detect_ps, index, Step::Detect));
             actions.push((failing.at + timing.reroute_ps, index, Step::Reroute));
         }
-        ports.shrink_to_fit();
         Ok(Some(Self {
             failures,
             actions,
