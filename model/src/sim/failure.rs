@@ -142,7 +142,7 @@ impl LinkFailures {
         }
         let timing = config.failure_timing;
         let mut failures: Vec<Failing> = Vec::new();
-        let mut ports = vec![PortLink::Up; port_count];
+        let ports = vec![PortLink::Up; port_count];
         for failure in &config.fail_at {
             let link = resolve(topology, failure, from_start, &failures)?;
             let ends = {
