@@ -183,6 +183,81 @@ impl FromStr for DegradedLink {
     }
 }
 
+/// The local detection delay of a failed link in the model, ps: 4 ms, what the lab measured
+/// for BIRD with BFD from the link going down to the adjacent switch withdrawing its routes
+/// (FRR on carrier loss alone took 74–77 ms). Control-plane times are real times that do not
+/// shrink with the link rate, as [`ARF_CONTROL_DELAY_PS`] (see docs/model.md, "A link failing
+/// during a collective").
+pub const FAILURE_DETECT_PS: u64 = 4_000_000_000;
+
+/// The time from a link failure to every switch routing around it in the model (BGP
+/// reconverged), ps: 64 ms, what the lab measured for BIRD with BFD at a remote switch (FRR:
+/// 124 ms).
+pub const FAILURE_REROUTE_PS: u64 = 64_000_000_000;
+
+/// A switch-to-switch link that fails, both directions, at a simulated time during the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkFailure {
+    /// One end, by switch name (`a-p0-0`, `c-3`, …).
+    pub from: String,
+    /// The other end.
+    pub to: String,
+    /// When the link goes down, ps.
+    pub at_ps: u64,
+}
+
+impl FromStr for LinkFailure {
+    type Err = ModelError;
+
+    /// `FROM/TO@TIME_US` by switch name, as `--degrade` names links, the time in µs since the
+    /// collective started: `a-p0-0/c-0@45.5`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = |reason| ModelError::InvalidConfig {
+            field: "fail-at",
+            value: text.to_owned(),
+            reason,
+        };
+        let (ends, time) = text
+            .rsplit_once('@')
+            .ok_or_else(|| invalid("expected FROM/TO@TIME_US"))?;
+        let (from, to) = ends
+            .split_once('/')
+            .filter(|(from, to)| !from.is_empty() && !to.is_empty())
+            .ok_or_else(|| invalid("expected FROM/TO@TIME_US"))?;
+        let micros: f64 = time
+            .parse()
+            .map_err(|_| invalid("the time is in µs since the start, e.g. 45.5"))?;
+        if !(micros >= 0.0 && micros.is_finite()) {
+            return Err(invalid("the time must be 0 or later (µs since the start)"));
+        }
+        Ok(Self {
+            from: from.to_owned(),
+            to: to.to_owned(),
+            at_ps: (micros * 1e6).round() as u64,
+        })
+    }
+}
+
+/// How the switches learn of a link that fails during the run ([`ModelConfig::fail_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureTiming {
+    /// From the failure to the two adjacent switches knowing their port is down (and, under
+    /// `arf-*`, sending their *failure detected* notifications), ps.
+    pub detect_ps: u64,
+    /// From the failure to every switch routing on the topology without the link (BGP has
+    /// reconverged), ps; at least `detect_ps`.
+    pub reroute_ps: u64,
+}
+
+impl Default for FailureTiming {
+    fn default() -> Self {
+        Self {
+            detect_ps: FAILURE_DETECT_PS,
+            reroute_ps: FAILURE_REROUTE_PS,
+        }
+    }
+}
+
 impl fmt::Display for Scheme {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -395,13 +470,21 @@ pub struct ModelConfig {
     /// Links slower than line rate (absent in older reports: none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub degraded: Vec<DegradedLink>,
+    /// Links that fail during the run (absent in older reports: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_at: Vec<LinkFailure>,
+    /// How the switches learn of [`ModelConfig::fail_at`] (absent in older reports: the
+    /// defaults).
+    #[serde(default)]
+    pub failure_timing: FailureTiming,
 }
 
 impl ModelConfig {
     /// The paper's defaults (§6): k = 12 fat tree, [`LinkParams::paper`], 800 KB buffers, 80 KB
     /// ECN threshold, drop-tail, full line rate with ACK airtime charged as the lab agent does,
     /// every host starting at t = 0, 1 MiB permutation, `ofan`, pipes of 4 ports, no failures,
-    /// retransmission timers from the frame time and the longest lossless round trip.
+    /// retransmission timers from the frame time and the longest lossless round trip, no link
+    /// failing during the run.
     #[must_use]
     pub fn paper() -> Self {
         Self {
@@ -423,6 +506,8 @@ impl ModelConfig {
             recovery: None,
             arf: ArfConfig::default(),
             degraded: Vec::new(),
+            fail_at: Vec::new(),
+            failure_timing: FailureTiming::default(),
         }
     }
 
@@ -508,6 +593,13 @@ impl ModelConfig {
                     "expected 0 < rate <= 1",
                 );
             }
+        }
+        if self.failure_timing.detect_ps > self.failure_timing.reroute_ps {
+            return invalid(
+                "failure timing",
+                format!("{:?}", self.failure_timing),
+                "routing cannot converge before the adjacent switches detect: detect <= reroute",
+            );
         }
         if let Failures::Random { probability } = self.failures {
             if !(0.0..1.0).contains(&probability) {

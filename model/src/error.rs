@@ -75,4 +75,14 @@ pub enum ModelError {
         /// The other end's name.
         to: String,
     },
+    /// A link to fail during the run that cannot.
+    #[error("link {from} - {to} cannot fail during the run: {reason}")]
+    CannotFail {
+        /// One end's name.
+        from: String,
+        /// The other end's name.
+        to: String,
+        /// Why.
+        reason: &'static str,
+    },
 }

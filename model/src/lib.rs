@@ -8,7 +8,8 @@
 //! * [`config`]: what to run — topology, link parameters ([`ofan_topology::LinkParams`]),
 //!   buffers, load, workload, scheme ([`Scheme`]: the eleven switch algorithms, the
 //!   adaptive-routing framework's `arf-*` among them, plus host-based spray, REPS and DRB),
-//!   pipe size, failures, degraded links, the framework's timing ([`ArfConfig`]), seed.
+//!   pipe size, failures (from the start, or of a link during the run: [`LinkFailure`],
+//!   [`FailureTiming`]), degraded links, the framework's timing ([`ArfConfig`]), seed.
 //! * [`workload`]: traffic matrices (permutation, inter-pod permutation, all-to-all, ring,
 //!   matrix files) and failure samples, drawn from the seed.
 //! * [`sim`]: the event loop — output-queued store-and-forward switches with per-port FIFOs,
@@ -65,8 +66,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 pub use config::{
-    AckAirtime, ArfConfig, BufferLimit, DegradedLink, Failures, FlowSpec, LinkDirection,
-    ModelConfig, Pacing, Scheme, StartPhase, Workload, ARF_CONTROL_DELAY_PS, ARF_WINDOW_PS,
+    AckAirtime, ArfConfig, BufferLimit, DegradedLink, FailureTiming, Failures, FlowSpec,
+    LinkDirection, LinkFailure, ModelConfig, Pacing, Scheme, StartPhase, Workload,
+    ARF_CONTROL_DELAY_PS, ARF_WINDOW_PS, FAILURE_DETECT_PS, FAILURE_REROUTE_PS,
 };
 pub use error::ModelError;
 pub use ofan_transport::RecoveryConfig;

@@ -195,6 +195,55 @@ pub struct ModelRun {
     /// The adaptive-routing framework's control plane (`arf-*` schemes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arf: Option<ArfRun>,
+    /// Links that failed during the run (absent when none): when, what they lost, who learned
+    /// of them when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub link_failures: Vec<LinkFailureRun>,
+}
+
+/// A link that failed during the run ([`crate::ModelConfig::fail_at`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkFailureRun {
+    /// The lower-tier end.
+    pub from: String,
+    /// The upper-tier end.
+    pub to: String,
+    /// Link id.
+    pub link: u32,
+    /// When it failed, ps.
+    pub at_ps: u64,
+    /// When both adjacent switches knew (local detection), ps.
+    pub detected_ps: u64,
+    /// When every switch routed around it (routing reconverged), ps.
+    pub rerouted_ps: u64,
+    /// Frames in its two ports' queues (being sent included) when it failed
+    /// (`link.down.queued`).
+    pub lost_queued: u64,
+    /// Frames on its wire, sent and propagating, when it failed (`link.down.in_flight`).
+    pub lost_in_flight: u64,
+    /// Frames switches sent to its dead ports before they detected it (`link.down.unaware`).
+    pub lost_unaware: u64,
+    /// Frames a switch that knew dropped at its dead port, having no other way (a core towards
+    /// the pod behind it, before routing reconverged; also in `switch.no_route`).
+    pub no_route: u64,
+    /// When the last frame was lost at this link (any of the above), ps.
+    pub last_loss_ps: Option<u64>,
+    /// The switches that learned of it before routing reconverged: the two adjacent ones by
+    /// detection, and under `arf-*` every switch whose table the *failure detected*
+    /// notification changed (the first time, `notified_ps`). Every other switch learned at
+    /// `rerouted_ps`.
+    pub learned: Vec<SwitchLearned>,
+}
+
+/// When one switch learned of a failed link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchLearned {
+    /// The switch.
+    pub switch: String,
+    /// By local detection (an adjacent switch), ps.
+    pub detected_ps: Option<u64>,
+    /// By the adaptive-routing framework's *failure detected* notification, ps.
+    pub notified_ps: Option<u64>,
 }
 
 /// One slow direction of a degraded link and what it carried.

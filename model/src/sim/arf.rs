@@ -50,6 +50,9 @@ struct FabricPort {
     peer: u32,
     /// An up-port (its detector's level is the local quality of the paths through it).
     up: bool,
+    /// Its link failed and the switch detected it: reported as *failure detected* at level 0
+    /// (and refreshed so) instead of its detector's state.
+    failed: bool,
 }
 
 /// One switch's control plane.
@@ -93,6 +96,9 @@ pub(super) struct Arf {
     stats: ArfRun,
     reaction_sum: u128,
     reaction_count: u64,
+    /// (recipient node, failed link, when): the first *failure detected* notification that
+    /// changed a recipient's table, per link.
+    failure_notices: Vec<(u32, LinkId, u64)>,
 }
 
 /// The remote path information of balancing switch `node` from the topology (the routing
@@ -179,6 +185,7 @@ impl Arf {
                         port: id,
                         peer: port.peer.0,
                         up: port.direction == PortDirection::Up,
+                        failed: false,
                     }
                 })
                 .collect();
@@ -210,6 +217,7 @@ impl Arf {
             pending: 0,
             reaction_sum: 0,
             reaction_count: 0,
+            failure_notices: Vec::new(),
         }
     }
 
@@ -273,6 +281,25 @@ impl Sim<'_> {
         for switch in switches.iter_mut() {
             let mut local_changed = false;
             for (fabric, detector) in switch.ports.iter().zip(switch.detectors.iter_mut()) {
+                if fabric.failed {
+                    // A failed link is reported failed, refreshed every T, until it is back
+                    // (never, in the model).
+                    if refresh {
+                        switch.sequence = switch.sequence.wrapping_add(1);
+                        let update =
+                            failure_update(switch.node, fabric.peer, hold_ns, switch.sequence);
+                        for &neighbour in switch.neighbours.iter().filter(|&&n| n != fabric.peer) {
+                            batch.push(Note {
+                                to: index_of[neighbour as usize],
+                                update,
+                                detected_at: None,
+                            });
+                            stats.sent += 1;
+                            stats.refreshes += 1;
+                        }
+                    }
+                    continue;
+                }
                 let port = &mut self.ports[fabric.port as usize];
                 port.purge(now, propagation);
                 let counters = &mut self.arf_windows[fabric.port as usize];
@@ -370,6 +397,17 @@ impl Sim<'_> {
                 Applied::Changed => {
                     arf.stats.applied += 1;
                     arf.stats.changed += 1;
+                    if note.update.kind == Kind::FailureDetected {
+                        let recipient = switch.node;
+                        let link = note.update.link;
+                        if !arf
+                            .failure_notices
+                            .iter()
+                            .any(|&(node, known, _)| node == recipient && known == link)
+                        {
+                            arf.failure_notices.push((recipient, link, now));
+                        }
+                    }
                     if let Some(detected) = note.detected_at {
                         let reaction = now - detected;
                         arf.reaction_sum += u128::from(reaction);
@@ -407,7 +445,13 @@ impl Sim<'_> {
             .iter()
             .zip(&switch.detectors)
             .filter(|(port, _)| port.up)
-            .map(|(_, detector)| detector.level())
+            .map(|(port, detector)| {
+                if port.failed {
+                    Quality::POOREST
+                } else {
+                    detector.level()
+                }
+            })
             .collect();
         switch.generation += 1;
         let view = PathQuality::build(&local, &switch.table, paths, switch.generation);
@@ -415,6 +459,109 @@ impl Sim<'_> {
             .switch()
             .set_path_quality(Arc::new(view));
         stats.publications += 1;
+    }
+}
+
+/// The *failure detected* notification about link `near` → `far` (level 0).
+fn failure_update(near: u32, far: u32, hold_ns: u64, sequence: u32) -> Update {
+    Update {
+        link: LinkId { near, far },
+        kind: Kind::FailureDetected,
+        quality: Quality::POOREST,
+        hold_ns,
+        sequence,
+    }
+}
+
+impl Sim<'_> {
+    /// Switch `node` detected its link to `peer` down (`arf-*` runs): the port is reported
+    /// failed from now on, its neighbours but `peer` are told at once (they apply it
+    /// [`ArfConfig::delay_ps`] later), and its view takes the port's local level to 0.
+    pub(super) fn arf_link_failed(&mut self, node: u32, peer: u32) {
+        let Some(mut arf) = self.arf.take() else {
+            return;
+        };
+        let now = self.now;
+        let hold_ns = arf.config.hold_ps() / 1000;
+        let index = arf.index_of[node as usize] as usize;
+        let Arf {
+            switches,
+            index_of,
+            stats,
+            ..
+        } = &mut *arf;
+        let switch = &mut switches[index];
+        let mut batch = Vec::new();
+        for fabric in switch.ports.iter_mut().filter(|port| port.peer == peer) {
+            fabric.failed = true;
+            switch.sequence = switch.sequence.wrapping_add(1);
+            let update = failure_update(node, peer, hold_ns, switch.sequence);
+            for &neighbour in switch.neighbours.iter().filter(|&&n| n != peer) {
+                batch.push(Note {
+                    to: index_of[neighbour as usize],
+                    update,
+                    detected_at: Some(now),
+                });
+                stats.sent += 1;
+            }
+        }
+        self.arf_publish(switch, stats);
+        if !batch.is_empty() {
+            let at = now + arf.config.delay_ps;
+            arf.in_flight.push_back((at, batch));
+            arf.pending += 1;
+            self.queue.push(at, ARF_BIT | DELIVER, true);
+        }
+        self.arf = Some(arf);
+    }
+
+    /// Routing reconverged on `failures` (`arf-*` runs): every balancing switch's remote path
+    /// information is the topology's without them (as the lab's switches learn it from BGP),
+    /// and it publishes a new view.
+    pub(super) fn arf_rerouted(&mut self, failures: &FailedLinks) {
+        let Some(mut arf) = self.arf.take() else {
+            return;
+        };
+        let Arf {
+            switches, stats, ..
+        } = &mut *arf;
+        for switch in switches.iter_mut() {
+            let node = self.topology.node(ofan_topology::NodeId(switch.node));
+            if let Some((_, paths)) = switch.balancer.as_mut() {
+                *paths = remote_paths(self.topology, failures, node);
+                self.arf_publish(switch, stats);
+            }
+        }
+        self.arf = Some(arf);
+    }
+
+    /// When `node` first learned of link `a` – `b` (either direction) from a *failure
+    /// detected* notification, ps.
+    pub(super) fn arf_failure_notice(&self, node: u32, a: u32, b: u32) -> Option<u64> {
+        self.arf_failure_notices(a, b)
+            .into_iter()
+            .find(|&(recipient, _)| recipient == node)
+            .map(|(_, at)| at)
+    }
+
+    /// Every switch that learned of link `a` – `b` from a *failure detected* notification, and
+    /// when first, in node order.
+    pub(super) fn arf_failure_notices(&self, a: u32, b: u32) -> Vec<(u32, u64)> {
+        let Some(arf) = self.arf.as_ref() else {
+            return Vec::new();
+        };
+        let mut first: Vec<(u32, u64)> = Vec::new();
+        for &(node, link, at) in &arf.failure_notices {
+            if !((link.near == a && link.far == b) || (link.near == b && link.far == a)) {
+                continue;
+            }
+            match first.iter_mut().find(|(known, _)| *known == node) {
+                Some((_, earliest)) => *earliest = (*earliest).min(at),
+                None => first.push((node, at)),
+            }
+        }
+        first.sort_unstable();
+        first
     }
 }
 

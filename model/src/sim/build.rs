@@ -12,6 +12,7 @@ use ofan_topology::{
 use ofan_transport::{RecoveryConfig, SelectiveRepeat};
 
 use super::arf::{Arf, PortWindow};
+use super::failure::LinkFailures;
 use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
 use super::packet::SEQ_MASK;
@@ -32,7 +33,8 @@ const DRB_SALT: u64 = 0x0064_7262;
 const FAILURE_ATTEMPTS: u32 = 1000;
 /// Timeouts after which a host gives a packet up (its flow then never completes, `cct_ps` is
 /// `None`): every run ends, even one whose packets can never get through (each timeout waits at
-/// most `rto_max`).
+/// most `rto_max`). With links failing during the run, a packet may also time out once per
+/// `rto_min` until routing has reconverged, and the hosts allow for that on top.
 const GIVE_UP_TIMEOUTS: u32 = 64;
 
 /// [`AckAirtime::Reserved`]: every sending host reserves, after each data frame, the airtime of
@@ -228,7 +230,7 @@ impl<'a> Sim<'a> {
                 for pipe in 0..pipes {
                     balancers.push(lb.pipe(pipe)?);
                 }
-                if !failures.is_empty() {
+                if !failures.is_empty() || !config.fail_at.is_empty() {
                     for key in 0..dest_keys {
                         masks.push(topology.valid_up_mask(failures, node.id, DestKey(key)));
                     }
@@ -266,6 +268,10 @@ impl<'a> Sim<'a> {
                 port_links.push(port.link.0);
             }
         }
+
+        let port_bases: Vec<u32> = nodes.iter().map(|info| info.port_base).collect();
+        let link_failures =
+            LinkFailures::new(topology, config, failures, &port_bases, ports.len())?;
 
         let places: Vec<Place> = topology
             .hosts()
@@ -355,14 +361,19 @@ impl<'a> Sim<'a> {
         let recovery = config.recovery.unwrap_or_else(|| {
             default_recovery(config, fat_tree, &flows, wire(data_frame), slowest_ppm)
         });
+        // A packet lost to a failed link may time out all the while routing reconverges; the
+        // hosts give up only on what is still lost after that.
+        let give_up = link_failures.as_ref().map_or(GIVE_UP_TIMEOUTS, |failing| {
+            let waiting = failing.last_reroute_ps().div_ceil(recovery.rto_min.max(1));
+            GIVE_UP_TIMEOUTS.saturating_add(u32::try_from(waiting).unwrap_or(u32::MAX))
+        });
         for host in &mut hosts {
             let packets: Vec<u32> = host
                 .flows
                 .iter()
                 .map(|&flow| flows[flow as usize].packets)
                 .collect();
-            host.recovery =
-                SelectiveRepeat::new(recovery, &packets).give_up_after(GIVE_UP_TIMEOUTS);
+            host.recovery = SelectiveRepeat::new(recovery, &packets).give_up_after(give_up);
         }
         let host_count = hosts.len();
         let flow_ends = flows.iter().map(|flow| [flow.src, flow.dst]).collect();
@@ -402,7 +413,7 @@ impl<'a> Sim<'a> {
             balancers,
             masks,
             dead,
-            failed: !failures.is_empty(),
+            failed: !failures.is_empty() || link_failures.is_some(),
             queue: EventQueue::new(),
             data_frame,
             ack_frame: config.link.ack_bytes,
@@ -432,6 +443,7 @@ impl<'a> Sim<'a> {
             arf_windows,
             arf_flow: algorithm == ofan_dataplane::lb::Algorithm::ArfFlow,
             port_ppm,
+            link_failures,
         })
     }
 }

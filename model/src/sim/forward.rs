@@ -7,6 +7,7 @@
 use ofan_dataplane::lb::{mix64, DestKey, Northbound, PortLoad, PortMask, SizeClass};
 use ofan_topology::Role;
 
+use super::failure::PortLink;
 use super::packet::{Packet, NO_VIA};
 use super::Sim;
 
@@ -70,7 +71,18 @@ impl Sim<'_> {
                 }
             }
         };
-        self.enqueue((info.port_base + u32::from(out)) as usize, packet);
+        let port_id = (info.port_base + u32::from(out)) as usize;
+        if let Some(&state) = self
+            .link_failures
+            .as_ref()
+            .and_then(|f| f.ports.get(port_id))
+        {
+            if state != PortLink::Up {
+                self.send_to_dead_port(state);
+                return;
+            }
+        }
+        self.enqueue(port_id, packet);
     }
 
     /// The port on which switch `node` sends a frame for `target` down (or across the core);

@@ -81,6 +81,26 @@
 //! add, twice (DATA one way, ACK back), what a full queue and a DATA frame take longer on the
 //! slowest link.
 //!
+//! # Links failing during a run
+//! [`ModelConfig::fail_at`] names switch-to-switch links that go down, both directions, at a
+//! simulated time. Three events per failure ([`FailureTiming`]): at the failure both ports
+//! lose every frame they hold — queued (the one being sent included; `link.down.queued`) and
+//! sent but still propagating (`link.down.in_flight`); the arrival events of those frames find
+//! an empty wire and do nothing. Until a switch knows, its balancer keeps the dead port among
+//! its valid ones, and what it sends there is lost (`link.down.unaware`). At
+//! `detect_ps` after the failure the two adjacent switches know: their valid up-port masks are
+//! those of the topology without the link (for an adjacent switch that removes exactly its
+//! own dead port), and a frame whose only way is the dead port (a core towards the pod
+//! behind it) is dropped as `switch.no_route`; under `arf-*` each sends the framework's
+//! *failure detected* (level 0) to its switch neighbours but the other end, applied
+//! [`ArfConfig::delay_ps`] later and refreshed every T as long as the link is down. At
+//! `reroute_ps` after the failure every switch's masks (and DRB's waypoints, and the `arf-*`
+//! remote path information) are those of the topology without the link: routing
+//! (BGP in the lab) has reconverged. The hosts' recovery resends what was lost; they give a
+//! packet up only after 64 timeouts more than fit (at `rto_min` each) before the last
+//! reroute. The CCT bound is the intact fabric's: a failure only removes capacity, so it
+//! stays a lower bound. These events are not counted in [`ModelRun::events`].
+//!
 //! # Files
 //! * `mod.rs`: the simulator's state (`Sim`), the entry points [`run`] and [`run_on`], and
 //!   the event loop.
@@ -94,6 +114,8 @@
 //! * `prefetch.rs`: what the next events will touch, loaded ahead.
 //! * `arf.rs`: the adaptive-routing framework's control plane (detectors, notifications,
 //!   tables, path-quality views).
+//! * `failure.rs`: links failing during the run — the failure, detection and reroute events,
+//!   the losses they cause and what each switch knows.
 //! * `report.rs`: the [`RunReport`] of a finished run.
 //!
 //! [`AckAirtime::Charged`]: crate::AckAirtime::Charged
@@ -109,9 +131,12 @@
 //! [`ArfConfig::hold_ps`]: crate::ArfConfig::hold_ps
 //! [`ArfConfig::delay_ps`]: crate::ArfConfig::delay_ps
 //! [`ModelConfig::degraded`]: crate::ModelConfig::degraded
+//! [`ModelConfig::fail_at`]: crate::ModelConfig::fail_at
+//! [`FailureTiming`]: crate::FailureTiming
 
 mod arf;
 mod build;
+mod failure;
 mod forward;
 mod host;
 mod packet;
@@ -130,6 +155,7 @@ use crate::workload;
 
 use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
+use failure::{LinkFailures, FAIL_BIT};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
 use port::{Port, StageStats};
@@ -200,6 +226,8 @@ struct Sim<'a> {
     arf_flow: bool,
     /// Per port: its rate in millionths of line rate (empty when no link is degraded).
     port_ppm: Vec<u32>,
+    /// Links failing during the run, and what the switches know of them (`None`: none fail).
+    link_failures: Option<LinkFailures>,
 }
 
 /// Runs one configuration to completion.
@@ -265,6 +293,7 @@ impl Sim<'_> {
             self.push(phase, host, true);
         }
         self.arf_start();
+        self.failures_start();
     }
 
     fn run_loop(&mut self) {
@@ -278,6 +307,16 @@ impl Sim<'_> {
                 // the control plane's.
                 self.now = event.time;
                 self.arf_event(event.target & !ARF_BIT);
+                continue;
+            }
+            if event.wake && event.target & FAIL_BIT != 0 {
+                // Not counted in `events`, as the control plane's.
+                self.now = event.time;
+                self.failure_event(event.target & !FAIL_BIT);
+                continue;
+            }
+            if !event.wake && self.ports[event.target as usize].wire.is_empty() {
+                // The arrival of a frame lost with its link (a failing link empties its wire).
                 continue;
             }
             self.now = event.time;

@@ -4,6 +4,7 @@
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::{BoundSystem, FailedLinks, Forwarding, NodeId, SendRate, Topology};
 
+use super::failure::Loss;
 use super::port::{Port, StageStats};
 use super::Sim;
 use crate::config::{FlowSpec, ModelConfig, Scheme, Workload};
@@ -79,6 +80,7 @@ impl Sim<'_> {
         };
         let applies = self.scheme == Scheme::Switch(Algorithm::Ofan)
             && failures.is_empty()
+            && self.link_failures.is_none()
             && one_flow_each
             && !matches!(self.config.workload, Workload::AllToAll);
         let degraded = self.degraded_report();
@@ -96,6 +98,10 @@ impl Sim<'_> {
         let mut drops = Drops::default();
         drops.add("switch.buffer", self.drops_buffer);
         drops.add("switch.no_route", self.drops_no_route);
+        let (link_failures, lost) = self.failures_report();
+        for (reason, count) in Loss::REASONS.into_iter().zip(lost) {
+            drops.add(reason, count);
+        }
         RunReport {
             schema: SCHEMA.to_owned(),
             hosts: self.hosts.len() as u32,
@@ -124,6 +130,7 @@ impl Sim<'_> {
                 end_ps: end,
                 degraded,
                 arf,
+                link_failures,
             }),
         }
     }

@@ -15,7 +15,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use ofan_model::figures::{self, Figure, Sweep};
 use ofan_model::{
     default_threads, run_many, workload, AckAirtime, BufferLimit, DegradedLink, Failures,
-    ModelConfig, Pacing, RunReport, Scheme, Stage, StartPhase, Workload,
+    LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Stage, StartPhase, Workload,
 };
 
 use super::Shape;
@@ -162,6 +162,19 @@ struct Common {
     /// switch name, RATE a fraction of line rate, e.g. `a-p0-0/c-0:0.25`; repeatable.
     #[arg(long)]
     degrade: Vec<String>,
+    /// A link that fails (both directions) during the run: `FROM/TO@TIME_US`, by switch name,
+    /// TIME in µs since the collective started, e.g. `a-p0-0/c-0@45`; repeatable. Frames
+    /// queued or on its wire are lost, and so is what a switch sends to it before it knows.
+    #[arg(long)]
+    fail_at: Vec<String>,
+    /// Failing links: from the failure to the two adjacent switches detecting it, µs (default
+    /// 4000: the lab's BIRD + BFD; `arf-*` switches then send "failure detected").
+    #[arg(long)]
+    detect_us: Option<f64>,
+    /// Failing links: from the failure to every switch routing around it (BGP reconverged),
+    /// µs (default 64000: the lab's BIRD + BFD at a remote switch; FRR took 124000).
+    #[arg(long)]
+    reroute_delay_us: Option<f64>,
     /// Adaptive-routing framework (`arf-*`): detection window, µs (default 4).
     #[arg(long)]
     arf_window_us: Option<f64>,
@@ -325,7 +338,26 @@ impl Common {
             .iter()
             .map(|text| text.parse::<DegradedLink>())
             .collect::<Result<_, _>>()?;
+        config.fail_at = self
+            .fail_at
+            .iter()
+            .map(|text| text.parse::<LinkFailure>())
+            .collect::<Result<_, _>>()?;
         let picoseconds = |us: f64| (us * 1e6).round() as u64;
+        for (flag, value) in [
+            ("--detect-us", self.detect_us),
+            ("--reroute-delay-us", self.reroute_delay_us),
+        ] {
+            if value.is_some_and(|us| !(us >= 0.0 && us.is_finite())) {
+                bail!("{flag} must be 0 or more µs");
+            }
+        }
+        if let Some(us) = self.detect_us {
+            config.failure_timing.detect_ps = picoseconds(us);
+        }
+        if let Some(us) = self.reroute_delay_us {
+            config.failure_timing.reroute_ps = picoseconds(us);
+        }
         if let Some(us) = self.arf_window_us {
             config.arf.window_ps = picoseconds(us);
         }
@@ -445,6 +477,39 @@ fn print_reports(reports: &[RunReport]) {
                 slow.rate,
                 slow.bytes as f64 / 1000.0,
                 slow.share_of_stage_mean
+            );
+        }
+        for failed in &model.link_failures {
+            let us = |ps: u64| ps as f64 / 1e6;
+            let notified: Vec<u64> = failed
+                .learned
+                .iter()
+                .filter(|learned| learned.detected_ps.is_none())
+                .filter_map(|learned| learned.notified_ps)
+                .collect();
+            println!(
+                "{:>10} {:>5}   failed {} – {} at {:.1} µs: detected {:.1} µs, rerouted {:.1} µs, \
+                 {} switches notified (first {}), lost {} queued + {} in flight + {} unaware \
+                 + {} no route (last at {})",
+                model.config.scheme.name(),
+                model.config.seed,
+                failed.from,
+                failed.to,
+                us(failed.at_ps),
+                us(failed.detected_ps),
+                us(failed.rerouted_ps),
+                notified.len(),
+                notified
+                    .iter()
+                    .min()
+                    .map_or("-".into(), |&t| format!("{:.1} µs", us(t))),
+                failed.lost_queued,
+                failed.lost_in_flight,
+                failed.lost_unaware,
+                failed.no_route,
+                failed
+                    .last_loss_ps
+                    .map_or("-".into(), |t| format!("{:.1} µs", us(t))),
             );
         }
         if let Some(arf) = &model.arf {
