@@ -17,6 +17,12 @@
 //! **Combination.** The quality of a path is `min(local, remote)`: a path is as good as its worst
 //! link. The draft's `local(q) + remote(q)` would rate a path through one dead link (0 + 15)
 //! like a path through two half-loaded ones (7 + 8); the bottleneck rule does not.
+//!
+//! **Failures.** A path whose every next-next link was reported *failed* (not merely at level
+//! 0: a congested link still carries, a failed one loses everything) is **dead**: the modes
+//! leave it out of the valid ports while another remains, until the routing plane withdraws it
+//! or the failure clears. Without this a notified `arf-wcmp` switch kept weight 1 of 16 on a
+//! dead path until BGP rerouted (measured in the model's scenario 2).
 
 pub mod detect;
 mod quality;
@@ -88,6 +94,10 @@ pub struct PathQuality {
     dest_keys: u32,
     local: Box<[u8]>,
     remote: Box<[u8]>,
+    /// Per (key, up-port): every next-next link of the path reported failed.
+    dead: Box<[bool]>,
+    /// Some path is dead (so the modes can skip the check otherwise).
+    any_dead: bool,
     /// Incremented by the publisher on every change (0: nothing ever reported).
     pub generation: u64,
 }
@@ -102,6 +112,8 @@ impl PathQuality {
             dest_keys,
             local: vec![best; usize::from(up_ports)].into_boxed_slice(),
             remote: vec![best; dest_keys as usize * usize::from(up_ports)].into_boxed_slice(),
+            dead: vec![false; dest_keys as usize * usize::from(up_ports)].into_boxed_slice(),
+            any_dead: false,
             generation: 0,
         }
     }
@@ -124,19 +136,22 @@ impl PathQuality {
                 let Some(hop) = paths.get(DestKey(key), port) else {
                     continue;
                 };
+                let link = |far| LinkId {
+                    near: hop.neighbour,
+                    far,
+                };
                 let remote = hop
                     .next_next
                     .iter()
-                    .map(|&far| {
-                        table.quality(LinkId {
-                            near: hop.neighbour,
-                            far,
-                        })
-                    })
+                    .map(|&far| table.quality(link(far)))
                     .max()
                     .unwrap_or(Quality::BEST);
-                view.remote[key as usize * usize::from(paths.up_ports) + usize::from(port)] =
-                    remote.level();
+                let index = key as usize * usize::from(paths.up_ports) + usize::from(port);
+                view.remote[index] = remote.level();
+                let dead = !hop.next_next.is_empty()
+                    && hop.next_next.iter().all(|&far| table.failed(link(far)));
+                view.dead[index] = dead;
+                view.any_dead |= dead;
             }
         }
         view.generation = generation;
@@ -167,6 +182,24 @@ impl PathQuality {
             return QUALITY_LEVELS - 1;
         }
         self.remote[key.0 as usize * usize::from(self.up_ports) + usize::from(port)]
+    }
+
+    /// Whether the path through `port` towards `key` is dead: every next-next link of it was
+    /// reported failed (false when out of range).
+    #[inline]
+    #[must_use]
+    pub fn dead(&self, key: DestKey, port: u8) -> bool {
+        self.any_dead
+            && key.0 < self.dest_keys
+            && port < self.up_ports
+            && self.dead[key.0 as usize * usize::from(self.up_ports) + usize::from(port)]
+    }
+
+    /// Whether some path is dead.
+    #[inline]
+    #[must_use]
+    pub const fn any_dead(&self) -> bool {
+        self.any_dead
     }
 
     /// The quality of the path through `port` towards `key`: `min(local, remote)`.
@@ -246,6 +279,24 @@ mod tests {
         // Out of range: best, never a panic.
         assert_eq!(view.path(DestKey(9), 0), 15);
         assert_eq!(view.path(DestKey(0), 9), 15);
+        assert!(!view.any_dead(), "congestion is not failure");
+        // 101 → 300 fails: key 1 through port 1 still has 301; then 301 fails too.
+        let failure = |near, far| Update {
+            link: LinkId { near, far },
+            kind: Kind::FailureDetected,
+            quality: q(9),
+            hold_ns: 1_000_000,
+            sequence: 2,
+        };
+        table.apply(&failure(101, 300), 0);
+        let one = PathQuality::build(&[q(15), q(15)], &table, &paths, 9);
+        assert!(!one.dead(DestKey(1), 1), "101 routes around it over 301");
+        assert_eq!(one.remote(DestKey(1), 1), 4);
+        table.apply(&failure(101, 301), 0);
+        let both = PathQuality::build(&[q(15), q(15)], &table, &paths, 10);
+        assert!(both.dead(DestKey(1), 1) && both.any_dead());
+        assert!(!both.dead(DestKey(1), 0) && !both.dead(DestKey(0), 1));
+        assert!(!both.dead(DestKey(9), 1), "out of range: alive");
         // The state ages out after its hold time.
         table.expire(1_000_001);
         let aged = PathQuality::build(&[q(15), q(15)], &table, &paths, 8);

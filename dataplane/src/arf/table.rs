@@ -129,6 +129,12 @@ impl CongestionTable {
             .unwrap_or(Quality::BEST)
     }
 
+    /// Whether the last word on `link` was a failure (not merely level 0).
+    #[must_use]
+    pub fn failed(&self, link: LinkId) -> bool {
+        self.links.get(&link).is_some_and(|state| state.failed)
+    }
+
     /// Every entry, ordered by link.
     pub fn links(&self) -> impl Iterator<Item = (&LinkId, &LinkState)> {
         self.links.iter()

@@ -630,6 +630,11 @@ fn arf_port(
     loads: &[PortLoad],
     quality: &PathQuality,
 ) -> u8 {
+    let live = Northbound {
+        valid: live_ports(packet.valid, packet.key, quality),
+        ..*packet
+    };
+    let packet = &live;
     match switch.config.algorithm {
         Algorithm::ArfFlow => flows.choose(packet, quality, switch.flow_point(packet)),
         Algorithm::ArfPacket => {
@@ -641,6 +646,28 @@ fn arf_port(
         }
         // arf-wcmp (the only other caller).
         _ => weighted(packet.valid, packet.key, quality, switch.flow_point(packet)),
+    }
+}
+
+/// The ports of `valid` whose path towards `key` is not dead ([`PathQuality::dead`]); all of
+/// `valid` when none would remain (the routing plane has not withdrawn them yet, and the frames
+/// must go somewhere).
+#[inline]
+fn live_ports(valid: PortMask, key: DestKey, quality: &PathQuality) -> PortMask {
+    if !quality.any_dead() {
+        return valid;
+    }
+    let live = valid.iter().fold(PortMask::EMPTY, |mask, port| {
+        if quality.dead(key, port) {
+            mask
+        } else {
+            mask.with(port)
+        }
+    });
+    if live.is_empty() {
+        valid
+    } else {
+        live
     }
 }
 

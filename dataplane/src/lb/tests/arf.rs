@@ -8,6 +8,11 @@ use crate::arf::{
 /// A view of `up_ports` ports and one key where the remote level of `port` is `level` and every
 /// other path is at its best, built the way the control thread builds it.
 fn remote_view(up_ports: u8, port: u8, level: u8) -> Arc<PathQuality> {
+    view_with(up_ports, port, Kind::CongestionDetected, level)
+}
+
+/// The same with the link reported as `kind`.
+fn view_with(up_ports: u8, port: u8, kind: Kind, level: u8) -> Arc<PathQuality> {
     let mut paths = RemotePaths::new(up_ports, 1);
     for p in 0..up_ports {
         paths.set(
@@ -26,7 +31,7 @@ fn remote_view(up_ports: u8, port: u8, level: u8) -> Arc<PathQuality> {
                 near: 100 + u32::from(port),
                 far: 7,
             },
-            kind: Kind::CongestionDetected,
+            kind,
             quality: Quality::new(level).unwrap(),
             hold_ns: u64::MAX,
             sequence: 1,
@@ -147,6 +152,41 @@ fn arf_flow_pins_flows_and_moves_only_those_on_a_congested_path() {
         fresh < 30,
         "{fresh} fresh flows placed on the congested path"
     );
+}
+
+#[test]
+fn every_mode_leaves_out_a_path_reported_failed_but_not_one_merely_congested() {
+    for algorithm in [Algorithm::ArfWcmp, Algorithm::ArfFlow, Algorithm::ArfPacket] {
+        let mut pipe = pipe0(config(algorithm, 4, 1, 1, 11));
+        let uses_port_2 = |pipe: &mut PipeBalancer| {
+            (0..4_000u32)
+                .filter(|&hash| {
+                    let mut loads = [PortLoad::default(); 4];
+                    let f = flow(hash.wrapping_mul(0x9e37_79b9), PortMask::all(4));
+                    pipe.choose(&f, &mut loads) == Some(UpPort(2))
+                })
+                .count()
+        };
+        // Congested at level 0, port 2 still carries some (weight 1, or the lesser evil).
+        pipe.switch()
+            .set_path_quality(view_with(4, 2, Kind::CongestionDetected, 0));
+        let congested = uses_port_2(&mut pipe);
+        // Failed (whatever the level the message carried): never, while others are valid —
+        // also for flows arf-flow had pinned there before.
+        pipe.switch()
+            .set_path_quality(view_with(4, 2, Kind::FailureDetected, 9));
+        assert_eq!(uses_port_2(&mut pipe), 0, "{algorithm:?} used a dead path");
+        // The only valid port dead: the frame still goes (the routing plane has not withdrawn
+        // it yet), rather than nowhere.
+        let only = flow(5, PortMask::EMPTY.with(2));
+        assert_eq!(
+            pipe.choose(&only, &mut [PortLoad::default(); 4]),
+            Some(UpPort(2))
+        );
+        if algorithm == Algorithm::ArfWcmp {
+            assert!(congested > 0, "arf-wcmp keeps weight 1 on a congested path");
+        }
+    }
 }
 
 #[test]
