@@ -18,6 +18,8 @@
 //!   switch telemetry (pure [`experiment::metrics`]), summaries, result files and plots.
 //! - [`bench`](mod@bench): forwarding benchmarks of `ofan-switch` against its peers in
 //!   namespaces.
+//! - [`view`]: the live view of a lab in the browser (topology, utilization, queues, progress,
+//!   pushed as server-sent events) and the whole lab's Prometheus `/metrics`.
 //!
 //! The only `unsafe` code is in one private module (`sys`: setns, clocks, socket options).
 #![deny(unsafe_code)]
@@ -30,3 +32,4 @@ pub mod netns;
 #[allow(unsafe_code)]
 mod sys;
 pub mod units;
+pub mod view;
