@@ -10,7 +10,7 @@
 //! A link's direction a→b is from its lower-tier end (`Link::a`) to its upper one. Its traffic
 //! that way is what a's egress port sent (or, when a is a host, what b's port received); its
 //! queue at a is a's egress queue (hosts have none the view can see). Utilization is the bits
-//! sent in the interval over the interval times the port's link rate (the rate the switch's
+//! sent between the counting switch's two snapshots over that time times the port's link rate (the rate the switch's
 //! shaper uses, so a slowed link is judged at its own rate); frame bytes are counted without
 //! the wire's preamble and gap, so a saturated link shows ≈ 97–98 %. Queues are time-averaged
 //! over the interval from the switch's depth integrals, the instantaneous depth when an
@@ -193,10 +193,28 @@ pub struct Sample {
 
 impl Sample {
     fn port(&self, topology: &Topology, node: NodeId, ifname: &str) -> Option<&PortSnapshot> {
+        self.timed_port(topology, node, ifname)
+            .map(|(port, _)| port)
+    }
+
+    /// The port and when its switch took the snapshot (monotonic ns; the sample's time when
+    /// the switch gave none).
+    fn timed_port(
+        &self,
+        topology: &Topology,
+        node: NodeId,
+        ifname: &str,
+    ) -> Option<(&PortSnapshot, u64)> {
         let name = &topology.node(node).name;
         let (_, stats) = self.switches.get(name)?;
-        let ports = &stats.as_ref()?.data_path.ports;
-        ports.iter().find(|port| port.name == ifname)
+        let snapshot = &stats.as_ref()?.data_path;
+        let port = snapshot.ports.iter().find(|port| port.name == ifname)?;
+        let at = if snapshot.time_ns > 0 {
+            snapshot.time_ns
+        } else {
+            self.at_ns
+        };
+        Some((port, at))
     }
 }
 
@@ -357,25 +375,32 @@ impl FrameInput<'_> {
         })
     }
 
-    /// Bits per second and utilization of one direction.
+    /// Bits per second and utilization of one direction, over the interval between the two
+    /// snapshots of the switch that counted it (not between the sampler's reads, which wait
+    /// for each switch in turn).
     fn rate(&self, direction: &Direction<'_>) -> (Option<f64>, Option<f64>) {
-        let interval = self.interval_s();
-        let Some(before) = self.before.filter(|_| interval > 0.0) else {
+        let Some(before) = self.before else {
             return (None, None);
         };
         let pick = |sample: &Sample| {
             sample
-                .port(self.topology, direction.from.0, direction.from.1)
-                .map(|port| (port.tx_bytes, port.link_rate_bps))
+                .timed_port(self.topology, direction.from.0, direction.from.1)
+                .map(|(port, at)| (port.tx_bytes, port.link_rate_bps, at))
                 .or_else(|| {
                     sample
-                        .port(self.topology, direction.to.0, direction.to.1)
-                        .map(|port| (port.rx_bytes, 0))
+                        .timed_port(self.topology, direction.to.0, direction.to.1)
+                        .map(|(port, at)| (port.rx_bytes, 0, at))
                 })
         };
-        let (Some((then, _)), Some((now, port_rate))) = (pick(before), pick(self.now)) else {
+        let (Some((then, _, then_ns)), Some((now, port_rate, now_ns))) =
+            (pick(before), pick(self.now))
+        else {
             return (None, None);
         };
+        let interval = now_ns.saturating_sub(then_ns) as f64 * 1e-9;
+        if interval <= 0.0 {
+            return (None, None);
+        }
         let bps = since(then, now) as f64 * 8.0 / interval;
         let rate = if port_rate > 0 {
             port_rate

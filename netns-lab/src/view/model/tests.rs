@@ -343,3 +343,20 @@ fn the_lab_metrics_parse_and_label_every_switch() {
     );
     assert!(scrape.docs.contains_key("ofan_port_queue_packets"));
 }
+
+#[test]
+fn rates_are_over_the_switch_s_own_snapshot_times() {
+    let topology = Topology::fat_tree(4).unwrap();
+    let mut before = idle(&topology, 10);
+    let mut now = idle(&topology, 11);
+    // The sampler read e-p0-0 1 s apart, but its snapshots were taken 0.5 s apart.
+    for (sample, at_ns) in [(&mut before, 10_250_000_000), (&mut now, 10_750_000_000)] {
+        let (_, stats) = sample.switches.get_mut("e-p0-0").unwrap();
+        stats.as_mut().unwrap().data_path.time_ns = at_ns;
+    }
+    let (id, e_if, _) = link_of(&topology, "e-p0-0", "a-p0-0");
+    port_mut(&mut now, "e-p0-0", &e_if).tx_bytes = 62_500;
+    let frame = frame(&input(&topology, Some(&before), &now));
+    let util = frame.links[id.0 as usize].util_ab.unwrap();
+    assert!((util - 1.0).abs() < 1e-9, "{util}");
+}
