@@ -256,7 +256,7 @@ pub struct SwitchFrame {
     pub drops: u64,
     /// Frames queued now, all ports.
     pub queued_packets: u64,
-    /// Its forwarding counters, by name.
+    /// Its forwarding counters that are not zero, by name (all of them: `/api/switch/NAME`).
     pub counters: Vec<(String, u64)>,
 }
 
@@ -537,7 +537,10 @@ pub fn frame(input: &FrameInput<'_>) -> Frame {
                     .map(|port| port.drops_buffer + port.drops_handoff)
                     .sum(),
                 queued_packets: ports.iter().map(|port| port.depth_packets).sum(),
-                counters: stats.map_or_else(Vec::new, |stats| stats.data_path.counters.clone()),
+                counters: stats.map_or_else(Vec::new, |stats| {
+                    let counters = stats.data_path.counters.iter();
+                    counters.filter(|(_, value)| *value > 0).cloned().collect()
+                }),
             }
         })
         .collect();
