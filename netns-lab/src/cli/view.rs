@@ -12,10 +12,12 @@ use super::lab::LabName;
 #[command(after_long_help = "\
 The page draws the fabric in tiers (cores or spines at the top, hosts at the bottom) and
 redraws it at every sample, pushed to the browser as server-sent events:
-  - each link is two lines, one per direction (the left one, seen from the lower end, goes up):
-    colour and width are its utilization in the last interval (green idle, yellow 50 %,
-    red saturated); grey dashes: down; purple dashes: blackholed;
-  - the dots near each end are that end's egress queue (size and colour: fill of the buffer);
+  - each link is two lines, one per direction, as traffic drives on the right: seen from the
+    lower end, the right-hand line carries traffic up the tree, the left-hand one down.
+    Colour and width are its utilization in the last interval (grey idle, green low, yellow
+    50 %, red saturated); grey dashes: down; purple dashes: blackholed;
+  - the dots near each end are that end's egress queue, averaged over the interval (size:
+    frames queued, log scale; colour: fill of the port's buffer);
   - switches: blue running, grey stopped, red CRASHED, orange not answering;
   - the side panel: the collective running on the lab (`ofan-lab run`: flows done / total),
     queues by stage of the paths (edge up, aggregation up, core down, …), and the counters of
