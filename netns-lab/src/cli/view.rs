@@ -1,4 +1,5 @@
-//! `ofan-lab view`: serves the lab's live view and its Prometheus `/metrics` until Ctrl-C.
+//! `ofan-lab view`: serves the lab's live view and its Prometheus `/metrics` until Ctrl-C (or
+//! until the lab is removed).
 
 use std::net::SocketAddr;
 
@@ -44,10 +45,10 @@ pub struct ViewArgs {
     pub interval: String,
 }
 
-/// Runs `view` until the process is interrupted.
+/// Runs `view` until the process is interrupted or the lab is removed.
 ///
 /// # Errors
-/// No such lab, a bad interval, the address taken.
+/// No such lab, a bad interval, the address taken; the lab removed while it ran.
 pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval)?;
     anyhow::ensure!(
@@ -68,5 +69,8 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
         args.lab.name
     );
     running.wait();
-    Ok(())
+    anyhow::bail!(
+        "lab `{}` is gone (ofan-lab down?): the view ends",
+        args.lab.name
+    )
 }

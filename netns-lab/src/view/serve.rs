@@ -90,6 +90,8 @@ impl Shared {
 pub struct RunningView {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    /// Set by the sampler when the lab is gone.
+    gone: Arc<AtomicBool>,
 }
 
 impl RunningView {
@@ -99,12 +101,13 @@ impl RunningView {
         self.addr
     }
 
-    /// Blocks until the view stops (never, unless another thread drops a clone of its stop
-    /// flag: the command line runs until Ctrl-C).
+    /// Blocks until the lab is gone (`ofan-lab down`), and a second more, so that every open
+    /// page is told (its `gone` event). Without that the command line runs until Ctrl-C.
     pub fn wait(&self) {
-        while !self.stop.load(Ordering::Relaxed) {
+        while !self.gone.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(200));
         }
+        std::thread::sleep(Duration::from_secs(1));
     }
 }
 
@@ -143,7 +146,9 @@ pub fn serve(name: &str, options: ViewOptions) -> Result<RunningView, ViewError>
     // The first sample before the first request, so that no page waits for it.
     let mut sampler = Sampler::new(loaded);
     sampler.step(&shared);
+    let gone = Arc::new(AtomicBool::new(false));
     let (sampler_shared, sampler_stop) = (Arc::clone(&shared), Arc::clone(&stop));
+    let sampler_gone = Arc::clone(&gone);
     std::thread::Builder::new()
         .name("ofan-view-sample".into())
         .spawn(move || {
@@ -152,6 +157,7 @@ pub fn serve(name: &str, options: ViewOptions) -> Result<RunningView, ViewError>
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
                 next += options.interval;
                 if !sampler.step(&sampler_shared) {
+                    sampler_gone.store(true, Ordering::Relaxed);
                     break;
                 }
             }
@@ -171,7 +177,7 @@ pub fn serve(name: &str, options: ViewOptions) -> Result<RunningView, ViewError>
         Arc::clone(&stop),
     )
     .map_err(ViewError::Thread)?;
-    Ok(RunningView { addr, stop })
+    Ok(RunningView { addr, stop, gone })
 }
 
 const JSON: &str = "application/json";
