@@ -1466,6 +1466,8 @@ fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
 struct ViewGuard {
     child: std::process::Child,
     addr: String,
+    /// The view's stderr, kept open: a closed pipe would fail its next line.
+    _stderr: std::io::BufReader<std::process::ChildStderr>,
 }
 
 impl ViewGuard {
@@ -1478,17 +1480,19 @@ impl ViewGuard {
             .expect("cannot start ofan-lab view");
         // "lab `X`: live view on http://127.0.0.1:PORT/ (…)"
         let mut line = String::new();
-        let stderr = child.stderr.take().expect("stderr");
-        std::io::BufReader::new(stderr)
-            .read_line(&mut line)
-            .expect("the view's first line");
+        let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+        stderr.read_line(&mut line).expect("the view's first line");
         let addr = line
             .split("http://")
             .nth(1)
             .and_then(|rest| rest.split('/').next())
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_owned();
-        Self { child, addr }
+        Self {
+            child,
+            addr,
+            _stderr: stderr,
+        }
     }
 
     /// `GET path` (HTTP/1.0): the body.
