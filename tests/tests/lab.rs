@@ -1555,7 +1555,7 @@ impl Browser {
             ])
             .arg(format!("--user-data-dir={}", self.profile.display()))
             .args(extra)
-            .arg(format!("{url}?frames=3"))
+            .arg(with_frames(url))
             .output()
             .expect("cannot run chromium");
         assert!(
@@ -1568,7 +1568,13 @@ impl Browser {
 
     /// The page's DOM after three frames.
     fn dom(&self, view: &ViewGuard) -> String {
-        let output = self.run(&format!("http://{}/", view.addr), &["--dump-dom"]);
+        self.dom_of(view, "")
+    }
+
+    /// The DOM of the page with `fragment` (`#NODE` or `#A~B`: what a click selects).
+    fn dom_of(&self, view: &ViewGuard, fragment: &str) -> String {
+        let url = format!("http://{}/{fragment}", view.addr);
+        let output = self.run(&url, &["--dump-dom"]);
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
@@ -1582,6 +1588,14 @@ impl Browser {
         );
         let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         assert!(bytes > 10_000, "{}: {bytes} bytes", path.display());
+    }
+}
+
+/// `url` with `?frames=3` before its fragment.
+fn with_frames(url: &str) -> String {
+    match url.split_once('#') {
+        Some((page, fragment)) => format!("{page}?frames=3#{fragment}"),
+        None => format!("{url}?frames=3"),
     }
 }
 
@@ -1625,6 +1639,16 @@ fn view_draws_the_lab_live_in_a_browser() {
     assert_eq!(dom.matches("<g class=\"link\"").count(), 48);
     assert_eq!(dom.matches("<g class=\"node\"").count(), 36);
     assert_eq!(dom.matches("data-algorithm=\"pofan\"").count(), 20);
+    // What a click shows: a switch's state and algorithm, a link's two directions.
+    let switch = browser.dom_of(&view, "#c-0");
+    assert!(switch.contains("core c-0</h2>"), "no details of c-0");
+    assert!(switch.contains("<td>algorithm</td><td class=\"n\">pofan</td>"));
+    let link = browser.dom_of(&view, "#e-p0-0~a-p0-0");
+    assert!(
+        link.contains("Link e-p0-0 — a-p0-0</h2>"),
+        "no details of the link"
+    );
+    assert!(link.contains("<td>e-p0-0 → a-p0-0</td>"));
     browser.screenshot(&view, &dir.join("idle.png"), "1280,760");
     browser.screenshot(&view, &dir.join("phone.png"), "390,844");
 
