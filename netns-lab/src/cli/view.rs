@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use ofan_lab::units::parse_duration;
-use ofan_lab::view::{self, ViewOptions, DEFAULT_LISTEN};
+use ofan_lab::view::{self, ViewOptions, DEFAULT_LISTEN, MIN_INTERVAL};
 
 use super::lab::LabName;
 
@@ -52,9 +52,10 @@ pub struct ViewArgs {
 pub fn run(args: &ViewArgs) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval)?;
     anyhow::ensure!(
-        interval.as_millis() >= 100,
-        "--interval {} is too short: every switch is asked at every sample (at least 100ms)",
-        args.interval
+        interval >= MIN_INTERVAL,
+        "--interval {} is too short: every switch is asked at every sample (at least {} ms)",
+        args.interval,
+        MIN_INTERVAL.as_millis()
     );
     let running = view::serve(
         &args.lab.name,

@@ -20,4 +20,6 @@ pub mod model;
 pub mod serve;
 
 pub use model::{Frame, Sample, TopologyView};
-pub use serve::{serve, RunningView, ViewError, ViewOptions, DEFAULT_INTERVAL, DEFAULT_LISTEN};
+pub use serve::{
+    serve, RunningView, ViewError, ViewOptions, DEFAULT_INTERVAL, DEFAULT_LISTEN, MIN_INTERVAL,
+};

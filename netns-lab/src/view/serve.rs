@@ -32,6 +32,8 @@ pub const PAGE: &str = include_str!("page.html");
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// The default sampling interval: 2 frames a second.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
+/// The shortest sampling interval: every switch is asked at every sample.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// Pages and scrapers served at once (an open page holds one for its event stream).
 pub const MAX_CLIENTS: usize = 16;
 
@@ -40,7 +42,7 @@ pub const MAX_CLIENTS: usize = 16;
 pub struct ViewOptions {
     /// Where to listen.
     pub listen: SocketAddr,
-    /// How often the lab is sampled (and a frame pushed).
+    /// How often the lab is sampled (and a frame pushed); at least [`MIN_INTERVAL`].
     pub interval: Duration,
 }
 
@@ -143,6 +145,7 @@ pub fn serve(name: &str, options: ViewOptions) -> Result<RunningView, ViewError>
         changed: Condvar::new(),
     });
     let stop = Arc::new(AtomicBool::new(false));
+    let interval = options.interval.max(MIN_INTERVAL);
     // The first sample before the first request, so that no page waits for it.
     let mut sampler = Sampler::new(loaded);
     sampler.step(&shared);
@@ -152,10 +155,10 @@ pub fn serve(name: &str, options: ViewOptions) -> Result<RunningView, ViewError>
     std::thread::Builder::new()
         .name("ofan-view-sample".into())
         .spawn(move || {
-            let mut next = Instant::now() + options.interval;
+            let mut next = Instant::now() + interval;
             while !sampler_stop.load(Ordering::Relaxed) {
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                next += options.interval;
+                next += interval;
                 if !sampler.step(&sampler_shared) {
                     sampler_gone.store(true, Ordering::Relaxed);
                     break;
