@@ -1,5 +1,7 @@
 //! The switch's local endpoints, hardened: the admin socket's server and a bounded HTTP server
-//! for the Prometheus text endpoint.
+//! for the Prometheus text endpoint ([`serve_http`]) — the same server that serves the lab's
+//! live view ([`serve_routes`]: several `GET` routes, one of them a stream of server-sent
+//! events).
 //!
 //! Both serve each connection on its own thread, at most [`Limits::max_clients`] at once (one
 //! more is told it is busy and closed), and give each request one deadline for reading the
@@ -251,7 +253,8 @@ pub const MAX_HTTP_HEAD: usize = 8192;
 pub type MetricsRender = dyn Fn() -> String + Send + Sync;
 
 /// Serves `GET /metrics` on `listener` on a thread until `stop` is set, each connection on its
-/// own thread within `limits`. `HTTP/1.0`: one request per connection.
+/// own thread within `limits`. `HTTP/1.0`: one request per connection. (The switch's endpoint:
+/// [`serve_routes`] with one route.)
 ///
 /// # Errors
 /// When the listener cannot be set up or the thread not started.
@@ -262,11 +265,133 @@ pub fn serve_http(
     render: Arc<MetricsRender>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<()> {
+    let route = move |path: &str| match path {
+        "/metrics" => HttpReply::ok(PROMETHEUS_TEXT, render()),
+        _ => HttpReply::not_found("try GET /metrics\n"),
+    };
+    serve_routes(listener, limits, counters, Arc::new(route), stop)
+}
+
+/// The content type of the Prometheus text exposition format.
+pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4";
+
+/// What a route answers: a whole body, or a stream of server-sent events.
+pub enum HttpReply {
+    /// A status line's status, a content type and the whole body.
+    Body {
+        /// E.g. `200 OK`.
+        status: &'static str,
+        /// E.g. `text/html; charset=utf-8`.
+        content_type: &'static str,
+        /// The body.
+        body: Vec<u8>,
+    },
+    /// `text/event-stream`: the function sends events through the [`EventSink`] until it
+    /// returns (its client went away, or the server stops).
+    Events(Box<dyn FnOnce(&mut EventSink<'_>) + Send>),
+}
+
+impl HttpReply {
+    /// `200 OK` with `body`.
+    #[must_use]
+    pub fn ok(content_type: &'static str, body: impl Into<Vec<u8>>) -> Self {
+        Self::Body {
+            status: "200 OK",
+            content_type,
+            body: body.into(),
+        }
+    }
+
+    /// `404 Not Found` with a plain-text hint.
+    #[must_use]
+    pub fn not_found(hint: &str) -> Self {
+        Self::Body {
+            status: "404 Not Found",
+            content_type: "text/plain; charset=utf-8",
+            body: hint.as_bytes().to_vec(),
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Body {
+                status,
+                content_type,
+                body,
+            } => f
+                .debug_struct("Body")
+                .field("status", status)
+                .field("content_type", content_type)
+                .field("len", &body.len())
+                .finish(),
+            Self::Events(_) => f.write_str("Events"),
+        }
+    }
+}
+
+/// Answers `GET path` (the request target without its query string).
+pub type HttpRoutes = dyn Fn(&str) -> HttpReply + Send + Sync;
+
+/// Where a [`HttpReply::Events`] stream writes its events. Each event must be written within
+/// the endpoint's deadline (a client that stops reading is cut off there); the stream itself
+/// lasts as long as its client reads, holding one of the endpoint's client slots.
+#[derive(Debug)]
+pub struct EventSink<'a> {
+    stream: &'a TcpStream,
+    deadline: Duration,
+    stop: &'a AtomicBool,
+}
+
+impl EventSink<'_> {
+    /// Sends one event of type `event` with `data` (split into `data:` lines at newlines).
+    ///
+    /// # Errors
+    /// The client went away or did not read within the deadline.
+    pub fn send(&mut self, event: &str, data: &str) -> io::Result<()> {
+        let mut text = String::with_capacity(data.len() + event.len() + 16);
+        text.push_str("event: ");
+        text.push_str(event);
+        text.push('\n');
+        for line in data.split('\n') {
+            text.push_str("data: ");
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.push('\n');
+        self.stream.set_write_timeout(Some(self.deadline))?;
+        let mut stream = self.stream;
+        stream.write_all(text.as_bytes())?;
+        stream.flush()
+    }
+
+    /// Whether the server is stopping: the stream should end.
+    #[must_use]
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Serves `GET` requests on `listener` on a thread until `stop` is set, each connection on its
+/// own thread within `limits`: `routes` answers each request's path. `HTTP/1.0`: one request
+/// per connection; an event stream keeps its connection (and its client slot) until its
+/// client leaves.
+///
+/// # Errors
+/// When the listener cannot be set up or the thread not started.
+pub fn serve_routes(
+    listener: TcpListener,
+    limits: Limits,
+    counters: Arc<EndpointCounters>,
+    routes: Arc<HttpRoutes>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<()> {
     // Non-blocking accept with a short sleep, so that `stop` ends the thread.
     listener.set_nonblocking(true)?;
     let active = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
-        .name("ofan-metrics".into())
+        .name("ofan-http".into())
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let stream = match listener.accept() {
@@ -280,15 +405,19 @@ pub fn serve_http(
                 let Some(slot) = Slot::take(&active, limits.max_clients) else {
                     EndpointCounters::count(&counters.busy);
                     let _ = stream.set_write_timeout(Some(limits.deadline));
-                    let _ = respond(&stream, "503 Service Unavailable", "busy\n");
+                    let _ = respond(&stream, "503 Service Unavailable", "text/plain", b"busy\n");
                     continue;
                 };
-                let (client_counters, render) = (Arc::clone(&counters), Arc::clone(&render));
+                let (client_counters, routes, client_stop) = (
+                    Arc::clone(&counters),
+                    Arc::clone(&routes),
+                    Arc::clone(&stop),
+                );
                 let spawned = std::thread::Builder::new()
-                    .name("ofan-metrics-client".into())
+                    .name("ofan-http-client".into())
                     .spawn(move || {
                         let _slot = slot;
-                        answer_http(&stream, limits, &client_counters, &*render);
+                        answer_http(&stream, limits, &client_counters, &*routes, &client_stop);
                     });
                 if spawned.is_err() {
                     EndpointCounters::count(&counters.busy);
@@ -298,11 +427,27 @@ pub fn serve_http(
     Ok(())
 }
 
+/// The path of a `GET` request head (`GET /a?b HTTP/1.1` → `/a`), `None` for another method
+/// or a malformed request line.
+#[must_use]
+pub fn get_path(head: &[u8]) -> Option<&str> {
+    let line = head.split(|&b| b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?.trim_end_matches('\r');
+    let mut words = line.split(' ');
+    if words.next()? != "GET" {
+        return None;
+    }
+    let target = words.next()?;
+    let path = target.split('?').next().unwrap_or(target);
+    path.starts_with('/').then_some(path)
+}
+
 fn answer_http(
     stream: &TcpStream,
     limits: Limits,
     counters: &EndpointCounters,
-    render: &MetricsRender,
+    routes: &HttpRoutes,
+    stop: &AtomicBool,
 ) {
     let deadline = Instant::now() + limits.deadline;
     let reader = DeadlineReader {
@@ -315,7 +460,12 @@ fn answer_http(
         Ok(None) => {
             EndpointCounters::count(&counters.oversized);
             let _ = stream.set_write_timeout(Some(limits.deadline));
-            let _ = respond(stream, "431 Request Header Fields Too Large", "");
+            let _ = respond(
+                stream,
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                b"",
+            );
             // Closing with unread bytes would reset the connection and could destroy the
             // reply: end the sending side, then discard a bounded amount until the deadline.
             let _ = stream.shutdown(std::net::Shutdown::Write);
@@ -332,18 +482,43 @@ fn answer_http(
             return;
         }
     };
-    let (status, body) = if head.starts_with(b"GET /metrics ") || head == b"GET /metrics\r\n" {
-        ("200 OK", render())
-    } else {
-        ("404 Not Found", "try GET /metrics\n".to_owned())
+    let reply = match get_path(&head) {
+        Some(path) => routes(path),
+        None => HttpReply::Body {
+            status: "405 Method Not Allowed",
+            content_type: "text/plain",
+            body: b"only GET\n".to_vec(),
+        },
     };
     EndpointCounters::count(&counters.served);
     let remaining = deadline.saturating_duration_since(Instant::now());
     if stream
         .set_write_timeout(Some(remaining.max(Duration::from_millis(1))))
-        .is_ok()
+        .is_err()
     {
-        let _ = respond(stream, status, &body);
+        return;
+    }
+    match reply {
+        HttpReply::Body {
+            status,
+            content_type,
+            body,
+        } => {
+            let _ = respond(stream, status, content_type, &body);
+        }
+        HttpReply::Events(events) => {
+            let mut writer = stream;
+            let head = "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\
+                        Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
+            if writer.write_all(head.as_bytes()).is_ok() {
+                let mut sink = EventSink {
+                    stream,
+                    deadline: limits.deadline,
+                    stop,
+                };
+                events(&mut sink);
+            }
+        }
     }
 }
 
@@ -367,12 +542,18 @@ pub fn read_http_head(reader: impl Read) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-fn respond(mut stream: &TcpStream, status: &str, body: &str) -> io::Result<()> {
+fn respond(
+    mut stream: &TcpStream,
+    status: &str,
+    content_type: &str,
+    body: &[u8],
+) -> io::Result<()> {
     write!(
         stream,
-        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    )
+    )?;
+    stream.write_all(body)
 }
 
 /// One of an endpoint's client slots, given back on drop.

@@ -20,6 +20,8 @@
 //!   namespaces.
 //! - [`course`]: the teaching course's exercises and their checker (`ofan-lab check`): pure
 //!   checks over what a live lab and a results file show.
+//! - [`view`]: the live view of a lab in the browser (topology, utilization, queues, progress,
+//!   pushed as server-sent events) and the whole lab's Prometheus `/metrics`.
 //!
 //! The only `unsafe` code is in one private module (`sys`: setns, clocks, socket options).
 #![deny(unsafe_code)]
@@ -33,3 +35,4 @@ pub mod netns;
 #[allow(unsafe_code)]
 mod sys;
 pub mod units;
+pub mod view;

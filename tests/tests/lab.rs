@@ -1462,6 +1462,277 @@ fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     lab.down_and_check(&pids);
 }
 
+/// `ofan-lab view` of lab `lab`, on a port of its choosing; killed (by pid) on drop.
+struct ViewGuard {
+    child: std::process::Child,
+    addr: String,
+    /// The view's stderr, kept open: a closed pipe would fail its next line.
+    _stderr: std::io::BufReader<std::process::ChildStderr>,
+}
+
+impl ViewGuard {
+    fn start(lab: &LabGuard) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(binary("ofan-lab"))
+            .args(["view", "--name", &lab.name, "--listen", "127.0.0.1:0"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("cannot start ofan-lab view");
+        // "lab `X`: live view on http://127.0.0.1:PORT/ (…)"
+        let mut line = String::new();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+        stderr.read_line(&mut line).expect("the view's first line");
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        Self {
+            child,
+            addr,
+            _stderr: stderr,
+        }
+    }
+
+    /// `GET path` (HTTP/1.0): the body.
+    fn get(&self, path: &str) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.addr).expect("connect to the view");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        write!(stream, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.0 200"), "GET {path}: {reply}");
+        reply.split_once("\r\n\r\n").unwrap().1.to_owned()
+    }
+}
+
+impl Drop for ViewGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Headless Chromium (Debian's `chromium`, installed by scripts/setup) on the view's page: the
+/// page stops listening after `?frames=3`, so that the virtual-time budget ends and Chromium
+/// dumps the DOM or takes the screenshot.
+struct Browser {
+    profile: PathBuf,
+}
+
+impl Browser {
+    /// `None` when chromium is not installed — a failure under `CI=true`.
+    fn find(dir: &std::path::Path) -> Option<Self> {
+        let found = Command::new("chromium")
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if !found {
+            assert!(
+                !ofan_tests::is_ci(),
+                "chromium is not installed (scripts/setup installs it), and CI=true forbids \
+                 skipping the browser test"
+            );
+            return None;
+        }
+        Some(Self {
+            profile: dir.join("chromium-profile"),
+        })
+    }
+
+    fn run(&self, url: &str, extra: &[&str]) -> Output {
+        let output = Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--virtual-time-budget=3000",
+            ])
+            .arg(format!("--user-data-dir={}", self.profile.display()))
+            .args(extra)
+            .arg(with_frames(url))
+            .output()
+            .expect("cannot run chromium");
+        assert!(
+            output.status.success(),
+            "chromium failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    /// The page's DOM after three frames.
+    fn dom(&self, view: &ViewGuard) -> String {
+        self.dom_of(view, "")
+    }
+
+    /// The DOM of the page with `fragment` (`#NODE` or `#A~B`: what a click selects).
+    fn dom_of(&self, view: &ViewGuard, fragment: &str) -> String {
+        let url = format!("http://{}/{fragment}", view.addr);
+        let output = self.run(&url, &["--dump-dom"]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn screenshot(&self, view: &ViewGuard, path: &std::path::Path, size: &str) {
+        self.run(
+            &format!("http://{}/", view.addr),
+            &[
+                &format!("--screenshot={}", path.display()),
+                &format!("--window-size={size}"),
+            ],
+        );
+        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        assert!(bytes > 10_000, "{}: {bytes} bytes", path.display());
+    }
+}
+
+/// `url` with `?frames=3` before its fragment.
+fn with_frames(url: &str) -> String {
+    match url.split_once('#') {
+        Some((page, fragment)) => format!("{page}?frames=3#{fragment}"),
+        None => format!("{url}?frames=3"),
+    }
+}
+
+/// The `data-NAME` attribute of the drawing (`<svg id="fabric" …>`) in a dumped DOM.
+fn fabric_attr(dom: &str, name: &str) -> Option<String> {
+    let start = dom.find("<svg id=\"fabric\"")?;
+    let tag = &dom[start..start + dom[start..].find('>')?];
+    let key = format!(" data-{name}=\"");
+    let at = tag.find(&key)? + key.len();
+    Some(tag[at..at + tag[at..].find('"')?].to_owned())
+}
+
+/// The live view in a real browser: a k = 4 lab drawn with its 20 switches, 16 hosts and 48
+/// links, a link taken down drawn down, a collective's traffic drawn as utilization (and its
+/// progress shown), `/metrics` labelled by switch; screenshots in the test's temp dir.
+fn view_draws_the_lab_live_in_a_browser() {
+    let _machine = serial();
+    let lab = LabGuard::new("v");
+    let dir = std::env::temp_dir().join(format!("{}-view", lab.name));
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some(browser) = Browser::find(&dir) else {
+        eprintln!("skipped: chromium is not installed (scripts/setup installs it)");
+        return;
+    };
+    lab.ok(&["up", "--k", "4", "--buffer", "2MB"]);
+    let view = ViewGuard::start(&lab);
+
+    let started = Instant::now();
+    let dom = browser.dom(&view);
+    eprintln!(
+        "DOM after 3 frames in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    let attr = |dom: &str, name: &str| {
+        fabric_attr(dom, name).unwrap_or_else(|| panic!("no data-{name} in the drawing"))
+    };
+    assert_eq!(attr(&dom, "switches"), "20");
+    assert_eq!(attr(&dom, "hosts"), "16");
+    assert_eq!(attr(&dom, "links"), "48");
+    assert_eq!(attr(&dom, "links-down"), "0");
+    assert_eq!(dom.matches("<g class=\"link\"").count(), 48);
+    assert_eq!(dom.matches("<g class=\"node\"").count(), 36);
+    assert_eq!(dom.matches("data-algorithm=\"pofan\"").count(), 20);
+    // What a click shows: a switch's state and algorithm, a link's two directions.
+    let switch = browser.dom_of(&view, "#c-0");
+    assert!(switch.contains("core c-0</h2>"), "no details of c-0");
+    assert!(switch.contains("<td>algorithm</td><td class=\"n\">pofan</td>"));
+    let link = browser.dom_of(&view, "#e-p0-0~a-p0-0");
+    assert!(
+        link.contains("Link e-p0-0 — a-p0-0</h2>"),
+        "no details of the link"
+    );
+    assert!(link.contains("<td>e-p0-0 → a-p0-0</td>"));
+    browser.screenshot(&view, &dir.join("idle.png"), "1280,760");
+    browser.screenshot(&view, &dir.join("phone.png"), "390,844");
+
+    // Prometheus: every switch, labelled.
+    let metrics = view.get("/metrics");
+    assert_eq!(
+        metrics.matches("\nofan_switch_up{switch=").count(),
+        20,
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("ofan_switch_up{switch=\"c-0\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics
+        .contains("ofan_port_tx_packets_total{switch=\"e-p0-0\",port=\"p2\",peer=\"a-p0-0\"}"));
+
+    // A link down is drawn down.
+    lab.ok(&["link", "e-p0-0", "a-p0-0", "down"]);
+    let topology = Topology::fat_tree(4).unwrap();
+    let id = |name: &str| topology.nodes().iter().find(|n| n.name == name).unwrap().id;
+    let down = topology.link_between(id("e-p0-0"), id("a-p0-0")).unwrap();
+    let dom = browser.dom(&view);
+    assert_eq!(attr(&dom, "links-down"), "1");
+    assert!(
+        dom.contains(&format!(
+            "<g class=\"link\" data-id=\"{}\" data-state=\"down\"",
+            down.0
+        )),
+        "link {} not drawn down",
+        down.0
+    );
+    assert!(metrics_link_down(&view.get("/metrics")));
+
+    // A collective: the links light up while it runs, and its progress shows.
+    let mut run = Command::new(binary("ofan-lab"))
+        .args([
+            "run",
+            "permutation",
+            "--size",
+            "512KB",
+            "--name",
+            &lab.name,
+            "--out",
+        ])
+        .arg(dir.join("run"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("cannot start ofan-lab run");
+    let mut busy = None;
+    let mut progress = false;
+    while busy.is_none() && run.try_wait().expect("run").is_none() {
+        let dom = browser.dom(&view);
+        progress |= dom.contains("data-flows=\"16\"");
+        let max_util: f64 = attr(&dom, "max-util").parse().unwrap();
+        if max_util > 0.5 {
+            busy = Some((attr(&dom, "busy"), max_util));
+            browser.screenshot(&view, &dir.join("collective.png"), "1280,760");
+        }
+    }
+    let status = run.wait().expect("run");
+    assert!(status.success(), "ofan-lab run failed");
+    let (busy, max_util) = busy.expect("no utilization drawn while the collective ran");
+    eprintln!(
+        "during the collective: {busy} link directions busy, max utilization {:.1} %, progress \
+         seen: {progress}; screenshots in {}",
+        100.0 * max_util,
+        dir.display()
+    );
+    assert!(busy.parse::<u32>().unwrap() >= 16, "{busy} busy directions");
+    drop(view);
+    let pids = lab.switch_pids();
+    lab.down_and_check(&pids);
+}
+
+/// Whether `/metrics` says one link is down (e-p0-0 — a-p0-0).
+fn metrics_link_down(metrics: &str) -> bool {
+    metrics.lines().any(|line| {
+        line.starts_with("ofan_link_up{")
+            && line.contains("a=\"e-p0-0\",b=\"a-p0-0\",state=\"down\"")
+            && line.ends_with(" 0")
+    })
+}
+
 ofan_tests::root_tests!(
     k4_lab_up_pingall_traceroute_down,
     link_down_is_routed_around_and_its_counters_stop,
@@ -1476,4 +1747,5 @@ ofan_tests::root_tests!(
     routing_restart_keeps_the_switch_fib,
     chaos_run_accounts_for_every_repetition_or_names_its_fault,
     slowed_core_link_makes_arf_wcmp_move_traffic_off_it,
+    view_draws_the_lab_live_in_a_browser,
 );

@@ -368,3 +368,74 @@ fn http_heads_are_read_to_the_blank_line_and_bounded() {
     assert_eq!(read_http_head(&long[..]).unwrap(), None);
     assert_eq!(read_http_head(&b""[..]).unwrap().as_deref(), Some(&b""[..]));
 }
+
+#[test]
+fn get_paths_lose_their_query_and_other_methods_have_none() {
+    assert_eq!(
+        get_path(b"GET /events?x=1 HTTP/1.1\r\n\r\n"),
+        Some("/events")
+    );
+    assert_eq!(get_path(b"GET / HTTP/1.0\r\n\r\n"), Some("/"));
+    assert_eq!(get_path(b"POST /metrics HTTP/1.0\r\n\r\n"), None);
+    assert_eq!(get_path(b"GET metrics HTTP/1.0\r\n\r\n"), None);
+    assert_eq!(get_path(b""), None);
+}
+
+/// A route server: `/page` is a body, `/events` sends three events and ends.
+fn route_server() -> (SocketAddr, Arc<EndpointCounters>, Arc<AtomicBool>) {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let counters = Arc::new(EndpointCounters::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let routes = |path: &str| match path {
+        "/page" => HttpReply::ok("text/html; charset=utf-8", "<p>hi</p>"),
+        "/events" => HttpReply::Events(Box::new(|sink: &mut EventSink<'_>| {
+            for n in 0..3 {
+                if sink.stopped() || sink.send("frame", &format!("{{\"n\":{n}}}\nx")).is_err() {
+                    return;
+                }
+            }
+        })),
+        _ => HttpReply::not_found("no\n"),
+    };
+    serve_routes(
+        listener,
+        LIMITS,
+        Arc::clone(&counters),
+        Arc::new(routes),
+        Arc::clone(&stop),
+    )
+    .unwrap();
+    (addr, counters, stop)
+}
+
+#[test]
+fn routes_serve_bodies_and_event_streams() {
+    let (addr, counters, stop) = route_server();
+    let page = get(addr, b"GET /page HTTP/1.1\r\n\r\n");
+    assert!(page.starts_with("HTTP/1.0 200 OK\r\n"), "{page}");
+    assert!(
+        page.contains("Content-Type: text/html; charset=utf-8\r\n"),
+        "{page}"
+    );
+    assert!(page.ends_with("\r\n\r\n<p>hi</p>"), "{page}");
+    let events = get(
+        addr,
+        b"GET /events HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n",
+    );
+    assert!(
+        events.contains("Content-Type: text/event-stream\r\n"),
+        "{events}"
+    );
+    let body = events.split("\r\n\r\n").nth(1).unwrap();
+    assert_eq!(
+        body,
+        "event: frame\ndata: {\"n\":0}\ndata: x\n\n\
+         event: frame\ndata: {\"n\":1}\ndata: x\n\n\
+         event: frame\ndata: {\"n\":2}\ndata: x\n\n"
+    );
+    assert!(get(addr, b"GET /nothing HTTP/1.0\r\n\r\n").starts_with("HTTP/1.0 404"));
+    assert!(get(addr, b"PUT /page HTTP/1.0\r\n\r\n").starts_with("HTTP/1.0 405"));
+    assert_eq!(counters.status().served, 4);
+    stop.store(true, Ordering::Relaxed);
+}

@@ -14,7 +14,7 @@ use ofan_lab::lab::{
 };
 use ofan_lab::units::parse_rate;
 
-use super::{demo, pingall, status, Stderr};
+use super::{demo, pingall, status, view, Stderr};
 
 /// `--link-rate`'s default ([`ofan_lab::lab::DEFAULT_LINK_RATE_BPS`]): the largest rate at which a k=4 lab on a 2-core machine
 /// keeps shaper lateness p99 within 0.25 packet times under a full-load permutation (see
@@ -218,6 +218,10 @@ pub enum Command {
         #[arg(long, value_name = "ALGO")]
         lb: String,
     },
+    /// Serve a live view of the lab in the browser (topology, per-link utilization and queues,
+    /// failures, the running collective; pushed twice a second) and the whole lab's Prometheus
+    /// /metrics, on 127.0.0.1:8080 by default, until Ctrl-C.
+    View(view::ViewArgs),
     /// The first command to run: build a k=4 fat tree, pingall, show the fabric, compare
     /// ecmp, rsq, jsq, ofan and pofan on a 1 MB permutation, tear it down.
     Demo {
@@ -314,6 +318,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::View(args) => view::run(&args),
         Command::Exec { lab, node, command } => {
             let status = ops::exec(&lab.name, &node, &command)?;
             std::process::exit(status.code().unwrap_or(1));

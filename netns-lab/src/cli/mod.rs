@@ -2,7 +2,8 @@
 //! command parses its flags into the library's typed values ([`ofan_lab`]) once, calls it, and
 //! renders what comes back.
 //!
-//! - [`lab`]: `up`, `down`, `status`, `exec`, `pingall`, `link`, `node`, `capture`, `set`;
+//! - [`lab`]: `up`, `down`, `status`, `exec`, `pingall`, `link`, `node`, `capture`, `set`,
+//!   `view` ([`view`]: the live view's flags);
 //!   [`status`] and [`pingall`] draw their tables, [`demo`] is the guided tour.
 //! - [`experiment`]: `run` and `compare`; [`results`] draws their tables and progress lines.
 //! - [`agent`]: `agent` and its helpers.
@@ -22,6 +23,7 @@ pub mod pingall;
 pub mod results;
 pub mod status;
 pub mod topo;
+pub mod view;
 
 use std::path::Path;
 use std::time::Duration;

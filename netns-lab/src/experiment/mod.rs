@@ -18,6 +18,7 @@ pub mod chaos;
 pub mod kernel;
 pub mod metrics;
 pub mod output;
+pub mod progress;
 pub mod runner;
 pub mod summary;
 

@@ -16,6 +16,7 @@ use ofan_topology::{NodeId, Role};
 use super::chaos::{self, Chaos};
 use super::kernel::{self, KernelCounters, Side};
 use super::metrics::{self, KernelSample, LabSetup, RepInput, RunReport, SwitchSample};
+use super::progress::{ProgressFile, RunProgress};
 use crate::agent::collective::Plan;
 use crate::agent::report::AgentReport;
 use crate::lab::{plan::namespace, Loaded};
@@ -198,7 +199,15 @@ pub fn run_repetition(
     // was lost must still get one); then they all stop and write their reports.
     let deadline = Instant::now() + lead + Duration::from_secs_f64(timeout_s + 15.0);
     let mut stopping = false;
+    // For the lab's live view (`ofan-lab view`), which cannot see the agents.
+    let mut progress = ProgressFile::new(lab.dir.root());
     while Instant::now() < deadline {
+        let done: Vec<bool> = plan
+            .hosts
+            .iter()
+            .map(|host| done_file(&host.name).exists())
+            .collect();
+        progress.write(RunProgress::of(plan, &done, std::process::id(), expected_s));
         let running: Vec<&str> = agents
             .0
             .iter_mut()
@@ -217,6 +226,7 @@ pub fn run_repetition(
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(agents);
+    drop(progress);
     cancel.store(true, Ordering::Relaxed);
     let applied = striker.map(|striker| {
         striker.join().unwrap_or_else(|_| chaos::Applied {

@@ -165,6 +165,35 @@ pub fn packet_times(lateness_ns: u64, rate_bps: u64, mtu: u32) -> f64 {
     lateness_ns as f64 * 1e-9 * rate_bps as f64 / bits
 }
 
+/// Switch `name`'s state, and its stats when it answers (one admin request; no BGP query).
+#[must_use]
+pub fn ask(lab: &Loaded, name: &str) -> (SwitchState, Option<Stats>) {
+    if lab.state.stopped.iter().any(|stopped| stopped == name) {
+        return (SwitchState::Stopped, None);
+    }
+    match lab.process(name) {
+        Some(process) if procs::is_ours(process) => match switch_client(&lab.dir, name).stats() {
+            Ok(stats) => (SwitchState::Running, Some(stats)),
+            Err(_) => (SwitchState::NotAnswering, None),
+        },
+        Some(_) => (SwitchState::Crashed, None),
+        None => (SwitchState::NeverStarted, None),
+    }
+}
+
+/// What `link` is under the lab's `failures` ([`Loaded::failures`]): down (failed, or an end
+/// stopped), blackholed or up.
+#[must_use]
+pub fn link_state(lab: &Loaded, failures: &FailedLinks, link: &Link) -> LinkState {
+    if failures.contains(link.id) {
+        LinkState::Down
+    } else if lab.state.blackholed_links.contains(&link.id.0) {
+        LinkState::Blackholed
+    } else {
+        LinkState::Up
+    }
+}
+
 /// Asks every switch of `lab` and puts the answers together.
 #[must_use]
 pub fn gather(lab: &Loaded) -> LabStatus<'_> {
@@ -183,20 +212,7 @@ pub fn gather(lab: &Loaded) -> LabStatus<'_> {
         .switches()
         .iter()
         .map(|switch| {
-            let (state, stats) = if lab.state.stopped.contains(&switch.name) {
-                (SwitchState::Stopped, None)
-            } else {
-                match lab.process(&switch.name) {
-                    Some(process) if procs::is_ours(process) => {
-                        match switch_client(&lab.dir, &switch.name).stats() {
-                            Ok(stats) => (SwitchState::Running, Some(stats)),
-                            Err(_) => (SwitchState::NotAnswering, None),
-                        }
-                    }
-                    Some(_) => (SwitchState::Crashed, None),
-                    None => (SwitchState::NeverStarted, None),
-                }
-            };
+            let (state, stats) = ask(lab, &switch.name);
             // Judged only on ports with enough departures for a p99 to mean something.
             let lateness = stats.as_ref().map(|stats| {
                 let worst = stats
@@ -254,13 +270,7 @@ pub fn gather(lab: &Loaded) -> LabStatus<'_> {
                 link,
                 a_if,
                 b_if,
-                state: if failures.contains(link.id) {
-                    LinkState::Down
-                } else if lab.state.blackholed_links.contains(&link.id.0) {
-                    LinkState::Blackholed
-                } else {
-                    LinkState::Up
-                },
+                state: link_state(lab, &failures, link),
                 // a→b: what a sent, or what b received when a is a host.
                 a_to_b: counter(a.0, a_if, tx).or_else(|| counter(b.0, b_if, rx)),
                 b_to_a: counter(b.0, b_if, tx).or_else(|| counter(a.0, a_if, rx)),
