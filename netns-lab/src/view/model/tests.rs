@@ -32,6 +32,7 @@ fn port(name: &str) -> PortSnapshot {
         lateness_p99_ns: 0,
         lateness_p999_ns: 0,
         max_lateness_ns: 0,
+        lost_link_ns: 0,
         lateness_histogram_ns: Vec::new(),
         link_rate_bps: 0,
     }
