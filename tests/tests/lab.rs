@@ -1423,8 +1423,7 @@ fn into_a_p1_0(lab: &LabGuard, topology: &Topology, lb: &str) -> IntoAp10 {
 /// keeps a standing queue) tell them. Under ECMP each of them hashes its flows to pod 1 evenly
 /// over c-0 and c-1, and the slowed port's queue grows for the whole run; under `arf-wcmp` the
 /// path through c-0 loses weight while its queue stands, so c-0 carries a smaller share (about
-/// what its rate allows: the weights settle where its queue hovers at the congested level) and
-/// its queue stays a fraction of ECMP's.
+/// what its rate allows: the weights settle where its queue hovers at the congested level).
 fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     let _machine = serial();
     let lab = LabGuard::new("w");
@@ -1444,12 +1443,10 @@ fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
         arf_slow * ecmp_fast * 4 < ecmp_slow * arf_fast * 3,
         "arf-wcmp did not move traffic off the slowed link: {arf:?} against ECMP's {ecmp:?}"
     );
-    assert!(
-        arf.slow_queue * 2 < ecmp.slow_queue,
-        "the slowed port's queue: arf-wcmp {} frames, ECMP {}",
-        arf.slow_queue,
-        ecmp.slow_queue
-    );
+    // The slowed port's largest queue is reported, not compared: arf-wcmp's hovers at the
+    // detector's congested level (20–26 frames measured), ECMP's depends on where its hash put
+    // the flows in that run (19–139 frames measured; once below arf-wcmp's while its share of
+    // the link was still 1.5× arf-wcmp's).
     // The aggregation switches learned it from c-0: notifications arrived and were applied.
     let stats = lab.stats("a-p0-0");
     let notified = stats["adaptive_routing"]["counters"]
