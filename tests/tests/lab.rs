@@ -1447,6 +1447,10 @@ fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     // detector's congested level (20–26 frames measured), ECMP's depends on where its hash put
     // the flows in that run (19–139 frames measured; once below arf-wcmp's while its share of
     // the link was still 1.5× arf-wcmp's).
+    eprintln!(
+        "the slowed port's largest queue: ecmp {} frames, arf-wcmp {}",
+        ecmp.slow_queue, arf.slow_queue
+    );
     // The aggregation switches learned it from c-0: notifications arrived and were applied.
     let stats = lab.stats("a-p0-0");
     let notified = stats["adaptive_routing"]["counters"]
