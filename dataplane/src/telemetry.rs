@@ -558,7 +558,7 @@ impl SwitchTelemetry {
 }
 
 /// One port, as published.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct PortSnapshot {
     /// Interface name.
     pub name: String,

@@ -365,12 +365,7 @@ impl Sim<'_> {
                 self.arf_publish(switch, stats);
             }
         }
-        if !batch.is_empty() {
-            let at = now + arf.config.delay_ps;
-            arf.in_flight.push_back((at, batch));
-            arf.pending += 1;
-            self.queue.push(at, ARF_BIT | DELIVER, true);
-        }
+        self.arf_send(arf, batch);
         // Windows go on while some flow is not done and anything but the control plane itself
         // is left to happen (stale retransmission timers linger long after the last flow).
         if self.flows_done < self.flows.len() && self.queue.len() > arf.pending {
@@ -436,6 +431,17 @@ impl Sim<'_> {
 
     /// Builds `switch`'s path-quality view from its up-ports' levels, its table and its remote
     /// paths, and publishes it to its balancer (every pipe reads it from its next decision).
+    /// Puts `batch` (the notifications of one instant) in flight: delivered `delay_ps` later.
+    fn arf_send(&mut self, arf: &mut Arf, batch: Vec<Note>) {
+        if batch.is_empty() {
+            return;
+        }
+        let at = self.now + arf.config.delay_ps;
+        arf.in_flight.push_back((at, batch));
+        arf.pending += 1;
+        self.queue.push(at, ARF_BIT | DELIVER, true);
+    }
+
     fn arf_publish(&self, switch: &mut ArfSwitch, stats: &mut ArfRun) {
         let Some((lb, paths)) = &switch.balancer else {
             return;
@@ -506,12 +512,7 @@ impl Sim<'_> {
             }
         }
         self.arf_publish(switch, stats);
-        if !batch.is_empty() {
-            let at = now + arf.config.delay_ps;
-            arf.in_flight.push_back((at, batch));
-            arf.pending += 1;
-            self.queue.push(at, ARF_BIT | DELIVER, true);
-        }
+        self.arf_send(&mut arf, batch);
         self.arf = Some(arf);
     }
 

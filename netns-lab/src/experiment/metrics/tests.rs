@@ -112,30 +112,7 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
 fn port(name: &str) -> PortSnapshot {
     PortSnapshot {
         name: name.into(),
-        rx_packets: 0,
-        rx_bytes: 0,
-        enqueued_packets: 0,
-        tx_packets: 0,
-        tx_bytes: 0,
-        drops_buffer: 0,
-        drops_handoff: 0,
-        ecn_marked: 0,
-        socket_drops: SocketDrops::default(),
-        depth_packets: 0,
-        depth_bytes: 0,
-        max_depth_packets: 0,
-        max_depth_bytes: 0,
-        depth_packet_ns: 0,
-        depth_byte_ns: 0,
-        integrated_until_ns: 0,
-        arrival_depth_histogram: Vec::new(),
-        lateness_p50_ns: 0,
-        lateness_p99_ns: 0,
-        lateness_p999_ns: 0,
-        max_lateness_ns: 0,
-        lost_link_ns: 0,
-        lateness_histogram_ns: Vec::new(),
-        link_rate_bps: 0,
+        ..PortSnapshot::default()
     }
 }
 
