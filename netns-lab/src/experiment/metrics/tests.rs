@@ -1,7 +1,6 @@
 use super::*;
 use crate::agent::collective::{permutation, topology_hosts};
 use crate::agent::report::{EntropyReport, FlowReport, Ignored, PacingReport, SourceReport};
-use ofan_dataplane::telemetry::SocketDrops;
 
 const RATE: u64 = 1_000_000;
 const PAYLOAD: u32 = 1472;
