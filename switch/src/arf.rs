@@ -161,11 +161,7 @@ impl State {
             .ports
             .iter()
             .enumerate()
-            .filter_map(|(id, port)| {
-                let text = std::fs::read_to_string(format!("/sys/class/net/{}/ifindex", port.name))
-                    .ok()?;
-                Some((text.trim().parse().ok()?, id))
-            })
+            .filter_map(|(id, port)| Some((ofan_dataplane::afxdp::ifindex(&port.name).ok()?, id)))
             .collect();
         // The first window counts from now, not from the data path's start.
         let last = (0..inputs.ports.len())

@@ -9,6 +9,7 @@
 
 mod admin;
 mod arf;
+mod group;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,7 +24,7 @@ use ofan_control::admin::{Client, Request};
 use ofan_control::bmp::Station;
 use ofan_control::mirror::Mirror;
 use ofan_control::paths::{LearnedPaths, PathSource};
-use ofan_dataplane::afxdp::Runtime;
+use ofan_dataplane::afxdp::{Runtime, Threads};
 use ofan_dataplane::fib::{Fib, SharedFib};
 use ofan_switch::config;
 
@@ -66,6 +67,11 @@ enum Command {
     },
     /// Validate a configuration and print what it resolves to, without touching any interface.
     CheckConfig(RunArgs),
+    /// Run several switches in one process — each in its network namespace, with its own FIB
+    /// mirror, admin socket and counters — their pipes served by a shared pool of worker
+    /// threads (one per CPU): a whole lab forwarding without a wake-up per frame per hop.
+    #[command(long_about = group::LONG_ABOUT)]
+    Group(group::GroupArgs),
 }
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -86,6 +92,7 @@ fn main() -> ExitCode {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
         Some(Command::CheckConfig(args)) => check_config(&args),
+        Some(Command::Group(args)) => group::run(args),
         Some(Command::Stats { socket, json }) => stats(&socket, json),
         Some(Command::Reset { socket }) => {
             let reply = Client::new(&socket).exchange(Request::Reset);
@@ -113,17 +120,48 @@ fn check_config(args: &RunArgs) -> anyhow::Result<()> {
 
 fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = config::load(args.config.as_deref(), &args.overrides)?;
+    init_logging(&args.log)?;
+    let stop = stop_on_signals()?;
+    run_switch(config, &stop, Threads::Own)
+}
+
+/// Logs to stderr with filter `filter`.
+fn init_logging(filter: &str) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&args.log).context("--log")?)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(filter).context("--log")?)
         .with_writer(std::io::stderr)
         .init();
+    Ok(())
+}
 
+/// A flag that SIGINT and SIGTERM set.
+fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .context("cannot install signal handlers")?;
     }
+    Ok(stop)
+}
 
+/// Runs one switch until `stop` is set (or its data path fails), then stops it cleanly; its
+/// workers on `threads`. In a group ([`group`]) the calling thread is in the switch's namespace.
+fn run_switch(
+    config: config::SwitchConfig,
+    stop: &AtomicBool,
+    threads: Threads,
+) -> anyhow::Result<()> {
+    run_switch_until(config, stop, None, threads)
+}
+
+/// [`run_switch`]; when `crash` is set at the stop, the switch ends as a killed process would
+/// ([`Runtime::abandon`]: sockets closed, program left attached, nothing else cleaned up).
+fn run_switch_until(
+    config: config::SwitchConfig,
+    stop: &AtomicBool,
+    crash: Option<&AtomicBool>,
+    threads: Threads,
+) -> anyhow::Result<()> {
     let shared: Arc<SharedFib> = Arc::new(SharedFib::from_pointee(
         Fib::builder().build().context("empty forwarding table")?,
     ));
@@ -154,7 +192,7 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
             station: None,
         },
     };
-    let mut runtime = Runtime::start(config.runtime.clone(), Arc::clone(&shared))
+    let mut runtime = Runtime::start_on(config.runtime.clone(), Arc::clone(&shared), threads)
         .context("cannot start the data path")?;
     let arf_stop = Arc::new(AtomicBool::new(false));
     let notifier = match &config.adaptive_routing {
@@ -225,7 +263,13 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         .iter()
         .map(|p| p.name.as_str())
         .collect();
+    let mut failed = false;
     while !stop.load(Ordering::Relaxed) {
+        if runtime.failed() {
+            tracing::error!(switch = %config.name, "a worker died: stopping the switch");
+            failed = true;
+            break;
+        }
         // Wakes at once for a change from the admin socket, else every 100 ms.
         if let Ok(control) = control_requests.recv_timeout(Duration::from_millis(100)) {
             let outcome = apply(&mut runtime, &port_names, &control.change);
@@ -241,6 +285,20 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
         }
     }
 
+    if crash.is_some_and(|crash| crash.load(Ordering::SeqCst)) {
+        tracing::warn!(switch = %config.name, "killed: data path abandoned, program left attached");
+        admin_stop.store(true, Ordering::Relaxed);
+        arf_stop.store(true, Ordering::Relaxed);
+        if let Some(notifier) = notifier {
+            notifier.join();
+        }
+        runtime.abandon();
+        mirror.stop();
+        if let Some(station) = station {
+            station.stop();
+        }
+        anyhow::bail!("killed");
+    }
     tracing::info!("stopping");
     admin_stop.store(true, Ordering::Relaxed);
     arf_stop.store(true, Ordering::Relaxed);
@@ -251,6 +309,9 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     mirror.stop();
     if let Some(station) = station {
         station.stop();
+    }
+    if failed {
+        anyhow::bail!("{}: a worker died (see the log above)", config.name);
     }
     if report.frames_balanced() {
         tracing::info!(frames = report.frames, "stopped; every frame accounted for");
@@ -496,11 +557,8 @@ fn print_paths(stats: &ofan_control::admin::Stats) {
     }
 }
 
-/// A full-size frame on interface `name`: its MTU (from sysfs, in the switch's namespace) plus
-/// the 14-byte Ethernet header; 1 514 when the MTU cannot be read.
+/// A full-size frame on interface `name`: its MTU (in the switch's namespace) plus the 14-byte
+/// Ethernet header; 1 514 when the MTU cannot be read.
 fn full_frame_bytes(name: &str) -> u32 {
-    std::fs::read_to_string(format!("/sys/class/net/{name}/mtu"))
-        .ok()
-        .and_then(|mtu| mtu.trim().parse::<u32>().ok())
-        .map_or(1_514, |mtu| mtu + 14)
+    ofan_dataplane::afxdp::mtu(name).map_or(1_514, |mtu| mtu + 14)
 }

@@ -19,6 +19,7 @@
 
 pub mod bench;
 mod frames;
+pub mod pool;
 pub mod redirect;
 pub mod steer;
 #[allow(unsafe_code)]
@@ -36,7 +37,7 @@ use xdpilone::{IfInfo, Socket, SocketConfig, UmemConfig};
 
 pub use frames::FrameCensus;
 pub use steer::{Steering, XdpMode};
-pub use sys::{ifindex, monotonic_ns};
+pub use sys::{enter_network_namespace, ifindex, monotonic_ns, mtu};
 
 use crate::egress::{EgressConfig, EgressQueue};
 use crate::fib::{PortId, SharedFib};
@@ -45,7 +46,7 @@ use crate::lb::{LbConfig, SwitchBalancer};
 use crate::telemetry::{RxDrops, SharedFrames, SwitchTelemetry};
 use frames::{FrameCache, FramePool};
 use sys::{EventFd, UmemArea};
-use worker::{OwnedPort, QueueLoads, QueueRings, Worker};
+use worker::{OwnedPort, Pace, QueueLoads, QueueRings, Worker};
 
 /// How the AF_XDP sockets bind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -210,9 +211,43 @@ impl StopReport {
     }
 }
 
+/// Which threads run a switch's workers.
+#[derive(Debug, Clone, Default)]
+pub enum Threads {
+    /// A thread of its own per pipe (a switch on its own box, or its own process in a lab).
+    #[default]
+    Own,
+    /// Threads of a pool shared with other switches of the process, starting at thread
+    /// `first` (pipe i goes to thread `first + i`): a lab in one process.
+    Pool {
+        /// The pool.
+        pool: Arc<pool::WorkerPool>,
+        /// The pool thread of pipe 0.
+        first: usize,
+    },
+}
+
+/// A running worker: its thread, or its place in a pool.
+enum WorkerHandle {
+    Thread(JoinHandle<worker::WorkerExit>),
+    Pooled(std::sync::mpsc::Receiver<worker::WorkerExit>),
+}
+
+impl WorkerHandle {
+    /// Waits for the worker's exit; `None` if it panicked.
+    fn join(self) -> Option<worker::WorkerExit> {
+        match self {
+            WorkerHandle::Thread(handle) => handle.join().ok(),
+            WorkerHandle::Pooled(exit) => exit.recv().ok(),
+        }
+    }
+}
+
 /// A running switch data path.
 pub struct Runtime {
-    workers: Vec<JoinHandle<worker::WorkerExit>>,
+    workers: Vec<WorkerHandle>,
+    /// Set once a pooled worker is found to have panicked.
+    failed: Vec<bool>,
     stop: Arc<AtomicBool>,
     wakers: Arc<[EventFd]>,
     telemetry: Arc<SwitchTelemetry>,
@@ -239,6 +274,18 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError`] naming the step, port and queue that failed.
     pub fn start(config: RuntimeConfig, fib: Arc<SharedFib>) -> Result<Self, RuntimeError> {
+        Self::start_on(config, fib, Threads::Own)
+    }
+
+    /// [`Runtime::start`], with the workers run by `threads`.
+    ///
+    /// # Errors
+    /// [`RuntimeError`] naming the step, port and queue that failed.
+    pub fn start_on(
+        config: RuntimeConfig,
+        fib: Arc<SharedFib>,
+        threads: Threads,
+    ) -> Result<Self, RuntimeError> {
         validate(&config)?;
         let frames = config.frames_per_port * config.ports.len() as u32;
         let area =
@@ -374,7 +421,14 @@ impl Runtime {
                 counter_scratch: Vec::new(),
                 forwarding: config.forwarding,
                 queue_loads: QueueLoads::of(config.lb.algorithm),
+                pace: Pace::default(),
             };
+            if let Threads::Pool { pool, first } = &threads {
+                workers.push(WorkerHandle::Pooled(
+                    pool.adopt(worker, Some(first + index)),
+                ));
+                continue;
+            }
             let cpu = (!config.cpus.is_empty() && config.poll == PollMode::Busy)
                 .then(|| config.cpus[index % config.cpus.len()]);
             let rt_priority = config
@@ -405,10 +459,11 @@ impl Runtime {
                     }
                 })
                 .map_err(|source| RuntimeError::Spawn { index, source })?;
-            workers.push(handle);
+            workers.push(WorkerHandle::Thread(handle));
         }
         // Attach last: the workers have filled their fill rings by the time frames arrive.
         let mut runtime = Self {
+            failed: vec![false; workers.len()],
             workers,
             stop,
             wakers,
@@ -427,6 +482,24 @@ impl Runtime {
         }
         runtime.steering = Some(steering);
         Ok(runtime)
+    }
+
+    /// Whether a worker of the switch has died (a pooled worker that panicked; a worker on its
+    /// own thread aborts the process instead). The switch should stop.
+    pub fn failed(&mut self) -> bool {
+        for (handle, failed) in self.workers.iter().zip(&mut self.failed) {
+            if let WorkerHandle::Pooled(exit) = handle {
+                // A worker sends its exit only once stopped: before that, a disconnection is
+                // a panic.
+                if matches!(
+                    exit.try_recv(),
+                    Err(std::sync::mpsc::TryRecvError::Disconnected)
+                ) {
+                    *failed = true;
+                }
+            }
+        }
+        self.failed.iter().any(|&failed| failed)
     }
 
     /// The published telemetry.
@@ -453,6 +526,18 @@ impl Runtime {
         self.steering.as_mut()
     }
 
+    /// Ends the data path as a crash of its process would: the workers stop and the sockets
+    /// close, but the XDP program stays attached (as it does when a process is killed), so its
+    /// ports drop what arrives until a new switch replaces the program. For `ofan-switch
+    /// group`, whose members cannot be killed alone.
+    pub fn abandon(mut self) {
+        if let Some(steering) = self.steering.take() {
+            // The links' destructors would detach the program: a killed process runs none.
+            std::mem::forget(steering);
+        }
+        drop(self);
+    }
+
     /// Stops the workers, detaches the XDP program and counts the frames.
     pub fn stop(mut self) -> StopReport {
         self.stop.store(true, Ordering::SeqCst);
@@ -462,8 +547,8 @@ impl Runtime {
         let mut census = FrameCensus::default();
         for handle in self.workers.drain(..) {
             match handle.join() {
-                Ok(exit) => census.add(&exit.census),
-                Err(_) => tracing::error!("a worker panicked"),
+                Some(exit) => census.add(&exit.census),
+                None => tracing::error!("a worker panicked"),
             }
         }
         if let Some(mut steering) = self.steering.take() {

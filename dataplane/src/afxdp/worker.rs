@@ -131,6 +131,25 @@ pub struct Worker {
     /// Whether the balancer reads queue lengths, and so whether the worker gathers and shares
     /// them.
     pub queue_loads: QueueLoads,
+    /// When it last published, and what it owes.
+    pub pace: Pace,
+}
+
+/// A worker's publishing state between iterations.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pace {
+    /// When it last published its telemetry.
+    last_publish: u64,
+    /// Whether something changed since.
+    unpublished: bool,
+    /// When it last read its sockets' drop counters.
+    last_socket_read: u64,
+    /// Whether frames moved since.
+    sockets_unread: bool,
+    /// The telemetry reset epoch it has applied.
+    reset_epoch: u64,
+    /// The link-rate epoch it has applied.
+    rate_epoch: u64,
 }
 
 /// Whether a pipe's balancer reads egress queue lengths ([`Algorithm::uses_queues`]), and so
@@ -172,6 +191,9 @@ pub struct WorkerExit {
 }
 
 const PUBLISH_EVERY_NS: u64 = 1_000_000;
+/// How often a busy worker reads its sockets' drop counters (a `getsockopt` each: 4 % of a lab's
+/// forwarding CPU when read at every publication).
+const SOCKET_STATS_EVERY_NS: u64 = 10_000_000;
 /// The longest an idle worker sleeps. Whatever needs it sooner wakes it: a stop request or a
 /// hand-off (its eventfd), a frame (its sockets), a shaper deadline (its timerfd). This period
 /// bounds how late an idle worker applies a telemetry reset and publishes the depth of a frame
@@ -181,7 +203,7 @@ const IDLE_WAKE_MS: i32 = 100;
 const TOKEN_SOCKET: u64 = 0;
 
 impl Worker {
-    /// Runs until a stop is requested, then drains and reports.
+    /// Runs on its own thread until a stop is requested, then drains and reports.
     pub fn run(mut self) -> WorkerExit {
         let epoll = match self.poll {
             PollMode::Wakeup => Some(self.setup_epoll().expect("epoll setup")),
@@ -193,63 +215,9 @@ impl Worker {
                 .add(std::os::fd::AsRawFd::as_raw_fd(&timer), 2)
                 .expect("timerfd in epoll");
         }
-        let mut last_publish = 0u64;
-        let mut unpublished = false;
-        let mut reset_epoch = self.telemetry.reset_epoch();
-        let mut rate_epoch = self.telemetry.rate_epoch();
-        self.refill_all();
+        self.prepare();
         while !self.stop.load(Ordering::Relaxed) {
-            let mut work = self.drain_inbox();
-            work += self.receive_all();
-            work += self.transmit_all();
-            work += self.complete_all();
-            self.refill_all();
-            unpublished |= work > 0;
-            if self.queue_loads == QueueLoads::Read && work > 0 {
-                for port in &self.ports {
-                    let stats = port.egress.stats();
-                    self.telemetry
-                        .port(usize::from(port.id.0))
-                        .publish_depth(stats.depth_packets, stats.depth_bytes);
-                }
-            }
-
-            let now = monotonic_ns();
-            let epoch = self.telemetry.reset_epoch();
-            if epoch != reset_epoch {
-                reset_epoch = epoch;
-                for port in &mut self.ports {
-                    port.egress.reset_peaks();
-                }
-                unpublished = true;
-            }
-            let epoch = self.telemetry.rate_epoch();
-            if epoch != rate_epoch {
-                rate_epoch = epoch;
-                for port in &mut self.ports {
-                    let rate = self.telemetry.port(usize::from(port.id.0)).link_rate_bps();
-                    port.egress.set_link_rate(rate);
-                }
-            }
-            // A frame on the wire leaves the queue's depth when its slot ends: an idle worker
-            // publishes that too (`publish` settles it) when it next wakes — within
-            // `IDLE_WAKE_MS` — so a quiet switch shows empty queues. (Waking at every slot's
-            // end for it cost a shaped 100 Mbit/s port 6 % of its rate.)
-            if work == 0
-                && self
-                    .ports
-                    .iter()
-                    .any(|port| port.egress.on_wire_until_ns().is_some_and(|end| end <= now))
-            {
-                unpublished = true;
-            }
-            // Publish at most every millisecond while busy, and always before going idle, so
-            // readers never see stale counters of a quiet switch.
-            if unpublished && (work == 0 || now - last_publish >= PUBLISH_EVERY_NS) {
-                self.publish();
-                last_publish = now;
-                unpublished = false;
-            }
+            let work = self.step();
             if work == 0 {
                 if let Some(epoll) = &epoll {
                     self.sleep(epoll, &timer);
@@ -258,46 +226,180 @@ impl Worker {
                 }
             }
         }
-        self.publish();
+        self.finish()
+    }
+
+    /// Gets the worker ready to run: its fill rings filled.
+    pub fn prepare(&mut self) {
+        self.pace = Pace {
+            reset_epoch: self.telemetry.reset_epoch(),
+            rate_epoch: self.telemetry.rate_epoch(),
+            ..Pace::default()
+        };
+        self.refill_all();
+    }
+
+    /// Whether its switch asked it to stop.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// One iteration: hand-offs, receive and decide, transmit what the shapers allow,
+    /// completions, refill, telemetry. Returns the frames moved (0: nothing to do now).
+    pub fn step(&mut self) -> usize {
+        let mut work = self.drain_inbox();
+        work += self.receive_all();
+        work += self.transmit_all();
+        work += self.complete_all();
+        self.refill_all();
+        self.pace.unpublished |= work > 0;
+        self.pace.sockets_unread |= work > 0;
+        if self.queue_loads == QueueLoads::Read && work > 0 {
+            for port in &self.ports {
+                let stats = port.egress.stats();
+                self.telemetry
+                    .port(usize::from(port.id.0))
+                    .publish_depth(stats.depth_packets, stats.depth_bytes);
+            }
+        }
+
+        let now = monotonic_ns();
+        let epoch = self.telemetry.reset_epoch();
+        if epoch != self.pace.reset_epoch {
+            self.pace.reset_epoch = epoch;
+            for port in &mut self.ports {
+                port.egress.reset_peaks();
+            }
+            self.pace.unpublished = true;
+        }
+        let epoch = self.telemetry.rate_epoch();
+        if epoch != self.pace.rate_epoch {
+            self.pace.rate_epoch = epoch;
+            for port in &mut self.ports {
+                let rate = self.telemetry.port(usize::from(port.id.0)).link_rate_bps();
+                port.egress.set_link_rate(rate);
+            }
+        }
+        // A frame on the wire leaves the queue's depth when its slot ends: an idle worker
+        // publishes that too (`publish` settles it) when it next wakes — within
+        // `IDLE_WAKE_MS` — so a quiet switch shows empty queues. (Waking at every slot's
+        // end for it cost a shaped 100 Mbit/s port 6 % of its rate.)
+        if work == 0
+            && self
+                .ports
+                .iter()
+                .any(|port| port.egress.on_wire_until_ns().is_some_and(|end| end <= now))
+        {
+            self.pace.unpublished = true;
+        }
+        // Publish at most every millisecond while busy, and always before going idle, so
+        // readers never see stale counters of a quiet switch. The sockets' drop counters
+        // cost a system call per socket: they are read at most every `SOCKET_STATS_EVERY_NS`
+        // (`wake_at` brings an idle worker back for the last reading).
+        let sockets =
+            self.pace.sockets_unread && now - self.pace.last_socket_read >= SOCKET_STATS_EVERY_NS;
+        if sockets
+            || (self.pace.unpublished
+                && (work == 0 || now - self.pace.last_publish >= PUBLISH_EVERY_NS))
+        {
+            self.publish(sockets);
+            self.pace.last_publish = now;
+            self.pace.unpublished = false;
+            if sockets {
+                self.pace.last_socket_read = now;
+                self.pace.sockets_unread = false;
+            }
+        }
+        work
+    }
+
+    /// When the worker next needs to run although no frame arrives: the earliest shaper
+    /// departure of its ports, or the reading of its sockets' drop counters it still owes.
+    pub fn wake_at(&self) -> Option<u64> {
+        let departure = self
+            .ports
+            .iter()
+            .filter_map(|port| port.egress.next_departure_ns())
+            .min();
+        let sockets = self
+            .pace
+            .sockets_unread
+            .then_some(self.pace.last_socket_read + SOCKET_STATS_EVERY_NS);
+        match (departure, sockets) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether frames wait in its inbox (checked after announcing a sleep).
+    pub fn has_handoffs(&self) -> bool {
+        !self.inbox.is_empty()
+    }
+
+    /// Announces that its thread sleeps (other workers then wake it for a hand-off) or runs.
+    pub fn set_sleeping(&self, sleeping: bool) {
+        self.sleeping[self.index].store(sleeping, Ordering::SeqCst);
+    }
+
+    /// The descriptors whose readability means work: its sockets and its wake-up eventfd.
+    pub fn wait_fds(&self) -> Vec<std::os::fd::RawFd> {
+        let mut fds: Vec<_> = self
+            .ports
+            .iter()
+            .flat_map(|port| &port.queues)
+            .map(|queue| queue.rx.as_raw_fd())
+            .collect();
+        fds.push(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[self.index]));
+        fds
+    }
+
+    /// Its wake-up eventfd (a pool drains it when epoll reports it).
+    pub fn wake_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.wakers[self.index])
+    }
+
+    /// Clears its wake-up eventfd after a sleep.
+    pub fn clear_wake(&self) {
+        self.wakers[self.index].drain();
+    }
+
+    /// Publishes, drains and reports: the end of the worker.
+    pub fn finish(mut self) -> WorkerExit {
+        self.publish(true);
         self.shutdown()
     }
 
     fn setup_epoll(&self) -> std::io::Result<Epoll> {
         let epoll = Epoll::new()?;
-        for port in &self.ports {
-            for queue in &port.queues {
-                epoll.add(queue.rx.as_raw_fd(), TOKEN_SOCKET)?;
-            }
+        for fd in self.wait_fds() {
+            epoll.add(fd, TOKEN_SOCKET)?;
         }
-        epoll.add(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[self.index]), 1)?;
         Ok(epoll)
     }
 
     /// Sleeps until a socket has frames, another worker hands some over, or the earliest
     /// shaper deadline of the owned ports has come.
     fn sleep(&mut self, epoll: &Epoll, timer: &TimerFd) {
-        let deadline = self
-            .ports
-            .iter()
-            .filter_map(|port| port.egress.next_departure_ns())
-            .min();
-        let sleeping = &self.sleeping[self.index];
-        sleeping.store(true, Ordering::SeqCst);
+        let deadline = self.wake_at();
+        self.set_sleeping(true);
         // Re-check after announcing the sleep: a hand-off that raced with the flag is seen now.
-        if !self.inbox.is_empty() || self.stop.load(Ordering::Relaxed) {
-            sleeping.store(false, Ordering::SeqCst);
+        if self.has_handoffs() || self.stopping() {
+            self.set_sleeping(false);
             return;
         }
         if let Some(deadline) = deadline {
             timer.arm_at(deadline);
         }
         epoll.wait(IDLE_WAKE_MS);
-        sleeping.store(false, Ordering::SeqCst);
+        self.set_sleeping(false);
         timer.drain();
-        self.wakers[self.index].drain();
+        self.clear_wake();
     }
 
     fn drain_inbox(&mut self) -> usize {
+        if self.inbox.is_empty() {
+            return 0;
+        }
         let now = monotonic_ns();
         let mut moved = 0;
         while let Some(handoff) = self.inbox.pop() {
@@ -340,6 +442,11 @@ impl Worker {
     }
 
     fn receive(&mut self, port_index: usize, queue_index: usize) -> usize {
+        // An empty ring costs one load: a pool thread polls every socket of its switches on
+        // every iteration.
+        if self.ports[port_index].queues[queue_index].rx.available() == 0 {
+            return 0;
+        }
         let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
         let (received, bad) = {
             let queue = &mut self.ports[port_index].queues[queue_index];
@@ -457,6 +564,16 @@ impl Worker {
     }
 
     fn transmit_all(&mut self) -> usize {
+        // Nothing queued and nothing waiting for a kick: no clock read, no system call.
+        if self.ports.iter().all(|port| {
+            port.egress.is_empty()
+                && port.queues[0]
+                    .tx
+                    .as_ref()
+                    .is_none_or(|tx| tx.pending() == 0)
+        }) {
+            return 0;
+        }
         let now = monotonic_ns();
         let mut total = 0;
         for port in &mut self.ports {
@@ -554,21 +671,25 @@ impl Worker {
         }
     }
 
-    fn publish(&mut self) {
+    /// Publishes the counters, queues and frames; with `sockets`, the sockets' drop counters
+    /// too (a system call per socket).
+    fn publish(&mut self, sockets: bool) {
         for port in &mut self.ports {
             port.egress.integrate(monotonic_ns());
             let telemetry = self.telemetry.port(usize::from(port.id.0));
             telemetry.publish_rx(port.rx_packets, port.rx_bytes);
-            let mut drops = SocketDrops::default();
-            for queue in &port.queues {
-                if let Ok(stats) = queue.device.statistics_v2() {
-                    drops.rx_dropped += stats.rx_dropped;
-                    drops.rx_ring_full += stats.rx_ring_full;
-                    drops.fill_ring_empty += stats.rx_fill_ring_empty_descs;
-                    drops.invalid_descs += stats.rx_invalid_descs + stats.tx_invalid_descs;
+            if sockets {
+                let mut drops = SocketDrops::default();
+                for queue in &port.queues {
+                    if let Ok(stats) = queue.device.statistics_v2() {
+                        drops.rx_dropped += stats.rx_dropped;
+                        drops.rx_ring_full += stats.rx_ring_full;
+                        drops.fill_ring_empty += stats.rx_fill_ring_empty_descs;
+                        drops.invalid_descs += stats.rx_invalid_descs + stats.tx_invalid_descs;
+                    }
                 }
+                telemetry.publish_socket_drops(&drops);
             }
-            telemetry.publish_socket_drops(&drops);
             telemetry.publish_egress(port.egress.stats());
         }
         worker_counter_values(

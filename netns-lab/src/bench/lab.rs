@@ -23,7 +23,7 @@ use crate::agent::entropy::HostLb;
 use crate::experiment::summary::{Summarized, Variant};
 use crate::experiment::Observer;
 use crate::experiment::{Cell, Experiment, LabChoice, LabSession, Traffic};
-use crate::lab::{self, LabSpec, Shaping, TopologySource};
+use crate::lab::{self, LabSpec, Shaping, Switches, TopologySource};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -44,8 +44,10 @@ pub struct Options {
     pub buffer_bytes: u64,
     /// The name of the labs built (one at a time; none may exist already).
     pub name: String,
-    /// Where the runs' results directories go (one per rate).
+    /// Where the runs' results directories go (one per rate and mode).
     pub out: PathBuf,
+    /// The ways to run the switches, each measured at every rate.
+    pub switches: Vec<Switches>,
 }
 
 /// One rate's measurement.
@@ -53,6 +55,8 @@ pub struct Options {
 pub struct RateRow {
     /// The link rate, bit/s.
     pub rate_bps: u64,
+    /// How the switches ran (`group` or `process`).
+    pub switches: &'static str,
     /// Repetitions.
     pub runs: usize,
     /// Repetitions with every packet delivered exactly once.
@@ -91,23 +95,35 @@ pub fn run(options: &Options, observer: &mut dyn Observer) -> anyhow::Result<Vec
             options.name
         );
     }
+    if options.switches.is_empty() {
+        bail!("no switch mode to measure");
+    }
     let mut rows = Vec::new();
     for &rate in &options.rates {
-        rows.push(one_rate(options, rate, observer)?);
+        for &switches in &options.switches {
+            rows.push(one_rate(options, rate, switches, observer)?);
+        }
     }
     Ok(rows)
 }
 
-/// The highest rate whose every repetition was faithful, if any.
+/// The highest rate whose every repetition was faithful with the switches run `switches`, if
+/// any.
 #[must_use]
-pub fn highest_faithful(rows: &[RateRow]) -> Option<u64> {
+pub fn highest_faithful(rows: &[RateRow], switches: Switches) -> Option<u64> {
     rows.iter()
+        .filter(|row| row.switches == switches.name())
         .filter(|row| row.runs > 0 && row.faithful == row.runs)
         .map(|row| row.rate_bps)
         .max()
 }
 
-fn one_rate(options: &Options, rate: u64, observer: &mut dyn Observer) -> anyhow::Result<RateRow> {
+fn one_rate(
+    options: &Options,
+    rate: u64,
+    switches: Switches,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<RateRow> {
     let algorithm: Algorithm = options
         .lb
         .parse()
@@ -120,6 +136,7 @@ fn one_rate(options: &Options, rate: u64, observer: &mut dyn Observer) -> anyhow
         link_rate_bps: rate,
         buffer_bytes: options.buffer_bytes,
         shaping: Shaping::CatchUp,
+        switches,
         ..LabSpec::new(&options.name)
     };
     observer.note(&format!(
@@ -128,14 +145,20 @@ fn one_rate(options: &Options, rate: u64, observer: &mut dyn Observer) -> anyhow
         ofan_topology::units::format_rate(rate),
         options.name
     ));
-    let measured = lab::up(&spec, observer).and_then(|_| measure(options, rate, observer));
+    let measured =
+        lab::up(&spec, observer).and_then(|_| measure(options, rate, switches, observer));
     let removed = lab::down(&options.name);
     let row = measured?;
     removed.with_context(|| format!("removing lab `{}`", options.name))?;
     Ok(row)
 }
 
-fn measure(options: &Options, rate: u64, observer: &mut dyn Observer) -> anyhow::Result<RateRow> {
+fn measure(
+    options: &Options,
+    rate: u64,
+    switches: Switches,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<RateRow> {
     let choice = LabChoice {
         name: options.name.clone(),
         k: Some(options.k),
@@ -150,7 +173,7 @@ fn measure(options: &Options, rate: u64, observer: &mut dyn Observer) -> anyhow:
         seed: options.seed,
         ..Traffic::default()
     };
-    let out = options.out.join(format!("{rate}bps"));
+    let out = options.out.join(format!("{rate}bps-{}", switches.name()));
     let experiment = Experiment::new(Collective::Permutation, traffic, Some(out), "bench-lab")?;
     let cells = [Cell {
         variant: Variant::new(&options.lb, HostLb::None)?,
@@ -161,7 +184,7 @@ fn measure(options: &Options, rate: u64, observer: &mut dyn Observer) -> anyhow:
     let results = experiment.execute_and_close(session, &cells, observer)?;
     let seconds = started.elapsed().as_secs_f64();
     let after = Sample::take(&options.name)?;
-    Ok(row(rate, &results, &before, &after, seconds))
+    Ok(row(rate, switches, &results, &before, &after, seconds))
 }
 
 /// CPU times and forwarded frames at one instant.
@@ -231,7 +254,14 @@ impl CpuTimes {
     }
 }
 
-fn row(rate: u64, results: &Summarized, before: &Sample, after: &Sample, seconds: f64) -> RateRow {
+fn row(
+    rate: u64,
+    switches: Switches,
+    results: &Summarized,
+    before: &Sample,
+    after: &Sample,
+    seconds: f64,
+) -> RateRow {
     let labs: Vec<_> = results.runs.iter().filter_map(|run| run.lab()).collect();
     let increases: Vec<f64> = results
         .runs
@@ -255,6 +285,7 @@ fn row(rate: u64, results: &Summarized, before: &Sample, after: &Sample, seconds
     let busy_seconds = cpu_busy * f64::from(after.cpu.cpus.max(1)) * seconds;
     RateRow {
         rate_bps: rate,
+        switches: switches.name(),
         runs: labs.len(),
         exactly_once: labs.iter().filter(|lab| lab.delivery.exactly_once).count(),
         faithful: labs.iter().filter(|lab| lab.fidelity.faithful).count(),
@@ -290,9 +321,10 @@ mod tests {
     }
 
     #[test]
-    fn the_highest_rate_whose_every_run_was_faithful() {
-        let row = |rate_bps, faithful| RateRow {
+    fn the_highest_rate_whose_every_run_was_faithful_per_mode() {
+        let row = |rate_bps, switches: Switches, faithful| RateRow {
             rate_bps,
+            switches: switches.name(),
             runs: 2,
             exactly_once: 2,
             faithful,
@@ -305,10 +337,17 @@ mod tests {
             cpu_us_per_frame: Some(1.0),
             seconds: 1.0,
         };
-        assert_eq!(
-            highest_faithful(&[row(1_000_000, 2), row(5_000_000, 2), row(10_000_000, 1)]),
-            Some(5_000_000)
-        );
-        assert_eq!(highest_faithful(&[row(1_000_000, 1)]), None);
+        let (group, process) = (Switches::Group, Switches::Process);
+        let rows = [
+            row(1_000_000, group, 2),
+            row(1_000_000, process, 2),
+            row(5_000_000, group, 2),
+            row(5_000_000, process, 1),
+            row(10_000_000, group, 1),
+        ];
+        assert_eq!(highest_faithful(&rows, group), Some(5_000_000));
+        assert_eq!(highest_faithful(&rows, process), Some(1_000_000));
+        assert_eq!(highest_faithful(&[row(1_000_000, group, 1)], group), None);
+        assert_eq!(highest_faithful(&rows[..1], process), None);
     }
 }

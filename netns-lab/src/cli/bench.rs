@@ -163,6 +163,10 @@ pub struct LabArgs {
     /// Name of the labs it builds (one at a time).
     #[arg(long = "name", value_name = "LAB", default_value = "benchlab")]
     pub name: String,
+    /// How the labs run their switches, comma-separated: each rate is measured in each mode
+    /// in turn (group: one process, a worker thread per CPU; process: one per switch).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "group")]
+    pub switches: Vec<super::lab::SwitchesArg>,
     /// Directory of the runs' results (default: ./ofan-results/bench-lab-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -195,6 +199,7 @@ impl LabArgs {
             buffer_bytes: parse_size(&self.buffer)?,
             name: self.name.clone(),
             out,
+            switches: self.switches.iter().map(|s| s.switches()).collect(),
         })
     }
 }
@@ -402,12 +407,15 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
     let options = args.options()?;
     let rows = lab_bench::run(&options, &mut super::Stderr)?;
     print!("{}", lab_table(&rows));
-    match lab_bench::highest_faithful(&rows) {
-        Some(rate) => println!(
-            "highest faithful rate: {}",
-            ofan_topology::units::format_rate(rate)
-        ),
-        None => println!("no rate was faithful"),
+    for &switches in &options.switches {
+        match lab_bench::highest_faithful(&rows, switches) {
+            Some(rate) => println!(
+                "highest faithful rate ({}): {}",
+                switches.name(),
+                ofan_topology::units::format_rate(rate)
+            ),
+            None => println!("no rate was faithful ({})", switches.name()),
+        }
     }
     println!("results: {}", options.out.display());
     if let Some(path) = &args.json {
@@ -421,8 +429,9 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
 /// The table of `bench lab`.
 fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     let mut text = format!(
-        "{:>10} {:>5} {:>12} {:>11} {:>11} {:>10} {:>9} {:>9} {:>12} {:>8}\n",
+        "{:>10} {:>8} {:>5} {:>12} {:>11} {:>11} {:>10} {:>9} {:>9} {:>12} {:>8}\n",
         "rate",
+        "switches",
         "runs",
         "CCT vs bnd",
         "agent rate",
@@ -435,8 +444,9 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     );
     for row in rows {
         text.push_str(&format!(
-            "{:>10} {:>5} {:>12} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>12} {:>8.1}\n",
+            "{:>10} {:>8} {:>5} {:>12} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>12} {:>8.1}\n",
             ofan_topology::units::format_rate(row.rate_bps),
+            row.switches,
             row.runs,
             row.cct_increase
                 .map_or_else(|| "—".to_owned(), |i| format!("{:+.1} %", i * 100.0)),

@@ -9,7 +9,7 @@ use anyhow::bail;
 use ofan_dataplane::lb::Algorithm;
 use ofan_lab::lab::ops::{self, NodeChange};
 use ofan_lab::lab::{
-    self, Bfd, BgpDaemon, LabSpec, LinkState, Reconvergence, Removed, Routing, Shaping,
+    self, Bfd, BgpDaemon, LabSpec, LinkState, Reconvergence, Removed, Routing, Shaping, Switches,
     TopologySource, DEFAULT_SWITCH_RT_PRIORITY,
 };
 use ofan_lab::units::parse_rate;
@@ -120,6 +120,33 @@ pub struct UpArgs {
     /// The ofan-switch binary (default: $OFAN_SWITCH, next to ofan-lab, or on PATH).
     #[arg(long, value_name = "PATH")]
     pub switch_bin: Option<PathBuf>,
+    /// How the switches run. group: one `ofan-switch group` process serving every switch
+    /// (each in its namespace, with its own FIB, admin socket and counters) with one worker
+    /// thread per CPU — a frame crosses the fabric without waking a process per hop, so links
+    /// stay faithful at several times the rate. process: one `ofan-switch` per switch, as on a
+    /// real box (each frame wakes the next switch): to test the switch as it is deployed.
+    #[arg(long, value_enum, default_value = "group")]
+    pub switches: SwitchesArg,
+}
+
+/// `--switches`: a [`Switches`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SwitchesArg {
+    /// One process for all switches, one worker thread per CPU.
+    Group,
+    /// One process per switch.
+    Process,
+}
+
+impl SwitchesArg {
+    /// The library's value.
+    #[must_use]
+    pub const fn switches(self) -> Switches {
+        match self {
+            Self::Group => Switches::Group,
+            Self::Process => Switches::Process,
+        }
+    }
 }
 
 /// Lab subcommands.
@@ -210,7 +237,8 @@ pub enum Command {
         #[arg(long)]
         duration: Option<f64>,
     },
-    /// Reconfigure every switch without rebuilding the lab (each switch restarts: ~0.5 s outage).
+    /// Reconfigure every switch without rebuilding the lab (each switch restarts: ~0.5 s outage;
+    /// in a switch group all restart at once).
     Set {
         #[command(flatten)]
         lab: LabName,
@@ -284,8 +312,9 @@ pub enum StopStart {
     /// sessions go down with the daemon); prints how long until its sessions were back and
     /// which FIBs of the fabric changed meanwhile.
     RoutingRestart,
-    /// Kill the switch process like a crash (SIGKILL: its queues and counters are lost, its
-    /// links stay up); `node S start` starts it again.
+    /// Kill the switch like a crash (its queues and counters are lost, its links stay up, its
+    /// XDP program stays attached and drops what arrives): SIGKILL of its process, or in a
+    /// switch group the member alone ends that way. `node S start` starts it again.
     Kill,
 }
 
@@ -385,7 +414,11 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             action: StopStart::Kill,
         } => {
             let pid = ops::kill_switch(&lab.name, &switch)?;
-            eprintln!("{switch}: switch process {pid} killed (SIGKILL); `node {switch} start` starts it again");
+            let how = match lab::load(&lab.name)?.state.params.switches {
+                Switches::Group => format!("killed in its switch group (pid {pid})"),
+                Switches::Process => format!("process {pid} killed (SIGKILL)"),
+            };
+            eprintln!("{switch}: {how}; `node {switch} start` starts it again");
             Ok(())
         }
         Command::Node {
@@ -508,6 +541,7 @@ impl UpArgs {
             },
             bfd: self.bfd.then_some(Bfd::FAST),
             switch_bin: self.switch_bin.clone(),
+            switches: self.switches.switches(),
         };
         spec.validate()?;
         Ok(spec)
@@ -575,8 +609,12 @@ fn set_lb(name: &str, lb: &str) -> anyhow::Result<()> {
     let algorithm = parse_algorithm(lb)?;
     let started = Instant::now();
     let restarted = ops::set_lb(name, algorithm)?;
+    let how = match lab::load(name)?.state.params.switches {
+        Switches::Group => "the switch group restarted",
+        Switches::Process => "rolling restart",
+    };
     eprintln!(
-        "{restarted} switches now run {lb} ({:.1} s, rolling restart)",
+        "{restarted} switches now run {lb} ({:.1} s, {how})",
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -57,9 +57,16 @@ pub fn down(name: &str) -> anyhow::Result<Removed> {
             namespaces.push(extra);
         }
     }
-    let stopped = state
-        .as_ref()
-        .map_or(0, |s| procs::stop(&s.processes, Duration::from_secs(3)));
+    // A switch group is recorded once per member and once as itself: count the switches.
+    let stopped = state.as_ref().map_or(0, |s| {
+        let stopped = procs::stop(&s.processes, Duration::from_secs(3));
+        let groups = s
+            .processes
+            .iter()
+            .filter(|p| p.node == super::group::GROUP)
+            .count();
+        stopped.saturating_sub(groups)
+    });
     if let Some(state) = &state {
         procs::stop(&state.daemons, Duration::from_secs(3));
     }

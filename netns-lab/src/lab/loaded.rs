@@ -99,6 +99,15 @@ impl Loaded {
     /// Stops the processes recorded for `node` (verified by start time) and forgets them; the
     /// caller saves the state.
     pub(crate) fn stop_process(&mut self, node: &str) {
+        if self.state.params.switches == super::spec::Switches::Group && node != super::group::GROUP
+        {
+            // The group lives on; only its member stops.
+            if let Err(error) = super::group::stop_member(&self.dir, node) {
+                eprintln!("warning: cannot stop {node}: {error:#}");
+            }
+            self.state.processes.retain(|p| p.node != node);
+            return;
+        }
         stop_recorded(&mut self.state.processes, node);
     }
 
@@ -262,12 +271,22 @@ impl Loaded {
         Ok(changed)
     }
 
-    /// Sets both ends of link `link` up or down.
+    /// Sets both ends of link `link` up or down. A host's end coming up gets its default route
+    /// back: the kernel removed it with the carrier (an edge switch stopped and started again
+    /// otherwise left its hosts unreachable).
     pub(crate) fn set_link(&self, link: ofan_topology::LinkId, up: bool) -> anyhow::Result<()> {
         let link = self.topology.link(link);
         for (node, port) in [link.a, link.b] {
             let mut space = self.open(node)?;
-            space.set_link(&self.topology.port(node, port).ifname, up)?;
+            let ifname = &self.topology.port(node, port).ifname;
+            space.set_link(ifname, up)?;
+            if up && self.topology.node(node).role == ofan_topology::Role::Host {
+                space.set_route(
+                    std::net::Ipv4Addr::UNSPECIFIED,
+                    0,
+                    &[(ifname, plan::host_gateway(&self.topology, node))],
+                )?;
+            }
         }
         Ok(())
     }

@@ -28,6 +28,7 @@
 pub mod bgp;
 mod blackhole;
 pub mod down;
+pub mod group;
 pub mod loaded;
 mod net;
 pub mod ops;
@@ -50,8 +51,9 @@ pub use net::{RouteWidth, NETNS_DIR};
 pub use ping::PairResult;
 pub use rate::{link_rate, RateChange};
 pub use spec::{
-    check_name, Bfd, BgpDaemon, LabSpec, Routing, Shaping, TopologySource, DEFAULT_BUFFER_BYTES,
-    DEFAULT_LINK_RATE_BPS, DEFAULT_SWITCH_RT_PRIORITY, EXPERIMENT_BUFFER_BYTES,
+    check_name, Bfd, BgpDaemon, LabSpec, Routing, Shaping, Switches, TopologySource,
+    DEFAULT_BUFFER_BYTES, DEFAULT_LINK_RATE_BPS, DEFAULT_SWITCH_RT_PRIORITY,
+    EXPERIMENT_BUFFER_BYTES,
 };
 pub use state::LinkState;
 pub use up::{up, wait_for_fibs};

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::net::{Ipv4Addr, UdpSocket};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -446,9 +446,20 @@ pub fn pids_in_namespaces(names: &[String]) -> Vec<(u32, String)> {
                 .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
                 .filter(|pid| *pid != own)
                 .filter_map(|pid| {
-                    let meta = std::fs::metadata(format!("/proc/{pid}/ns/net")).ok()?;
-                    let name = targets.get(&(meta.dev(), meta.ino()))?;
-                    Some((pid, (*name).clone()))
+                    // Any thread counts: an `ofan-switch group` runs in the root namespace
+                    // with one thread in each of its switches' namespaces.
+                    let in_target = |path: &Path| {
+                        let meta = std::fs::metadata(path.join("ns/net")).ok()?;
+                        targets.get(&(meta.dev(), meta.ino())).copied()
+                    };
+                    let process = PathBuf::from(format!("/proc/{pid}"));
+                    let name = in_target(&process).or_else(|| {
+                        std::fs::read_dir(process.join("task"))
+                            .ok()?
+                            .filter_map(Result::ok)
+                            .find_map(|task| in_target(&task.path()))
+                    })?;
+                    Some((pid, name.clone()))
                 })
                 .collect()
         })

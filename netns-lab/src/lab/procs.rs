@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::bgp::{self, Daemon};
+use super::spec::Switches;
 use super::state::{LabState, Process, StateDir};
 use super::{plan, sys};
 
@@ -47,17 +48,40 @@ pub fn is_ours(process: &Process) -> bool {
 /// Unlike [`is_ours`] this does not look at the command line, which is empty while a killed
 /// process is still releasing its sockets.
 fn still_running(process: &Process) -> bool {
-    start_time(process.pid) == Some(process.start_time) && !zombie(process.pid)
+    start_time(process.pid) == Some(process.start_time)
+        && (!zombie(process.pid) || threads_left(process.pid))
+}
+
+/// Whether a process whose main thread has exited still has threads that have not (a thread
+/// group's leader is a zombie until its last thread is gone: an `ofan-switch group` stopping
+/// has its members' threads in their namespaces for a moment longer).
+fn threads_left(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+        tasks.filter_map(Result::ok).any(|task| {
+            std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+                stat.rfind(')')
+                    .and_then(|end| stat[end + 1..].split_whitespace().next())
+                    .is_some_and(|state| state != "Z")
+            })
+        })
+    })
 }
 
 /// The command line of switch `node` of lab `state`.
 fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
+    let mut args = vec!["--node".to_owned(), node.to_owned()];
+    args.extend(common_args(state, dir));
+    args.push("--admin-socket".to_owned());
+    args.push(dir.socket(node).display().to_string());
+    args
+}
+
+/// The flags every switch of lab `state` gets (all but its node and admin socket).
+fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
     let params = &state.params;
     let mut args = vec![
         "--topology".to_owned(),
         dir.topology_file().display().to_string(),
-        "--node".to_owned(),
-        node.to_owned(),
         "--lb".to_owned(),
         params.lb.clone(),
         "--pipe-size".to_owned(),
@@ -75,8 +99,6 @@ fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
         "256".to_owned(),
         "--metrics".to_owned(),
         "off".to_owned(),
-        "--admin-socket".to_owned(),
-        dir.socket(node).display().to_string(),
     ];
     if params.rt_priority > 0 {
         args.push("--rt-priority".to_owned());
@@ -104,6 +126,9 @@ fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
 pub fn start_switch(state: &LabState, dir: &StateDir, node: &str) -> anyhow::Result<Process> {
     use anyhow::Context;
     let _ = std::fs::remove_file(dir.socket(node));
+    if state.params.switches == Switches::Group {
+        return super::group::start_member(state, dir, node);
+    }
     let mut command = Command::new("ip");
     command
         .args(["netns", "exec", &plan::namespace(&state.name, node)])
@@ -113,10 +138,71 @@ pub fn start_switch(state: &LabState, dir: &StateDir, node: &str) -> anyhow::Res
         .with_context(|| format!("cannot start the switch of {node}"))
 }
 
+/// Starts the lab's `ofan-switch group` with `members` (in the root namespace; each member's
+/// thread enters its own), logging to `logs/group.log` (each member's log is a link to it);
+/// returns the group's record (node [`super::group::GROUP`]).
+///
+/// # Errors
+/// When the log cannot be opened or the process cannot be started.
+pub fn start_group(
+    state: &LabState,
+    dir: &StateDir,
+    members: &[String],
+) -> anyhow::Result<Process> {
+    use anyhow::Context;
+    let _ = std::fs::remove_file(dir.group_control());
+    let mut command = Command::new(&state.params.switch_bin);
+    command.arg("group").args(common_args(state, dir));
+    for member in members {
+        let _ = std::fs::remove_file(dir.socket(member));
+        command.args(["--member", member]);
+    }
+    command
+        .args(["--netns", &plan::namespace(&state.name, "{node}")])
+        .args([
+            "--admin-socket",
+            &dir.socket("{node}").display().to_string(),
+        ])
+        .args(["--control", &dir.group_control().display().to_string()])
+        // veth: copy mode (Auto would look for a device in the root namespace's sysfs).
+        .args(["--xdp-mode", "copy"]);
+    if state.params.rt_priority > 0 {
+        // Above the host agents (`experiment::AGENT_RT_PRIORITY`): a pool thread serves many
+        // switches, and an agent preempting it delayed them all — measured at 5 Mbit/s, agents
+        // above the pool left switches' fill rings empty for hundreds of ms (frames dropped)
+        // in half the runs; below it, none.
+        command.args([
+            "--pool-rt-priority",
+            &super::spec::GROUP_RT_PRIORITY.to_string(),
+        ]);
+    }
+    let log = dir.log(super::group::GROUP);
+    let process = spawn_logged(command, &log, super::group::GROUP)
+        .context("cannot start the lab's ofan-switch group")?;
+    for member in members {
+        let link = dir.log(member);
+        let _ = std::fs::remove_file(&link);
+        let _ = std::os::unix::fs::symlink(format!("{}.log", super::group::GROUP), &link);
+    }
+    Ok(process)
+}
+
+/// Whether switch `process.node` runs: its process is ours, and in a group, the group says the
+/// member runs.
+pub fn switch_running(state: &LabState, dir: &StateDir, process: &Process) -> bool {
+    is_ours(process)
+        && (state.params.switches != Switches::Group
+            || super::group::member_running(dir, &process.node))
+}
+
 /// Starts `command` in its own session with stdin closed and stdout and stderr appended to
 /// `log`; returns the record of process of `node` (pid and start time). The child is not
 /// waited for: it outlives this process and is reparented to init.
-fn spawn_logged(mut command: Command, log: &Path, node: &str) -> anyhow::Result<Process> {
+pub(crate) fn spawn_logged(
+    mut command: Command,
+    log: &Path,
+    node: &str,
+) -> anyhow::Result<Process> {
     use anyhow::Context;
     let file = File::options()
         .create(true)

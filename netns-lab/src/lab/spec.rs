@@ -94,6 +94,35 @@ impl Routing {
     }
 }
 
+/// SCHED_FIFO priority of a group's shared worker threads: above the host agents' senders (30),
+/// which preempted a pool serving every switch at once otherwise.
+pub const GROUP_RT_PRIORITY: u8 = 40;
+
+/// How the lab runs its switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Switches {
+    /// One `ofan-switch group` process for all of them: each switch in its namespace with its
+    /// own FIB mirror, admin socket and counters, their pipes served by one worker thread per
+    /// CPU, so that a frame crosses the fabric without a wake-up per hop. The lab's default.
+    Group,
+    /// One `ofan-switch` process per switch (what runs on a real box): every frame wakes the
+    /// next switch's worker. Labs recorded before groups existed ran this way.
+    #[default]
+    Process,
+}
+
+impl Switches {
+    /// The name in `state.json`, `status` and `--switches`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Group => "group",
+            Self::Process => "process",
+        }
+    }
+}
+
 /// Which BGP implementation runs in the switch namespaces under [`Routing::Bgp`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BgpDaemon {
@@ -215,6 +244,8 @@ pub struct LabSpec {
     pub bfd: Option<Bfd>,
     /// The `ofan-switch` binary (`None`: `$OFAN_SWITCH`, next to `ofan-lab`, or on `PATH`).
     pub switch_bin: Option<PathBuf>,
+    /// One process for all switches, or one each.
+    pub switches: Switches,
 }
 
 impl LabSpec {
@@ -238,6 +269,7 @@ impl LabSpec {
             bgp_daemon: BgpDaemon::Frr,
             bfd: None,
             switch_bin: None,
+            switches: Switches::Group,
         }
     }
 
@@ -289,6 +321,7 @@ impl LabSpec {
             bgp_daemon: (self.routing == Routing::Bgp).then(|| self.bgp_daemon.name().to_owned()),
             bfd: self.bfd.filter(|_| self.routing == Routing::Bgp),
             switch_bin,
+            switches: self.switches,
         }
     }
 }

@@ -54,6 +54,10 @@ pub struct Params {
     pub bfd: Option<super::spec::Bfd>,
     /// The `ofan-switch` binary.
     pub switch_bin: PathBuf,
+    /// One `ofan-switch group` for all switches, or a process each (labs recorded before
+    /// groups existed: processes).
+    #[serde(default)]
+    pub switches: super::spec::Switches,
 }
 
 /// What a link is, or what `link A B up|down|blackhole` makes of it.
@@ -233,6 +237,12 @@ impl StateDir {
     /// The admin socket of switch `node`.
     pub fn socket(&self, node: &str) -> PathBuf {
         self.root.join("sock").join(format!("{node}.sock"))
+    }
+
+    /// The control socket of the lab's `ofan-switch group`.
+    #[must_use]
+    pub fn group_control(&self) -> PathBuf {
+        self.root.join("sock").join("group.ctl")
     }
 
     /// Reads `state.json`.

@@ -172,10 +172,12 @@ pub fn ask(lab: &Loaded, name: &str) -> (SwitchState, Option<Stats>) {
         return (SwitchState::Stopped, None);
     }
     match lab.process(name) {
-        Some(process) if procs::is_ours(process) => match switch_client(&lab.dir, name).stats() {
-            Ok(stats) => (SwitchState::Running, Some(stats)),
-            Err(_) => (SwitchState::NotAnswering, None),
-        },
+        Some(process) if procs::switch_running(&lab.state, &lab.dir, process) => {
+            match switch_client(&lab.dir, name).stats() {
+                Ok(stats) => (SwitchState::Running, Some(stats)),
+                Err(_) => (SwitchState::NotAnswering, None),
+            }
+        }
         Some(_) => (SwitchState::Crashed, None),
         None => (SwitchState::NeverStarted, None),
     }

@@ -156,10 +156,23 @@ fn build(
     }
 
     // Switches.
-    for switch in topology.switches() {
-        let process = procs::start_switch(state, dir, &switch.name)?;
-        state.processes.push(process);
+    if state.params.switches == super::spec::Switches::Group {
+        let members: Vec<String> = topology.switches().iter().map(|s| s.name.clone()).collect();
+        let group = procs::start_group(state, dir, &members)?;
+        for member in &members {
+            state.processes.push(super::state::Process {
+                node: member.clone(),
+                ..group.clone()
+            });
+        }
+        state.processes.push(group);
         dir.save(state)?;
+    } else {
+        for switch in topology.switches() {
+            let process = procs::start_switch(state, dir, &switch.name)?;
+            state.processes.push(process);
+            dir.save(state)?;
+        }
     }
     let sockets: Vec<(String, PathBuf)> = topology
         .switches()

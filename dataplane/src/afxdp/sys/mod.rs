@@ -410,6 +410,42 @@ impl Epoll {
             .map(drop)
     }
 
+    /// Stops watching `fd`.
+    ///
+    /// # Errors
+    /// The `epoll_ctl` error.
+    pub fn remove(&self, fd: RawFd) -> io::Result<()> {
+        // SAFETY: EPOLL_CTL_DEL ignores the event pointer (null is allowed since Linux 2.6.9).
+        check(unsafe {
+            libc::epoll_ctl(
+                self.0.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd,
+                std::ptr::null_mut(),
+            )
+        })
+        .map(drop)
+    }
+
+    /// Waits up to `timeout_ms` (−1 = forever) and calls `ready` with the token of each source
+    /// that became readable.
+    pub fn wait_with(&self, timeout_ms: i32, mut ready: impl FnMut(u64)) {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
+        // SAFETY: the buffer holds 64 events and we pass 64; EINTR returns −1, treated as 0.
+        let count = unsafe {
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as i32,
+                timeout_ms,
+            )
+        };
+        for event in &events[..count.max(0) as usize] {
+            let token = event.u64;
+            ready(token);
+        }
+    }
+
     /// Waits up to `timeout_ms` (−1 = forever) and returns how many events arrived (their tokens
     /// are not needed: the worker polls every source after waking).
     pub fn wait(&self, timeout_ms: i32) -> usize {
@@ -485,4 +521,49 @@ pub fn ifindex(name: &str) -> io::Result<u32> {
     } else {
         Ok(index)
     }
+}
+
+/// The MTU of interface `name` in the calling thread's network namespace (`SIOCGIFMTU`; unlike
+/// `/sys/class/net`, which shows the namespace sysfs was mounted in, this follows `setns`).
+///
+/// # Errors
+/// No such interface; the socket or ioctl error.
+pub fn mtu(name: &str) -> io::Result<u32> {
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("interface name `{name}` is too long"),
+        ));
+    }
+    // SAFETY: a datagram socket for the ioctl, closed by OwnedFd.
+    let socket =
+        owned(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: ifreq is plain data; zeroed is valid. The name fits (checked above) and stays
+    // NUL-terminated; the kernel writes ifr_mtu inside the struct.
+    unsafe {
+        let mut request: libc::ifreq = std::mem::zeroed();
+        for (slot, byte) in request.ifr_name.iter_mut().zip(name.bytes()) {
+            *slot = byte as libc::c_char;
+        }
+        check(libc::ioctl(
+            socket.as_raw_fd(),
+            libc::SIOCGIFMTU,
+            &mut request,
+        ))?;
+        Ok(request.ifr_ifru.ifru_mtu as u32)
+    }
+}
+
+/// Moves the calling thread into network namespace `name` (`/run/netns/NAME`, as `ip netns`
+/// names them). Sockets it creates afterwards, and threads it spawns, belong to that namespace.
+///
+/// # Errors
+/// No such namespace; the `setns` error.
+pub fn enter_network_namespace(name: &str) -> io::Result<()> {
+    let path = std::path::Path::new("/run/netns").join(name);
+    let file = std::fs::File::open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    // SAFETY: `file` is an open namespace descriptor for the duration of the call; setns with
+    // CLONE_NEWNET only changes the calling thread's network namespace.
+    check(unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) }).map(drop)
 }

@@ -1,0 +1,285 @@
+//! Shared workers: a few threads — one per core — serving the pipes of many switches, so that a
+//! whole lab forwards in one process.
+//!
+//! A switch in its own process runs one thread per pipe, asleep in epoll until a frame or its
+//! shaper's timer wakes it. In a lab of twenty switches on two cores, that is a wake-up and a
+//! context switch per frame per hop, and twenty runnable threads queueing for two CPUs: measured
+//! (`perf`, k = 4 at 10 Mbit/s) as most of the lab's CPU time going to `epoll_wait`, the
+//! scheduler and the timer instead of to forwarding, and as shapers late by whole packet times.
+//!
+//! A [`WorkerPool`] thread instead owns the workers of several switches and steps them in turn.
+//! A frame one of its switches transmits on a veth reaches the next switch's RX ring within the
+//! same `sendto` (veth delivers in the sender's softirq; the XDP program redirects the frame into
+//! that switch's socket), so the next iteration forwards it: no wake-up at all. The thread
+//! sleeps only when none of its workers has work — in one epoll over all their sockets and
+//! wake-up eventfds, with one timer at the earliest shaper departure of any of them — and spins
+//! instead when that departure is nearer than a sleep and a wake-up would take.
+//!
+//! Each worker keeps its switch's identity (UMEM, FIB, balancer, telemetry, stop flag); the pool
+//! only decides which thread runs it. A switch stops its workers as in its own process (its stop
+//! flag and wake-up eventfds); the pool thread then finishes them and sends their exit back. A
+//! worker that panics is dropped alone: its switch sees its exit channel closed
+//! ([`super::Runtime::failed`]) and stops, the other switches forward on.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
+use super::worker::{Worker, WorkerExit};
+
+/// A sleep shorter than this costs more than it saves: the thread spins to a departure this near.
+const SPIN_NS: u64 = 30_000;
+/// Epoll tokens of the thread's own timer and eventfd (members' descriptors are their own
+/// tokens, and never this large).
+const TOKEN_TIMER: u64 = u64::MAX;
+const TOKEN_POOL: u64 = u64::MAX - 1;
+/// The longest a pool thread sleeps with nothing due (as a worker of its own does).
+const IDLE_WAKE_MS: i32 = 100;
+
+/// How the pool's threads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Threads (one per core is the point).
+    pub threads: usize,
+    /// Run them SCHED_FIFO at this priority (1..=99): a due departure preempts ordinary tasks.
+    pub rt_priority: Option<u8>,
+    /// Pin thread i to CPU i (modulo the CPUs).
+    pub pin: bool,
+}
+
+/// Threads serving the workers of many switches.
+#[derive(Debug)]
+pub struct WorkerPool {
+    threads: Vec<PoolThread>,
+}
+
+#[derive(Debug)]
+struct PoolThread {
+    shared: Arc<ThreadShared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// What a pool thread shares with the switches that give it workers.
+#[derive(Debug)]
+struct ThreadShared {
+    /// Workers given to the thread and not picked up yet.
+    incoming: Mutex<Vec<Adopted>>,
+    /// Wakes the thread for new workers and for the pool's stop.
+    waker: EventFd,
+    /// The pool is ending: exit once no worker is left.
+    stop: AtomicBool,
+    /// Workers the thread serves or will (for placement).
+    load: AtomicUsize,
+}
+
+#[derive(Debug)]
+struct Adopted {
+    worker: Worker,
+    exit: mpsc::Sender<WorkerExit>,
+}
+
+impl WorkerPool {
+    /// Starts the threads.
+    ///
+    /// # Errors
+    /// An eventfd or a thread cannot be created.
+    pub fn start(config: PoolConfig) -> std::io::Result<Self> {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let mut threads = Vec::new();
+        for index in 0..config.threads.max(1) {
+            let shared = Arc::new(ThreadShared {
+                incoming: Mutex::new(Vec::new()),
+                waker: EventFd::new()?,
+                stop: AtomicBool::new(false),
+                load: AtomicUsize::new(0),
+            });
+            let thread_shared = Arc::clone(&shared);
+            let cpu = config.pin.then_some(index % cpus);
+            let handle = std::thread::Builder::new()
+                .name(format!("ofan-pool-{index}"))
+                .spawn(move || {
+                    sys::minimize_timer_slack();
+                    if let Some(cpu) = cpu {
+                        if let Err(error) = sys::pin_to_cpu(cpu) {
+                            tracing::warn!(thread = index, cpu, %error, "cannot pin pool thread");
+                        }
+                    }
+                    if let Some(priority) = config.rt_priority {
+                        if let Err(error) = sys::set_realtime(priority) {
+                            tracing::warn!(thread = index, priority, %error, "cannot make pool thread real-time");
+                        }
+                    }
+                    serve(&thread_shared);
+                })?;
+            threads.push(PoolThread {
+                shared,
+                handle: Some(handle),
+            });
+        }
+        Ok(Self { threads })
+    }
+
+    /// Threads in the pool.
+    #[must_use]
+    pub fn threads(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Gives `worker` to thread `hint` modulo the threads (the caller groups switches that
+    /// exchange frames on one thread), or to the least loaded one without a hint. The
+    /// receiver gets the worker's exit once its switch stopped it; it disconnects without one
+    /// if the worker panicked.
+    pub(crate) fn adopt(&self, worker: Worker, hint: Option<usize>) -> mpsc::Receiver<WorkerExit> {
+        let index = hint.map_or_else(
+            || {
+                (0..self.threads.len())
+                    .min_by_key(|&i| self.threads[i].shared.load.load(Ordering::Relaxed))
+                    .unwrap_or(0)
+            },
+            |hint| hint % self.threads.len(),
+        );
+        let shared = &self.threads[index].shared;
+        let (exit, receiver) = mpsc::channel();
+        shared.load.fetch_add(1, Ordering::Relaxed);
+        shared
+            .incoming
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Adopted { worker, exit });
+        shared.waker.notify();
+        receiver
+    }
+}
+
+impl Drop for WorkerPool {
+    /// Ends the threads once their switches have stopped their workers.
+    fn drop(&mut self) {
+        for thread in &self.threads {
+            thread.shared.stop.store(true, Ordering::SeqCst);
+            thread.shared.waker.notify();
+        }
+        for thread in &mut self.threads {
+            if let Some(handle) = thread.handle.take() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+/// A pool thread's loop.
+fn serve(shared: &ThreadShared) {
+    let epoll = Epoll::new().expect("epoll for a pool thread");
+    let timer = TimerFd::new().expect("timerfd for a pool thread");
+    epoll
+        .add(std::os::fd::AsRawFd::as_raw_fd(&timer), TOKEN_TIMER)
+        .expect("timerfd in epoll");
+    epoll
+        .add(std::os::fd::AsRawFd::as_raw_fd(&shared.waker), TOKEN_POOL)
+        .expect("eventfd in epoll");
+    let mut members: Vec<Adopted> = Vec::new();
+    loop {
+        let adopted = std::mem::take(
+            &mut *shared
+                .incoming
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for mut member in adopted {
+            member.worker.prepare();
+            // Tokens: the descriptor, so that a wake-up eventfd epoll reports is drained (and
+            // only then: a read per member per wake-up cost 3 % of a lab's CPU).
+            for fd in member.worker.wait_fds() {
+                if let Err(error) = epoll.add(fd, fd as u64) {
+                    tracing::error!(%error, "cannot watch a worker's socket");
+                }
+            }
+            members.push(member);
+        }
+
+        let mut work = 0;
+        let mut index = 0;
+        while index < members.len() {
+            if members[index].worker.stopping() {
+                let member = members.swap_remove(index);
+                unwatch(&epoll, &member.worker);
+                shared.load.fetch_sub(1, Ordering::Relaxed);
+                let _ = member.exit.send(member.worker.finish());
+                continue;
+            }
+            let worker = AssertUnwindSafe(&mut members[index].worker);
+            match std::panic::catch_unwind(move || { worker }.0.step()) {
+                Ok(moved) => work += moved,
+                Err(_) => {
+                    // Its switch sees the exit channel close and stops; the others go on.
+                    tracing::error!("a worker panicked: dropping it (its switch stops)");
+                    let member = members.swap_remove(index);
+                    unwatch(&epoll, &member.worker);
+                    shared.load.fetch_sub(1, Ordering::Relaxed);
+                    drop(member);
+                    continue;
+                }
+            }
+            index += 1;
+        }
+        if members.is_empty() && shared.stop.load(Ordering::SeqCst) {
+            let pending = shared
+                .incoming
+                .lock()
+                .is_ok_and(|incoming| !incoming.is_empty());
+            if !pending {
+                return;
+            }
+        }
+        if work > 0 {
+            continue;
+        }
+
+        let deadline = members.iter().filter_map(|m| m.worker.wake_at()).min();
+        if deadline.is_some_and(|d| d <= monotonic_ns() + SPIN_NS) {
+            std::hint::spin_loop();
+            continue;
+        }
+        for member in &members {
+            member.worker.set_sleeping(true);
+        }
+        // Re-check after announcing the sleep: a hand-off or stop that raced with it is seen now.
+        let raced = members
+            .iter()
+            .any(|m| m.worker.has_handoffs() || m.worker.stopping())
+            || shared.stop.load(Ordering::SeqCst)
+            || shared
+                .incoming
+                .lock()
+                .is_ok_and(|incoming| !incoming.is_empty());
+        if !raced {
+            if let Some(deadline) = deadline {
+                timer.arm_at(deadline);
+            }
+            let mut ready = Vec::new();
+            epoll.wait_with(IDLE_WAKE_MS, |token| ready.push(token));
+            for token in ready {
+                if token == TOKEN_TIMER {
+                    timer.drain();
+                } else if token == TOKEN_POOL {
+                    shared.waker.drain();
+                } else if let Some(member) =
+                    members.iter().find(|m| m.worker.wake_fd() as u64 == token)
+                {
+                    member.worker.clear_wake();
+                }
+            }
+        }
+        for member in &members {
+            member.worker.set_sleeping(false);
+        }
+    }
+}
+
+fn unwatch(epoll: &Epoll, worker: &Worker) {
+    for fd in worker.wait_fds() {
+        let _ = epoll.remove(fd);
+    }
+}

@@ -1,0 +1,397 @@
+//! `ofan-switch group`: several switches in one process, their pipes served by one shared pool
+//! of worker threads.
+//!
+//! Each member is the switch `ofan-switch run` would be — the same configuration, FIB mirror,
+//! admin socket, counters, BMP station and adaptive-routing speaker — run on a thread of its own
+//! that first enters the member's network namespace, so that every socket it opens and every
+//! thread it starts belongs there. Only the workers are shared: [`WorkerPool`] threads (one per
+//! CPU by default) step the workers of many switches in turn, so a frame one member transmits is
+//! forwarded by the next one without a wake-up (see `ofan_dataplane::afxdp::pool`).
+//!
+//! Members start and stop on their own through the group's control socket (one line per
+//! request: `status`, `stop NODE`, `kill NODE`, `start NODE`; one JSON line per reply): a
+//! stopped member detaches its program and releases its sockets as a stopped process would; a
+//! killed one closes its sockets but leaves its program attached, as a killed process does (its
+//! ports drop everything until it starts again); the others forward on. A member whose workers
+//! die is reported `failed` with its error. SIGINT/SIGTERM stop them all.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
+use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
+use ofan_switch::config;
+use serde::Serialize;
+
+use super::{init_logging, run_switch_until, stop_on_signals, RunArgs};
+
+/// `--help` of `ofan-switch group`.
+pub const LONG_ABOUT: &str = "\
+Run several switches in one process: each in its network namespace (--netns, `{node}` replaced \
+by the member's name), with its own FIB mirror, admin socket (--admin-socket with `{node}`), \
+counters, BMP station and notifications, as `ofan-switch run` would; their pipes are served by \
+a shared pool of --workers threads (default: one per CPU).
+
+A switch in its own process sleeps in epoll until each frame wakes it: in a lab of twenty \
+switches on two cores that is a wake-up and a context switch per frame per hop. Pool threads \
+step the workers of many switches in turn: a frame one member sends is in the next member's \
+RX ring when the send returns, and the same thread forwards it at once. Use a group for labs \
+(`ofan-lab up` does, unless --switches process); run one switch per process on a real box.
+
+Every member gets the same flags (or --config file) with --node set to its name. The control \
+socket (--control) takes one request per line — `status`, `stop NODE`, `kill NODE` (ends it as \
+a crash would: sockets closed, program left attached), `start NODE` — and answers one JSON \
+line. SIGINT/SIGTERM stop every member cleanly.
+
+Example: ip netns add … ; ofan-switch group --topology topo.json --member e-p0-0 --member \
+e-p0-1 --netns 'lab-{node}' --admin-socket '/run/ofan/{node}.sock' --lb pofan --link-rate 20mbit";
+
+/// Arguments of `ofan-switch group`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GroupArgs {
+    /// A switch to run: its node name (repeat for each member; sets --node for it).
+    #[arg(long = "member", value_name = "NODE", required = true)]
+    members: Vec<String>,
+    /// Network namespace of each member (`ip netns` name); `{node}` is replaced by its name.
+    #[arg(long, value_name = "PATTERN")]
+    netns: String,
+    /// Worker threads shared by the members (default: one per CPU).
+    #[arg(long, value_name = "N")]
+    workers: Option<usize>,
+    /// SCHED_FIFO priority of the shared worker threads (1..=99; 0 = ordinary scheduling;
+    /// default: the members' --rt-priority). A lab runs them above its host agents: a pool
+    /// thread serves every switch, and an agent that preempts it delays them all.
+    #[arg(long, value_name = "PRIO")]
+    pool_rt_priority: Option<u8>,
+    /// The group's control socket.
+    #[arg(long, value_name = "PATH", default_value = "/run/ofan/ofan-group.sock")]
+    control: PathBuf,
+    /// Every member's configuration (--admin-socket must contain `{node}` when there are
+    /// several members).
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// What a member is doing, as `status` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+enum MemberState {
+    /// Its thread runs the switch.
+    Running,
+    /// Stopped on request (or never started again).
+    Stopped,
+    /// It ended with an error (configuration, data path, a dead worker).
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+struct Member {
+    stop: Arc<AtomicBool>,
+    /// Set with `stop` by `kill NODE`: the member ends as a killed process would.
+    crash: Arc<AtomicBool>,
+    thread: Option<JoinHandle<anyhow::Result<()>>>,
+    state: MemberState,
+}
+
+/// What every member is started from.
+struct Blueprint {
+    args: GroupArgs,
+    pool: Arc<WorkerPool>,
+}
+
+impl Blueprint {
+    /// The pool thread of member `node`'s first pipe: members are spread over the threads in
+    /// blocks of consecutive names (the lab lists them pod by pod), so that switches that
+    /// exchange most frames share a thread.
+    fn thread_of(&self, node: &str) -> usize {
+        let position = self
+            .args
+            .members
+            .iter()
+            .position(|m| m == node)
+            .unwrap_or(0);
+        position * self.pool.threads() / self.args.members.len().max(1)
+    }
+
+    fn start(&self, node: &str) -> anyhow::Result<Member> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let crash = Arc::new(AtomicBool::new(false));
+        let netns = self.args.netns.replace("{node}", node);
+        let mut overrides = self.args.run.overrides.clone();
+        overrides.node = Some(node.to_owned());
+        overrides.admin_socket = overrides
+            .admin_socket
+            .as_ref()
+            .map(|pattern| PathBuf::from(pattern.display().to_string().replace("{node}", node)));
+        let config_file = self.args.run.config.clone();
+        let threads = Threads::Pool {
+            pool: Arc::clone(&self.pool),
+            first: self.thread_of(node),
+        };
+        let member_stop = Arc::clone(&stop);
+        let member_crash = Arc::clone(&crash);
+        let name = node.to_owned();
+        let thread = std::thread::Builder::new()
+            .name(format!("sw-{node}"))
+            .spawn(move || {
+                let _span = tracing::info_span!("switch", node = %name).entered();
+                enter_network_namespace(&netns)
+                    .with_context(|| format!("cannot enter network namespace `{netns}`"))?;
+                let config = config::load(config_file.as_deref(), &overrides)?;
+                let result = run_switch_until(config, &member_stop, Some(&member_crash), threads);
+                if let Err(error) = &result {
+                    tracing::error!("{error:#}");
+                }
+                result
+            })
+            .with_context(|| format!("cannot start a thread for {node}"))?;
+        Ok(Member {
+            stop,
+            crash,
+            thread: Some(thread),
+            state: MemberState::Running,
+        })
+    }
+}
+
+/// Runs the group until SIGINT/SIGTERM.
+///
+/// # Errors
+/// Bad arguments; the pool or the control socket cannot be set up; a member ended with an
+/// error (after all have stopped).
+pub fn run(args: GroupArgs) -> anyhow::Result<()> {
+    validate(&args)?;
+    init_logging(&args.run.log)?;
+    let stop = stop_on_signals()?;
+    let threads = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    // The pool threads take the members' real-time priority (what their own workers would run
+    // at): a due departure preempts ordinary tasks.
+    let rt_priority = args
+        .pool_rt_priority
+        .or(args.run.overrides.rt_priority)
+        .filter(|&p| p > 0);
+    if rt_priority.is_some_and(|p| p > 99) {
+        bail!("--pool-rt-priority must be 1..=99 (0: ordinary scheduling)");
+    }
+    let pool = Arc::new(
+        WorkerPool::start(PoolConfig {
+            threads,
+            rt_priority,
+            pin: false,
+        })
+        .context("cannot start the worker pool")?,
+    );
+    let _ = std::fs::remove_file(&args.control);
+    if let Some(parent) = args.control.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let listener = UnixListener::bind(&args.control)
+        .with_context(|| format!("cannot listen on {}", args.control.display()))?;
+    listener.set_nonblocking(true)?;
+    let blueprint = Blueprint {
+        args: args.clone(),
+        pool,
+    };
+    let members: Mutex<BTreeMap<String, Member>> = Mutex::new(BTreeMap::new());
+    for node in &args.members {
+        let member = blueprint.start(node)?;
+        lock(&members).insert(node.clone(), member);
+    }
+    tracing::info!(
+        members = args.members.len(),
+        workers = threads,
+        control = %args.control.display(),
+        "group running"
+    );
+    while !stop.load(Ordering::Relaxed) {
+        reap(&members);
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if let Err(error) = serve(stream, &blueprint, &members) {
+                    tracing::warn!(%error, "control connection");
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => tracing::warn!(%error, "control socket"),
+        }
+    }
+    tracing::info!("stopping every member");
+    let mut failures = Vec::new();
+    let mut all = std::mem::take(&mut *lock(&members));
+    for member in all.values() {
+        member.stop.store(true, Ordering::SeqCst);
+    }
+    for (node, member) in &mut all {
+        if let MemberState::Failed { error } = join(member) {
+            failures.push(format!("{node}: {error}"));
+        }
+    }
+    let _ = std::fs::remove_file(&args.control);
+    drop(blueprint);
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        bail!("members ended with errors: {}", failures.join("; "))
+    }
+}
+
+fn validate(args: &GroupArgs) -> anyhow::Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for member in &args.members {
+        if !seen.insert(member) {
+            bail!("--member {member} is given twice");
+        }
+    }
+    if args.run.overrides.node.is_some() {
+        bail!("--node names one switch; a group names its members with --member");
+    }
+    if args.members.len() > 1 && !args.netns.contains("{node}") {
+        bail!(
+            "--netns `{}` must contain {{node}}: each member runs in its own namespace",
+            args.netns
+        );
+    }
+    let socket = args.run.overrides.admin_socket.as_ref();
+    if args.members.len() > 1 && !socket.is_some_and(|s| s.display().to_string().contains("{node}"))
+    {
+        bail!("--admin-socket must be given with {{node}} (e.g. /run/ofan/{{node}}.sock): each member has its own");
+    }
+    Ok(())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Waits for a member's thread (its stop flag set, or ended on its own) and records its end.
+fn join(member: &mut Member) -> MemberState {
+    if let Some(thread) = member.thread.take() {
+        member.state = match thread.join() {
+            Ok(Ok(())) => MemberState::Stopped,
+            Ok(Err(error)) => MemberState::Failed {
+                error: format!("{error:#}"),
+            },
+            Err(_) => MemberState::Failed {
+                error: "its thread panicked".to_owned(),
+            },
+        };
+    }
+    member.state.clone()
+}
+
+/// Records the members that ended on their own (a failed start, a dead worker).
+fn reap(members: &Mutex<BTreeMap<String, Member>>) {
+    let mut members = lock(members);
+    for member in members.values_mut() {
+        if member.thread.as_ref().is_some_and(JoinHandle::is_finished) {
+            join(member);
+        }
+    }
+}
+
+/// The reply to one control request.
+#[derive(Debug, Serialize)]
+struct Reply {
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    members: Option<BTreeMap<String, MemberState>>,
+}
+
+fn serve(
+    stream: UnixStream,
+    blueprint: &Blueprint,
+    members: &Mutex<BTreeMap<String, Member>>,
+) -> anyhow::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line)?;
+    let reply = match answer(line.trim(), blueprint, members) {
+        Ok(members) => Reply {
+            ok: true,
+            error: None,
+            members,
+        },
+        Err(error) => Reply {
+            ok: false,
+            error: Some(format!("{error:#}")),
+            members: None,
+        },
+    };
+    let mut stream = &stream;
+    writeln!(stream, "{}", serde_json::to_string(&reply)?)?;
+    Ok(())
+}
+
+fn answer(
+    request: &str,
+    blueprint: &Blueprint,
+    members: &Mutex<BTreeMap<String, Member>>,
+) -> anyhow::Result<Option<BTreeMap<String, MemberState>>> {
+    let mut words = request.split_whitespace();
+    let (verb, node) = (words.next().unwrap_or(""), words.next());
+    let known = |node: Option<&str>| -> anyhow::Result<String> {
+        let node = node.context("which member? (`stop NODE`, `start NODE`)")?;
+        if !blueprint.args.members.iter().any(|m| m == node) {
+            bail!(
+                "no member `{node}` (members: {})",
+                blueprint.args.members.join(", ")
+            );
+        }
+        Ok(node.to_owned())
+    };
+    match verb {
+        "status" => Ok(Some(
+            lock(members)
+                .iter()
+                .map(|(node, member)| (node.clone(), member.state.clone()))
+                .collect(),
+        )),
+        "stop" => {
+            let node = known(node)?;
+            let mut members = lock(members);
+            let member = members.get_mut(&node).expect("every member has an entry");
+            member.stop.store(true, Ordering::SeqCst);
+            join(member);
+            Ok(None)
+        }
+        "kill" => {
+            let node = known(node)?;
+            let mut members = lock(members);
+            let member = members.get_mut(&node).expect("every member has an entry");
+            member.crash.store(true, Ordering::SeqCst);
+            member.stop.store(true, Ordering::SeqCst);
+            join(member);
+            Ok(None)
+        }
+        "start" => {
+            let node = known(node)?;
+            let mut members = lock(members);
+            if members.get(&node).is_some_and(|m| m.thread.is_some()) {
+                bail!("{node} is running");
+            }
+            let member = blueprint.start(&node)?;
+            members.insert(node, member);
+            Ok(None)
+        }
+        other => bail!("unknown request `{other}` (status, stop NODE, kill NODE, start NODE)"),
+    }
+}
