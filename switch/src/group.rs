@@ -395,3 +395,73 @@ fn answer(
         other => bail!("unknown request `{other}` (status, stop NODE, kill NODE, start NODE)"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        group: GroupArgs,
+    }
+
+    fn args(extra: &[&str]) -> GroupArgs {
+        let mut argv = vec!["ofan-switch"];
+        argv.extend_from_slice(extra);
+        Cli::try_parse_from(argv).expect("parses").group
+    }
+
+    #[test]
+    fn several_members_need_their_own_namespace_and_admin_socket() {
+        let ok = ["--member", "a", "--member", "b", "--netns", "lab-{node}"];
+        let socket = ["--admin-socket", "/run/x/{node}.sock"];
+        assert!(validate(&args(&[&ok[..], &socket[..]].concat())).is_ok());
+        let error = validate(&args(&ok)).unwrap_err().to_string();
+        assert!(error.contains("--admin-socket"), "{error}");
+        let shared = ["--member", "a", "--member", "b", "--netns", "lab"];
+        let error = validate(&args(&[&shared[..], &socket[..]].concat()))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("{node}"), "{error}");
+        // One member may name its namespace and socket outright.
+        assert!(validate(&args(&["--member", "a", "--netns", "lab-a"])).is_ok());
+    }
+
+    #[test]
+    fn a_member_twice_or_a_node_flag_is_refused() {
+        let twice = ["--member", "a", "--member", "a", "--netns", "{node}"];
+        let socket = ["--admin-socket", "{node}.sock"];
+        let error = validate(&args(&[&twice[..], &socket[..]].concat()))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("twice"), "{error}");
+        let node = ["--member", "a", "--netns", "{node}", "--node", "a"];
+        let error = validate(&args(&node)).unwrap_err().to_string();
+        assert!(error.contains("--member"), "{error}");
+    }
+
+    #[test]
+    fn members_go_to_the_pool_threads_in_blocks() {
+        let members: Vec<String> = (0..20).map(|i| format!("s{i}")).collect();
+        let mut argv: Vec<&str> = vec!["--netns", "{node}", "--admin-socket", "{node}.sock"];
+        for member in &members {
+            argv.extend_from_slice(&["--member", member]);
+        }
+        let pool = WorkerPool::start(PoolConfig {
+            threads: 2,
+            rt_priority: None,
+            pin: false,
+        })
+        .expect("pool");
+        let blueprint = Blueprint {
+            args: args(&argv),
+            pool: Arc::new(pool),
+        };
+        let threads: Vec<usize> = members.iter().map(|m| blueprint.thread_of(m)).collect();
+        assert_eq!(threads[..10], [0; 10]);
+        assert_eq!(threads[10..], [1; 10]);
+    }
+}

@@ -82,6 +82,17 @@ impl LabGuard {
             .collect()
     }
 
+    /// Pids of the switches' records (a switch group's own record left out: the same pid).
+    fn member_pids(&self) -> Vec<u32> {
+        self.state()["processes"]
+            .as_array()
+            .expect("processes")
+            .iter()
+            .filter(|p| p["node"] != "group")
+            .map(|p| p["pid"].as_u64().unwrap() as u32)
+            .collect()
+    }
+
     /// `ofan-switch stats --json` of switch `node`.
     fn stats(&self, node: &str) -> Value {
         let socket = self.state_dir().join("sock").join(format!("{node}.sock"));
@@ -261,7 +272,10 @@ fn port_packets(lab: &LabGuard, node: &str, ifname: &str) -> u64 {
 
 /// The k=4 lab end to end: up, all 240 ordered pairs ping, traceroute across pods shows
 /// edge–aggregation–core–aggregation–edge, the data path (not the kernel) forwarded, and down
-/// leaves no namespace, link, process or XDP program.
+/// leaves no namespace, link, process or XDP program. The switches run in one `ofan-switch
+/// group` (the default): one process, recorded for every switch; a member killed alone is
+/// reported crashed, keeps its program attached (a crash's black hole) while the others
+/// forward, and starts again.
 fn k4_lab_up_pingall_traceroute_down() {
     let _machine = serial();
     let lab = LabGuard::new("a");
@@ -269,7 +283,11 @@ fn k4_lab_up_pingall_traceroute_down() {
     lab.ok(&["up", "--topo", "fat-tree", "--k", "4"]);
     eprintln!("k=4 lab up in {:.2} s", started.elapsed().as_secs_f64());
     let pids = lab.switch_pids();
-    assert_eq!(pids.len(), 20);
+    // 20 switches and the group itself, all one process.
+    assert_eq!(pids.len(), 21);
+    let mut distinct = pids.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 1, "one process for every switch: {pids:?}");
 
     let before =
         counter(&lab.stats("c-0"), "forwarded") + counter(&lab.stats("e-p0-0"), "forwarded");
@@ -305,17 +323,69 @@ fn k4_lab_up_pingall_traceroute_down() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&xdp.stdout).contains("xdp"));
+
+    // One member killed: crashed in status, its program still attached, the rest forwards.
+    lab.ok(&["node", "c-1", "kill"]);
+    let status = lab.ok(&["status"]);
+    assert!(
+        status.contains("19/20 switches running, 1 crashed"),
+        "{status}"
+    );
+    let xdp = Command::new("ip")
+        .args(["netns", "exec", &format!("{}c-1", lab.prefix())])
+        .args(["ip", "-d", "link", "show", "p0"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&xdp.stdout).contains("xdp"),
+        "a killed member leaves its program attached, as a killed process does"
+    );
+    // Hosts of one pod reach each other without the core.
+    let out = lab.lab(&[
+        "exec",
+        "h-p0-e0-h0",
+        "--",
+        "ping",
+        "-c",
+        "3",
+        "-i",
+        "0.2",
+        "10.0.1.1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    lab.ok(&["node", "c-1", "start"]);
+    let status = lab.ok(&["status"]);
+    assert!(
+        status.contains("20/20 switches running, 0 crashed"),
+        "{status}"
+    );
+    pingall_passes(&lab, 240);
     lab.down_and_check(&pids);
     // Idempotent.
     lab.ok(&["down"]);
 }
 
 /// A link taken down: pingall still passes (routes avoid it) and its counters stop; back up,
-/// pingall passes again.
+/// pingall passes again. With one switch process per switch (`--switches process`, what runs
+/// on a real box), whose edge switch also stops and starts again: its hosts get their default
+/// routes back.
 fn link_down_is_routed_around_and_its_counters_stop() {
     let _machine = serial();
     let lab = LabGuard::new("b");
-    lab.ok(&["up", "--topo", "fat-tree", "--k", "4"]);
+    lab.ok(&[
+        "up",
+        "--topo",
+        "fat-tree",
+        "--k",
+        "4",
+        "--switches",
+        "process",
+    ]);
+    assert_eq!(lab.switch_pids().len(), 20, "one process per switch");
     pingall_passes(&lab, 240);
     let out = lab.lab(&["link", "e-p0-0", "a-p0-0", "down"]);
     assert!(
@@ -353,6 +423,9 @@ fn link_down_is_routed_around_and_its_counters_stop() {
         port_packets(&lab, "e-p0-0", "p2") > edge_after,
         "the restored link carries no traffic"
     );
+    lab.ok(&["node", "e-p0-0", "stop"]);
+    lab.ok(&["node", "e-p0-0", "start"]);
+    pingall_passes(&lab, 240);
     let pids = lab.switch_pids();
     lab.down_and_check(&pids);
 }
@@ -848,7 +921,7 @@ fn chaos_run_accounts_for_every_repetition_or_names_its_fault() {
         "{}",
         output.table
     );
-    let pids = lab.switch_pids();
+    let pids = lab.member_pids();
     assert_eq!(pids.len(), 20);
     assert!(
         pids.iter().all(|&pid| alive(pid)),
@@ -1220,7 +1293,7 @@ fn bfd_routes_around_a_blackholed_link() {
     assert!(!lab.ok(&["status"]).contains("BLACKHOLE"));
     pingall_passes(&lab, 240);
 
-    let mut pids = lab.switch_pids();
+    let mut pids = lab.member_pids();
     pids.extend(daemon_pids(&lab));
     assert_eq!(pids.len(), 20 + 60, "20 switches, 20 × zebra, bfdd, bgpd");
     lab.down_and_check(&pids);
