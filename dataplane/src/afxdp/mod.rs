@@ -37,7 +37,7 @@ use xdpilone::{IfInfo, Socket, SocketConfig, UmemConfig};
 
 pub use frames::FrameCensus;
 pub use steer::{Steering, XdpMode};
-pub use sys::{enter_network_namespace, ifindex, monotonic_ns, mtu};
+pub use sys::{enter_network_namespace, ifindex, monotonic_ns, mtu, release_free_memory};
 
 use crate::egress::{EgressConfig, EgressQueue};
 use crate::fib::{PortId, SharedFib};

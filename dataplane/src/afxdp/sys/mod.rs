@@ -567,3 +567,15 @@ pub fn enter_network_namespace(name: &str) -> io::Result<()> {
     // CLONE_NEWNET only changes the calling thread's network namespace.
     check(unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) }).map(drop)
 }
+
+/// Returns the allocator's free memory to the kernel (glibc's `malloc_trim`; nothing elsewhere).
+/// Loading the XDP program parses the kernel's BTF — tens of MB, freed at once but kept by the
+/// allocator's per-thread arenas: in an `ofan-switch group` of twenty switches, 310 MB of its
+/// 556 MB resident (measured).
+pub fn release_free_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; any thread may call it.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
