@@ -93,9 +93,32 @@ impl Drop for Reaped {
     }
 }
 
+/// The scheduling policy (`/proc/PID/stat` field 41: 0 ordinary, 1 SCHED_FIFO) of every
+/// `ksoftirqd/N`, by pid.
+fn ksoftirqd_policies() -> Vec<(u32, u32)> {
+    let mut policies: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.starts_with("ksoftirqd/"))
+        })
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let after = &stat[stat.rfind(')')? + 1..];
+            // Field 41 is the 39th after the command name (fields 3…).
+            Some((pid, after.split_whitespace().nth(38)?.parse().ok()?))
+        })
+        .collect();
+    policies.sort_unstable();
+    policies
+}
+
 fn reset_returns_the_machine_to_clean() {
     let _machine = serial();
     let pid = std::process::id();
+    let softirq_before = ksoftirqd_policies();
     let (kept, lost, stray) = (
         format!("t{pid}r1"),
         format!("t{pid}r2"),
@@ -125,6 +148,11 @@ fn reset_returns_the_machine_to_clean() {
         !ofan_xdp_programs().is_empty(),
         "the labs' switches attach XDP programs"
     );
+    assert!(
+        ksoftirqd_policies().iter().all(|&(_, policy)| policy == 1),
+        "while labs run, ksoftirqd is SCHED_FIFO: {:?}",
+        ksoftirqd_policies()
+    );
 
     let said = lab(&["reset"]);
     eprintln!("{said}");
@@ -140,6 +168,11 @@ fn reset_returns_the_machine_to_clean() {
         ofan_xdp_programs(),
         Vec::<String>::new(),
         "XDP programs left"
+    );
+    assert_eq!(
+        ksoftirqd_policies(),
+        softirq_before,
+        "reset puts ksoftirqd back as it ran"
     );
     let living: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
     assert!(living.is_empty(), "switch processes left: {living:?}");

@@ -81,6 +81,7 @@ pub fn down(name: &str) -> anyhow::Result<Removed> {
         remove_frr_run_dir(namespace)?;
     }
     dir.remove()?;
+    super::softirq::restore_if_no_lab()?;
     Ok(Removed {
         had_state: state.is_some(),
         stopped,
@@ -122,6 +123,7 @@ pub fn down_all() -> anyhow::Result<RemovedAll> {
             remove_frr_run_dir(&name)?;
         }
     }
+    super::softirq::restore_if_no_lab()?;
     let mut root = Rtnl::open()?;
     let links: Vec<_> = root
         .links()?

@@ -36,6 +36,7 @@ mod ping;
 pub mod plan;
 mod procs;
 mod rate;
+pub mod softirq;
 pub mod spec;
 pub mod state;
 pub mod status;

@@ -155,6 +155,10 @@ fn build(
         step(observer, "switch routes");
     }
 
+    // The kernel's network processing must not wait behind the lab's real-time threads.
+    if state.params.rt_priority > 0 {
+        super::softirq::raise(super::softirq::KSOFTIRQD_RT_PRIORITY)?;
+    }
     // Switches.
     if state.params.switches == super::spec::Switches::Group {
         let members: Vec<String> = topology.switches().iter().map(|s| s.name.clone()).collect();

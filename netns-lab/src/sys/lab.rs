@@ -130,3 +130,32 @@ pub fn signal(pid: u32, signal: libc::c_int) -> io::Result<()> {
 }
 
 pub use libc::{SIGINT, SIGKILL, SIGTERM};
+
+/// The scheduling policy and real-time priority of thread `pid`.
+///
+/// # Errors
+/// No such thread.
+pub fn scheduler_of(pid: u32) -> io::Result<(i32, i32)> {
+    let mut param = libc::sched_param { sched_priority: 0 };
+    let pid =
+        libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `param` is a valid out-pointer for the duration of the call.
+    let policy = check(unsafe { libc::sched_getscheduler(pid) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::sched_getparam(pid, &mut param) })?;
+    Ok((policy, param.sched_priority))
+}
+
+/// Sets thread `pid`'s scheduling policy and real-time priority (0 for the ordinary policies).
+///
+/// # Errors
+/// No such thread; not permitted; a priority out of range for the policy.
+pub fn set_scheduler(pid: u32, policy: i32, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    let pid =
+        libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `param` is valid for the duration of the call; the kernel copies it.
+    check(unsafe { libc::sched_setscheduler(pid, policy, &param) }).map(drop)
+}
