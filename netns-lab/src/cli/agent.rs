@@ -19,8 +19,12 @@ Host traffic agent: sends this host's flows of a collective plan at ρ × link r
 every DATA packet it receives (one per lab host namespace); `agent plan` writes plans.";
 
 const AGENT_LONG_ABOUT: &str = "\
-Host traffic agent. Runs inside one host namespace; the lab starts one per host with the same \
---plan and --start-at.
+Host traffic agent. Runs inside one host namespace, with the same --plan and --start-at as \
+every other host's agent — or, with several --host, as the agent of all those hosts in one \
+process (a shared agent: one sender thread paces every host's departures, one receiver thread \
+serves every host's socket; with --lab, each host's sockets are created in its lab namespace \
+while the process stays in the root namespace; reports go to --out-dir). The lab's runner \
+starts one shared agent by default (ofan-lab run --agents shared|per-host).
 
 At --start-at (CLOCK_MONOTONIC ns, shared by all namespaces) it sends the plan's flows whose \
 source is this host: UDP DATA packets of --payload bytes (18-byte header + padding), ECT(0), \
@@ -48,7 +52,10 @@ Examples:
   # in every host namespace, the same start time (now + 2 s):
   START=$(ofan-lab agent clock --plus 2s)
   ip netns exec ofan-lab-h-p0-e0-h0 ofan-lab agent --plan plan.json --start-at $START \\
-      --link-rate 20mbit --load 1.0 --host-lb spray --out h-p0-e0-h0.json";
+      --link-rate 20mbit --load 1.0 --host-lb spray --out h-p0-e0-h0.json
+  # or one process for hosts of lab `lab` (sockets in their namespaces), reports in out/:
+  ofan-lab agent --plan plan.json --lab lab --host h-p0-e0-h0 --host h-p0-e0-h1 \\
+      --start-at $START --link-rate 20mbit --out-dir out";
 
 /// Agent subcommands (flattened into `ofan-lab`'s commands).
 #[derive(Debug, clap::Subcommand)]

@@ -5,8 +5,8 @@
 //! statistics, with [`HostSender::next_wake`] (when it next has something to do) and
 //! [`HostSender::step`] (do it: send one packet, or find there is nothing to send yet). The
 //! thread ([`send_loop`]) sleeps until the earliest host's wake-up minus the spin window,
-//! spins, and steps every host that is due in one pass; which hosts those are is decided by
-//! the pure [`earliest`] and [`is_due`].
+//! spins, and steps every host that is due in one pass, earliest first; which hosts those are
+//! is decided by the pure [`earliest`] and [`due_hosts`].
 
 use super::*;
 
@@ -38,6 +38,14 @@ pub(super) fn earliest(wakes: &[Option<u64>]) -> Option<(usize, u64)> {
 /// Whether a host waking at `wake` is due at `now` (a finished host never is).
 pub(super) fn is_due(wake: Option<u64>, now: u64) -> bool {
     wake.is_some_and(|at| at <= now)
+}
+
+/// Replaces `due` with the hosts due at `now`, earliest wake-up first (ties: lowest index), so
+/// that a pass that serves several hosts serves them in the order their departures fell due.
+pub(super) fn due_hosts(wakes: &[Option<u64>], now: u64, due: &mut Vec<usize>) {
+    due.clear();
+    due.extend((0..wakes.len()).filter(|&host| is_due(wakes[host], now)));
+    due.sort_by_key(|&host| (wakes[host], host));
 }
 
 /// One host's sending state.
@@ -281,6 +289,7 @@ pub(super) fn send_loop(
         }
     }
     let mut wakes: Vec<Option<u64>> = vec![None; hosts.len()];
+    let mut due = Vec::with_capacity(hosts.len());
     while !stop.load(Ordering::Relaxed) {
         take_acks(feedback, hosts);
         for (wake, host) in wakes.iter_mut().zip(hosts.iter_mut()) {
@@ -295,12 +304,13 @@ pub(super) fn send_loop(
             sys::sleep_until_ns(poll_end);
             continue;
         }
-        wait_until(at, spin_ns);
+        let now = wait_until(at, spin_ns);
         take_acks(feedback, hosts);
-        for host in hosts.iter_mut() {
+        due_hosts(&wakes, now, &mut due);
+        for &index in &due {
+            let host = &mut hosts[index];
             // An ACK may have completed the host since its wake-up was computed.
-            let wake = host.next_wake();
-            if !is_due(wake, sys::monotonic_ns()) {
+            if host.next_wake().is_none() {
                 continue;
             }
             host.step(sys::monotonic_ns()).with_context(|| {
