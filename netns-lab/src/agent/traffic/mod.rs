@@ -38,7 +38,8 @@ use sender::{send_loop, HostSender};
 
 /// Receive buffer of the agent's socket: room for bursts of DATA and ACKs.
 const RECV_BUFFER: usize = 8 << 20;
-/// How often the receiver checks the stop flag and the deadline.
+/// How often the receiver checks the stop flag, lingering and the deadlines when no socket has
+/// input.
 const RECV_POLL: Duration = Duration::from_millis(10);
 /// Wait before retrying a send the kernel had no buffer for.
 const SEND_RETRY_WAIT: Duration = Duration::from_micros(20);
@@ -126,8 +127,8 @@ struct Feedback {
     ce: bool,
 }
 
-/// How long the sender waits for an ACK at most when it has nothing to send (it also checks
-/// the stop flag and the deadline this often).
+/// The longest the sender sleeps at once when no host is due sooner: it checks the stop flag
+/// this often, and sees ACKs that completed a host this soon.
 const IDLE_POLL: Duration = Duration::from_millis(5);
 
 /// What the sender measured. The rate statistics (`first_ns`, `last_ns`,
