@@ -10,7 +10,9 @@
 //! drop costs time and never voids a run. All agents start at one CLOCK_MONOTONIC instant
 //! (`--start-at`); an agent that completed keeps answering until every agent has (`--stop-file`)
 //! and then writes a JSON [`report::AgentReport`]; the CCT of the run is
-//! [`report::collective_cct_ns`] over them.
+//! [`report::collective_cct_ns`] over them. One process may be the agent of several hosts
+//! ([`traffic::run_agents`], the lab's default): each host's sockets are created in its
+//! namespace, and one sender and one receiver thread serve them all.
 //!
 //! Layers (pure unless noted):
 //! - [`collective`]: plans — permutation, all-to-all, ring, matrix — in the model's flow order.
@@ -19,7 +21,8 @@
 //! - [`entropy`]: host-side load balancing (none, spray, REPS) over a pool of source ports.
 //! - [`track`]: exactly-once accounting of sequence numbers.
 //! - [`traffic`] (I/O): sockets, the sender and receiver threads, the report.
-//! - [`sys`] (the only `unsafe`): clock, absolute sleep, timer slack, `recvmsg` with IP_TOS.
+//! - [`sys`] (the only `unsafe`): clock, absolute sleep, timer slack, `recvmsg` with IP_TOS,
+//!   epoll.
 //!
 //! The wire format, plan and report formats and the pacing method are in `docs/agent.md`.
 

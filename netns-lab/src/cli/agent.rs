@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use ofan_lab::agent::collective::{self, Plan, PlanHost};
 use ofan_lab::agent::traffic::{self, AgentConfig};
 use ofan_lab::agent::{monotonic_now_ns, report, wire, write_atomically};
-use ofan_lab::lab::TopologySource;
+use ofan_lab::lab::{ops::open_namespace, TopologySource};
 use ofan_lab::units::{parse_duration, parse_rate, parse_size};
 
 use super::{CollectiveName, HostLbArg};
@@ -19,8 +19,12 @@ Host traffic agent: sends this host's flows of a collective plan at ρ × link r
 every DATA packet it receives (one per lab host namespace); `agent plan` writes plans.";
 
 const AGENT_LONG_ABOUT: &str = "\
-Host traffic agent. Runs inside one host namespace; the lab starts one per host with the same \
---plan and --start-at.
+Host traffic agent. Runs inside one host namespace, with the same --plan and --start-at as \
+every other host's agent — or, with several --host, as the agent of all those hosts in one \
+process (a shared agent: one sender thread paces every host's departures, one receiver thread \
+serves every host's socket; with --lab, each host's sockets are created in its lab namespace \
+while the process stays in the root namespace; reports go to --out-dir). The lab's runner \
+starts one shared agent by default (ofan-lab run --agents shared|per-host).
 
 At --start-at (CLOCK_MONOTONIC ns, shared by all namespaces) it sends the plan's flows whose \
 source is this host: UDP DATA packets of --payload bytes (18-byte header + padding), ECT(0), \
@@ -48,7 +52,10 @@ Examples:
   # in every host namespace, the same start time (now + 2 s):
   START=$(ofan-lab agent clock --plus 2s)
   ip netns exec ofan-lab-h-p0-e0-h0 ofan-lab agent --plan plan.json --start-at $START \\
-      --link-rate 20mbit --load 1.0 --host-lb spray --out h-p0-e0-h0.json";
+      --link-rate 20mbit --load 1.0 --host-lb spray --out h-p0-e0-h0.json
+  # or one process for hosts of lab `lab` (sockets in their namespaces), reports in out/:
+  ofan-lab agent --plan plan.json --lab lab --host h-p0-e0-h0 --host h-p0-e0-h1 \\
+      --start-at $START --link-rate 20mbit --out-dir out";
 
 /// Agent subcommands (flattened into `ofan-lab`'s commands).
 #[derive(Debug, clap::Subcommand)]
@@ -94,9 +101,19 @@ struct RunArgs {
     #[arg(long, value_name = "FILE", required = true)]
     plan: Option<PathBuf>,
     /// This host's name in the plan (default: the plan host whose address is configured in
-    /// this namespace).
+    /// this namespace). Repeat it to run several hosts in this one process (a shared agent:
+    /// one sender and one receiver thread for all of them; needs --out-dir).
     #[arg(long, value_name = "NAME")]
-    host: Option<String>,
+    host: Vec<String>,
+    /// Create each host's sockets in its namespace of this lab (`ofan-lab-<lab>-<host>`-style,
+    /// as `ofan-lab up --name` made them) instead of the current one; the process itself stays
+    /// where it was started. Needs root.
+    #[arg(long, value_name = "NAME")]
+    lab: Option<String>,
+    /// The k-th --host starts k × this many ns after --start-at (spreads the hosts' departures
+    /// so that they do not all fall due at the same instant).
+    #[arg(long, value_name = "NS", default_value_t = 0)]
+    stagger_ns: u64,
     /// When the first packet is due: CLOCK_MONOTONIC nanoseconds (all namespaces share that
     /// clock; see `ofan-lab agent clock`), or +DURATION from now (e.g. +2s).
     #[arg(long, value_name = "NS|+DURATION", required = true)]
@@ -138,9 +155,13 @@ struct RunArgs {
     /// ordinary tasks the moment a departure is due. Needs root.
     #[arg(long, value_name = "PRIO", default_value_t = 0)]
     rt_priority: u8,
-    /// Where to write the JSON report.
-    #[arg(long, value_name = "FILE", required = true)]
+    /// Where to write the JSON report (one host).
+    #[arg(long, value_name = "FILE", required_unless_present = "out_dir")]
     out: Option<PathBuf>,
+    /// Write each host's report to DIR/<host>.json and create DIR/<host>.done the moment the
+    /// host completes (instead of --out and --done-file; needed with several --host).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "done_file"])]
+    out_dir: Option<PathBuf>,
     /// After completing, keep answering DATA with ACKs (a peer whose last ACK was lost
     /// retransmits) until no frame has arrived for this long — or, with --stop-file, until that
     /// file exists. The report is written at exit.
@@ -259,15 +280,38 @@ fn print_cct(paths: &[PathBuf]) -> anyhow::Result<()> {
 
 fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
     let plan_path = args.plan.as_deref().context("--plan is required")?;
-    let out = args.out.as_deref().context("--out is required")?;
     let text = std::fs::read_to_string(plan_path)
         .with_context(|| format!("--plan {}", plan_path.display()))?;
     let plan = Plan::from_json(&text).with_context(|| format!("--plan {}", plan_path.display()))?;
-    let host = match &args.host {
-        Some(name) => plan
-            .host_index(name)
-            .with_context(|| format!("--host {name}: not a host of the plan"))?,
-        None => traffic::local_host(&plan)?,
+    let hosts: Vec<u32> = if args.host.is_empty() {
+        if args.lab.is_some() {
+            bail!("--lab needs --host (which hosts of the lab)");
+        }
+        vec![traffic::local_host(&plan)?]
+    } else {
+        args.host
+            .iter()
+            .map(|name| {
+                plan.host_index(name)
+                    .with_context(|| format!("--host {name}: not a host of the plan"))
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    let mut sorted = hosts.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() < hosts.len() {
+        bail!("a --host is given twice");
+    }
+    // Where each host's report goes.
+    let outs: Vec<PathBuf> = match (&args.out, &args.out_dir) {
+        (Some(out), None) if hosts.len() == 1 => vec![out.clone()],
+        (Some(_), None) => bail!("several --host need --out-dir (one report per host)"),
+        (None, Some(dir)) => hosts
+            .iter()
+            .map(|&host| dir.join(format!("{}.json", plan.hosts[host as usize].name)))
+            .collect(),
+        _ => bail!("--out or --out-dir is required"),
     };
     let start_at = args.start_at.as_deref().context("--start-at is required")?;
     let start_at_ns = match start_at.strip_prefix('+') {
@@ -303,7 +347,7 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
     }
     let config = AgentConfig {
         plan,
-        host,
+        host: hosts[0],
         start_at_ns,
         link_rate_bps,
         load: args.load,
@@ -331,42 +375,78 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
         )
         .unwrap_or(u64::MAX),
     };
-    let report = traffic::run_agent(&config)?;
-    write_atomically(out, &serde_json::to_string_pretty(&report)?)?;
+    let configs: Vec<AgentConfig> = hosts
+        .iter()
+        .enumerate()
+        .map(|(k, &host)| {
+            let name = &config.plan.hosts[host as usize].name;
+            AgentConfig {
+                host,
+                start_at_ns: start_at_ns + k as u64 * args.stagger_ns,
+                done_file: match &args.out_dir {
+                    Some(dir) => Some(dir.join(format!("{name}.done"))),
+                    None => config.done_file.clone(),
+                },
+                ..config.clone()
+            }
+        })
+        .collect();
+    let namespaces = configs
+        .iter()
+        .map(|config| {
+            let name = &config.plan.hosts[config.host as usize].name;
+            args.lab
+                .as_deref()
+                .map(|lab| {
+                    open_namespace(lab, name)
+                        .with_context(|| format!("--lab {lab}: the namespace of host {name}"))
+                })
+                .transpose()
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let reports = traffic::run_agents(&configs, &namespaces)?;
 
-    let sent: u64 = report.flows.iter().map(|f| u64::from(f.packets)).sum();
-    let acked: u64 = report.flows.iter().map(|f| u64::from(f.acks)).sum();
-    let received: u64 = report.received.iter().map(|r| r.packets).sum();
-    let duplicates: u64 = report.received.iter().map(|r| r.duplicates).sum();
-    let missing: u64 = report.received.iter().map(|r| r.missing).sum();
-    println!(
-        "host={} complete={} packets={} acked={} received={} duplicates={} missing={} \
-         requested_bps={:.0} achieved_bps={:.0} late_p50_ns={} late_p99_ns={} cct_ns={}",
-        report.host,
-        report.complete,
-        sent,
-        acked,
-        received,
-        duplicates,
-        missing,
-        report.pacing.requested_bps,
-        report.pacing.achieved_bps.unwrap_or(0.0),
-        report.pacing.late_p50_ns,
-        report.pacing.late_p99_ns,
-        report
-            .own_cct_ns()
-            .map_or_else(|| "none".to_owned(), |c| c.to_string()),
-    );
-    if !report.complete {
-        bail!(
-            "incomplete: {} (report written to {})",
-            if report.timed_out {
-                "timed out"
-            } else {
-                "stopped"
-            },
-            out.display()
+    let mut incomplete = Vec::new();
+    for (report, out) in reports.iter().zip(&outs) {
+        write_atomically(out, &serde_json::to_string_pretty(report)?)?;
+        let sent: u64 = report.flows.iter().map(|f| u64::from(f.packets)).sum();
+        let acked: u64 = report.flows.iter().map(|f| u64::from(f.acks)).sum();
+        let received: u64 = report.received.iter().map(|r| r.packets).sum();
+        let duplicates: u64 = report.received.iter().map(|r| r.duplicates).sum();
+        let missing: u64 = report.received.iter().map(|r| r.missing).sum();
+        println!(
+            "host={} complete={} packets={} acked={} received={} duplicates={} missing={} \
+             requested_bps={:.0} achieved_bps={:.0} late_p50_ns={} late_p99_ns={} cct_ns={}",
+            report.host,
+            report.complete,
+            sent,
+            acked,
+            received,
+            duplicates,
+            missing,
+            report.pacing.requested_bps,
+            report.pacing.achieved_bps.unwrap_or(0.0),
+            report.pacing.late_p50_ns,
+            report.pacing.late_p99_ns,
+            report
+                .own_cct_ns()
+                .map_or_else(|| "none".to_owned(), |c| c.to_string()),
         );
+        if !report.complete {
+            incomplete.push(format!(
+                "{}: {} (report written to {})",
+                report.host,
+                if report.timed_out {
+                    "timed out"
+                } else {
+                    "stopped"
+                },
+                out.display()
+            ));
+        }
+    }
+    if !incomplete.is_empty() {
+        bail!("incomplete: {}", incomplete.join("; "));
     }
     Ok(())
 }

@@ -9,7 +9,8 @@ use ofan_lab::agent::entropy::HostLb;
 use ofan_lab::experiment::chaos::{Chaos, FaultKind};
 use ofan_lab::experiment::summary::{self, Variant};
 use ofan_lab::experiment::{
-    grid, output, Cell, Experiment, LabChoice, LabSession, Load, Traffic, AGENT_RT_PRIORITY,
+    grid, output, AgentMode, Cell, Experiment, LabChoice, LabSession, Load, Traffic,
+    AGENT_RT_PRIORITY,
 };
 use ofan_lab::lab::Shaping;
 use ofan_lab::units::{parse_rate, parse_size};
@@ -106,6 +107,11 @@ pub struct TrafficOptions {
     /// few µs; spinning costs CPU that the switches need).
     #[arg(long, value_name = "US", default_value_t = 20)]
     pub agent_spin_us: u64,
+    /// How the hosts' agents run: shared = one process in the root namespace serving every
+    /// host from one sender and one receiver thread (each host's sockets in its namespace;
+    /// few wake-ups on a small machine), per-host = one process per host namespace.
+    #[arg(long, value_enum, default_value = "shared")]
+    pub agents: AgentsArg,
     /// Results directory (default ./ofan-results/<command>-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -126,6 +132,24 @@ pub struct TrafficOptions {
         requires = "chaos"
     )]
     pub chaos_faults: Vec<FaultKindArg>,
+}
+
+/// `--agents`: how the hosts' agents run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentsArg {
+    /// One agent process serving every host.
+    Shared,
+    /// One agent process per host namespace.
+    PerHost,
+}
+
+impl From<AgentsArg> for AgentMode {
+    fn from(agents: AgentsArg) -> Self {
+        match agents {
+            AgentsArg::Shared => Self::Shared,
+            AgentsArg::PerHost => Self::PerHost,
+        }
+    }
 }
 
 /// A fault kind of `--chaos-faults`.
@@ -225,6 +249,7 @@ impl CompareArgs {
                 agent_rt_priority: AGENT_RT_PRIORITY,
                 agent_catch_up: false,
                 agent_spin_us: 20,
+                agents: AgentsArg::Shared,
                 out: None,
                 chaos: None,
                 chaos_faults: Vec::new(),
@@ -282,6 +307,7 @@ impl TrafficOptions {
             agent_rt_priority: self.agent_rt_priority,
             agent_catch_up: self.agent_catch_up,
             agent_spin_us: self.agent_spin_us,
+            agents: self.agents.into(),
             chaos: self.chaos.map(|seed| Chaos {
                 seed,
                 kinds: self.chaos_faults.iter().map(|&k| k.into()).collect(),

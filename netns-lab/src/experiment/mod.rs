@@ -31,6 +31,7 @@ use ofan_dataplane::lb::Algorithm;
 use crate::agent::collective::{self, Collective, Plan};
 use crate::lab::{self, LabSpec, Loaded, Shaping, TopologySource};
 use metrics::{LabSetup, RunReport};
+pub use runner::AgentMode;
 use runner::AgentOptions;
 use summary::{Summarized, Variant};
 
@@ -126,6 +127,8 @@ pub struct Traffic {
     pub agent_catch_up: bool,
     /// Agents spin this many µs before each departure.
     pub agent_spin_us: u64,
+    /// One shared agent process for every host, or one per host.
+    pub agents: AgentMode,
     /// One fault injected into every repetition (`--chaos SEED`), see [`chaos`].
     pub chaos: Option<chaos::Chaos>,
 }
@@ -140,6 +143,7 @@ impl Default for Traffic {
             agent_rt_priority: AGENT_RT_PRIORITY,
             agent_catch_up: false,
             agent_spin_us: 20,
+            agents: AgentMode::Shared,
             chaos: None,
         }
     }
@@ -263,6 +267,7 @@ impl Experiment {
             rt_priority: traffic.agent_rt_priority,
             catch_up: traffic.agent_catch_up,
             spin_us: traffic.agent_spin_us,
+            agents: traffic.agents,
             entropies: 64,
             port: 7000,
         };

@@ -30,6 +30,9 @@ const RESET_SETTLE: Duration = Duration::from_millis(250);
 /// has woken (at least every 100 ms) and published its queues' last frames leaving the wire.
 const SETTLE_AFTER: Duration = Duration::from_millis(200);
 
+/// The log of the shared agent in a repetition's directory.
+const SHARED_LOG: &str = "agents.log";
+
 /// Options passed to every agent.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
@@ -43,11 +46,25 @@ pub struct AgentOptions {
     pub entropies: u16,
     /// UDP port of the agents.
     pub port: u16,
+    /// One agent process for all hosts, or one per host.
+    pub agents: AgentMode,
+}
+
+/// How a repetition's host agents run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AgentMode {
+    /// One process in the root namespace serves every host (`ofan-lab agent --lab L --host …
+    /// --out-dir D`): one sender thread paces all hosts' departures, one receiver thread
+    /// serves all their sockets — few wake-ups and context switches on a small machine.
+    #[default]
+    Shared,
+    /// One process per host, each started in its host's namespace (`ip netns exec`).
+    PerHost,
 }
 
 /// Kills agents that are still running when dropped (an error or Ctrl-C of the orchestrator
-/// never leaves agents behind).
-struct Agents(Vec<(String, Child)>);
+/// never leaves agents behind). Each process with the hosts it serves.
+struct Agents(Vec<(Vec<String>, Child)>);
 
 impl Drop for Agents {
     fn drop(&mut self) {
@@ -133,20 +150,13 @@ pub fn run_repetition(
     // the kernel keeps the running image behind /proc/PID/exe.
     let exe = std::path::PathBuf::from(format!("/proc/{}/exe", std::process::id()));
     let stagger = stagger_ns(&setup, plan.hosts.len());
-    let mut agents = Agents(Vec::with_capacity(plan.hosts.len()));
-    for (index, host) in plan.hosts.iter().enumerate() {
-        let start_at = start_at + index as u64 * stagger;
-        let log = dir.join(format!("{}.log", host.name));
-        let log = File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
-        let mut command = Command::new("ip");
+    // `agent` and the options every host shares, logging to `log`.
+    let agent = |command: &mut Command, log: &Path| -> anyhow::Result<()> {
+        let log = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
         command
-            .args(["netns", "exec", &namespace(&lab.state.name, &host.name)])
-            .arg(&exe)
             .arg("agent")
             .arg("--plan")
             .arg(&plan_path)
-            .args(["--host", &host.name])
-            .args(["--start-at", &start_at.to_string()])
             .args(["--link-rate", &setup.link_rate_bps.to_string()])
             .args(["--load", &setup.load.to_string()])
             .args(["--payload", &setup.payload.to_string()])
@@ -158,10 +168,6 @@ pub fn run_repetition(
             .args(["--spin-us", &options.spin_us.to_string()])
             .args(["--rt-priority", &options.rt_priority.to_string()])
             .args(["--max-round-trip", &format!("{max_round_trip_ns}ns")])
-            .arg("--out")
-            .arg(dir.join(format!("{}.json", host.name)))
-            .arg("--done-file")
-            .arg(done_file(&host.name))
             .arg("--stop-file")
             .arg(&stop_file)
             .stdin(Stdio::null())
@@ -170,11 +176,53 @@ pub fn run_repetition(
         if options.catch_up {
             command.arg("--catch-up");
         }
+        Ok(())
+    };
+    for host in &plan.hosts {
         let _ = std::fs::remove_file(done_file(&host.name));
-        let child = command
-            .spawn()
-            .with_context(|| format!("cannot start the agent of {}", host.name))?;
-        agents.0.push((host.name.clone(), child));
+    }
+    let mut agents = Agents(Vec::with_capacity(plan.hosts.len()));
+    match options.agents {
+        AgentMode::Shared => {
+            // In the root namespace: it creates each host's sockets in the host's namespace.
+            let mut command = Command::new(&exe);
+            agent(&mut command, &dir.join(SHARED_LOG))?;
+            command
+                .args(["--lab", &lab.state.name])
+                .args(["--start-at", &start_at.to_string()])
+                .args(["--stagger-ns", &stagger.to_string()])
+                .arg("--out-dir")
+                .arg(dir);
+            for host in &plan.hosts {
+                command.args(["--host", &host.name]);
+            }
+            let child = command
+                .spawn()
+                .context("cannot start the shared agent of every host")?;
+            let names = plan.hosts.iter().map(|host| host.name.clone()).collect();
+            agents.0.push((names, child));
+        }
+        AgentMode::PerHost => {
+            for (index, host) in plan.hosts.iter().enumerate() {
+                let start_at = start_at + index as u64 * stagger;
+                let mut command = Command::new("ip");
+                command
+                    .args(["netns", "exec", &namespace(&lab.state.name, &host.name)])
+                    .arg(&exe);
+                agent(&mut command, &dir.join(format!("{}.log", host.name)))?;
+                command
+                    .args(["--host", &host.name])
+                    .args(["--start-at", &start_at.to_string()])
+                    .arg("--out")
+                    .arg(dir.join(format!("{}.json", host.name)))
+                    .arg("--done-file")
+                    .arg(done_file(&host.name));
+                let child = command
+                    .spawn()
+                    .with_context(|| format!("cannot start the agent of {}", host.name))?;
+                agents.0.push((vec![host.name.clone()], child));
+            }
+        }
     }
     // The fault, on its own thread: the lab's operations take their time (a reconvergence, a
     // switch coming back) while the agents go on.
@@ -211,9 +259,8 @@ pub fn run_repetition(
         let running: Vec<&str> = agents
             .0
             .iter_mut()
-            .filter_map(|(host, child)| {
-                matches!(child.try_wait(), Ok(None)).then_some(host.as_str())
-            })
+            .filter_map(|(hosts, child)| matches!(child.try_wait(), Ok(None)).then_some(hosts))
+            .flat_map(|hosts| hosts.iter().map(String::as_str))
             .collect();
         if running.is_empty() {
             break;
@@ -245,12 +292,15 @@ pub fn run_repetition(
         .map(|host| {
             let path = dir.join(format!("{}.json", host.name));
             let text = std::fs::read_to_string(&path).map_err(|_| {
-                let log = std::fs::read_to_string(dir.join(format!("{}.log", host.name)))
-                    .unwrap_or_default();
+                let (log, last) = match options.agents {
+                    AgentMode::PerHost => (format!("{}.log", host.name), None),
+                    AgentMode::Shared => (SHARED_LOG.to_owned(), Some(host.name.as_str())),
+                };
+                let log = std::fs::read_to_string(dir.join(&log)).unwrap_or_default();
                 anyhow::anyhow!(
-                    "the agent of {} wrote no report; its log says: {}",
+                    "the agent of {} wrote no report; {log} says: {}",
                     host.name,
-                    log.lines().last().unwrap_or("(nothing)")
+                    last_log_line(&log, last).unwrap_or("(nothing)")
                 )
             })?;
             serde_json::from_str::<AgentReport>(&text)
@@ -292,6 +342,12 @@ pub fn run_repetition(
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(report)
+}
+
+/// The last line of an agent's log — with `host`, the last that names it, else the last.
+fn last_log_line<'a>(log: &'a str, host: Option<&str>) -> Option<&'a str> {
+    host.and_then(|host| log.lines().rev().find(|line| line.contains(host)))
+        .or_else(|| log.lines().last())
 }
 
 /// Agents start one full DATA frame time apart divided by the number of hosts: all of them

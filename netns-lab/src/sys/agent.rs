@@ -1,10 +1,12 @@
 //! The agent's only `unsafe`: the monotonic clock, absolute sleeps, timer slack, socket
-//! options socket2 does not offer, and `recvmsg` with the IP_TOS control message.
+//! options socket2 does not offer, `recvmsg` with the IP_TOS control message, and the epoll
+//! set over every host's receive socket of a shared agent.
 
 use std::io;
 use std::mem::MaybeUninit;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
@@ -186,6 +188,99 @@ pub fn recv_with_tos(socket: &impl AsRawFd, buf: &mut [u8]) -> io::Result<Receiv
         ),
         tos,
     })
+}
+
+/// An epoll set of sockets waited on for input, each registered with a token (the shared
+/// agent's receiver: one set over every host's receive socket).
+#[derive(Debug)]
+pub struct Epoll {
+    fd: OwnedFd,
+}
+
+impl Epoll {
+    /// An empty set.
+    ///
+    /// # Errors
+    /// When epoll_create1 fails.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: epoll_create1 takes a flag word and returns a new descriptor or -1.
+        let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: `fd` was just returned by epoll_create1, is open and owned by no one else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Self { fd })
+    }
+
+    /// Watches `socket` for input (level-triggered); `wait` reports it as `token`.
+    ///
+    /// # Errors
+    /// When epoll_ctl fails.
+    pub fn add(&self, socket: &impl AsRawFd, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: both descriptors are open for the duration of the call; `event` is a valid
+        // epoll_event the kernel only reads.
+        check(unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                socket.as_raw_fd(),
+                &mut event,
+            )
+        })
+        .map(drop)
+    }
+
+    /// Stops watching `socket`.
+    ///
+    /// # Errors
+    /// When epoll_ctl fails (e.g. the socket was not in the set).
+    pub fn remove(&self, socket: &impl AsRawFd) -> io::Result<()> {
+        // SAFETY: both descriptors are open for the duration of the call; EPOLL_CTL_DEL ignores
+        // the event pointer, which may be null.
+        check(unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                socket.as_raw_fd(),
+                std::ptr::null_mut(),
+            )
+        })
+        .map(drop)
+    }
+
+    /// Waits up to `timeout` for input and replaces `ready` with the tokens of the sockets that
+    /// have some (empty on timeout or a signal).
+    ///
+    /// # Errors
+    /// When epoll_wait fails for another reason than a signal.
+    pub fn wait(&self, ready: &mut Vec<u64>, timeout: Duration) -> io::Result<()> {
+        const MAX_EVENTS: usize = 64;
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
+        let timeout_ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `events` is valid for writes of MAX_EVENTS epoll_events for the duration of
+        // the call, and the kernel writes at most that many.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                events.as_mut_ptr(),
+                MAX_EVENTS as libc::c_int,
+                timeout_ms,
+            )
+        };
+        ready.clear();
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            return if error.kind() == io::ErrorKind::Interrupted {
+                Ok(())
+            } else {
+                Err(error)
+            };
+        }
+        ready.extend(events[..n as usize].iter().map(|event| event.u64));
+        Ok(())
+    }
 }
 
 #[cfg(test)]

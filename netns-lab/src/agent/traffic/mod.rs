@@ -1,11 +1,13 @@
 //! The agent's I/O: sockets, the paced sender thread and the receiver (which ACKs DATA and
-//! collects ACKs), and the report.
+//! collects ACKs), and the report — for one host ([`run_agent`]) or for every host of a lab in
+//! one process ([`run_agents`], the shared agent; a one-host agent is a shared agent of one).
 //!
-//! Two threads: the sender owns the departure schedule, the loss recovery
-//! ([`ofan_transport::SelectiveRepeat`]: it decides which packet goes next — a packet whose
-//! retransmission timer expired first, else the next new one), the entropy choice and the send
-//! side of the socket pool; the receiver owns the receive socket and all exactly-once
-//! accounting. They share only a stop flag and a channel carrying every new ACK (flow,
+//! Two threads, whatever the number of hosts: the sender owns every host's departure schedule,
+//! loss recovery ([`ofan_transport::SelectiveRepeat`]: it decides which packet goes next — a
+//! packet whose retransmission timer expired first, else the next new one), entropy choice and
+//! the send side of its socket pool, and serves the hosts in the order their departures fall
+//! due; the receiver owns every host's receive socket (one epoll set) and all exactly-once
+//! accounting. They share only a stop flag and a channel carrying every new ACK (host, flow,
 //! sequence number, arrival time, entropy, CE) from the receiver to the sender.
 
 use std::io;
@@ -30,13 +32,14 @@ mod receiver;
 mod reporting;
 mod sender;
 
-use receiver::receive_loop;
+use receiver::{receive_loop, HostReceiver};
 use reporting::report;
-use sender::send_loop;
+use sender::{send_loop, HostSender};
 
 /// Receive buffer of the agent's socket: room for bursts of DATA and ACKs.
 const RECV_BUFFER: usize = 8 << 20;
-/// How often the receiver checks the stop flag and the deadline.
+/// How often the receiver checks the stop flag, lingering and the deadlines when no socket has
+/// input.
 const RECV_POLL: Duration = Duration::from_millis(10);
 /// Wait before retrying a send the kernel had no buffer for.
 const SEND_RETRY_WAIT: Duration = Duration::from_micros(20);
@@ -124,8 +127,8 @@ struct Feedback {
     ce: bool,
 }
 
-/// How long the sender waits for an ACK at most when it has nothing to send (it also checks
-/// the stop flag and the deadline this often).
+/// The longest the sender sleeps at once when no host is due sooner: it checks the stop flag
+/// this often, and sees ACKs that completed a host this soon.
 const IDLE_POLL: Duration = Duration::from_millis(5);
 
 /// What the sender measured. The rate statistics (`first_ns`, `last_ns`,
@@ -210,140 +213,228 @@ pub fn local_host(plan: &Plan) -> anyhow::Result<u32> {
     }
 }
 
+/// One host's sockets and flows, set up (in the host's namespace) before the run starts.
+pub(super) struct HostSetup<'a> {
+    config: &'a AgentConfig,
+    roles: Vec<Role>,
+    out_flows: Vec<OutFlow>,
+    in_packets: Vec<u32>,
+    /// The receive socket: DATA in, ACKs out, ACKs in.
+    receiver: Socket,
+    /// The entropy pool and its source ports.
+    pool: Vec<Socket>,
+    ports: Vec<u16>,
+    link: HostLink,
+    ready_ns: u64,
+    deadline_ns: u64,
+}
+
+impl<'a> HostSetup<'a> {
+    /// Creates `config`'s host's sockets in the calling thread's network namespace.
+    fn open(config: &'a AgentConfig) -> anyhow::Result<Self> {
+        let plan = &config.plan;
+        let me = config.host;
+        let roles: Vec<Role> = {
+            let (mut outs, mut ins) = (0u32, 0u32);
+            plan.flows
+                .iter()
+                .map(|flow| {
+                    if flow.src == me {
+                        outs += 1;
+                        Role::Out(outs - 1)
+                    } else if flow.dst == me {
+                        ins += 1;
+                        Role::In(ins - 1)
+                    } else {
+                        Role::Other
+                    }
+                })
+                .collect()
+        };
+        let out_flows: Vec<OutFlow> = plan
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, flow)| flow.src == me)
+            .map(|(id, flow)| {
+                let (packets, last_payload) = packetize(flow.bytes, config.payload);
+                let dst = plan.hosts[flow.dst as usize].address;
+                OutFlow {
+                    id: id as u32,
+                    dst: SocketAddrV4::new(dst, config.port).into(),
+                    packets,
+                    last_payload,
+                }
+            })
+            .collect();
+        let in_packets: Vec<u32> = plan
+            .flows
+            .iter()
+            .filter(|flow| flow.dst == me)
+            .map(|flow| packetize(flow.bytes, config.payload).0)
+            .collect();
+
+        // Every socket is bound to this host's plan address, so every packet leaves with the
+        // source address its peers check (`receiver::expected_peer`).
+        let own = plan.hosts[me as usize].address;
+        let receiver = udp_socket().context("receive socket")?;
+        receiver
+            .bind(&SocketAddrV4::new(own, config.port).into())
+            .with_context(|| {
+                format!(
+                    "cannot bind {own}:{} (another agent, or the address is not here?)",
+                    config.port
+                )
+            })?;
+        receiver.set_recv_tos(true).context("IP_RECVTOS")?;
+        if sys::set_recv_buffer_force(&receiver, RECV_BUFFER).is_err() {
+            receiver
+                .set_recv_buffer_size(RECV_BUFFER)
+                .context("receive buffer")?;
+        }
+
+        // The entropy pool: one socket per source port, DATA marked ECT(0), never fragmented.
+        let pool_size =
+            EntropySelector::pool_size(config.host_lb, out_flows.len(), config.entropies);
+        let mut pool = Vec::with_capacity(usize::from(pool_size));
+        let mut ports = Vec::with_capacity(usize::from(pool_size));
+        for _ in 0..pool_size {
+            let socket = udp_socket().context("pool socket")?;
+            socket
+                .bind(&SocketAddrV4::new(own, 0).into())
+                .context("binding a source port")?;
+            socket.set_tos(u32::from(ECN_ECT0)).context("IP_TOS")?;
+            sys::set_dont_fragment(&socket).context("IP_MTU_DISCOVER")?;
+            let port = socket
+                .local_addr()?
+                .as_socket_ipv4()
+                .map_or(0, |addr| addr.port());
+            ports.push(port);
+            pool.push(socket);
+        }
+
+        let ready_ns = sys::monotonic_ns();
+        if ready_ns > config.start_at_ns {
+            eprintln!(
+                "ofan-lab agent: {}: ready {:.1} ms after --start-at: DATA that peers sent before \
+                 may have been lost (start agents earlier)",
+                plan.hosts[me as usize].name,
+                (ready_ns - config.start_at_ns) as f64 / 1e6
+            );
+        }
+        Ok(Self {
+            config,
+            roles,
+            out_flows,
+            in_packets,
+            receiver,
+            pool,
+            ports,
+            link: HostLink::new(config.link_rate_bps as f64),
+            ready_ns,
+            deadline_ns: config
+                .start_at_ns
+                .saturating_add(u64::try_from(config.timeout.as_nanos()).unwrap_or(u64::MAX)),
+        })
+    }
+}
+
 /// Runs one agent to completion (or its timeout) and returns its report.
 ///
 /// # Errors
 /// When sockets cannot be set up or a send fails for another reason than a full buffer.
 pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
-    let plan = &config.plan;
-    let me = config.host;
-    let roles: Vec<Role> = {
-        let (mut outs, mut ins) = (0u32, 0u32);
-        plan.flows
-            .iter()
-            .map(|flow| {
-                if flow.src == me {
-                    outs += 1;
-                    Role::Out(outs - 1)
-                } else if flow.dst == me {
-                    ins += 1;
-                    Role::In(ins - 1)
-                } else {
-                    Role::Other
-                }
-            })
-            .collect()
+    let mut reports = run_agents(std::slice::from_ref(config), &[None])?;
+    Ok(reports.remove(0))
+}
+
+/// Runs the agents of several hosts in this one process — one sender thread paces every
+/// host's departures, one receiver thread serves every host's receive socket — and returns
+/// their reports in the order of `configs`. Host i's sockets are created in `namespaces[i]`
+/// (an open `/run/netns/NAME`; `None`: the current namespace), the process stays where it is.
+/// Every host keeps its own schedule, recovery, entropy choice, link accounting, done file
+/// and deadline: its report means what a one-host agent's means. The sender thread runs at
+/// the first config's real-time priority and spin window.
+///
+/// # Errors
+/// When a namespace cannot be entered, sockets cannot be set up, or a send or receive fails
+/// (every error names its host).
+///
+/// # Panics
+/// If `namespaces` is not as long as `configs`.
+pub fn run_agents(
+    configs: &[AgentConfig],
+    namespaces: &[Option<std::fs::File>],
+) -> anyhow::Result<Vec<AgentReport>> {
+    assert_eq!(configs.len(), namespaces.len(), "one namespace per host");
+    let Some(first) = configs.first() else {
+        return Ok(Vec::new());
     };
-    let out_flows: Vec<OutFlow> = plan
-        .flows
+    let host_name = |config: &AgentConfig| config.plan.hosts[config.host as usize].name.clone();
+    let setups = configs
         .iter()
-        .enumerate()
-        .filter(|(_, flow)| flow.src == me)
-        .map(|(id, flow)| {
-            let (packets, last_payload) = packetize(flow.bytes, config.payload);
-            let dst = plan.hosts[flow.dst as usize].address;
-            OutFlow {
-                id: id as u32,
-                dst: SocketAddrV4::new(dst, config.port).into(),
-                packets,
-                last_payload,
-            }
+        .zip(namespaces)
+        .map(|(config, namespace)| {
+            let setup = match namespace {
+                // Sockets keep the namespace they were created in.
+                Some(namespace) => crate::sys::lab::in_netns(namespace, || HostSetup::open(config))
+                    .context("cannot enter the host's namespace")
+                    .and_then(|setup| setup),
+                None => HostSetup::open(config),
+            };
+            setup.with_context(|| format!("host {}", host_name(config)))
+        })
+        .collect::<anyhow::Result<Vec<HostSetup<'_>>>>()?;
+
+    let stop = AtomicBool::new(false);
+    let (feedback_tx, feedback_rx) = mpsc::channel();
+    let mut senders: Vec<HostSender<'_>> = setups
+        .iter()
+        .map(|host| {
+            HostSender::new(
+                host.config,
+                &host.out_flows,
+                &host.pool,
+                &host.link,
+                host.deadline_ns,
+            )
         })
         .collect();
-    let in_packets: Vec<u32> = plan
-        .flows
+    let mut receivers: Vec<HostReceiver<'_>> = setups
         .iter()
-        .filter(|flow| flow.dst == me)
-        .map(|flow| packetize(flow.bytes, config.payload).0)
+        .enumerate()
+        .map(|(index, host)| HostReceiver::new(index, host))
         .collect();
 
-    // Every socket is bound to this host's plan address, so every packet leaves with the
-    // source address its peers check (`receiver::expected_peer`).
-    let own = plan.hosts[me as usize].address;
-    // The receive socket: DATA in, ACKs out, ACKs in.
-    let receiver = udp_socket().context("receive socket")?;
-    receiver
-        .bind(&SocketAddrV4::new(own, config.port).into())
-        .with_context(|| {
-            format!(
-                "cannot bind {own}:{} (another agent, or the address is not here?)",
-                config.port
-            )
-        })?;
-    receiver.set_recv_tos(true).context("IP_RECVTOS")?;
-    if sys::set_recv_buffer_force(&receiver, RECV_BUFFER).is_err() {
-        receiver
-            .set_recv_buffer_size(RECV_BUFFER)
-            .context("receive buffer")?;
-    }
-    receiver
-        .set_read_timeout(Some(RECV_POLL))
-        .context("receive timeout")?;
-
-    // The entropy pool: one socket per source port, DATA marked ECT(0), never fragmented.
-    let pool_size = EntropySelector::pool_size(config.host_lb, out_flows.len(), config.entropies);
-    let mut pool = Vec::with_capacity(usize::from(pool_size));
-    let mut ports = Vec::with_capacity(usize::from(pool_size));
-    for _ in 0..pool_size {
-        let socket = udp_socket().context("pool socket")?;
-        socket
-            .bind(&SocketAddrV4::new(own, 0).into())
-            .context("binding a source port")?;
-        socket.set_tos(u32::from(ECN_ECT0)).context("IP_TOS")?;
-        sys::set_dont_fragment(&socket).context("IP_MTU_DISCOVER")?;
-        let port = socket
-            .local_addr()?
-            .as_socket_ipv4()
-            .map_or(0, |addr| addr.port());
-        ports.push(port);
-        pool.push(socket);
-    }
-
-    let ready_ns = sys::monotonic_ns();
-    if ready_ns > config.start_at_ns {
-        eprintln!(
-            "ofan-lab agent: ready {:.1} ms after --start-at: DATA that peers sent before may have \
-             been lost (start agents earlier)",
-            (ready_ns - config.start_at_ns) as f64 / 1e6
-        );
-    }
-    let deadline_ns = config
-        .start_at_ns
-        .saturating_add(u64::try_from(config.timeout.as_nanos()).unwrap_or(u64::MAX));
-    let stop = AtomicBool::new(false);
-    let link = HostLink::new(config.link_rate_bps as f64);
-    let (feedback_tx, feedback_rx) = mpsc::channel();
-
-    let (sent, received) = std::thread::scope(|scope| {
-        let (flows, pool, stop, link) = (&out_flows, &pool, &stop, &link);
+    let (realtime, received) = std::thread::scope(|scope| {
+        let (stop, senders) = (&stop, &mut senders);
         let sender = scope.spawn(move || {
-            let result = send_loop(config, flows, pool, &feedback_rx, link, stop, deadline_ns);
+            let result = send_loop(senders, &feedback_rx, stop, first.spin_ns, first.realtime);
             if result.is_err() {
                 stop.store(true, Ordering::Relaxed);
             }
             result
         });
-        let received = receive_loop(
-            config,
-            &roles,
-            &out_flows,
-            &in_packets,
-            &receiver,
-            &feedback_tx,
-            link,
-            stop,
-            deadline_ns,
-        );
+        let received = receive_loop(&mut receivers, &feedback_tx, stop);
         stop.store(true, Ordering::Relaxed);
-        let sent = sender.join().expect("sender thread panicked");
-        (sent, received)
+        let realtime = sender.join().expect("sender thread panicked");
+        (realtime, received)
     });
-    let sent = sent?;
-    let received = received?;
-    let mut report = report(config, &out_flows, &ports, &sent, &received);
-    report.ready_ns = ready_ns;
-    report.pacing.ack_wire_bytes = link.ack_bytes();
-    Ok(report)
+    let realtime = realtime?;
+    received?;
+    Ok(setups
+        .iter()
+        .zip(senders)
+        .zip(receivers)
+        .map(|((host, sender), receiver)| {
+            let sent = sender.finish(realtime);
+            let received = receiver.finish();
+            let mut report = report(host.config, &host.out_flows, &host.ports, &sent, &received);
+            report.ready_ns = host.ready_ns;
+            report.pacing.ack_wire_bytes = host.link.ack_bytes();
+            report
+        })
+        .collect())
 }
 
 #[cfg(test)]

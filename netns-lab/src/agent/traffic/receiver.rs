@@ -1,5 +1,6 @@
 //! The receiver: ACKs every DATA packet from the flow's source, collects ACKs from the flow's
-//! destination for the sender, and keeps the exactly-once accounting.
+//! destination for the sender, and keeps the exactly-once accounting — for one host or for
+//! every host of a shared agent, over one epoll set of their receive sockets.
 
 use super::*;
 
@@ -14,93 +15,114 @@ pub(super) fn expected_peer(plan: &Plan, flow: u32, kind: Kind) -> Option<Ipv4Ad
     plan.hosts.get(host as usize).map(|host| host.address)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn receive_loop(
-    config: &AgentConfig,
-    roles: &[Role],
-    out_flows: &[OutFlow],
-    in_packets: &[u32],
-    socket: &Socket,
-    feedback: &mpsc::Sender<Feedback>,
-    link: &HostLink,
-    stop: &AtomicBool,
+/// One host's receiving state.
+pub(super) struct HostReceiver<'a> {
+    /// The host's index among the agent's hosts (tags its ACK feedback).
+    index: usize,
+    config: &'a AgentConfig,
+    roles: &'a [Role],
+    socket: &'a Socket,
+    link: &'a HostLink,
     deadline_ns: u64,
-) -> anyhow::Result<ReceiverStats> {
-    let outs = out_flows.len();
-    let ins = in_packets.len();
-    let mut stats = ReceiverStats {
-        acked: out_flows.iter().map(|f| SeqSet::new(f.packets)).collect(),
-        ack_ce: vec![0; outs],
-        last_ack: vec![None; outs],
-        received: in_packets.iter().map(|&n| SeqSet::new(n)).collect(),
-        arrivals: vec![0; ins],
-        data_ce: vec![0; ins],
-        first_data: vec![None; ins],
-        last_data: vec![None; ins],
-        ignored: Ignored::default(),
-        acks_sent: 0,
-        complete: false,
-        timed_out: false,
-    };
-    let mut outs_done = stats.acked.iter().filter(|s| s.complete()).count();
-    let mut ins_done = stats.received.iter().filter(|s| s.complete()).count();
-    // Only the header is read; the rest of a DATA packet is truncated away.
-    let mut buf = [0u8; 64];
-    let mut ack = [0u8; HEADER_LEN];
-    // Since when nothing arrived, once complete.
-    let mut quiet_since = 0;
+    stats: ReceiverStats,
+    outs_done: usize,
+    ins_done: usize,
+    /// Since when nothing arrived, once complete.
+    quiet_since: u64,
+    finished: bool,
+}
 
-    loop {
-        if !stats.complete && outs_done == outs && ins_done == ins {
+impl<'a> HostReceiver<'a> {
+    pub(super) fn new(index: usize, host: &'a HostSetup<'a>) -> Self {
+        let stats = ReceiverStats {
+            acked: host
+                .out_flows
+                .iter()
+                .map(|f| SeqSet::new(f.packets))
+                .collect(),
+            ack_ce: vec![0; host.out_flows.len()],
+            last_ack: vec![None; host.out_flows.len()],
+            received: host.in_packets.iter().map(|&n| SeqSet::new(n)).collect(),
+            arrivals: vec![0; host.in_packets.len()],
+            data_ce: vec![0; host.in_packets.len()],
+            first_data: vec![None; host.in_packets.len()],
+            last_data: vec![None; host.in_packets.len()],
+            ignored: Ignored::default(),
+            acks_sent: 0,
+            complete: false,
+            timed_out: false,
+        };
+        Self {
+            index,
+            config: host.config,
+            roles: &host.roles,
+            socket: &host.receiver,
+            link: &host.link,
+            deadline_ns: host.deadline_ns,
+            outs_done: stats.acked.iter().filter(|s| s.complete()).count(),
+            ins_done: stats.received.iter().filter(|s| s.complete()).count(),
+            stats,
+            quiet_since: 0,
+            finished: false,
+        }
+    }
+
+    /// Notes completion (creating the done file), and decides at `now` whether this host is
+    /// finished: lingered enough after completing, stopped before, or past its deadline.
+    fn check(&mut self, now: u64, stop: &AtomicBool) -> anyhow::Result<bool> {
+        let stats = &mut self.stats;
+        if !stats.complete
+            && self.outs_done == stats.acked.len()
+            && self.ins_done == stats.received.len()
+        {
             stats.complete = true;
-            quiet_since = sys::monotonic_ns();
-            if let Some(path) = &config.done_file {
+            self.quiet_since = now;
+            if let Some(path) = &self.config.done_file {
                 std::fs::write(path, b"")
                     .with_context(|| format!("cannot create {}", path.display()))?;
             }
         }
         if stats.complete {
-            let done = match &config.linger {
+            let done = match &self.config.linger {
                 Linger::Quiet(quiet) => {
-                    sys::monotonic_ns().saturating_sub(quiet_since) >= quiet.as_nanos() as u64
+                    now.saturating_sub(self.quiet_since) >= quiet.as_nanos() as u64
                 }
                 Linger::UntilFile(path) => path.exists(),
             };
             if done {
-                break;
+                return Ok(true);
             }
         } else if stop.load(Ordering::Relaxed) {
-            break;
+            return Ok(true);
         }
-        if sys::monotonic_ns() > deadline_ns {
+        if now > self.deadline_ns {
             stats.timed_out = !stats.complete;
-            break;
+            return Ok(true);
         }
-        let datagram = match sys::recv_with_tos(socket, &mut buf) {
-            Ok(datagram) => datagram,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
-            Err(e) => return Err(e).context("receiving"),
-        };
-        let now = sys::monotonic_ns();
-        quiet_since = now;
-        let Ok(header) = wire::Header::parse(&buf[..datagram.len]) else {
+        Ok(false)
+    }
+
+    /// Handles one datagram that arrived at `now`: ACKs DATA, records it, passes new ACKs on.
+    fn on_datagram(
+        &mut self,
+        packet: &[u8],
+        datagram: sys::Received,
+        now: u64,
+        feedback: &mpsc::Sender<(usize, Feedback)>,
+    ) {
+        let stats = &mut self.stats;
+        self.quiet_since = now;
+        let Ok(header) = wire::Header::parse(packet) else {
             stats.ignored.malformed += 1;
-            continue;
+            return;
         };
-        if header.collective != config.plan.collective {
+        let plan = &self.config.plan;
+        if header.collective != plan.collective {
             stats.ignored.foreign_collective += 1;
-            continue;
+            return;
         }
-        let role = roles
+        let role = self
+            .roles
             .get(header.flow as usize)
             .copied()
             .unwrap_or(Role::Other);
@@ -108,30 +130,31 @@ pub(super) fn receive_loop(
         // id could fake delivery (a forged DATA would be ACKed and recorded) or completion (a
         // forged ACK). Rejected before any ACK is sent or anything recorded.
         if role != Role::Other
-            && expected_peer(&config.plan, header.flow, header.kind) != Some(*datagram.from.ip())
+            && expected_peer(plan, header.flow, header.kind) != Some(*datagram.from.ip())
         {
             stats.ignored.wrong_source += 1;
-            continue;
+            return;
         }
         match (header.kind, role) {
             (Kind::Data, Role::In(local)) => {
                 let local = local as usize;
                 // One ACK per DATA packet, duplicates included, echoing CE.
+                let mut ack = [0u8; HEADER_LEN];
                 header.ack(datagram.tos).write(&mut ack);
-                let to = SocketAddrV4::new(*datagram.from.ip(), config.port);
-                if socket.send_to(&ack, &to.into()).is_err() {
+                let to = SocketAddrV4::new(*datagram.from.ip(), self.config.port);
+                if self.socket.send_to(&ack, &to.into()).is_err() {
                     stats.ignored.ack_send_errors += 1;
                 } else {
                     stats.acks_sent += 1;
-                    link.ack_sent(wire::wire_bytes(HEADER_LEN as u64));
+                    self.link.ack_sent(wire::wire_bytes(HEADER_LEN as u64));
                 }
                 let set = &mut stats.received[local];
                 match set.insert(header.sequence) {
                     Seen::OutOfRange => {
                         stats.ignored.out_of_range += 1;
-                        continue;
+                        return;
                     }
-                    Seen::New if set.complete() => ins_done += 1,
+                    Seen::New if set.complete() => self.ins_done += 1,
                     Seen::New | Seen::Duplicate => {}
                 }
                 stats.arrivals[local] += 1;
@@ -148,12 +171,12 @@ pub(super) fn receive_loop(
                 match set.insert(header.sequence) {
                     Seen::OutOfRange => {
                         stats.ignored.out_of_range += 1;
-                        continue;
+                        return;
                     }
-                    Seen::Duplicate => continue,
+                    Seen::Duplicate => return,
                     Seen::New => {
                         if set.complete() {
-                            outs_done += 1;
+                            self.outs_done += 1;
                         }
                     }
                 }
@@ -161,23 +184,112 @@ pub(super) fn receive_loop(
                 if ce {
                     stats.ack_ce[local] += 1;
                 }
-                let _ = feedback.send(Feedback {
-                    flow: local as u32,
-                    sequence: header.sequence,
-                    copy: header.flags.copy(),
-                    at_ns: now,
-                    entropy: header.entropy,
-                    ce,
-                });
+                let _ = feedback.send((
+                    self.index,
+                    Feedback {
+                        flow: local as u32,
+                        sequence: header.sequence,
+                        copy: header.flags.copy(),
+                        at_ns: now,
+                        entropy: header.entropy,
+                        ce,
+                    },
+                ));
             }
             _ => stats.ignored.unknown_flow += 1,
         }
     }
-    // What is still in the socket would be dropped silently with it: read and count it.
-    if socket.set_nonblocking(true).is_ok() {
-        while sys::recv_with_tos(socket, &mut buf).is_ok() {
-            stats.ignored.drained += 1;
+
+    /// Handles everything waiting in the socket.
+    fn drain(
+        &mut self,
+        buf: &mut [u8],
+        feedback: &mpsc::Sender<(usize, Feedback)>,
+    ) -> anyhow::Result<()> {
+        loop {
+            let datagram = match sys::recv_with_tos(self.socket, buf) {
+                Ok(datagram) => datagram,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("receiving"),
+            };
+            let now = sys::monotonic_ns();
+            self.on_datagram(&buf[..datagram.len], datagram, now, feedback);
         }
     }
-    Ok(stats)
+
+    /// The host finished: what is still in the socket would be dropped silently with it, so
+    /// it is read and counted.
+    fn close(&mut self, buf: &mut [u8]) {
+        self.finished = true;
+        while sys::recv_with_tos(self.socket, buf).is_ok() {
+            self.stats.ignored.drained += 1;
+        }
+    }
+
+    /// What this host's receiver measured.
+    pub(super) fn finish(self) -> ReceiverStats {
+        self.stats
+    }
+
+    fn name(&self) -> &str {
+        &self.config.plan.hosts[self.config.host as usize].name
+    }
+}
+
+/// Receives for every host until each has finished ([`HostReceiver::check`]): waits on all
+/// receive sockets at once (checking stop flag, linger and deadlines every `RECV_POLL`), and
+/// drains each socket that has input.
+///
+/// # Errors
+/// A receive error or an uncreatable done file, naming the host.
+pub(super) fn receive_loop(
+    hosts: &mut [HostReceiver<'_>],
+    feedback: &mpsc::Sender<(usize, Feedback)>,
+    stop: &AtomicBool,
+) -> anyhow::Result<()> {
+    let epoll = sys::Epoll::new().context("epoll")?;
+    for (index, host) in hosts.iter().enumerate() {
+        host.socket
+            .set_nonblocking(true)
+            .and_then(|()| epoll.add(host.socket, index as u64))
+            .with_context(|| format!("host {}: watching the receive socket", host.name()))?;
+    }
+    // Only the header is read; the rest of a DATA packet is truncated away.
+    let mut buf = [0u8; 64];
+    let mut ready = Vec::with_capacity(hosts.len());
+    loop {
+        let now = sys::monotonic_ns();
+        for host in hosts.iter_mut().filter(|host| !host.finished) {
+            if host
+                .check(now, stop)
+                .with_context(|| format!("host {}", host.name()))?
+            {
+                let _ = epoll.remove(host.socket);
+                host.close(&mut buf);
+            }
+        }
+        if hosts.iter().all(|host| host.finished) {
+            return Ok(());
+        }
+        epoll.wait(&mut ready, RECV_POLL).context("epoll_wait")?;
+        for &index in &ready {
+            let Some(host) = hosts.get_mut(index as usize) else {
+                continue;
+            };
+            if host.finished {
+                continue;
+            }
+            host.drain(&mut buf, feedback)
+                .with_context(|| format!("host {}", host.name()))?;
+            // Completion is noted (and the done file created) as soon as the socket is empty.
+            if host
+                .check(sys::monotonic_ns(), stop)
+                .with_context(|| format!("host {}", host.name()))?
+            {
+                let _ = epoll.remove(host.socket);
+                host.close(&mut buf);
+            }
+        }
+    }
 }

@@ -1,4 +1,12 @@
-//! The sender thread: paced departures, loss recovery, entropy choice.
+//! The sender thread: paced departures, loss recovery, entropy choice — for one host or for
+//! every host of a shared agent.
+//!
+//! Each host's sending state is a [`HostSender`]: its pacer, recovery, entropy selector and
+//! statistics, with [`HostSender::next_wake`] (when it next has something to do) and
+//! [`HostSender::step`] (do it: send one packet, or find there is nothing to send yet). The
+//! thread ([`send_loop`]) sleeps until the earliest host's wake-up minus the spin window,
+//! spins, and steps every host that is due in one pass, earliest first; which hosts those are
+//! is decided by the pure [`earliest`] and [`due_hosts`].
 
 use super::*;
 
@@ -17,123 +25,186 @@ pub(super) fn wait_until(due_ns: u64, spin_ns: u64) -> u64 {
     }
 }
 
-pub(super) fn send_loop(
-    config: &AgentConfig,
-    flows: &[OutFlow],
-    pool: &[Socket],
-    feedback: &mpsc::Receiver<Feedback>,
-    link: &HostLink,
-    stop: &AtomicBool,
+/// The host whose wake-up comes first and when (`None`: every host has finished). Ties go to
+/// the lowest index.
+pub(super) fn earliest(wakes: &[Option<u64>]) -> Option<(usize, u64)> {
+    wakes
+        .iter()
+        .enumerate()
+        .filter_map(|(host, wake)| wake.map(|at| (host, at)))
+        .min_by_key(|&(host, at)| (at, host))
+}
+
+/// Whether a host waking at `wake` is due at `now` (a finished host never is).
+pub(super) fn is_due(wake: Option<u64>, now: u64) -> bool {
+    wake.is_some_and(|at| at <= now)
+}
+
+/// Replaces `due` with the hosts due at `now`, earliest wake-up first (ties: lowest index), so
+/// that a pass that serves several hosts serves them in the order their departures fell due.
+pub(super) fn due_hosts(wakes: &[Option<u64>], now: u64, due: &mut Vec<usize>) {
+    due.clear();
+    due.extend((0..wakes.len()).filter(|&host| is_due(wakes[host], now)));
+    due.sort_by_key(|&host| (wakes[host], host));
+}
+
+/// One host's sending state.
+pub(super) struct HostSender<'a> {
+    config: &'a AgentConfig,
+    flows: &'a [OutFlow],
+    pool: &'a [Socket],
+    link: &'a HostLink,
     deadline_ns: u64,
-) -> anyhow::Result<SenderStats> {
-    let total: u64 = flows.iter().map(|f| u64::from(f.packets)).sum();
-    let mut stats = SenderStats {
-        realtime: false,
-        first_send: vec![None; flows.len()],
-        last_send: vec![None; flows.len()],
-        retransmits: vec![0; flows.len()],
-        lateness: Lateness::with_capacity(usize::try_from(total).unwrap_or(0)),
-        ..SenderStats::default()
-    };
-    // Wake-ups as close to the asked time as the kernel allows (the default slack is 50 µs).
-    let _ = sys::set_timer_slack_ns(1);
-    if let Some(priority) = config.realtime {
-        match sys::set_realtime(priority) {
-            Ok(()) => stats.realtime = true,
-            Err(e) => eprintln!("ofan-lab agent: no real-time priority ({e}); pacing may suffer"),
+    pacer: Pacer,
+    selector: EntropySelector,
+    recovery: SelectiveRepeat,
+    buf: Vec<u8>,
+    next_sequence: Vec<u32>,
+    /// Own flows with new packets left, served round-robin from `cursor`.
+    active: Vec<usize>,
+    cursor: usize,
+    /// The sender waited for a timer or an ACK with nothing to send: the next departure is not
+    /// late, it resumes the schedule from then.
+    idle: bool,
+    /// The deadline passed while nothing was left to send.
+    finished: bool,
+    /// ACK wire bytes already charged to the host link.
+    acks_charged: u64,
+    stats: SenderStats,
+}
+
+impl<'a> HostSender<'a> {
+    pub(super) fn new(
+        config: &'a AgentConfig,
+        flows: &'a [OutFlow],
+        pool: &'a [Socket],
+        link: &'a HostLink,
+        deadline_ns: u64,
+    ) -> Self {
+        let total: u64 = flows.iter().map(|f| u64::from(f.packets)).sum();
+        let stats = SenderStats {
+            realtime: false,
+            first_send: vec![None; flows.len()],
+            last_send: vec![None; flows.len()],
+            retransmits: vec![0; flows.len()],
+            lateness: Lateness::with_capacity(usize::try_from(total).unwrap_or(0)),
+            ..SenderStats::default()
+        };
+        let paced_bps = config.load * config.link_rate_bps as f64;
+        let packets: Vec<u32> = flows.iter().map(|flow| flow.packets).collect();
+        Self {
+            config,
+            flows,
+            pool,
+            link,
+            deadline_ns,
+            pacer: Pacer::new(paced_bps, config.start_at_ns).with_catch_up(config.catch_up),
+            selector: EntropySelector::new(
+                config.host_lb,
+                flows.len(),
+                pool.len() as u16,
+                config.seed ^ (u64::from(config.host) << 32),
+            ),
+            recovery: SelectiveRepeat::new(recovery_config(config), &packets),
+            buf: vec![0u8; config.payload as usize],
+            next_sequence: vec![0u32; flows.len()],
+            active: (0..flows.len()).filter(|&i| flows[i].packets > 0).collect(),
+            cursor: 0,
+            idle: false,
+            finished: false,
+            acks_charged: 0,
+            stats,
         }
     }
-    let paced_bps = config.load * config.link_rate_bps as f64;
-    let mut pacer = Pacer::new(paced_bps, config.start_at_ns).with_catch_up(config.catch_up);
-    let mut selector = EntropySelector::new(
-        config.host_lb,
-        flows.len(),
-        pool.len() as u16,
-        config.seed ^ (u64::from(config.host) << 32),
-    );
-    let packets: Vec<u32> = flows.iter().map(|flow| flow.packets).collect();
-    let mut recovery = SelectiveRepeat::new(recovery_config(config), &packets);
-    let mut buf = vec![0u8; config.payload as usize];
-    let mut next_sequence = vec![0u32; flows.len()];
-    let mut active: Vec<usize> = (0..flows.len()).filter(|&i| flows[i].packets > 0).collect();
-    let mut cursor = 0;
-    // The sender waited for a timer or an ACK with nothing to send: the next departure is not
-    // late, it resumes the schedule from now.
-    let mut idle = false;
-    // ACK wire bytes already charged to the host link.
-    let mut acks_charged = 0;
 
-    while !stop.load(Ordering::Relaxed) {
-        take_acks(feedback, &mut recovery, &mut selector);
-        if recovery.complete() {
-            break;
+    /// When this host next has something to do (`None`: it is done — every packet ACKed, or
+    /// past its deadline). Its next paced departure; when idle (only ACKs or retransmission
+    /// timers outstanding), the next timer or the deadline.
+    pub(super) fn next_wake(&mut self) -> Option<u64> {
+        if self.finished || self.recovery.complete() {
+            return None;
         }
-        let due = pacer.due_ns();
-        if due > deadline_ns {
-            break;
+        let due = self.pacer.due_ns();
+        if due > self.deadline_ns {
+            return None;
         }
-        let now = wait_until(due, config.spin_ns);
-        take_acks(feedback, &mut recovery, &mut selector);
-        if recovery.complete() {
-            break;
+        if self.idle {
+            let timer = self.recovery.next_deadline().unwrap_or(u64::MAX);
+            return Some(timer.min(self.deadline_ns).max(due));
         }
-        // What goes next: a packet whose timer expired, else a new one.
-        let (local, sequence, retransmission) = if let Some((flow, seq)) = recovery.next_lost(now) {
-            (flow as usize, seq, true)
-        } else if let Some(&local) = active.get(cursor) {
-            (local, next_sequence[local], false)
-        } else {
-            // Nothing to send until a timer expires or an ACK completes the flows.
-            let wake = recovery
-                .next_deadline()
-                .unwrap_or(u64::MAX)
-                .min(deadline_ns);
-            let wait = Duration::from_nanos(wake.saturating_sub(sys::monotonic_ns()));
-            if let Ok(ack) = feedback.recv_timeout(wait.min(IDLE_POLL)) {
-                on_feedback(ack, &mut recovery, &mut selector);
-            }
-            idle = true;
-            continue;
-        };
-        let flow = &flows[local];
+        Some(due)
+    }
+
+    /// Applies an ACK the receiver passed on.
+    pub(super) fn on_feedback(&mut self, ack: Feedback) {
+        self.recovery
+            .on_ack_echo(ack.flow, ack.sequence, ack.copy, ack.at_ns);
+        self.selector.on_ack(ack.flow as usize, ack.entropy, ack.ce);
+    }
+
+    /// At `now` (at or after [`next_wake`](Self::next_wake)): sends the next packet — one whose
+    /// retransmission timer expired, else the next new one — or, with nothing to send, turns
+    /// idle (or finishes, past the deadline).
+    ///
+    /// # Errors
+    /// When a send fails for another reason than a full buffer.
+    pub(super) fn step(&mut self, now: u64) -> anyhow::Result<()> {
+        if self.recovery.complete() {
+            return Ok(());
+        }
+        let due = self.pacer.due_ns();
+        let (local, sequence, retransmission) =
+            if let Some((flow, seq)) = self.recovery.next_lost(now) {
+                (flow as usize, seq, true)
+            } else if let Some(&local) = self.active.get(self.cursor) {
+                (local, self.next_sequence[local], false)
+            } else {
+                // Nothing to send until a timer expires or an ACK completes the flows.
+                self.idle = true;
+                if now >= self.deadline_ns {
+                    self.finished = true;
+                }
+                return Ok(());
+            };
+        let flow = &self.flows[local];
         let len = if sequence + 1 == flow.packets {
             flow.last_payload
         } else {
-            config.payload
+            self.config.payload
         };
-        if idle {
-            pacer.resume(now);
-            idle = false;
+        if self.idle {
+            self.pacer.resume(now);
+            self.idle = false;
         } else {
-            stats.lateness.record(now - due);
+            self.stats.lateness.record(now.saturating_sub(due));
         }
 
-        let entropy = selector.choose(local);
-        let copy = recovery.transmissions(local as u32, sequence);
+        let entropy = self.selector.choose(local);
+        let copy = self.recovery.transmissions(local as u32, sequence);
         Header {
             kind: Kind::Data,
             flags: Flags::of_copy(copy),
-            collective: config.plan.collective,
+            collective: self.config.plan.collective,
             flow: flow.id,
             sequence,
             entropy,
         }
-        .write(&mut buf);
-        let socket = &pool[usize::from(entropy)];
+        .write(&mut self.buf);
+        let socket = &self.pool[usize::from(entropy)];
         loop {
-            match socket.send_to(&buf[..len as usize], &flow.dst) {
+            match socket.send_to(&self.buf[..len as usize], &flow.dst) {
                 Ok(_) => break,
                 Err(e)
                     if e.kind() == io::ErrorKind::WouldBlock
                         || e.raw_os_error() == Some(libc::ENOBUFS) =>
                 {
-                    stats.send_retries += 1;
+                    self.stats.send_retries += 1;
                     std::thread::sleep(SEND_RETRY_WAIT);
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
                     bail!(
                         "--payload {}: the DATA packet does not fit the path MTU ({e})",
-                        config.payload
+                        self.config.payload
                     )
                 }
                 Err(e) => {
@@ -143,21 +214,22 @@ pub(super) fn send_loop(
                 }
             }
         }
-        recovery.on_send(local as u32, sequence, now);
+        self.recovery.on_send(local as u32, sequence, now);
         let wire = wire::wire_bytes(u64::from(len));
         // The ACKs sent since the previous departure took their share of the host link.
-        let acks = link.ack_bytes();
-        let ack_wire = acks - acks_charged;
-        acks_charged = acks;
-        pacer.sent_with_acks(now, wire, link.ack_delay_ps(ack_wire, wire, &pacer));
+        let acks = self.link.ack_bytes();
+        let ack_wire = acks - self.acks_charged;
+        self.acks_charged = acks;
+        let delay = self.link.ack_delay_ps(ack_wire, wire, &self.pacer);
+        self.pacer.sent_with_acks(now, wire, delay);
 
+        let stats = &mut self.stats;
         stats.first_send[local].get_or_insert(now);
         stats.last_send[local] = Some(now);
         stats.packets += 1;
         stats.wire_bytes += wire;
         // The paced phase lasts while new packets remain (see `SenderStats`).
-        let paced_phase = !active.is_empty();
-        if paced_phase {
+        if !self.active.is_empty() {
             stats.ack_bytes_at_first.get_or_insert(acks);
             stats.ack_bytes_at_last = acks;
             stats.first_ns.get_or_insert(now);
@@ -170,22 +242,86 @@ pub(super) fn send_loop(
 
         if retransmission {
             stats.retransmits[local] += 1;
-            continue;
+            return Ok(());
         }
-        next_sequence[local] += 1;
-        if next_sequence[local] == flow.packets {
-            active.remove(cursor);
+        self.next_sequence[local] += 1;
+        if self.next_sequence[local] == flow.packets {
+            self.active.remove(self.cursor);
         } else {
-            cursor += 1;
+            self.cursor += 1;
         }
-        if cursor >= active.len() {
-            cursor = 0;
+        if self.cursor >= self.active.len() {
+            self.cursor = 0;
+        }
+        Ok(())
+    }
+
+    /// What this host's sender measured.
+    pub(super) fn finish(mut self, realtime: bool) -> SenderStats {
+        self.stats.realtime = realtime;
+        self.stats.recycled = self.selector.recycled;
+        self.stats.fresh = self.selector.fresh;
+        self.stats.recovery = self.recovery.stats();
+        self.stats
+    }
+}
+
+/// Runs every host's sender until each is done or `stop` is set: sleeps until the earliest
+/// wake-up less `spin_ns`, spins, and steps every host due. ACKs (tagged with their host's
+/// index) are applied before each pass. Returns whether the thread ran real-time.
+///
+/// # Errors
+/// A host's send error, naming the host.
+pub(super) fn send_loop(
+    hosts: &mut [HostSender<'_>],
+    feedback: &mpsc::Receiver<(usize, Feedback)>,
+    stop: &AtomicBool,
+    spin_ns: u64,
+    realtime: Option<i32>,
+) -> anyhow::Result<bool> {
+    // Wake-ups as close to the asked time as the kernel allows (the default slack is 50 µs).
+    let _ = sys::set_timer_slack_ns(1);
+    let mut is_realtime = false;
+    if let Some(priority) = realtime {
+        match sys::set_realtime(priority) {
+            Ok(()) => is_realtime = true,
+            Err(e) => eprintln!("ofan-lab agent: no real-time priority ({e}); pacing may suffer"),
         }
     }
-    stats.recycled = selector.recycled;
-    stats.fresh = selector.fresh;
-    stats.recovery = recovery.stats();
-    Ok(stats)
+    let mut wakes: Vec<Option<u64>> = vec![None; hosts.len()];
+    let mut due = Vec::with_capacity(hosts.len());
+    while !stop.load(Ordering::Relaxed) {
+        take_acks(feedback, hosts);
+        for (wake, host) in wakes.iter_mut().zip(hosts.iter_mut()) {
+            *wake = host.next_wake();
+        }
+        let Some((_, at)) = earliest(&wakes) else {
+            break;
+        };
+        // Never sleep longer than IDLE_POLL: the stop flag is checked that often.
+        let poll_end = sys::monotonic_ns() + IDLE_POLL.as_nanos() as u64;
+        if at > poll_end {
+            sys::sleep_until_ns(poll_end);
+            continue;
+        }
+        let now = wait_until(at, spin_ns);
+        take_acks(feedback, hosts);
+        due_hosts(&wakes, now, &mut due);
+        for &index in &due {
+            let host = &mut hosts[index];
+            // An ACK may have completed the host since its wake-up was computed.
+            if host.next_wake().is_none() {
+                continue;
+            }
+            host.step(sys::monotonic_ns()).with_context(|| {
+                format!(
+                    "host {}",
+                    host.config.plan.hosts[host.config.host as usize].name
+                )
+            })?;
+        }
+    }
+    Ok(is_realtime)
 }
 
 /// The retransmission timers of `config`'s agent, as the model's: one full DATA frame's wire
@@ -197,18 +333,111 @@ fn recovery_config(config: &AgentConfig) -> RecoveryConfig {
     RecoveryConfig::for_round_trip(frame_ns.ceil() as u64, config.max_round_trip_ns)
 }
 
-/// Applies every ACK the receiver has passed on so far.
-fn take_acks(
-    feedback: &mpsc::Receiver<Feedback>,
-    recovery: &mut SelectiveRepeat,
-    selector: &mut EntropySelector,
-) {
-    while let Ok(ack) = feedback.try_recv() {
-        on_feedback(ack, recovery, selector);
+/// Applies every ACK the receiver has passed on so far, each to its host.
+fn take_acks(feedback: &mpsc::Receiver<(usize, Feedback)>, hosts: &mut [HostSender<'_>]) {
+    while let Ok((host, ack)) = feedback.try_recv() {
+        if let Some(host) = hosts.get_mut(host) {
+            host.on_feedback(ack);
+        }
     }
 }
 
-fn on_feedback(ack: Feedback, recovery: &mut SelectiveRepeat, selector: &mut EntropySelector) {
-    recovery.on_ack_echo(ack.flow, ack.sequence, ack.copy, ack.at_ns);
-    selector.on_ack(ack.flow as usize, ack.entropy, ack.ce);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_earliest_wake_up_comes_first_and_ties_go_to_the_lowest_host() {
+        assert_eq!(earliest(&[Some(30), Some(10), Some(20)]), Some((1, 10)));
+        assert_eq!(earliest(&[Some(10), Some(5), Some(5)]), Some((1, 5)));
+    }
+
+    #[test]
+    fn every_host_due_at_once_is_due_in_the_same_pass() {
+        let wakes = [Some(100), Some(90), None, Some(101)];
+        let due: Vec<usize> = (0..wakes.len())
+            .filter(|&h| is_due(wakes[h], 100))
+            .collect();
+        assert_eq!(due, [0, 1]);
+    }
+
+    #[test]
+    fn a_finished_host_drops_out_and_all_finished_ends_the_loop() {
+        assert_eq!(earliest(&[None, Some(7)]), Some((1, 7)));
+        assert!(!is_due(None, u64::MAX));
+        assert_eq!(earliest(&[None, None]), None);
+        assert_eq!(earliest(&[]), None);
+    }
+
+    fn loopback_config(flows: usize, timeout: Duration) -> AgentConfig {
+        let hosts = (0..2)
+            .map(|i| super::super::super::collective::PlanHost {
+                name: format!("h{i}"),
+                address: Ipv4Addr::new(127, 0, 0, i + 1),
+            })
+            .collect();
+        let mut plan = super::super::super::collective::ring(3, hosts, 3000, 1).unwrap();
+        plan.flows.truncate(flows);
+        AgentConfig {
+            plan,
+            host: 0,
+            start_at_ns: 1_000_000,
+            link_rate_bps: 10_000_000,
+            load: 1.0,
+            payload: 1472,
+            host_lb: HostLb::None,
+            entropies: 1,
+            seed: 1,
+            port: 9,
+            timeout,
+            spin_ns: 0,
+            catch_up: false,
+            realtime: None,
+            linger: Linger::Quiet(Duration::ZERO),
+            max_round_trip_ns: 0,
+            done_file: None,
+        }
+    }
+
+    #[test]
+    fn a_host_paces_its_departures_and_stops_at_its_deadline() {
+        let config = loopback_config(1, Duration::from_millis(5));
+        let flows: Vec<OutFlow> = vec![OutFlow {
+            id: 0,
+            // Nobody listens there: the sends go nowhere.
+            dst: SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 9).into(),
+            packets: 3,
+            last_payload: 100,
+        }];
+        let socket = udp_socket().unwrap();
+        socket
+            .bind(&SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0).into())
+            .unwrap();
+        let pool = [socket];
+        let link = HostLink::new(1e7);
+        let deadline = config.start_at_ns + 5_000_000;
+        let mut host = HostSender::new(&config, &flows, &pool, &link, deadline);
+        assert_eq!(
+            host.next_wake(),
+            Some(1_000_000),
+            "first departure at the start"
+        );
+        host.step(1_000_000).unwrap();
+        // 1472 + 66 B of headers, FCS, preamble and gap at 10 Mbit/s: 1.2304 ms later.
+        assert_eq!(host.next_wake(), Some(2_230_400));
+        host.step(2_230_400).unwrap();
+        host.step(3_460_800).unwrap();
+        // Every packet sent, none ACKed: idle until the first retransmission timer (at least
+        // 16 frame times, ~19 ms) or the deadline, whichever comes first.
+        host.step(3_500_000).unwrap();
+        assert_eq!(host.next_wake(), Some(deadline));
+        // At the deadline with nothing to send: done, the scheduler drops it.
+        host.step(deadline).unwrap();
+        assert_eq!(host.next_wake(), None);
+        let stats = host.finish(false);
+        assert_eq!(stats.packets, 3);
+        assert_eq!(stats.first_ns, Some(1_000_000));
+        assert_eq!(stats.last_ns, Some(3_460_800));
+        assert_eq!(stats.lateness.summary().max_ns, 0);
+    }
 }
