@@ -167,10 +167,8 @@ pub fn start_group(
         // veth: copy mode (Auto would look for a device in the root namespace's sysfs).
         .args(["--xdp-mode", "copy"]);
     if state.params.rt_priority > 0 {
-        // Above the host agents (`experiment::AGENT_RT_PRIORITY`): a pool thread serves many
-        // switches, and an agent preempting it delayed them all — measured at 5 Mbit/s, agents
-        // above the pool left switches' fill rings empty for hundreds of ms (frames dropped)
-        // in half the runs; below it, none.
+        // The pool serves every switch: above their own workers' priority, below the host
+        // agents and the kernel's ksoftirqd (see `spec::GROUP_RT_PRIORITY`).
         command.args([
             "--pool-rt-priority",
             &super::spec::GROUP_RT_PRIORITY.to_string(),

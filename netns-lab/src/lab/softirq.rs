@@ -7,8 +7,8 @@
 //! on a k = 4 lab at 5 Mbit/s, permutation at load 1: the hosts' frames piled up behind the
 //! starved thread and reached the edge switches in bursts larger than their fill rings — 711
 //! frames dropped in one of three runs (each such run costs a retransmission timeout, CCT
-//! +2 181 %); with `ksoftirqd` at SCHED_FIFO 45, above the pool (40) and the agents (30), three
-//! runs of three dropped nothing and came within 3–4.4 % of the bound.
+//! +2 181 %); with `ksoftirqd` at SCHED_FIFO 45, above the pool (40) and the agents (then 30,
+//! now 42), three runs of three dropped nothing and came within 3–4.4 % of the bound.
 //!
 //! `up` raises every `ksoftirqd/N` (recording the policy it found in
 //! `/run/ofan/ksoftirqd.json`, once, while any lab runs); `down` of the last lab — and
