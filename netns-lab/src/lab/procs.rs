@@ -360,6 +360,13 @@ pub fn crash(processes: &[Process]) {
 /// is left after `grace`. Returns how many were signalled.
 pub fn stop(processes: &[Process], grace: Duration) -> usize {
     let ours: Vec<&Process> = processes.iter().filter(|p| is_ours(p)).collect();
+    // Killed ones still exiting (their command line is already empty: an `ofan-switch group`
+    // releasing twenty switches' sockets and UMEMs takes a moment): nothing to signal, but
+    // `down` must not return before they are gone.
+    let dying: Vec<&Process> = processes
+        .iter()
+        .filter(|p| !is_ours(p) && still_running(p))
+        .collect();
     for process in &ours {
         let _ = sys::signal(process.pid, sys::SIGTERM);
     }
@@ -375,7 +382,7 @@ pub fn stop(processes: &[Process], grace: Duration) -> usize {
     // A killed process may take a moment to release its AF_XDP sockets and XDP links: wait
     // until it is really gone, so that `down` returning means nothing is left.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline && ours.iter().any(|p| still_running(p)) {
+    while Instant::now() < deadline && ours.iter().chain(&dying).any(|p| still_running(p)) {
         std::thread::sleep(Duration::from_millis(10));
     }
     ours.len()
