@@ -365,19 +365,12 @@ fn answer(
                 .map(|(node, member)| (node.clone(), member.state.clone()))
                 .collect(),
         )),
-        "stop" => {
+        "stop" | "kill" => {
             let node = known(node)?;
             let mut members = lock(members);
             let member = members.get_mut(&node).expect("every member has an entry");
-            member.stop.store(true, Ordering::SeqCst);
-            join(member);
-            Ok(None)
-        }
-        "kill" => {
-            let node = known(node)?;
-            let mut members = lock(members);
-            let member = members.get_mut(&node).expect("every member has an entry");
-            member.crash.store(true, Ordering::SeqCst);
+            // `kill`: the member ends as a killed process would (see `run_switch_until`).
+            member.crash.store(verb == "kill", Ordering::SeqCst);
             member.stop.store(true, Ordering::SeqCst);
             join(member);
             Ok(None)

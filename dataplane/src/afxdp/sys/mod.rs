@@ -449,17 +449,9 @@ impl Epoll {
     /// Waits up to `timeout_ms` (−1 = forever) and returns how many events arrived (their tokens
     /// are not needed: the worker polls every source after waking).
     pub fn wait(&self, timeout_ms: i32) -> usize {
-        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
-        // SAFETY: the buffer holds 16 events and we pass 16; EINTR returns −1, treated as 0.
-        let ready = unsafe {
-            libc::epoll_wait(
-                self.0.as_raw_fd(),
-                events.as_mut_ptr(),
-                events.len() as i32,
-                timeout_ms,
-            )
-        };
-        ready.max(0) as usize
+        let mut ready = 0;
+        self.wait_with(timeout_ms, |_| ready += 1);
+        ready
     }
 }
 
