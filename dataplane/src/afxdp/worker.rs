@@ -331,6 +331,20 @@ impl Worker {
         }
     }
 
+    /// Whether a step would find something to do now besides a due departure (see
+    /// [`Self::wake_at`]): frames in its inbox or an RX ring, or TX descriptors not kicked or
+    /// not completed. A few loads; a pool thread asks it instead of stepping an idle worker.
+    pub fn has_input(&self) -> bool {
+        !self.inbox.is_empty()
+            || self.ports.iter().any(|port| {
+                port.queues.iter().any(|queue| {
+                    queue.tx_outstanding > 0
+                        || queue.rx.available() > 0
+                        || queue.tx.as_ref().is_some_and(|tx| tx.pending() > 0)
+                })
+            })
+    }
+
     /// Whether frames wait in its inbox (checked after announcing a sleep).
     pub fn has_handoffs(&self) -> bool {
         !self.inbox.is_empty()

@@ -65,6 +65,9 @@ pub struct RateRow {
     pub faithful: usize,
     /// Mean CCT over its lower bound − 1 (over the exactly-once repetitions).
     pub cct_increase: Option<f64>,
+    /// Whether that mean is within [`CCT_TOLERANCE`] of the lowest rate's in the same mode (the
+    /// reference: a rate that runs faithfully keeps its CCT).
+    pub cct_kept: bool,
     /// Lowest agent rate ratio (achieved / requested) of any repetition.
     pub agent_rate_ratio_min: f64,
     /// Worst shaper lateness p99 of any repetition, packet times.
@@ -104,16 +107,43 @@ pub fn run(options: &Options, observer: &mut dyn Observer) -> anyhow::Result<Vec
             rows.push(one_rate(options, rate, switches, observer)?);
         }
     }
+    judge_cct(&mut rows);
     Ok(rows)
 }
 
-/// The highest rate whose every repetition was faithful with the switches run `switches`, if
-/// any.
+/// How far a rate's mean CCT over the bound may exceed the lowest rate's and still count as
+/// kept: one percentage point. A run's own verdict judges the emulation (shapers, agents,
+/// windows), not the CCT: a run that lost one frame waits 20–40 s for its retransmission and
+/// can still be "faithful".
+pub const CCT_TOLERANCE: f64 = 0.01;
+
+/// Sets [`RateRow::cct_kept`]: each mode's rows against that mode's lowest rate.
+pub fn judge_cct(rows: &mut [RateRow]) {
+    let reference = |rows: &[RateRow], switches: &str| {
+        rows.iter()
+            .filter(|row| row.switches == switches)
+            .min_by_key(|row| row.rate_bps)
+            .and_then(|row| row.cct_increase)
+    };
+    let references: Vec<Option<f64>> = rows
+        .iter()
+        .map(|row| reference(rows, row.switches))
+        .collect();
+    for (row, reference) in rows.iter_mut().zip(references) {
+        row.cct_kept = match (row.cct_increase, reference) {
+            (Some(increase), Some(reference)) => increase <= reference + CCT_TOLERANCE,
+            _ => false,
+        };
+    }
+}
+
+/// The highest rate whose every repetition was faithful and whose CCT was kept
+/// ([`judge_cct`]) with the switches run `switches`, if any.
 #[must_use]
 pub fn highest_faithful(rows: &[RateRow], switches: Switches) -> Option<u64> {
     rows.iter()
         .filter(|row| row.switches == switches.name())
-        .filter(|row| row.runs > 0 && row.faithful == row.runs)
+        .filter(|row| row.runs > 0 && row.faithful == row.runs && row.cct_kept)
         .map(|row| row.rate_bps)
         .max()
 }
@@ -291,6 +321,7 @@ fn row(
         faithful: labs.iter().filter(|lab| lab.fidelity.faithful).count(),
         cct_increase: (!increases.is_empty())
             .then(|| increases.iter().sum::<f64>() / increases.len() as f64),
+        cct_kept: false,
         agent_rate_ratio_min: fold(|f| f.agent_rate_ratio_min, true),
         shaper_late_p99_packet_times: fold(|f| f.shaper_late_p99_packet_times, false),
         receiver_window_ratio_min: fold(|f| f.receiver_window_ratio_min, true),
@@ -329,6 +360,7 @@ mod tests {
             exactly_once: 2,
             faithful,
             cct_increase: Some(0.05),
+            cct_kept: true,
             agent_rate_ratio_min: 1.0,
             shaper_late_p99_packet_times: 0.1,
             receiver_window_ratio_min: 1.0,
@@ -349,5 +381,40 @@ mod tests {
         assert_eq!(highest_faithful(&rows, process), Some(1_000_000));
         assert_eq!(highest_faithful(&[row(1_000_000, group, 1)], group), None);
         assert_eq!(highest_faithful(&rows[..1], process), None);
+    }
+
+    #[test]
+    fn a_faithful_rate_must_also_keep_the_lowest_rates_cct() {
+        let row = |rate_bps, switches: Switches, increase: Option<f64>| RateRow {
+            rate_bps,
+            switches: switches.name(),
+            runs: 1,
+            exactly_once: usize::from(increase.is_some()),
+            faithful: 1,
+            cct_increase: increase,
+            cct_kept: false,
+            agent_rate_ratio_min: 1.0,
+            shaper_late_p99_packet_times: 0.1,
+            receiver_window_ratio_min: 1.0,
+            cpu_busy: 0.5,
+            forwarded: 10,
+            cpu_us_per_frame: Some(1.0),
+            seconds: 1.0,
+        };
+        let (group, process) = (Switches::Group, Switches::Process);
+        // Listed out of order: the reference is each mode's lowest rate, not the first row.
+        let mut rows = [
+            row(5_000_000, group, Some(0.021)),
+            row(1_000_000, group, Some(0.012)),
+            row(10_000_000, group, Some(0.023)),
+            row(1_000_000, process, Some(0.03)),
+            row(5_000_000, process, Some(0.035)),
+            row(10_000_000, process, None),
+        ];
+        judge_cct(&mut rows);
+        let kept: Vec<bool> = rows.iter().map(|row| row.cct_kept).collect();
+        assert_eq!(kept, [true, true, false, true, true, false]);
+        assert_eq!(highest_faithful(&rows, group), Some(5_000_000));
+        assert_eq!(highest_faithful(&rows, process), Some(5_000_000));
     }
 }

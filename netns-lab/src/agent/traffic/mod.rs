@@ -73,7 +73,7 @@ pub struct AgentConfig {
     pub spin_ns: u64,
     /// Compensate late sends up to half a wire time (sch_fq style) instead of losing the time.
     pub catch_up: bool,
-    /// Run the sender thread SCHED_FIFO at this priority.
+    /// Run the sender and receiver threads SCHED_FIFO at this priority.
     pub realtime: Option<i32>,
     /// How long to keep answering after completing.
     pub linger: Linger,
@@ -353,8 +353,8 @@ pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
 /// their reports in the order of `configs`. Host i's sockets are created in `namespaces[i]`
 /// (an open `/run/netns/NAME`; `None`: the current namespace), the process stays where it is.
 /// Every host keeps its own schedule, recovery, entropy choice, link accounting, done file
-/// and deadline: its report means what a one-host agent's means. The sender thread runs at
-/// the first config's real-time priority and spin window.
+/// and deadline: its report means what a one-host agent's means. Both threads run at the first
+/// config's real-time priority; the sender at its spin window.
 ///
 /// # Errors
 /// When a namespace cannot be entered, sockets cannot be set up, or a send or receive fails
@@ -415,8 +415,22 @@ pub fn run_agents(
             }
             result
         });
-        let received = receive_loop(&mut receivers, &feedback_tx, stop);
-        stop.store(true, Ordering::Relaxed);
+        // The receiver runs at the sender's priority. As an ordinary thread beside the lab's
+        // real-time switches and sender it got too little CPU at 10 Mbit/s per link: its
+        // sockets overflowed (44 k `host.udp_rcvbuf` drops in a 16 MB permutation, CCT +149 %).
+        // Below the switch group's pool (30) it read DATA up to 300 ms late, which the CCT
+        // counts (+17 % … +30 % at 1 MB).
+        let receiver = scope.spawn(|| {
+            if let Some(priority) = first.realtime {
+                if let Err(e) = sys::set_realtime(priority) {
+                    eprintln!("ofan-lab agent: receiver without real-time priority ({e})");
+                }
+            }
+            let received = receive_loop(&mut receivers, &feedback_tx, stop);
+            stop.store(true, Ordering::Relaxed);
+            received
+        });
+        let received = receiver.join().expect("receiver thread panicked");
         let realtime = sender.join().expect("sender thread panicked");
         (realtime, received)
     });
