@@ -66,10 +66,17 @@ pub struct GroupArgs {
     #[arg(long, value_name = "N")]
     workers: Option<usize>,
     /// SCHED_FIFO priority of the shared worker threads (1..=99; 0 = ordinary scheduling;
-    /// default: the members' --rt-priority). A lab runs them above its host agents: a pool
-    /// thread serves every switch, and an agent that preempts it delays them all.
+    /// default: the members' --rt-priority). A lab runs them above every switch's own threads
+    /// and below its host agents and the kernel's ksoftirqd.
     #[arg(long, value_name = "PRIO")]
     pool_rt_priority: Option<u8>,
+    /// Keep the CPUs awake this long after the last frame moved, µs (0: never): one
+    /// SCHED_IDLE thread per CPU spins meanwhile. In a virtual machine an idle CPU halts, and
+    /// waking it (for a frame, a timer, a host agent) takes the hypervisor up to milliseconds.
+    /// Costs the CPUs' idle time while frames flow, nothing else: any task preempts those
+    /// threads. A lab sets it.
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    keep_awake_us: u64,
     /// The group's control socket.
     #[arg(long, value_name = "PATH", default_value = "/run/ofan/ofan-group.sock")]
     control: PathBuf,
@@ -189,6 +196,7 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
             threads,
             rt_priority,
             pin: false,
+            keep_awake_ns: args.keep_awake_us.saturating_mul(1000),
         })
         .context("cannot start the worker pool")?,
     );
@@ -447,6 +455,7 @@ mod tests {
             threads: 2,
             rt_priority: None,
             pin: false,
+            keep_awake_ns: 0,
         })
         .expect("pool");
         let blueprint = Blueprint {

@@ -174,6 +174,11 @@ pub fn start_group(
             &super::spec::GROUP_RT_PRIORITY.to_string(),
         ]);
     }
+    // A VM's CPUs kept awake while frames flow (see `spec::GROUP_KEEP_AWAKE_US`).
+    command.args([
+        "--keep-awake-us",
+        &super::spec::GROUP_KEEP_AWAKE_US.to_string(),
+    ]);
     let log = dir.log(super::group::GROUP);
     let process = spawn_logged(command, &log, super::group::GROUP)
         .context("cannot start the lab's ofan-switch group")?;
