@@ -493,7 +493,18 @@ fn two_labs_at_once() {
 fn small_permutation_produces_a_complete_result_file() {
     let _machine = serial();
     let lab = LabGuard::new("x");
-    lab.ok(&["up", "--k", "4", "--lb", "ofan", "--buffer", "2MB"]);
+    // The rate its comments and its iperf3 range are about, whatever the default.
+    lab.ok(&[
+        "up",
+        "--k",
+        "4",
+        "--lb",
+        "ofan",
+        "--buffer",
+        "2MB",
+        "--link-rate",
+        "1mbit",
+    ]);
     let pids = lab.switch_pids();
     // As a user would: check the fabric first (this also resolves every host's gateway).
     pingall_passes(&lab, 240);
@@ -1500,7 +1511,18 @@ fn into_a_p1_0(lab: &LabGuard, topology: &Topology, lb: &str) -> IntoAp10 {
 fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     let _machine = serial();
     let lab = LabGuard::new("w");
-    lab.ok(&["up", "--k", "4", "--lb", "ecmp", "--buffer", "2MB"]);
+    // A quarter of the other links' rate.
+    lab.ok(&[
+        "up",
+        "--k",
+        "4",
+        "--lb",
+        "ecmp",
+        "--buffer",
+        "2MB",
+        "--link-rate",
+        "1mbit",
+    ]);
     let topology = Topology::fat_tree(4).unwrap();
     lab.ok(&["link", "c-0", "a-p1-0", "rate", "250kbit"]);
     let ecmp = into_a_p1_0(&lab, &topology, "ecmp");
