@@ -351,14 +351,14 @@ mod tests {
         assert_eq!(CpuTimes::parse("intr 1\n"), None);
     }
 
-    #[test]
-    fn the_highest_rate_whose_every_run_was_faithful_per_mode() {
-        let row = |rate_bps, switches: Switches, faithful| RateRow {
+    /// A row of one run at `rate_bps`, faithful, with its CCT kept.
+    fn row(rate_bps: u64, switches: Switches) -> RateRow {
+        RateRow {
             rate_bps,
             switches: switches.name(),
-            runs: 2,
-            exactly_once: 2,
-            faithful,
+            runs: 1,
+            exactly_once: 1,
+            faithful: 1,
             cct_increase: Some(0.05),
             cct_kept: true,
             agent_rate_ratio_min: 1.0,
@@ -368,6 +368,16 @@ mod tests {
             forwarded: 10,
             cpu_us_per_frame: Some(1.0),
             seconds: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_highest_rate_whose_every_run_was_faithful_per_mode() {
+        let row = |rate_bps, switches: Switches, faithful| RateRow {
+            runs: 2,
+            exactly_once: 2,
+            faithful,
+            ..row(rate_bps, switches)
         };
         let (group, process) = (Switches::Group, Switches::Process);
         let rows = [
@@ -386,20 +396,10 @@ mod tests {
     #[test]
     fn a_faithful_rate_must_also_keep_the_lowest_rates_cct() {
         let row = |rate_bps, switches: Switches, increase: Option<f64>| RateRow {
-            rate_bps,
-            switches: switches.name(),
-            runs: 1,
             exactly_once: usize::from(increase.is_some()),
-            faithful: 1,
             cct_increase: increase,
             cct_kept: false,
-            agent_rate_ratio_min: 1.0,
-            shaper_late_p99_packet_times: 0.1,
-            receiver_window_ratio_min: 1.0,
-            cpu_busy: 0.5,
-            forwarded: 10,
-            cpu_us_per_frame: Some(1.0),
-            seconds: 1.0,
+            ..row(rate_bps, switches)
         };
         let (group, process) = (Switches::Group, Switches::Process);
         // Listed out of order: the reference is each mode's lowest rate, not the first row.
