@@ -151,9 +151,9 @@ struct RunArgs {
     /// half a wire time. Default: continue from now at ρ × R, losing the time.
     #[arg(long)]
     catch_up: bool,
-    /// Run the sender and receiver threads SCHED_FIFO at this priority (1..=99; 0 = off): a
-    /// departure then preempts ordinary tasks the moment it is due, and arrivals are read and
-    /// ACKed while real-time switches forward. Needs root.
+    /// Run the sender thread SCHED_FIFO at this priority (1..=99; 0 = off), the receiver one
+    /// below: a departure then preempts ordinary tasks (and the receiver) the moment it is due,
+    /// and arrivals are read and ACKed while real-time switches forward. Needs root.
     #[arg(long, value_name = "PRIO", default_value_t = 0)]
     rt_priority: u8,
     /// Where to write the JSON report (one host).

@@ -73,7 +73,8 @@ pub struct AgentConfig {
     pub spin_ns: u64,
     /// Compensate late sends up to half a wire time (sch_fq style) instead of losing the time.
     pub catch_up: bool,
-    /// Run the sender and receiver threads SCHED_FIFO at this priority.
+    /// Run the sender thread SCHED_FIFO at this priority, the receiver one below
+    /// ([`receiver_priority`]).
     pub realtime: Option<i32>,
     /// How long to keep answering after completing.
     pub linger: Linger,
@@ -339,6 +340,19 @@ impl<'a> HostSetup<'a> {
     }
 }
 
+/// The receiver's real-time priority for a sender at `sender`: one below it (at least 1).
+///
+/// Real-time, because as an ordinary thread beside the lab's real-time switches and sender it
+/// got too little CPU at 10 Mbit/s per link: its sockets overflowed (44 k `host.udp_rcvbuf`
+/// drops in a 16 MB permutation, CCT +149 %); below the switch group's pool (30 against 40) it
+/// read DATA up to 300 ms late, which the CCT counts (+17 … +30 % at 1 MB). Below the sender,
+/// because a due departure must preempt it, and at one SCHED_FIFO priority a running thread is
+/// never preempted by another.
+#[must_use]
+pub fn receiver_priority(sender: i32) -> i32 {
+    (sender - 1).max(1)
+}
+
 /// Runs one agent to completion (or its timeout) and returns its report.
 ///
 /// # Errors
@@ -353,8 +367,8 @@ pub fn run_agent(config: &AgentConfig) -> anyhow::Result<AgentReport> {
 /// their reports in the order of `configs`. Host i's sockets are created in `namespaces[i]`
 /// (an open `/run/netns/NAME`; `None`: the current namespace), the process stays where it is.
 /// Every host keeps its own schedule, recovery, entropy choice, link accounting, done file
-/// and deadline: its report means what a one-host agent's means. Both threads run at the first
-/// config's real-time priority; the sender at its spin window.
+/// and deadline: its report means what a one-host agent's means. The sender runs at the first
+/// config's real-time priority and spin window, the receiver one priority below.
 ///
 /// # Errors
 /// When a namespace cannot be entered, sockets cannot be set up, or a send or receive fails
@@ -415,13 +429,8 @@ pub fn run_agents(
             }
             result
         });
-        // The receiver runs at the sender's priority. As an ordinary thread beside the lab's
-        // real-time switches and sender it got too little CPU at 10 Mbit/s per link: its
-        // sockets overflowed (44 k `host.udp_rcvbuf` drops in a 16 MB permutation, CCT +149 %).
-        // Below the switch group's pool (30) it read DATA up to 300 ms late, which the CCT
-        // counts (+17 % … +30 % at 1 MB).
         let receiver = scope.spawn(|| {
-            if let Some(priority) = first.realtime {
+            if let Some(priority) = first.realtime.map(receiver_priority) {
                 if let Err(e) = sys::set_realtime(priority) {
                     eprintln!("ofan-lab agent: receiver without real-time priority ({e})");
                 }
@@ -469,6 +478,13 @@ mod tests {
         assert_eq!(expected(1, Kind::Data), Some(Ipv4Addr::new(10, 0, 0, 3)));
         assert_eq!(expected(1, Kind::Ack), Some(Ipv4Addr::new(10, 0, 0, 5)));
         assert_eq!(expected(3, Kind::Data), None);
+    }
+
+    #[test]
+    fn the_receiver_runs_just_below_the_sender() {
+        assert_eq!(receiver_priority(42), 41);
+        assert_eq!(receiver_priority(2), 1);
+        assert_eq!(receiver_priority(1), 1);
     }
 
     #[test]
