@@ -335,7 +335,7 @@ impl Worker {
     /// [`Self::wake_at`]): frames in its inbox or an RX ring, or TX descriptors not kicked or
     /// not completed. A few loads; a pool thread asks it instead of stepping an idle worker.
     pub fn has_input(&self) -> bool {
-        !self.inbox.is_empty()
+        self.has_handoffs()
             || self.ports.iter().any(|port| {
                 port.queues.iter().any(|queue| {
                     queue.tx_outstanding > 0
