@@ -101,38 +101,92 @@ pub enum Admission {
     Drop,
 }
 
-/// A log₂ histogram: bucket `i` counts values in `[2^(i−1), 2^i)`, bucket 0 counts zeros.
+/// A log-linear histogram: values below 16 exactly, then 8 buckets per power of two, each
+/// spanning 1/8 of the octave's lower edge, up to 2⁴⁰ (the last bucket also holds everything
+/// above, ≈ 18 minutes in nanoseconds).
+///
+/// Why not log₂ buckets: the lab judges a run faithful when the shaper's lateness p99 stays
+/// within a quarter of a packet time, and a log₂ bucket's upper edge overstates a value by up to
+/// 2× — at 5 Mbit/s the whole range 0.21–0.43 packet times reported as 0.43, so the bucket
+/// edge, not the measurement, decided the verdict. Here a quantile is overstated by at most
+/// 12.5 %.
+///
+/// Publishing copies only the buckets recorded since the last [`Histogram::mark_published`]
+/// (a range of bucket indices), so a worker's millisecond publications cost a few stores, not
+/// the whole array.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Log2Histogram {
-    /// Bucket counts.
-    pub buckets: [u64; 65],
+pub struct Histogram {
+    /// Bucket counts (see [`Histogram::bucket`] and [`Histogram::lower_bound`]).
+    pub buckets: [u64; HISTOGRAM_BUCKETS],
+    /// Buckets changed since the last publication: `dirty.0 ..= dirty.1` (empty when
+    /// `dirty.0 > dirty.1`).
+    dirty: (u16, u16),
 }
 
-impl Default for Log2Histogram {
+/// Values below this are counted exactly.
+const EXACT_BELOW: u64 = 16;
+/// log₂ of the buckets per octave.
+const SUB_BITS: u32 = 3;
+/// The first octave (by its highest set bit) split into sub-buckets.
+const FIRST_OCTAVE: u32 = 4;
+/// One past the last octave with buckets of its own.
+const END_OCTAVE: u32 = 40;
+
+/// Buckets of a [`Histogram`].
+pub const HISTOGRAM_BUCKETS: usize =
+    EXACT_BELOW as usize + (((END_OCTAVE - FIRST_OCTAVE) as usize) << SUB_BITS);
+
+impl Default for Histogram {
     fn default() -> Self {
-        Self { buckets: [0; 65] }
+        Self {
+            buckets: [0; HISTOGRAM_BUCKETS],
+            // Everything: a cleared histogram publishes its zeros.
+            dirty: (0, HISTOGRAM_BUCKETS as u16 - 1),
+        }
     }
 }
 
-impl Log2Histogram {
+impl Histogram {
     /// Counts one value.
     #[inline]
     pub fn record(&mut self, value: u64) {
-        self.buckets[Self::bucket(value)] += 1;
+        let bucket = Self::bucket(value);
+        self.buckets[bucket] += 1;
+        let bucket = bucket as u16;
+        self.dirty = (self.dirty.0.min(bucket), self.dirty.1.max(bucket));
     }
 
     /// The bucket a value falls in.
     #[inline]
     pub const fn bucket(value: u64) -> usize {
-        (u64::BITS - value.leading_zeros()) as usize
+        if value < EXACT_BELOW {
+            return value as usize;
+        }
+        let octave = u64::BITS - 1 - value.leading_zeros();
+        if octave >= END_OCTAVE {
+            return HISTOGRAM_BUCKETS - 1;
+        }
+        let sub = (value >> (octave - SUB_BITS)) as usize & ((1 << SUB_BITS) - 1);
+        EXACT_BELOW as usize + (((octave - FIRST_OCTAVE) as usize) << SUB_BITS) + sub
     }
 
-    /// The upper bound of bucket `i` (exclusive), i.e. `2^i`; 1 for bucket 0.
+    /// The smallest value of bucket `bucket`.
+    pub const fn lower_bound(bucket: usize) -> u64 {
+        if bucket < EXACT_BELOW as usize {
+            return bucket as u64;
+        }
+        let index = bucket - EXACT_BELOW as usize;
+        let octave = (index >> SUB_BITS) as u32 + FIRST_OCTAVE;
+        let sub = (index & ((1 << SUB_BITS) - 1)) as u64;
+        ((1 << SUB_BITS) + sub) << (octave - SUB_BITS)
+    }
+
+    /// The largest value of bucket `bucket` (`u64::MAX` for the last).
     pub const fn upper_bound(bucket: usize) -> u64 {
-        if bucket >= 64 {
+        if bucket + 1 >= HISTOGRAM_BUCKETS {
             u64::MAX
         } else {
-            1u64 << bucket
+            Self::lower_bound(bucket + 1) - 1
         }
     }
 
@@ -141,7 +195,8 @@ impl Log2Histogram {
         self.buckets.iter().sum()
     }
 
-    /// An upper bound for the `q`-quantile (0 ≤ q ≤ 1): the upper edge of the bucket holding it.
+    /// An upper bound for the `q`-quantile (0 ≤ q ≤ 1): the largest value of the bucket holding
+    /// it (at most 12.5 % above the true quantile; exact below 16).
     pub fn quantile_upper_bound(&self, q: f64) -> u64 {
         let total = self.count();
         if total == 0 {
@@ -152,21 +207,20 @@ impl Log2Histogram {
         for (bucket, &count) in self.buckets.iter().enumerate() {
             seen += count;
             if seen >= rank {
-                return if bucket == 0 {
-                    0
-                } else {
-                    Self::upper_bound(bucket) - 1
-                };
+                return Self::upper_bound(bucket);
             }
         }
         u64::MAX
     }
 
-    /// Adds another histogram into this one.
-    pub fn merge(&mut self, other: &Log2Histogram) {
-        for (mine, theirs) in self.buckets.iter_mut().zip(other.buckets.iter()) {
-            *mine += theirs;
-        }
+    /// The buckets changed since the last [`mark_published`](Self::mark_published).
+    pub fn dirty(&self) -> std::ops::RangeInclusive<usize> {
+        usize::from(self.dirty.0)..=usize::from(self.dirty.1)
+    }
+
+    /// Says that the dirty buckets were published.
+    pub fn mark_published(&mut self) {
+        self.dirty = (u16::MAX, 0);
     }
 }
 
@@ -200,9 +254,9 @@ pub struct EgressStats {
     /// Time of the last depth change (start of the current integration step), ns.
     pub last_change_ns: u64,
     /// Queue depth in frames seen by each arriving frame (before it joins).
-    pub arrival_depth: Log2Histogram,
+    pub arrival_depth: Histogram,
     /// How late the shaper sent each frame, in nanoseconds.
-    pub lateness_ns: Log2Histogram,
+    pub lateness_ns: Histogram,
     /// Largest lateness seen, ns.
     pub max_lateness_ns: u64,
     /// Link time lost to lateness, ns: Σ (lateness − catch-up credit) over departures. A
@@ -442,14 +496,20 @@ impl<D> EgressQueue<D> {
         self.config.link_rate_bps
     }
 
+    /// Says that the histograms' changes were published (see [`Histogram::dirty`]).
+    pub fn mark_published(&mut self) {
+        self.stats.lateness_ns.mark_published();
+        self.stats.arrival_depth.mark_published();
+    }
+
     /// Clears the maxima and histograms (a new measurement period starts); counters stay.
     pub fn reset_peaks(&mut self) {
         let stats = &mut self.stats;
         stats.max_depth_packets = stats.depth_packets;
         stats.max_depth_bytes = stats.depth_bytes;
         stats.max_lateness_ns = 0;
-        stats.lateness_ns = Log2Histogram::default();
-        stats.arrival_depth = Log2Histogram::default();
+        stats.lateness_ns = Histogram::default();
+        stats.arrival_depth = Histogram::default();
     }
 
     /// Brings the time integrals of the depth up to `now_ns` (the frame on the wire leaves the
@@ -775,14 +835,57 @@ mod tests {
 
     #[test]
     fn histogram_quantiles_are_bucket_upper_bounds() {
-        let mut histogram = Log2Histogram::default();
+        let mut histogram = Histogram::default();
         for value in [0, 1, 2, 3, 100, 100, 100, 5_000] {
             histogram.record(value);
         }
         assert_eq!(histogram.count(), 8);
         assert_eq!(histogram.quantile_upper_bound(0.1), 0);
         assert_eq!(histogram.quantile_upper_bound(0.5), 3);
-        assert_eq!(histogram.quantile_upper_bound(0.75), 127);
-        assert_eq!(histogram.quantile_upper_bound(1.0), 8_191);
+        // 100 lies in [96, 104): 64 · (1 + 4/8) … 64 · (1 + 5/8).
+        assert_eq!(histogram.quantile_upper_bound(0.75), 103);
+        // 5 000 lies in [4 608, 5 120).
+        assert_eq!(histogram.quantile_upper_bound(1.0), 5_119);
+    }
+
+    #[test]
+    fn histogram_buckets_tile_the_values_and_stay_within_an_eighth() {
+        // Consecutive buckets meet: each one's upper bound is one below the next's lower.
+        for bucket in 0..HISTOGRAM_BUCKETS - 1 {
+            assert_eq!(
+                Histogram::upper_bound(bucket) + 1,
+                Histogram::lower_bound(bucket + 1),
+                "bucket {bucket}"
+            );
+            let (low, high) = (
+                Histogram::lower_bound(bucket),
+                Histogram::upper_bound(bucket),
+            );
+            assert_eq!(Histogram::bucket(low), bucket);
+            assert_eq!(Histogram::bucket(high), bucket);
+            // The width is at most an eighth of the lower edge (exact buckets below 16).
+            assert!(
+                8 * (high - low + 1) <= low.max(8),
+                "bucket {bucket}: {low}..={high}"
+            );
+        }
+        assert_eq!(Histogram::bucket(u64::MAX), HISTOGRAM_BUCKETS - 1);
+        assert_eq!(Histogram::bucket(1 << 40), HISTOGRAM_BUCKETS - 1);
+        assert_eq!(Histogram::upper_bound(HISTOGRAM_BUCKETS - 1), u64::MAX);
+    }
+
+    #[test]
+    fn histogram_tracks_what_it_has_not_published() {
+        let mut histogram = Histogram::default();
+        // A new (or cleared) histogram publishes everything once.
+        assert_eq!(histogram.dirty(), 0..=HISTOGRAM_BUCKETS - 1);
+        histogram.mark_published();
+        assert!(histogram.dirty().is_empty());
+        histogram.record(1_000);
+        histogram.record(20);
+        assert_eq!(
+            histogram.dirty(),
+            Histogram::bucket(20)..=Histogram::bucket(1_000)
+        );
     }
 }

@@ -12,11 +12,8 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 use crate::counters::named_counters;
-use crate::egress::{EgressStats, Log2Histogram};
+use crate::egress::{EgressStats, Histogram, HISTOGRAM_BUCKETS};
 use crate::forward::{Counters, DropReason, KernelReason};
-
-/// Number of buckets of the log₂ histograms.
-pub const HISTOGRAM_BUCKETS: usize = 65;
 
 /// A histogram published with atomics.
 #[derive(Debug)]
@@ -29,14 +26,15 @@ impl Default for AtomicHistogram {
 }
 
 impl AtomicHistogram {
-    fn store(&self, histogram: &Log2Histogram) {
-        for (slot, &count) in self.0.iter().zip(histogram.buckets.iter()) {
-            slot.store(count, Relaxed);
+    /// Stores the buckets changed since the histogram was last published.
+    fn store(&self, histogram: &Histogram) {
+        for bucket in histogram.dirty() {
+            self.0[bucket].store(histogram.buckets[bucket], Relaxed);
         }
     }
 
-    fn load(&self) -> Log2Histogram {
-        let mut histogram = Log2Histogram::default();
+    fn load(&self) -> Histogram {
+        let mut histogram = Histogram::default();
         for (bucket, slot) in histogram.buckets.iter_mut().zip(self.0.iter()) {
             *bucket = slot.load(Relaxed);
         }
@@ -209,16 +207,26 @@ impl PortTelemetry {
             depth_packet_ns: self.depth_packet_ns.load(Relaxed),
             depth_byte_ns: self.depth_byte_ns.load(Relaxed),
             integrated_until_ns: self.integrated_until_ns.load(Relaxed),
-            arrival_depth_histogram: arrival_depth.buckets.to_vec(),
+            arrival_depth_histogram: used_buckets(&arrival_depth),
             lateness_p50_ns: lateness.quantile_upper_bound(0.50),
             lateness_p99_ns: lateness.quantile_upper_bound(0.99),
             lateness_p999_ns: lateness.quantile_upper_bound(0.999),
             max_lateness_ns: self.max_lateness_ns.load(Relaxed),
             lost_link_ns: self.lost_link_ns.load(Relaxed),
-            lateness_histogram_ns: lateness.buckets.to_vec(),
+            lateness_histogram_ns: used_buckets(&lateness),
             link_rate_bps: self.link_rate_bps.load(Relaxed),
         }
     }
+}
+
+/// A histogram's buckets up to its last non-empty one (a port's snapshot carries two).
+fn used_buckets(histogram: &Histogram) -> Vec<u64> {
+    let used = histogram
+        .buckets
+        .iter()
+        .rposition(|&count| count > 0)
+        .map_or(0, |last| last + 1);
+    histogram.buckets[..used].to_vec()
 }
 
 named_counters! {
@@ -594,9 +602,10 @@ pub struct PortSnapshot {
     pub depth_byte_ns: u64,
     /// Time up to which the integrals run (monotonic ns).
     pub integrated_until_ns: u64,
-    /// Log₂ histogram of the depth (frames) each arriving frame found.
+    /// Histogram of the depth (frames) each arriving frame found: counts per bucket of
+    /// [`Histogram`] (exact below 16, then 8 per power of two), up to the last non-empty one.
     pub arrival_depth_histogram: Vec<u64>,
-    /// Shaper lateness, median (upper bucket bound), ns.
+    /// Shaper lateness, median (upper edge of its bucket: at most 12.5 % above), ns.
     pub lateness_p50_ns: u64,
     /// Shaper lateness, 99th percentile, ns.
     pub lateness_p99_ns: u64,
@@ -608,7 +617,8 @@ pub struct PortSnapshot {
     /// `rate × (elapsed − lost)`.
     #[serde(default)]
     pub lost_link_ns: u64,
-    /// Log₂ histogram of shaper lateness, ns.
+    /// Histogram of shaper lateness, ns: counts per bucket of [`Histogram`], up to the last
+    /// non-empty one.
     pub lateness_histogram_ns: Vec<u64>,
     /// The emulated link rate the port's shaper uses, bit/s (0: unshaped).
     #[serde(default)]
@@ -742,5 +752,31 @@ mod tests {
             }
         );
         assert_eq!(umem.accounted(), 100);
+    }
+
+    /// Publication copies only the buckets recorded since the last one: what readers load must
+    /// still be the whole histogram, across publications and a clear.
+    #[test]
+    fn a_published_histogram_reads_back_whole() {
+        let atomic = AtomicHistogram::default();
+        let mut histogram = Histogram::default();
+        histogram.record(5);
+        histogram.record(70_000);
+        atomic.store(&histogram);
+        histogram.mark_published();
+        histogram.record(3_000);
+        histogram.record(70_000);
+        atomic.store(&histogram);
+        histogram.mark_published();
+        assert_eq!(atomic.load().buckets, histogram.buckets);
+        assert_eq!(
+            used_buckets(&atomic.load()).len(),
+            Histogram::bucket(70_000) + 1
+        );
+
+        let cleared = Histogram::default();
+        atomic.store(&cleared);
+        assert_eq!(atomic.load().count(), 0);
+        assert!(used_buckets(&atomic.load()).is_empty());
     }
 }

@@ -17,6 +17,7 @@
 //! [`Runtime::start`] sets everything up and spawns the workers; [`Runtime::stop`] stops them,
 //! detaches the program and checks that every frame is accounted for.
 
+pub mod awake;
 pub mod bench;
 mod frames;
 pub mod pool;

@@ -22,11 +22,12 @@
 //! ([`super::Runtime::failed`]) and stops, the other switches forward on.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use super::awake::{KeepAwake, KeepAwakeThreads};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
 use super::worker::{Worker, WorkerExit};
 
@@ -59,71 +60,8 @@ pub struct PoolConfig {
 #[derive(Debug)]
 pub struct WorkerPool {
     threads: Vec<PoolThread>,
-    awake: Option<Arc<KeepAwake>>,
-    awake_threads: Vec<JoinHandle<()>>,
-}
-
-/// Keeps a virtual machine's CPUs from halting while frames flow: one SCHED_IDLE thread per
-/// CPU that spins while a pool thread moved a frame within `linger_ns`
-/// ([`PoolConfig::keep_awake_ns`]), and sleeps otherwise.
-///
-/// A VM's idle CPU halts, and waking a halted virtual CPU — for a frame, a shaper's timer, an
-/// agent's departure — waits for the hypervisor. Measured in a 2-CPU VM (`perf sched`): threads
-/// runnable for 1–2.4 ms on a CPU the guest saw idle; in a k = 4 lab at 2 Mbit/s per link,
-/// agents late by 0.9–2 ms p99 and shapers by 0.34–0.68 packet times (0 of 3 runs faithful).
-/// A spinning thread keeps the CPU running, so that a wake-up is a local preemption. At
-/// SCHED_IDLE it takes no time from anything else: ordinary tasks preempt it too (the pool
-/// itself spinning through the gaps, real-time, starved them for 0.6–0.7 s at a time and
-/// exhausted the kernel's real-time budget, stopping every real-time thread for 25–50 ms once a
-/// second). An idle lab's CPUs still sleep. With it the same lab was faithful in 3 of 3 runs at
-/// 1, 2 and 5 Mbit/s, shapers late 0.09–0.21 packet times p99.
-#[derive(Debug)]
-struct KeepAwake {
-    linger_ns: u64,
-    /// When a pool thread last moved frames (CLOCK_MONOTONIC ns).
-    last_work: AtomicU64,
-    /// Some keep-awake thread sleeps (or is about to): the next frame wakes them all.
-    sleeping: AtomicBool,
-    wakers: Vec<EventFd>,
-    stop: AtomicBool,
-}
-
-impl KeepAwake {
-    /// A pool thread moved frames at `now`.
-    fn worked(&self, now: u64) {
-        self.last_work.store(now, Ordering::Relaxed);
-        if self.sleeping.load(Ordering::SeqCst) {
-            self.sleeping.store(false, Ordering::SeqCst);
-            for waker in &self.wakers {
-                waker.notify();
-            }
-        }
-    }
-
-    fn flowing(&self) -> bool {
-        monotonic_ns() < self.last_work.load(Ordering::SeqCst) + self.linger_ns
-    }
-
-    /// Thread `index`'s loop, on CPU `index`.
-    fn run(&self, index: usize) {
-        let epoll = Epoll::new().expect("epoll for a keep-awake thread");
-        epoll
-            .add(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[index]), 0)
-            .expect("eventfd in epoll");
-        while !self.stop.load(Ordering::Relaxed) {
-            if self.flowing() {
-                std::hint::spin_loop();
-                continue;
-            }
-            self.sleeping.store(true, Ordering::SeqCst);
-            // A frame that moved after the check above but before the flag was seen: go on.
-            if self.flowing() {
-                continue;
-            }
-            epoll.wait(IDLE_WAKE_MS);
-            self.wakers[index].drain();
-        }
-    }
+    /// Its threads stop when this drops, after `drop` has joined the pool threads.
+    _awake: Option<KeepAwakeThreads>,
 }
 
 #[derive(Debug)]
@@ -163,37 +101,7 @@ impl WorkerPool {
     /// An eventfd or a thread cannot be created.
     pub fn start(config: PoolConfig) -> std::io::Result<Self> {
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let awake = if config.keep_awake_ns > 0 {
-            Some(Arc::new(KeepAwake {
-                linger_ns: config.keep_awake_ns,
-                last_work: AtomicU64::new(0),
-                sleeping: AtomicBool::new(false),
-                wakers: (0..cpus)
-                    .map(|_| EventFd::new())
-                    .collect::<Result<_, _>>()?,
-                stop: AtomicBool::new(false),
-            }))
-        } else {
-            None
-        };
-        let mut awake_threads = Vec::new();
-        for cpu in 0..cpus {
-            let Some(awake) = awake.clone() else {
-                break;
-            };
-            awake_threads.push(
-                std::thread::Builder::new()
-                    .name(format!("ofan-awake-{cpu}"))
-                    .spawn(move || {
-                        if let Err(error) = sys::pin_to_cpu(cpu).and_then(|()| sys::set_idle_policy())
-                        {
-                            tracing::warn!(cpu, %error, "keep-awake thread not pinned at SCHED_IDLE: not running it");
-                            return;
-                        }
-                        awake.run(cpu);
-                    })?,
-            );
-        }
+        let awake = KeepAwakeThreads::start(config.keep_awake_ns)?;
         let mut threads = Vec::new();
         for index in 0..config.threads.max(1) {
             let shared = Arc::new(ThreadShared {
@@ -203,7 +111,7 @@ impl WorkerPool {
                 load: AtomicUsize::new(0),
             });
             let thread_shared = Arc::clone(&shared);
-            let thread_awake = awake.clone();
+            let thread_awake = awake.as_ref().map(KeepAwakeThreads::handle);
             let cpu = config.pin.then_some(index % cpus);
             let handle = std::thread::Builder::new()
                 .name(format!("ofan-pool-{index}"))
@@ -228,8 +136,7 @@ impl WorkerPool {
         }
         Ok(Self {
             threads,
-            awake,
-            awake_threads,
+            _awake: awake,
         })
     }
 
@@ -281,15 +188,6 @@ impl Drop for WorkerPool {
             if let Some(handle) = thread.handle.take() {
                 let _ = handle.join();
             }
-        }
-        if let Some(awake) = &self.awake {
-            awake.stop.store(true, Ordering::SeqCst);
-            for waker in &awake.wakers {
-                waker.notify();
-            }
-        }
-        for handle in self.awake_threads.drain(..) {
-            let _ = handle.join();
         }
     }
 }
@@ -387,7 +285,7 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         }
         if work > 0 {
             if let Some(awake) = awake {
-                awake.worked(now);
+                awake.worked();
             }
             continue;
         }
@@ -436,54 +334,5 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
 fn unwatch(epoll: &Epoll, worker: &Worker) {
     for fd in worker.wait_fds() {
         let _ = epoll.remove(fd);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn keep_awake(linger_ns: u64) -> KeepAwake {
-        KeepAwake {
-            linger_ns,
-            last_work: AtomicU64::new(0),
-            sleeping: AtomicBool::new(false),
-            wakers: vec![EventFd::new().unwrap()],
-            stop: AtomicBool::new(false),
-        }
-    }
-
-    #[test]
-    fn frames_keep_the_cpus_awake_for_the_linger_only() {
-        let awake = keep_awake(50_000_000);
-        assert!(!awake.flowing(), "nothing moved yet");
-        awake.worked(monotonic_ns());
-        assert!(awake.flowing());
-        let brief = keep_awake(1);
-        brief.worked(monotonic_ns());
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        assert!(!brief.flowing(), "the linger is over");
-    }
-
-    #[test]
-    fn a_frame_wakes_a_sleeping_keep_awake_thread() {
-        let awake = Arc::new(keep_awake(50_000_000));
-        let thread = {
-            let awake = Arc::clone(&awake);
-            std::thread::spawn(move || awake.run(0))
-        };
-        // It goes to sleep with nothing flowing …
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !awake.sleeping.load(Ordering::SeqCst) {
-            assert!(std::time::Instant::now() < deadline, "never went to sleep");
-            std::thread::yield_now();
-        }
-        // … and a frame clears the flag and notifies it (else it would sleep up to
-        // IDLE_WAKE_MS with frames flowing).
-        awake.worked(monotonic_ns());
-        assert!(!awake.sleeping.load(Ordering::SeqCst));
-        awake.stop.store(true, Ordering::SeqCst);
-        awake.wakers[0].notify();
-        thread.join().unwrap();
     }
 }

@@ -709,6 +709,7 @@ impl Worker {
                 telemetry.publish_socket_drops(&drops);
             }
             telemetry.publish_egress(port.egress.stats());
+            port.egress.mark_published();
         }
         worker_counter_values(
             self.forwarder.counters(),
