@@ -68,6 +68,9 @@ pub struct RateRow {
     /// Whether that mean is within [`CCT_TOLERANCE`] of the lowest rate's in the same mode (the
     /// reference: a rate that runs faithfully keeps its CCT).
     pub cct_kept: bool,
+    /// This row is that reference (its mode's lowest rate): its CCT is kept by definition,
+    /// judged against nothing — a bench of one rate judges no CCT at all.
+    pub cct_reference: bool,
     /// Lowest agent rate ratio (achieved / requested) of any repetition.
     pub agent_rate_ratio_min: f64,
     /// Worst shaper lateness p99 of any repetition, packet times.
@@ -129,7 +132,16 @@ pub fn judge_cct(rows: &mut [RateRow]) {
         .iter()
         .map(|row| reference(rows, row.switches))
         .collect();
-    for (row, reference) in rows.iter_mut().zip(references) {
+    let lowest: Vec<bool> = rows
+        .iter()
+        .map(|row| {
+            rows.iter()
+                .filter(|other| other.switches == row.switches)
+                .all(|other| other.rate_bps >= row.rate_bps)
+        })
+        .collect();
+    for ((row, reference), lowest) in rows.iter_mut().zip(references).zip(lowest) {
+        row.cct_reference = lowest;
         row.cct_kept = match (row.cct_increase, reference) {
             (Some(increase), Some(reference)) => increase <= reference + CCT_TOLERANCE,
             _ => false,
@@ -322,6 +334,7 @@ fn row(
         cct_increase: (!increases.is_empty())
             .then(|| increases.iter().sum::<f64>() / increases.len() as f64),
         cct_kept: false,
+        cct_reference: false,
         agent_rate_ratio_min: fold(|f| f.agent_rate_ratio_min, true),
         shaper_late_p99_packet_times: fold(|f| f.shaper_late_p99_packet_times, false),
         receiver_window_ratio_min: fold(|f| f.receiver_window_ratio_min, true),
@@ -361,6 +374,7 @@ mod tests {
             faithful: 1,
             cct_increase: Some(0.05),
             cct_kept: true,
+            cct_reference: false,
             agent_rate_ratio_min: 1.0,
             shaper_late_p99_packet_times: 0.1,
             receiver_window_ratio_min: 1.0,
@@ -414,6 +428,8 @@ mod tests {
         judge_cct(&mut rows);
         let kept: Vec<bool> = rows.iter().map(|row| row.cct_kept).collect();
         assert_eq!(kept, [true, true, false, true, true, false]);
+        let references: Vec<bool> = rows.iter().map(|row| row.cct_reference).collect();
+        assert_eq!(references, [false, true, false, true, false, false]);
         assert_eq!(highest_faithful(&rows, group), Some(5_000_000));
         assert_eq!(highest_faithful(&rows, process), Some(5_000_000));
     }

@@ -48,7 +48,7 @@ over the lower bound, the agents' lowest achieved/requested rate, the worst shap
 (packet times), the smallest receiver-window ratio, faithful runs (the run's own verdict: \
 lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %), \
 the CPUs' busy share over the runs (/proc/stat) and CPU time per frame the switches forwarded \
-(agents and kernel included). It ends with the highest rate whose every run was faithful and whose mean CCT over the bound stayed within one point of the lowest rate's (column `CCT kept`: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s).
+(agents and kernel included). It ends with the highest rate whose every run was faithful and whose mean CCT over the bound stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
 
 Run it on a quiet machine: anything else running takes CPU from the lab and shows as lateness. \
 Each run's results directory goes under --out.
@@ -451,7 +451,12 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
             row.runs,
             row.cct_increase
                 .map_or_else(|| "—".to_owned(), |i| format!("{:+.1} %", i * 100.0)),
-            if row.cct_kept { "yes" } else { "no" },
+            match (row.cct_reference, row.cct_kept) {
+                // The lowest rate is what the others are judged against.
+                (true, _) => "ref",
+                (false, true) => "yes",
+                (false, false) => "no",
+            },
             row.agent_rate_ratio_min,
             row.shaper_late_p99_packet_times,
             row.receiver_window_ratio_min,
