@@ -438,17 +438,7 @@ impl Runtime {
             let handle = std::thread::Builder::new()
                 .name(format!("ofan-worker-{index}"))
                 .spawn(move || {
-                    sys::minimize_timer_slack();
-                    if let Some(cpu) = cpu {
-                        if let Err(error) = sys::pin_to_cpu(cpu) {
-                            tracing::warn!(worker = index, cpu, %error, "cannot pin worker");
-                        }
-                    }
-                    if let Some(priority) = rt_priority {
-                        if let Err(error) = sys::set_realtime(priority) {
-                            tracing::warn!(worker = index, priority, %error, "cannot make worker real-time");
-                        }
-                    }
+                    sys::prepare_forwarding_thread(&format!("worker {index}"), cpu, rt_priority);
                     // A worker that panics would leave its ports a silent black hole while the
                     // process lives on: end the process instead, so that it is seen to crash.
                     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run())) {

@@ -116,17 +116,11 @@ impl WorkerPool {
             let handle = std::thread::Builder::new()
                 .name(format!("ofan-pool-{index}"))
                 .spawn(move || {
-                    sys::minimize_timer_slack();
-                    if let Some(cpu) = cpu {
-                        if let Err(error) = sys::pin_to_cpu(cpu) {
-                            tracing::warn!(thread = index, cpu, %error, "cannot pin pool thread");
-                        }
-                    }
-                    if let Some(priority) = config.rt_priority {
-                        if let Err(error) = sys::set_realtime(priority) {
-                            tracing::warn!(thread = index, priority, %error, "cannot make pool thread real-time");
-                        }
-                    }
+                    sys::prepare_forwarding_thread(
+                        &format!("pool thread {index}"),
+                        cpu,
+                        config.rt_priority,
+                    );
                     serve(&thread_shared, thread_awake.as_deref());
                 })?;
             threads.push(PoolThread {

@@ -348,34 +348,23 @@ pub fn set_lb(name: &str, algorithm: Algorithm) -> anyhow::Result<usize> {
         if lab.state.stopped.contains(switch) {
             continue;
         }
-        // A blackholed link must not pass frames while no program drops them: its carrier is
-        // off until the new switch has the drop flag.
-        let dark: Vec<ofan_topology::LinkId> = find_node(&lab.topology, switch)?
+        let links = find_node(&lab.topology, switch)?
             .ports
             .iter()
             .map(|port| port.link)
-            .filter(|link| lab.state.blackholed_links.contains(&link.0))
-            .filter(|link| lab.failures().is_alive(*link))
             .collect();
-        for link in &dark {
-            lab.set_link(*link, false)?;
-        }
+        let dark = go_dark(&mut lab, links)?;
         lab.stop_process(switch);
         let process = procs::start_switch(&lab.state, &lab.dir, switch)?;
         lab.state.processes.push(process);
         lab.dir.save(&lab.state)?;
-        let missing = procs::wait_for_sockets(
-            &[(switch.clone(), lab.dir.socket(switch))],
+        let log = lab.dir.log(switch);
+        switches_back(
+            &mut lab,
+            std::slice::from_ref(switch),
             Duration::from_secs(20),
-        );
-        if !missing.is_empty() {
-            bail!(
-                "{switch} did not come back; see {}",
-                lab.dir.log(switch).display()
-            );
-        }
-        lab.reapply_blackholes(switch)?;
-        lab.reapply_link_rates(switch)?;
+            &log,
+        )?;
         for link in &dark {
             lab.set_link(*link, true)?;
         }
@@ -384,6 +373,53 @@ pub fn set_lb(name: &str, algorithm: Algorithm) -> anyhow::Result<usize> {
     // The new switches' BMP stations saw their daemons' sessions already up.
     lab.complete_path_tables(CONVERGENCE_TIMEOUT)?;
     Ok(restarted)
+}
+
+/// Turns off the carrier of the blackholed links among `links` that are up, and returns them:
+/// a blackholed link must not pass frames while no program drops them, so it stays dark until
+/// the restarted switches have their drop flags again ([`switches_back`]).
+fn go_dark(
+    lab: &mut super::Loaded,
+    links: Vec<ofan_topology::LinkId>,
+) -> anyhow::Result<Vec<ofan_topology::LinkId>> {
+    let dark: Vec<_> = links
+        .into_iter()
+        .filter(|link| lab.state.blackholed_links.contains(&link.0))
+        .filter(|link| lab.failures().is_alive(*link))
+        .collect();
+    for link in &dark {
+        lab.set_link(*link, false)?;
+    }
+    Ok(dark)
+}
+
+/// Waits up to `timeout` for the admin sockets of the restarted `switches`, then gives them
+/// back their blackholes and slowed links. `log` is where to look when one does not come back.
+fn switches_back(
+    lab: &mut super::Loaded,
+    switches: &[String],
+    timeout: Duration,
+    log: &std::path::Path,
+) -> anyhow::Result<()> {
+    let sockets: Vec<_> = switches
+        .iter()
+        .map(|switch| (switch.clone(), lab.dir.socket(switch)))
+        .collect();
+    let missing = procs::wait_for_sockets(&sockets, timeout);
+    match missing.as_slice() {
+        [] => {}
+        [only] => bail!("{only} did not come back; see {}", log.display()),
+        [first, ..] => bail!(
+            "{} switches did not come back ({first}…); see {}",
+            missing.len(),
+            log.display()
+        ),
+    }
+    for switch in switches {
+        lab.reapply_blackholes(switch)?;
+        lab.reapply_link_rates(switch)?;
+    }
+    Ok(())
 }
 
 /// `set` in a group: the group restarts with the new parameters, every running switch at once
@@ -396,18 +432,8 @@ fn restart_group(lab: &mut super::Loaded) -> anyhow::Result<usize> {
         .map(|s| s.name.clone())
         .filter(|name| !lab.state.stopped.contains(name))
         .collect();
-    // Blackholed links stay dark while no program drops what they bring.
-    let dark: Vec<ofan_topology::LinkId> = lab
-        .topology
-        .links()
-        .iter()
-        .map(|link| link.id)
-        .filter(|link| lab.state.blackholed_links.contains(&link.0))
-        .filter(|link| lab.failures().is_alive(*link))
-        .collect();
-    for link in &dark {
-        lab.set_link(*link, false)?;
-    }
+    let links = lab.topology.links().iter().map(|link| link.id).collect();
+    let dark = go_dark(lab, links)?;
     let recorded: Vec<_> = lab
         .state
         .processes
@@ -426,22 +452,8 @@ fn restart_group(lab: &mut super::Loaded) -> anyhow::Result<usize> {
     }
     lab.state.processes.push(group);
     lab.dir.save(&lab.state)?;
-    let sockets: Vec<_> = members
-        .iter()
-        .map(|m| (m.clone(), lab.dir.socket(m)))
-        .collect();
-    let missing = procs::wait_for_sockets(&sockets, Duration::from_secs(30));
-    if let Some(first) = missing.first() {
-        bail!(
-            "{} switches did not come back ({first}…); see {}",
-            missing.len(),
-            lab.dir.log(super::group::GROUP).display()
-        );
-    }
-    for member in &members {
-        lab.reapply_blackholes(member)?;
-        lab.reapply_link_rates(member)?;
-    }
+    let log = lab.dir.log(super::group::GROUP);
+    switches_back(lab, &members, Duration::from_secs(30), &log)?;
     for link in &dark {
         lab.set_link(*link, true)?;
     }

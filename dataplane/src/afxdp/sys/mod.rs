@@ -464,6 +464,23 @@ pub fn minimize_timer_slack() {
     }
 }
 
+/// Prepares the calling thread to move frames: timer slack minimized, pinned to `cpu` and
+/// SCHED_FIFO at `rt_priority` if given. What cannot be applied is logged as a warning naming
+/// `thread` (e.g. "worker 2") and the thread runs on without it.
+pub fn prepare_forwarding_thread(thread: &str, cpu: Option<usize>, rt_priority: Option<u8>) {
+    minimize_timer_slack();
+    if let Some(cpu) = cpu {
+        if let Err(error) = pin_to_cpu(cpu) {
+            tracing::warn!(thread, cpu, %error, "cannot pin the thread");
+        }
+    }
+    if let Some(priority) = rt_priority {
+        if let Err(error) = set_realtime(priority) {
+            tracing::warn!(thread, priority, %error, "cannot make the thread real-time");
+        }
+    }
+}
+
 /// Moves the calling thread to the SCHED_FIFO real-time class at `priority` (clamped to
 /// 1..=99). Needs CAP_SYS_NICE (root).
 ///
