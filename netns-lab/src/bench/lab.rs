@@ -81,7 +81,11 @@ pub struct RateRow {
     pub cpu_busy: f64,
     /// Frames the switches forwarded during the runs.
     pub forwarded: u64,
-    /// CPU time (all CPUs, agents and kernel included) per forwarded frame, µs.
+    /// Share of all CPUs the keep-awake threads spun (SCHED_IDLE: time no one else wanted;
+    /// counted in `cpu_busy`, not in `cpu_us_per_frame`), 0–1.
+    pub keep_awake_busy: f64,
+    /// CPU time (all CPUs, agents and kernel included, the keep-awake threads' spinning not) per
+    /// forwarded frame, µs.
     pub cpu_us_per_frame: Option<f64>,
     /// Wall time of the runs, s.
     pub seconds: f64,
@@ -233,7 +237,39 @@ fn measure(
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     cpu: CpuTimes,
+    /// Clock ticks the lab's keep-awake threads (`ofan-awake-N`) have run.
+    keep_awake: u64,
     forwarded: u64,
+}
+
+/// The name prefix of the threads that keep the CPUs awake (`dataplane::afxdp::awake`).
+const KEEP_AWAKE_THREAD: &str = "ofan-awake-";
+
+/// Clock ticks (utime + stime) the threads of `pid` whose name starts with `prefix` have run
+/// (0 for a process that is gone: its threads' time is then lost to the sum, not invented).
+fn thread_ticks(pid: u32, prefix: &str) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .filter_map(|stat| task_ticks(&stat, prefix))
+        .sum()
+}
+
+/// utime + stime of a `/proc/PID/task/TID/stat` line whose command starts with `prefix`.
+fn task_ticks(stat: &str, prefix: &str) -> Option<u64> {
+    let (head, tail) = stat.rsplit_once(')')?;
+    let (_, comm) = head.split_once('(')?;
+    if !comm.starts_with(prefix) {
+        return None;
+    }
+    // After the command: state (field 3) … utime (14), stime (15).
+    let fields: Vec<&str> = tail.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
 }
 
 impl Sample {
@@ -241,6 +277,14 @@ impl Sample {
         let stat = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
         let cpu = CpuTimes::parse(&stat).context("no `cpu` line in /proc/stat")?;
         let loaded = lab::load(name)?;
+        let mut pids: Vec<u32> = loaded.state.processes.iter().map(|p| p.pid).collect();
+        // A group is one process recorded once per member.
+        pids.sort_unstable();
+        pids.dedup();
+        let keep_awake = pids
+            .iter()
+            .map(|&pid| thread_ticks(pid, KEEP_AWAKE_THREAD))
+            .sum();
         let status = lab::status::gather(&loaded);
         let forwarded = status
             .switches
@@ -250,7 +294,11 @@ impl Sample {
             .filter(|(counter, _)| counter == "forwarded")
             .map(|(_, value)| value)
             .sum();
-        Ok(Self { cpu, forwarded })
+        Ok(Self {
+            cpu,
+            keep_awake,
+            forwarded,
+        })
     }
 }
 
@@ -322,9 +370,16 @@ fn row(
     let busy = after.cpu.busy.saturating_sub(before.cpu.busy) as f64;
     let total = after.cpu.total.saturating_sub(before.cpu.total) as f64;
     let cpu_busy = if total > 0.0 { busy / total } else { 0.0 };
+    let spun = after.keep_awake.saturating_sub(before.keep_awake) as f64;
+    let keep_awake_busy = if total > 0.0 {
+        spun.min(busy) / total
+    } else {
+        0.0
+    };
     let forwarded = after.forwarded.saturating_sub(before.forwarded);
-    // Busy CPU seconds: the busy share of all CPUs over the wall time.
-    let busy_seconds = cpu_busy * f64::from(after.cpu.cpus.max(1)) * seconds;
+    // Busy CPU seconds without the keep-awake spinning: the share of all CPUs over the wall
+    // time.
+    let busy_seconds = (cpu_busy - keep_awake_busy) * f64::from(after.cpu.cpus.max(1)) * seconds;
     RateRow {
         rate_bps: rate,
         switches: switches.name(),
@@ -339,6 +394,7 @@ fn row(
         shaper_late_p99_packet_times: fold(|f| f.shaper_late_p99_packet_times, false),
         receiver_window_ratio_min: fold(|f| f.receiver_window_ratio_min, true),
         cpu_busy,
+        keep_awake_busy,
         forwarded,
         cpu_us_per_frame: (forwarded > 0).then(|| busy_seconds * 1e6 / forwarded as f64),
         seconds,
@@ -348,6 +404,27 @@ fn row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_awake_ticks_come_from_the_named_threads_only() {
+        // A thread stat line (fields 3–17), utime 120 and stime 30; a name with a space and a
+        // parenthesis, as `comm` may have.
+        let line = |comm: &str| {
+            format!("4242 ({comm}) S 1 4242 4242 0 -1 4194560 10 0 0 0 120 30 0 0 20 0 1 0 5")
+        };
+        assert_eq!(
+            task_ticks(&line("ofan-awake-1"), KEEP_AWAKE_THREAD),
+            Some(150)
+        );
+        assert_eq!(task_ticks(&line("ofan-pool-0"), KEEP_AWAKE_THREAD), None);
+        assert_eq!(
+            task_ticks(&line("x (y) ofan-awake"), KEEP_AWAKE_THREAD),
+            None
+        );
+        assert_eq!(task_ticks("garbage", KEEP_AWAKE_THREAD), None);
+        // This test's own threads have no such name.
+        assert_eq!(thread_ticks(std::process::id(), KEEP_AWAKE_THREAD), 0);
+    }
 
     #[test]
     fn proc_stat_busy_and_total() {
@@ -379,6 +456,7 @@ mod tests {
             shaper_late_p99_packet_times: 0.1,
             receiver_window_ratio_min: 1.0,
             cpu_busy: 0.5,
+            keep_awake_busy: 0.0,
             forwarded: 10,
             cpu_us_per_frame: Some(1.0),
             seconds: 1.0,

@@ -47,8 +47,9 @@ runs a permutation of --size per host at load 1 through it with --lb (the experi
 over the lower bound, the agents' lowest achieved/requested rate, the worst shaper lateness p99 \
 (packet times), the smallest receiver-window ratio, faithful runs (the run's own verdict: \
 lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %), \
-the CPUs' busy share over the runs (/proc/stat) and CPU time per frame the switches forwarded \
-(agents and kernel included). It ends with the highest rate whose every run was faithful and whose mean CCT over the bound stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
+the CPUs' busy share over the runs (/proc/stat), the part of it the switches' keep-awake \
+threads spun (`awake`: idle time they filled, see `ofan-switch group --keep-awake-us`) and CPU \
+time per frame the switches forwarded (agents and kernel included, the keep-awake spinning not). It ends with the highest rate whose every run was faithful and whose mean CCT over the bound stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
 
 Run it on a quiet machine: anything else running takes CPU from the lab and shows as lateness. \
 Each run's results directory goes under --out.
@@ -429,7 +430,7 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
 /// The table of `bench lab`.
 fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     let mut text = format!(
-        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>12} {:>8}\n",
+        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>12} {:>8}\n",
         "rate",
         "switches",
         "runs",
@@ -440,12 +441,13 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
         "rx window",
         "faithful",
         "CPU busy",
+        "awake",
         "µs CPU/frame",
         "seconds"
     );
     for row in rows {
         text.push_str(&format!(
-            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>12} {:>8.1}\n",
+            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>12} {:>8.1}\n",
             ofan_topology::units::format_rate(row.rate_bps),
             row.switches,
             row.runs,
@@ -462,6 +464,7 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
             row.receiver_window_ratio_min,
             format!("{}/{}", row.faithful, row.runs),
             row.cpu_busy * 100.0,
+            row.keep_awake_busy * 100.0,
             row.cpu_us_per_frame
                 .map_or_else(|| "—".to_owned(), |us| format!("{us:.1}")),
             row.seconds
