@@ -126,22 +126,22 @@ pub const CCT_TOLERANCE: f64 = 0.01;
 
 /// Sets [`RateRow::cct_kept`]: each mode's rows against that mode's lowest rate.
 pub fn judge_cct(rows: &mut [RateRow]) {
-    let reference = |rows: &[RateRow], switches: &str| {
-        rows.iter()
-            .filter(|row| row.switches == switches)
-            .min_by_key(|row| row.rate_bps)
-            .and_then(|row| row.cct_increase)
-    };
-    let references: Vec<Option<f64>> = rows
-        .iter()
-        .map(|row| reference(rows, row.switches))
-        .collect();
+    // Each mode's reference: its lowest rate.
     let lowest: Vec<bool> = rows
         .iter()
         .map(|row| {
             rows.iter()
                 .filter(|other| other.switches == row.switches)
                 .all(|other| other.rate_bps >= row.rate_bps)
+        })
+        .collect();
+    let references: Vec<Option<f64>> = rows
+        .iter()
+        .map(|row| {
+            rows.iter()
+                .zip(&lowest)
+                .find(|(other, &lowest)| lowest && other.switches == row.switches)
+                .and_then(|(other, _)| other.cct_increase)
         })
         .collect();
     for ((row, reference), lowest) in rows.iter_mut().zip(references).zip(lowest) {
@@ -260,16 +260,13 @@ fn thread_ticks(pid: u32, prefix: &str) -> u64 {
 
 /// utime + stime of a `/proc/PID/task/TID/stat` line whose command starts with `prefix`.
 fn task_ticks(stat: &str, prefix: &str) -> Option<u64> {
-    let (head, tail) = stat.rsplit_once(')')?;
-    let (_, comm) = head.split_once('(')?;
+    let (comm, fields) = lab::procs::split_stat(stat)?;
     if !comm.starts_with(prefix) {
         return None;
     }
-    // After the command: state (field 3) … utime (14), stime (15).
-    let fields: Vec<&str> = tail.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    // From the state (field 3): utime is field 14, stime 15.
+    let mut times = fields.skip(11).map(str::parse::<u64>);
+    Some(times.next()?.ok()? + times.next()?.ok()?)
 }
 
 impl Sample {

@@ -34,7 +34,7 @@ mod net;
 pub mod ops;
 mod ping;
 pub mod plan;
-mod procs;
+pub(crate) mod procs;
 mod rate;
 pub mod softirq;
 pub mod spec;

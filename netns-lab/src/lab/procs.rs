@@ -11,23 +11,28 @@ use super::spec::Switches;
 use super::state::{LabState, Process, StateDir};
 use super::{plan, sys};
 
+/// A `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) line split at its command, field 2, which
+/// may hold spaces and parentheses: the command, and the fields from 3 (the state) on.
+pub fn split_stat(stat: &str) -> Option<(&str, std::str::SplitWhitespace<'_>)> {
+    let end = stat.rfind(')')?;
+    let start = stat[..end].find('(')?;
+    Some((&stat[start + 1..end], stat[end + 1..].split_whitespace()))
+}
+
 /// `/proc/PID/stat` field 22 (start time in clock ticks since boot).
 pub fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces; fields after it follow the last ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    split_stat(&stat)?.1.nth(19)?.parse().ok()
+}
+
+/// Whether a stat line's state (field 3) is `Z`: exited, not reaped yet.
+fn zombie_stat(stat: &str) -> bool {
+    split_stat(stat).and_then(|(_, mut fields)| fields.next()) == Some("Z")
 }
 
 /// Whether `pid` is a zombie (exited, not reaped yet).
 fn zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after = &stat[stat.rfind(')')? + 1..];
-            after.split_whitespace().next().map(|state| state == "Z")
-        })
-        .unwrap_or(false)
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| zombie_stat(&stat))
 }
 
 /// Whether the recorded process still is the one the lab started: same start time, and its
@@ -59,8 +64,8 @@ fn threads_left(pid: u32) -> bool {
     std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
         tasks.filter_map(Result::ok).any(|task| {
             std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
-                stat.rfind(')')
-                    .and_then(|end| stat[end + 1..].split_whitespace().next())
+                split_stat(&stat)
+                    .and_then(|(_, mut fields)| fields.next())
                     .is_some_and(|state| state != "Z")
             })
         })
@@ -466,5 +471,23 @@ pub fn wait_for_namespace_creators(prefix: &str) {
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline && creating() {
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_splits_after_the_last_parenthesis_of_its_command() {
+        let (comm, mut fields) = split_stat("7 (a) b (c)) Z 1 7").unwrap();
+        assert_eq!(comm, "a) b (c)");
+        assert_eq!(fields.next(), Some("Z"));
+        assert!(zombie_stat("7 (a) b (c)) Z 1 7"));
+        assert!(!zombie_stat("7 (ofan-switch) S 1 7"));
+        assert!(split_stat("no command").is_none());
+        // This test process: running, started after boot.
+        assert!(!zombie(std::process::id()));
+        assert!(start_time(std::process::id()).is_some_and(|ticks| ticks > 0));
     }
 }

@@ -103,12 +103,12 @@ impl Routing {
 pub const GROUP_RT_PRIORITY: u8 = 40;
 
 /// How long a group keeps the CPUs awake after the last frame moved (`ofan-switch group
-/// --keep-awake-us`; `dataplane::afxdp::pool::KeepAwake` explains why a VM needs it): longer
+/// --keep-awake-us`; `dataplane::afxdp::awake::KeepAwake` explains why a VM needs it): longer
 /// than the gaps between frames while a lab carries traffic at 1 Mbit/s per link or more (a
 /// pool thread of a k = 4 lab at 1 Mbit/s moves one every ≈ 0.17 ms, estimated from the
 /// traffic: 16 hosts × 166 DATA and ACK frames/s × ≈ 4.5 hops over 2 threads), short enough
-/// that an idle lab's CPUs sleep. Measured (k = 4 permutation at load 1, 3 runs per rate): faithful 3/3 at 1, 2 and
-/// 5 Mbit/s (without: 1/3, 0/3, 1/3 in the same session).
+/// that an idle lab's CPUs sleep. Measured (k = 4 permutation at load 1, 3 runs per rate):
+/// faithful 3/3 at 1, 2 and 5 Mbit/s (without: 1/3, 0/3, 1/3 in the same session).
 pub const GROUP_KEEP_AWAKE_US: u64 = 2_000;
 
 /// How the lab runs its switches.
