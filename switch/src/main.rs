@@ -251,6 +251,7 @@ fn run_switch_until(
         algorithm = %config.runtime.lb.algorithm,
         ports = config.runtime.ports.len(),
         pipes = config.runtime.pipes.len(),
+        frame_size = runtime.frame_size(),
         link_rate = %ofan_topology::units::format_rate(config.runtime.ports.first().map_or(0, |p| p.egress.link_rate_bps)),
         socket = %config.admin_socket.display(),
         "forwarding"

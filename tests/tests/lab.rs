@@ -556,7 +556,7 @@ fn small_permutation_produces_a_complete_result_file() {
                 "edge_down"
             ]
         );
-        assert_queues_are_consistent(run);
+        assert_queues_are_consistent(run, MAX_FRAME);
         // Pacing: never faster than the link (an invariant of the pacer: uncharged ACKs would
         // put the link at 1.055), not far below it, and a run whose slowest agent missed its
         // rate by more than 1 % says so. Whether an agent keeps within 1 % is up to the
@@ -625,7 +625,8 @@ fn small_permutation_produces_a_complete_result_file() {
     lab.down_and_check(&pids);
 }
 
-/// The largest frame of a lab run: a DATA frame, 1,472 B of UDP payload + 42 B of headers.
+/// The largest frame of a lab run at MTU 1500: a DATA frame, 1,472 B of UDP payload + 42 B of
+/// headers.
 const MAX_FRAME: u64 = 1514;
 /// The smallest: an ACK, the 18-byte agent header + 42 B of headers.
 const MIN_FRAME: u64 = 60;
@@ -637,7 +638,7 @@ const BUFFER: u64 = 2 << 20;
 /// fat tree (each stage's statistics come from a different set of ports and switches):
 ///
 /// * every stage's deepest queue fits in the port's buffer (tail drop admits only frames that
-///   fit), and holds between `MIN_FRAME` and `MAX_FRAME` bytes per frame of its deepest packet
+///   fit), and holds between `MIN_FRAME` and `max_frame` bytes per frame of its deepest packet
 ///   count (the run's frames are DATA and ACKs only; the byte maximum is reached with at most
 ///   the packet maximum of frames, and the packet maximum with at least `MIN_FRAME` bytes
 ///   each); the report's maxima are the stages' maxima;
@@ -648,7 +649,7 @@ const BUFFER: u64 = 2 << 20;
 ///   ports, so `utilization × ports` is proportional to those bytes. A switch that forwarded a
 ///   frame back up, duplicated or lost one, or telemetry that counted a port in the wrong
 ///   stage or missed a worker's frames, breaks the equality.
-fn assert_queues_are_consistent(run: &Value) {
+fn assert_queues_are_consistent(run: &Value, max_frame: u64) {
     let stage = |name: &str| -> &Value {
         run["queues"]
             .as_array()
@@ -667,7 +668,7 @@ fn assert_queues_are_consistent(run: &Value) {
             "{name}: {bytes} B queued in a {BUFFER} B buffer"
         );
         assert!(
-            (MIN_FRAME * packets..=MAX_FRAME * packets).contains(&bytes),
+            (MIN_FRAME * packets..=max_frame * packets).contains(&bytes),
             "{name}: a deepest queue of {bytes} B does not fit its deepest {packets} frames: {queues}"
         );
         eprintln!("{name}: deepest queue {packets} frames, {bytes} B");
@@ -1829,8 +1830,60 @@ fn metrics_link_down(metrics: &str) -> bool {
     })
 }
 
+/// A lab at the largest MTU veth takes with the switches' XDP program (3506): the switches pick
+/// 4096-byte UMEM frames, the agents fill the MTU, and a permutation is delivered exactly once
+/// in as many DATA frames as that payload needs, nothing dropped, every frame accounted for.
+fn large_mtu_lab_delivers_full_frames_exactly_once() {
+    let _machine = serial();
+    let lab = LabGuard::new("m");
+    lab.ok(&[
+        "up",
+        "--mtu",
+        "3506",
+        "--buffer",
+        "2MB",
+        "--link-rate",
+        "10mbit",
+    ]);
+    let pids = lab.switch_pids();
+    pingall_passes(&lab, 240);
+    let full = lab.lab(&[
+        "exec",
+        "h-p0-e0-h0",
+        "--",
+        "ping",
+        "-c",
+        "2",
+        "-M",
+        "do",
+        "-s",
+        "3478",
+        "10.3.1.3",
+    ]);
+    assert!(
+        full.status.success(),
+        "3506-byte pings across the fabric failed: {}",
+        String::from_utf8_lossy(&full.stdout)
+    );
+    let output = run_results(&lab, "mtu", &["permutation", "--size", "256KB"]);
+    let run = &output.results["runs"][0];
+    let report = ofan_model::report::RunReport::from_json(&run.to_string())
+        .unwrap_or_else(|e| panic!("{e}: {run}"));
+    let lab_run = report.lab().expect("a lab report");
+    assert_eq!(lab_run.census.unaccounted, 0, "{:?}", lab_run.census);
+    assert_eq!(run["drops"]["total"], 0, "{}", run["drops"]);
+    let delivery = &run["delivery"];
+    assert_eq!(delivery["exactly_once"], true, "{delivery}");
+    // 3506 − 28 bytes of UDP payload, 18 of them the agent's header: 3460 data bytes per
+    // frame, 76 frames per 256 KiB flow (at MTU 1500, 181).
+    assert_eq!(delivery["data_expected"], 16 * 76, "{delivery}");
+    assert_queues_are_consistent(run, 3506 + 14);
+    lab.down_and_check(&pids);
+}
+
 ofan_tests::root_tests!(
     k4_lab_up_pingall_traceroute_down,
+    large_mtu_lab_delivers_full_frames_exactly_once,
     link_down_is_routed_around_and_its_counters_stop,
     down_after_kill_9_of_every_switch_and_of_up_itself,
     two_labs_at_once,

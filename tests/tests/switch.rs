@@ -557,6 +557,91 @@ fn multi_queue_ports_bind_one_socket_per_queue() {
     assert!(lab.log("switch-sw").contains("every frame accounted for"));
 }
 
+/// Ports whose MTU 2048-byte UMEM frames cannot carry: a switch configured with that frame size
+/// refuses to start and names the MTU (attaching nothing); left to choose, it takes 4096-byte
+/// frames and its data path forwards full-size frames.
+fn large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused() {
+    let _machine = serial();
+    let mut lab = Lab::new("mtu");
+    for ns in ["h1", "sw", "h2"] {
+        lab.add_ns(ns);
+    }
+    lab.link("h1", "eth0", "sw", "p0");
+    lab.link("h2", "eth0", "sw", "p1");
+    for (ns, ifname) in [("h1", "eth0"), ("sw", "p0"), ("sw", "p1"), ("h2", "eth0")] {
+        lab.exec(ns, &["ip", "link", "set", "dev", ifname, "mtu", "3000"]);
+    }
+    lab.addr("sw", "p0", "10.0.0.0/31");
+    lab.addr("sw", "p1", "10.0.1.0/31");
+    lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    lab.host("h1", "eth0", "10.0.0.1/31", "10.0.0.0");
+    lab.host("h2", "eth0", "10.0.1.1/31", "10.0.1.0");
+
+    let config = lab.dir().join("small-frames.toml");
+    std::fs::write(&config, "[xdp]\nframe_size = 2048\n").unwrap();
+    let (switch, config, socket) = (
+        binary("ofan-switch").display().to_string(),
+        config.display().to_string(),
+        socket(&lab, "sw"),
+    );
+    let refused = lab.try_exec(
+        "sw",
+        &[
+            "timeout",
+            "20",
+            &switch,
+            "--config",
+            &config,
+            "--port",
+            "p0:host",
+            "--port",
+            "p1:host",
+            "--admin-socket",
+            &socket,
+        ],
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("has MTU 3000") && said.contains("at most 1778"),
+        "a 2048-byte frame size must be refused for MTU 3000: {:?}\n{said}",
+        refused.status
+    );
+    assert_eq!(lab.xdp_attached("sw"), Vec::<String>::new());
+
+    start_switch(
+        &mut lab,
+        "sw",
+        &["--port", "p0:host", "--port", "p1:host"],
+        &[],
+    );
+    let before = counter(&stats(&lab, "sw"), "forwarded");
+    // 2972 bytes of ICMP data: 3000-byte packets, which must not be fragmented.
+    let full = lab.try_exec(
+        "h1",
+        &[
+            "ping", "-c", "5", "-i", "0.05", "-W", "1", "-M", "do", "-s", "2972", "10.0.1.1",
+        ],
+    );
+    assert!(
+        full.status.success(),
+        "full-size pings failed: {}\n{}",
+        String::from_utf8_lossy(&full.stdout),
+        lab.log("switch-sw")
+    );
+    let forwarded = counter(&stats(&lab, "sw"), "forwarded") - before;
+    assert!(
+        forwarded >= 10,
+        "the data path forwarded {forwarded} of 10 frames"
+    );
+    assert_eq!(
+        lab.signal("switch-sw", "TERM"),
+        Some(0),
+        "{}",
+        lab.log("switch-sw")
+    );
+    assert!(lab.log("switch-sw").contains("every frame accounted for"));
+}
+
 ofan_tests::root_tests!(
     admin_socket_is_private_bounded_and_never_blocked_by_idle_clients,
     host_switch_host_ping_udp_and_tcp,
@@ -567,6 +652,7 @@ ofan_tests::root_tests!(
     route_changes_and_link_down_take_effect_within_100ms,
     malformed_frames_are_counted_and_good_traffic_flows,
     multi_queue_ports_bind_one_socket_per_queue,
+    large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused,
     storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow,
     overloaded_port_tail_drops_exactly_and_leaks_no_frame,
     notifications_are_taken_only_from_fabric_neighbours_with_ttl_255,

@@ -101,6 +101,70 @@ pub enum Forwarding {
     Bare,
 }
 
+/// The size of the UMEM's frames, which bounds the largest frame a port can receive: copy mode
+/// and zero-copy drivers alike keep [`XDP_HEADROOM`] bytes in front of the frame, so a frame
+/// of `size` bytes carries at most `size − 256` (an Ethernet header plus an MTU of
+/// `size − 270`). The kernel takes 2048 up to a page (4096); larger frames need AF_XDP's
+/// multi-buffer mode, which the workers do not speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameSize {
+    /// The smallest size that carries the largest MTU among the ports (read when the runtime
+    /// starts): 2048 up to MTU 1778, 4096 up to 3826.
+    Auto,
+    /// This size, 2048 or 4096; a port whose MTU does not fit is refused at start.
+    Bytes(u32),
+}
+
+/// Bytes the kernel keeps in front of every received frame (`XDP_PACKET_HEADROOM`).
+pub const XDP_HEADROOM: u32 = 256;
+
+/// The frame sizes the UMEM can have (see [`FrameSize`]).
+pub const FRAME_SIZES: [u32; 2] = [2048, 4096];
+
+impl FrameSize {
+    /// The frame size for ports with these `(name, MTU)`s, or why none fits: the configured
+    /// size must carry every port's largest frame (MTU + 14-byte Ethernet header), and `Auto`
+    /// picks the smallest of [`FRAME_SIZES`] that does.
+    ///
+    /// # Errors
+    /// A message naming the port whose MTU no (or not the configured) frame size carries.
+    pub fn resolve<'a>(
+        self,
+        mtus: impl IntoIterator<Item = (&'a str, u32)>,
+    ) -> Result<u32, String> {
+        let largest = mtus.into_iter().max_by_key(|&(_, mtu)| mtu);
+        let needed = |mtu: u32| mtu + 14 + XDP_HEADROOM;
+        let max_mtu = |size: u32| size - 14 - XDP_HEADROOM;
+        match (self, largest) {
+            (FrameSize::Bytes(size), _) if !FRAME_SIZES.contains(&size) => {
+                Err(format!("frame size {size} must be 2048 or 4096"))
+            }
+            (FrameSize::Bytes(size), Some((port, mtu))) if needed(mtu) > size => Err(format!(
+                "port {port} has MTU {mtu}, but {size}-byte UMEM frames carry an MTU of at most {}{}",
+                max_mtu(size),
+                if needed(mtu) <= 4096 {
+                    " (set xdp.frame_size = 4096, or leave it unset to fit the MTU)"
+                } else {
+                    ""
+                }
+            )),
+            (FrameSize::Bytes(size), _) => Ok(size),
+            (FrameSize::Auto, None) => Ok(FRAME_SIZES[0]),
+            (FrameSize::Auto, Some((port, mtu))) => FRAME_SIZES
+                .into_iter()
+                .find(|&size| needed(mtu) <= size)
+                .ok_or_else(|| {
+                    format!(
+                        "port {port} has MTU {mtu}: AF_XDP frames are at most a page (4096 bytes), \
+                         which carries an MTU of at most {} (larger needs multi-buffer AF_XDP, \
+                         not supported)",
+                        max_mtu(4096)
+                    )
+                }),
+        }
+    }
+}
+
 /// One port of the switch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortSpec {
@@ -138,8 +202,8 @@ pub struct RuntimeConfig {
     /// with `PollMode::Wakeup` (a spinning real-time worker would starve its CPU). `None`:
     /// ordinary scheduling.
     pub rt_priority: Option<u8>,
-    /// UMEM frame size (2048 or 4096).
-    pub frame_size: u32,
+    /// UMEM frame size: fixed, or the smallest that carries every port's MTU.
+    pub frame_size: FrameSize,
     /// UMEM frames per port.
     pub frames_per_port: u32,
     /// Ring sizes (fill, completion, RX, TX), a power of two.
@@ -258,7 +322,7 @@ pub struct Runtime {
     balancer: Arc<SwitchBalancer>,
     // Dropped last: the sockets (owned by the workers) must be closed before the UMEM goes.
     _umem: xdpilone::Umem,
-    _area: Arc<UmemArea>,
+    area: Arc<UmemArea>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -270,6 +334,11 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
+    /// The UMEM's frame size, as configured or as [`FrameSize::Auto`] chose it.
+    pub fn frame_size(&self) -> u32 {
+        self.area.frame_size()
+    }
+
     /// Sets up the UMEM, the sockets and the steering program, and starts one worker per pipe.
     ///
     /// # Errors
@@ -288,27 +357,27 @@ impl Runtime {
         threads: Threads,
     ) -> Result<Self, RuntimeError> {
         validate(&config)?;
+        let frame_size = port_frame_size(&config)?;
         let frames = config.frames_per_port * config.ports.len() as u32;
-        let area =
-            UmemArea::new(frames, config.frame_size).map_err(|source| RuntimeError::Umem {
-                frames,
-                frame_size: config.frame_size,
-                source,
-            })?;
+        let area = UmemArea::new(frames, frame_size).map_err(|source| RuntimeError::Umem {
+            frames,
+            frame_size,
+            source,
+        })?;
         let area = Arc::new(area);
         let umem = sys::register_umem(
             &area,
             UmemConfig {
                 fill_size: config.ring_size,
                 complete_size: config.ring_size,
-                frame_size: config.frame_size,
+                frame_size,
                 headroom: 0,
                 flags: 0,
             },
         )
         .map_err(|e| RuntimeError::Umem {
             frames,
-            frame_size: config.frame_size,
+            frame_size,
             source: errno(e),
         })?;
 
@@ -342,7 +411,7 @@ impl Runtime {
         for (index, port) in config.ports.iter().enumerate() {
             telemetry.init_link_rate(index, port.egress.link_rate_bps);
         }
-        let pool = Arc::new(FramePool::new(frames, config.frame_size));
+        let pool = Arc::new(FramePool::new(frames, frame_size));
         let inboxes: Arc<[_]> = (0..worker_count)
             .map(|_| Arc::new(ArrayQueue::new(config.ring_size as usize * 4)))
             .collect();
@@ -401,8 +470,8 @@ impl Runtime {
                     balancer.pipe(index as u16)?,
                     ForwarderConfig {
                         ack_max_frame: config.ack_max_frame,
-                        // Copy mode delivers at most frame size − 256 bytes per frame.
-                        max_frame_len: config.frame_size - 256,
+                        // The kernel delivers at most frame size − 256 bytes per frame.
+                        max_frame_len: frame_size - XDP_HEADROOM,
                     },
                 ),
                 fib: Arc::clone(&fib),
@@ -464,7 +533,7 @@ impl Runtime {
             steering: None,
             balancer,
             _umem: umem,
-            _area: area,
+            area,
         };
         std::thread::sleep(std::time::Duration::from_millis(5));
         for (index, port) in config.ports.iter().enumerate() {
@@ -571,6 +640,25 @@ impl Drop for Runtime {
     }
 }
 
+/// The UMEM frame size for `config`'s ports, from their MTUs ([`FrameSize::resolve`]).
+fn port_frame_size(config: &RuntimeConfig) -> Result<u32, RuntimeError> {
+    let mtus = config
+        .ports
+        .iter()
+        .map(|port| {
+            sys::mtu(&port.name)
+                .map(|mtu| (port.name.as_str(), mtu))
+                .map_err(|e| {
+                    RuntimeError::Config(format!("cannot read the MTU of port {}: {e}", port.name))
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    config
+        .frame_size
+        .resolve(mtus)
+        .map_err(RuntimeError::Config)
+}
+
 fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
     let bad = |message: String| Err(RuntimeError::Config(message));
     if config.ports.is_empty() {
@@ -582,11 +670,10 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
             config.ring_size
         ));
     }
-    if ![2048, 4096].contains(&config.frame_size) {
-        return bad(format!(
-            "frame size {} must be 2048 or 4096",
-            config.frame_size
-        ));
+    if let FrameSize::Bytes(size) = config.frame_size {
+        if !FRAME_SIZES.contains(&size) {
+            return bad(format!("frame size {size} must be 2048 or 4096"));
+        }
     }
     if config.frames_per_port < 2 * config.ring_size {
         return bad(format!(
@@ -699,4 +786,44 @@ fn open_queue(
         fill_outstanding: 0,
         tx_outstanding: 0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameSize;
+
+    #[test]
+    fn auto_frame_size_is_the_smallest_that_carries_the_largest_mtu() {
+        assert_eq!(FrameSize::Auto.resolve([]), Ok(2048));
+        assert_eq!(
+            FrameSize::Auto.resolve([("p0", 1500), ("p1", 1778)]),
+            Ok(2048)
+        );
+        assert_eq!(
+            FrameSize::Auto.resolve([("p0", 1500), ("p1", 1779)]),
+            Ok(4096)
+        );
+        assert_eq!(FrameSize::Auto.resolve([("p0", 3826)]), Ok(4096));
+        let error = FrameSize::Auto
+            .resolve([("p0", 1500), ("p7", 3827)])
+            .unwrap_err();
+        assert!(error.contains("port p7 has MTU 3827"), "{error}");
+        assert!(error.contains("at most 3826"), "{error}");
+    }
+
+    #[test]
+    fn a_fixed_frame_size_must_carry_every_port() {
+        assert_eq!(FrameSize::Bytes(4096).resolve([("p0", 1500)]), Ok(4096));
+        assert_eq!(FrameSize::Bytes(2048).resolve([("p0", 1778)]), Ok(2048));
+        let error = FrameSize::Bytes(2048)
+            .resolve([("p0", 1500), ("p2", 3000)])
+            .unwrap_err();
+        assert!(error.contains("port p2 has MTU 3000"), "{error}");
+        assert!(error.contains("at most 1778"), "{error}");
+        assert!(error.contains("xdp.frame_size = 4096"), "{error}");
+        // No configured size fits 9000: the hint to use 4096 would not help.
+        let error = FrameSize::Bytes(4096).resolve([("p0", 9000)]).unwrap_err();
+        assert!(!error.contains("set xdp.frame_size"), "{error}");
+        assert!(FrameSize::Bytes(3000).resolve([("p0", 1500)]).is_err());
+    }
 }

@@ -42,6 +42,8 @@ pub struct Options {
     pub seed: u64,
     /// Egress buffer per port, bytes.
     pub buffer_bytes: u64,
+    /// MTU of every link (the DATA packets fill it).
+    pub mtu: u32,
     /// The name of the labs built (one at a time; none may exist already).
     pub name: String,
     /// Where the runs' results directories go (one per rate and mode).
@@ -55,6 +57,8 @@ pub struct Options {
 pub struct RateRow {
     /// The link rate, bit/s.
     pub rate_bps: u64,
+    /// The links' MTU.
+    pub mtu: u32,
     /// How the switches ran (`group` or `process`).
     pub switches: &'static str,
     /// Repetitions.
@@ -181,6 +185,7 @@ fn one_rate(
         algorithm,
         link_rate_bps: rate,
         buffer_bytes: options.buffer_bytes,
+        mtu: options.mtu,
         shaping: Shaping::CatchUp,
         switches,
         ..LabSpec::new(&options.name)
@@ -230,7 +235,14 @@ fn measure(
     let results = experiment.execute_and_close(session, &cells, observer)?;
     let seconds = started.elapsed().as_secs_f64();
     let after = Sample::take(&options.name)?;
-    Ok(row(rate, switches, &results, &before, &after, seconds))
+    Ok(row(
+        (rate, options.mtu),
+        switches,
+        &results,
+        &before,
+        &after,
+        seconds,
+    ))
 }
 
 /// CPU times and forwarded frames at one instant.
@@ -342,7 +354,7 @@ impl CpuTimes {
 }
 
 fn row(
-    rate: u64,
+    (rate, mtu): (u64, u32),
     switches: Switches,
     results: &Summarized,
     before: &Sample,
@@ -379,6 +391,7 @@ fn row(
     let busy_seconds = (cpu_busy - keep_awake_busy) * f64::from(after.cpu.cpus.max(1)) * seconds;
     RateRow {
         rate_bps: rate,
+        mtu,
         switches: switches.name(),
         runs: labs.len(),
         exactly_once: labs.iter().filter(|lab| lab.delivery.exactly_once).count(),
@@ -442,6 +455,7 @@ mod tests {
     fn row(rate_bps: u64, switches: Switches) -> RateRow {
         RateRow {
             rate_bps,
+            mtu: 1500,
             switches: switches.name(),
             runs: 1,
             exactly_once: 1,

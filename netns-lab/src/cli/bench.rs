@@ -161,6 +161,10 @@ pub struct LabArgs {
     /// Egress buffer per switch port.
     #[arg(long, default_value = "2MB")]
     pub buffer: String,
+    /// MTU of every link, 68..=3506; the DATA packets fill it. What costs CPU is frames, not
+    /// bytes: a larger MTU carries the same link rate in fewer frames.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
     /// Name of the labs it builds (one at a time).
     #[arg(long = "name", value_name = "LAB", default_value = "benchlab")]
     pub name: String,
@@ -186,6 +190,15 @@ impl LabArgs {
         if rates.contains(&0) {
             anyhow::bail!("--rates: a lab without shaping (0) cannot be faithful or not");
         }
+        let mtus = ofan_lab::lab::spec::MTU_RANGE;
+        if !mtus.contains(&self.mtu) {
+            anyhow::bail!(
+                "--mtu {}: must be in {}..={}",
+                self.mtu,
+                mtus.start(),
+                mtus.end()
+            );
+        }
         let out = match &self.out {
             Some(out) => out.clone(),
             None => ofan_lab::experiment::results_dir("bench-lab")?,
@@ -198,6 +211,7 @@ impl LabArgs {
             repeat: self.repeat,
             seed: self.seed,
             buffer_bytes: parse_size(&self.buffer)?,
+            mtu: self.mtu,
             name: self.name.clone(),
             out,
             switches: self.switches.iter().map(|s| s.switches()).collect(),
@@ -407,6 +421,10 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
     }
     let options = args.options()?;
     let rows = lab_bench::run(&options, &mut super::Stderr)?;
+    println!(
+        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}",
+        options.k, args.size, options.lb, options.mtu, args.buffer
+    );
     print!("{}", lab_table(&rows));
     for &switches in &options.switches {
         match lab_bench::highest_faithful(&rows, switches) {

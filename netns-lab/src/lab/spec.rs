@@ -25,8 +25,12 @@ pub const DEFAULT_SWITCH_RT_PRIORITY: u8 = 20;
 pub const EXPERIMENT_BUFFER_BYTES: u64 = 2 << 20;
 /// Default egress buffer per port, bytes.
 pub const DEFAULT_BUFFER_BYTES: u64 = 64 << 10;
-/// The MTUs a lab accepts: the switch's 2048-byte frames carry at most 1792 bytes.
-pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=1778;
+/// The MTUs a lab accepts. The top is veth's: it refuses an XDP program without multi-buffer
+/// support (the steering program) once its peer's MTU passes a page less the XDP headroom, the
+/// skb's shared info and the Ethernet header (4096 − 256 − 320 − 14 = 3506 with 4 KiB pages).
+/// The switches' UMEM frames follow the MTU (2048 bytes up to MTU 1778, 4096 above: see
+/// `ofan_dataplane::afxdp::FrameSize`).
+pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=3506;
 
 /// Where a lab's topology comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -299,7 +303,13 @@ impl LabSpec {
             );
         }
         if !MTU_RANGE.contains(&self.mtu) {
-            bail!("--mtu {}: must be in 68..=1778 (the switch's 2048-byte frames carry at most 1792 bytes)", self.mtu);
+            bail!(
+                "--mtu {}: must be in {}..={} (veth takes the switches' XDP program up to MTU {})",
+                self.mtu,
+                MTU_RANGE.start(),
+                MTU_RANGE.end(),
+                MTU_RANGE.end()
+            );
         }
         if self.bfd.is_some() && self.routing != Routing::Bgp {
             bail!(
@@ -375,8 +385,16 @@ mod tests {
 
         let mut spec = LabSpec::new("lab1");
         assert!(spec.validate().is_ok());
-        spec.mtu = 1779;
-        assert!(spec.validate().unwrap_err().to_string().contains("--mtu"));
+        spec.mtu = 3506;
+        assert!(spec.validate().is_ok());
+        spec.mtu = 3507;
+        assert!(spec
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--mtu 3507"));
+        spec.mtu = 67;
+        assert!(spec.validate().is_err());
         spec.mtu = 1500;
         spec.rt_priority = 100;
         assert!(spec.validate().is_err());

@@ -11,7 +11,9 @@ use ofan_control::notify::detect::Thresholds;
 use ofan_control::notify::speaker::{Identity, Neighbour, Timing};
 use ofan_control::notify::wire::Quality;
 use ofan_control::paths::LearnedPaths;
-use ofan_dataplane::afxdp::{BindMode, Forwarding, PollMode, PortSpec, RuntimeConfig, XdpMode};
+use ofan_dataplane::afxdp::{
+    BindMode, Forwarding, FrameSize, PollMode, PortSpec, RuntimeConfig, XdpMode, FRAME_SIZES,
+};
 use ofan_dataplane::egress::{EgressConfig, Shaping};
 use ofan_dataplane::fib::{IpPrefix, PortId};
 use ofan_dataplane::lb::{Algorithm, DestKey, LbConfig, SizeClass};
@@ -66,7 +68,8 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   cpus = [0, 1]                   CPUs for busy workers (worker i on cpus[i % len])
   rt_priority = 0                 wakeup workers run SCHED_FIFO at this priority (1-99; 0 = off):
                                   on a crowded machine their wake-ups preempt other tasks at once
-  frame_size = 2048               UMEM frame size, 2048 or 4096 (largest frame: size - 256)
+  frame_size = 2048               UMEM frame size, 2048 or 4096: carries an MTU up to size - 270;
+                                  unset: the smallest that carries the ports' largest MTU
   frames_per_port = 8192          UMEM frames per port (default 4 x ring_size)
   ring_size = 2048                fill/completion/RX/TX ring size (power of two)
 
@@ -444,13 +447,16 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         .map(|t| to_u32("queue.ecn_threshold", t))
         .transpose()?;
 
-    let frame_size = file.xdp.frame_size.unwrap_or(2048);
-    if ![2048, 4096].contains(&frame_size) {
-        return Err(error(
-            "xdp.frame_size",
-            format!("{frame_size} must be 2048 or 4096"),
-        ));
-    }
+    let frame_size = match file.xdp.frame_size {
+        None => FrameSize::Auto,
+        Some(size) if FRAME_SIZES.contains(&size) => FrameSize::Bytes(size),
+        Some(size) => {
+            return Err(error(
+                "xdp.frame_size",
+                format!("{size} must be 2048 or 4096"),
+            ))
+        }
+    };
     let ring_size = flags.ring_size.or(file.xdp.ring_size).unwrap_or(2048);
     if !ring_size.is_power_of_two() || !(64..=16384).contains(&ring_size) {
         return Err(error(
