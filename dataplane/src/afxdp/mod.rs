@@ -670,11 +670,6 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
             config.ring_size
         ));
     }
-    if let FrameSize::Bytes(size) = config.frame_size {
-        if !FRAME_SIZES.contains(&size) {
-            return bad(format!("frame size {size} must be 2048 or 4096"));
-        }
-    }
     if config.frames_per_port < 2 * config.ring_size {
         return bad(format!(
             "{} frames per port cannot keep a ring of {} filled (need at least twice the ring)",
