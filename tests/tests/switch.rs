@@ -531,11 +531,7 @@ fn multi_queue_ports_bind_one_socket_per_queue() {
     }
     lab.link_queues("h1", "eth0", "sw", "p0", 2);
     lab.link_queues("h2", "eth0", "sw", "p1", 2);
-    lab.addr("sw", "p0", "10.0.0.0/31");
-    lab.addr("sw", "p1", "10.0.1.0/31");
-    lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-    lab.host("h1", "eth0", "10.0.0.1/31", "10.0.0.0");
-    lab.host("h2", "eth0", "10.0.1.1/31", "10.0.1.0");
+    address_two_hosts(&lab);
     let config = lab.dir().join("mq.toml");
     std::fs::write(
         &config,
@@ -571,11 +567,7 @@ fn large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused() {
     for (ns, ifname) in [("h1", "eth0"), ("sw", "p0"), ("sw", "p1"), ("h2", "eth0")] {
         lab.exec(ns, &["ip", "link", "set", "dev", ifname, "mtu", "3000"]);
     }
-    lab.addr("sw", "p0", "10.0.0.0/31");
-    lab.addr("sw", "p1", "10.0.1.0/31");
-    lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-    lab.host("h1", "eth0", "10.0.0.1/31", "10.0.0.0");
-    lab.host("h2", "eth0", "10.0.1.1/31", "10.0.1.0");
+    address_two_hosts(&lab);
 
     let config = lab.dir().join("small-frames.toml");
     std::fs::write(&config, "[xdp]\nframe_size = 2048\n").unwrap();

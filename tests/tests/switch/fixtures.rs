@@ -12,11 +12,7 @@ pub(crate) fn two_hosts(lab: &mut Lab, extra_args: &[&str]) {
     lab.add_ns("h2");
     lab.link("h1", "eth0", "sw", "p0");
     lab.link("h2", "eth0", "sw", "p1");
-    lab.addr("sw", "p0", "10.0.0.0/31");
-    lab.addr("sw", "p1", "10.0.1.0/31");
-    lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-    lab.host("h1", "eth0", "10.0.0.1/31", "10.0.0.0");
-    lab.host("h2", "eth0", "10.0.1.1/31", "10.0.1.0");
+    address_two_hosts(lab);
     // IPv6 beside IPv4: fd00:0::/127 and fd00:1::/127.
     lab.exec("sw", &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]);
     for (ns, ifname, cidr) in [
@@ -44,6 +40,15 @@ pub(crate) fn two_hosts(lab: &mut Lab, extra_args: &[&str]) {
         &["--port", "p0:host", "--port", "p1:host"],
         extra_args,
     );
+}
+
+/// Addresses of h1 —p0 sw p1— h2 (IPv4 /31s, h1 and h2 routed through sw), on links made.
+pub(crate) fn address_two_hosts(lab: &Lab) {
+    lab.addr("sw", "p0", "10.0.0.0/31");
+    lab.addr("sw", "p1", "10.0.1.0/31");
+    lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    lab.host("h1", "eth0", "10.0.0.1/31", "10.0.0.0");
+    lab.host("h2", "eth0", "10.0.1.1/31", "10.0.1.0");
 }
 
 pub(crate) fn socket(lab: &Lab, ns: &str) -> String {
