@@ -87,13 +87,7 @@ fn host_switch_host_ping_udp_and_tcp() {
     );
 
     // Clean exit: SIGTERM → exit 0 (frames all accounted for), no XDP program left.
-    assert_eq!(
-        lab.signal("switch-sw", "TERM"),
-        Some(0),
-        "{}",
-        lab.log("switch-sw")
-    );
-    assert!(lab.log("switch-sw").contains("every frame accounted for"));
+    stops_cleanly(&mut lab);
     assert_eq!(lab.xdp_attached("sw"), Vec::<String>::new());
 }
 
@@ -544,13 +538,7 @@ fn multi_queue_ports_bind_one_socket_per_queue() {
     // traffic; every datagram must arrive whichever queue it came in on.
     let report = udp_burst(&mut lab, "h1", "h2", "10.0.1.1", 20_000, 20_000);
     assert_eq!(report["received"], "20000", "{report:?}");
-    assert_eq!(
-        lab.signal("switch-sw", "TERM"),
-        Some(0),
-        "{}",
-        lab.log("switch-sw")
-    );
-    assert!(lab.log("switch-sw").contains("every frame accounted for"));
+    stops_cleanly(&mut lab);
 }
 
 /// Ports whose MTU 2048-byte UMEM frames cannot carry: a switch configured with that frame size
@@ -625,13 +613,7 @@ fn large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused() {
         forwarded >= 10,
         "the data path forwarded {forwarded} of 10 frames"
     );
-    assert_eq!(
-        lab.signal("switch-sw", "TERM"),
-        Some(0),
-        "{}",
-        lab.log("switch-sw")
-    );
-    assert!(lab.log("switch-sw").contains("every frame accounted for"));
+    stops_cleanly(&mut lab);
 }
 
 ofan_tests::root_tests!(

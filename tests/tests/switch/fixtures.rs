@@ -51,6 +51,17 @@ pub(crate) fn address_two_hosts(lab: &Lab) {
     lab.host("h2", "eth0", "10.0.1.1/31", "10.0.1.0");
 }
 
+/// SIGTERM to the switch in `sw`: it exits 0 and says every frame was accounted for.
+pub(crate) fn stops_cleanly(lab: &mut Lab) {
+    assert_eq!(
+        lab.signal("switch-sw", "TERM"),
+        Some(0),
+        "{}",
+        lab.log("switch-sw")
+    );
+    assert!(lab.log("switch-sw").contains("every frame accounted for"));
+}
+
 pub(crate) fn socket(lab: &Lab, ns: &str) -> String {
     lab.dir().join(format!("{ns}.sock")).display().to_string()
 }
