@@ -543,7 +543,8 @@ fn multi_queue_ports_bind_one_socket_per_queue() {
 
 /// Ports whose MTU 2048-byte UMEM frames cannot carry: a switch configured with that frame size
 /// refuses to start and names the MTU (attaching nothing); left to choose, it takes 4096-byte
-/// frames and its data path forwards full-size frames.
+/// frames and its data path forwards full-size frames. Above veth's limit for the steering
+/// program (3506) the start fails saying so.
 fn large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused() {
     let _machine = serial();
     let mut lab = Lab::new("mtu");
@@ -559,34 +560,37 @@ fn large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused() {
 
     let config = lab.dir().join("small-frames.toml");
     std::fs::write(&config, "[xdp]\nframe_size = 2048\n").unwrap();
-    let (switch, config, socket) = (
-        binary("ofan-switch").display().to_string(),
-        config.display().to_string(),
-        socket(&lab, "sw"),
-    );
-    let refused = lab.try_exec(
-        "sw",
-        &[
-            "timeout",
-            "20",
-            &switch,
-            "--config",
-            &config,
+    let config = config.display().to_string();
+    // The switch's start must fail (within 20 s) and say `reason`, attaching nothing.
+    let refused = |lab: &Lab, config: &[&str], reason: &str| {
+        let (switch, socket) = (
+            binary("ofan-switch").display().to_string(),
+            socket(lab, "sw"),
+        );
+        let mut command = vec!["timeout", "20", &switch];
+        command.extend_from_slice(config);
+        command.extend_from_slice(&[
             "--port",
             "p0:host",
             "--port",
             "p1:host",
             "--admin-socket",
             &socket,
-        ],
+        ]);
+        let output = lab.try_exec("sw", &command);
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success() && said.contains(reason),
+            "the start must fail saying `{reason}`: {:?}\n{said}",
+            output.status
+        );
+        assert_eq!(lab.xdp_attached("sw"), Vec::<String>::new());
+    };
+    refused(
+        &lab,
+        &["--config", &config],
+        "has MTU 3000, but 2048-byte UMEM frames carry an MTU of at most 1778",
     );
-    let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        !refused.status.success() && said.contains("has MTU 3000") && said.contains("at most 1778"),
-        "a 2048-byte frame size must be refused for MTU 3000: {:?}\n{said}",
-        refused.status
-    );
-    assert_eq!(lab.xdp_attached("sw"), Vec::<String>::new());
 
     start_switch(
         &mut lab,
@@ -614,6 +618,13 @@ fn large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused() {
         "the data path forwarded {forwarded} of 10 frames"
     );
     stops_cleanly(&mut lab);
+
+    // One byte over what veth takes for a program without multi-buffer support: the UMEM's
+    // frames would carry it, the kernel refuses the program, and the error says why.
+    for (ns, ifname) in [("h1", "eth0"), ("sw", "p0")] {
+        lab.exec(ns, &["ip", "link", "set", "dev", ifname, "mtu", "3507"]);
+    }
+    refused(&lab, &[], "veth takes at most 3506");
 }
 
 ofan_tests::root_tests!(

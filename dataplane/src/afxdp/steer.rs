@@ -88,6 +88,21 @@ impl fmt::Display for XdpMode {
     }
 }
 
+/// What an attach error's errno usually means: `ERANGE` is the driver refusing a program
+/// without multi-buffer support at the interface's MTU (veth checks its peer's: at most 3506
+/// with 4 KiB pages), which the bare errno ("numerical result out of range") does not say.
+fn attach_hint(error: &ProgramError) -> &'static str {
+    match error {
+        ProgramError::SyscallError(aya::sys::SyscallError { io_error, .. })
+            if io_error.raw_os_error() == Some(libc::ERANGE) =>
+        {
+            " (the MTU is too large for an XDP program without multi-buffer support: veth takes \
+             at most 3506 on either end with 4 KiB pages; lower the MTU)"
+        }
+        _ => "",
+    }
+}
+
 /// What went wrong while loading, attaching or configuring the steering program.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -196,7 +211,10 @@ pub enum SteerError {
         source: io::Error,
     },
     /// Attaching failed (mode unsupported by the driver, MTU too large for non-frags XDP, …).
-    #[error("interface `{interface}`: attaching `{STEER_PROGRAM}` in {mode} mode")]
+    #[error(
+        "interface `{interface}`: attaching `{STEER_PROGRAM}` in {mode} mode{}",
+        attach_hint(.source)
+    )]
     Attach {
         /// The interface.
         interface: String,
