@@ -236,7 +236,8 @@ fn measure(
     let seconds = started.elapsed().as_secs_f64();
     let after = Sample::take(&options.name)?;
     Ok(row(
-        (rate, options.mtu),
+        rate,
+        options.mtu,
         switches,
         &results,
         &before,
@@ -354,7 +355,8 @@ impl CpuTimes {
 }
 
 fn row(
-    (rate, mtu): (u64, u32),
+    rate: u64,
+    mtu: u32,
     switches: Switches,
     results: &Summarized,
     before: &Sample,

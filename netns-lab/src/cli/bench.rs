@@ -190,15 +190,8 @@ impl LabArgs {
         if rates.contains(&0) {
             anyhow::bail!("--rates: a lab without shaping (0) cannot be faithful or not");
         }
-        let mtus = ofan_lab::lab::spec::MTU_RANGE;
-        if !mtus.contains(&self.mtu) {
-            anyhow::bail!(
-                "--mtu {}: must be in {}..={}",
-                self.mtu,
-                mtus.start(),
-                mtus.end()
-            );
-        }
+        // Before any lab is built, with the reason `up` would give.
+        ofan_lab::lab::spec::check_mtu(self.mtu)?;
         let out = match &self.out {
             Some(out) => out.clone(),
             None => ofan_lab::experiment::results_dir("bench-lab")?,

@@ -32,6 +32,22 @@ pub const DEFAULT_BUFFER_BYTES: u64 = 64 << 10;
 /// `ofan_dataplane::afxdp::FrameSize`).
 pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=3506;
 
+/// Whether a lab can have links of this MTU ([`MTU_RANGE`]); the error says why not.
+///
+/// # Errors
+/// `--mtu` outside the range.
+pub fn check_mtu(mtu: u32) -> anyhow::Result<()> {
+    if !MTU_RANGE.contains(&mtu) {
+        bail!(
+            "--mtu {mtu}: must be in {}..={} (veth takes the switches' XDP program up to MTU {})",
+            MTU_RANGE.start(),
+            MTU_RANGE.end(),
+            MTU_RANGE.end()
+        );
+    }
+    Ok(())
+}
+
 /// Where a lab's topology comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySource {
@@ -302,15 +318,7 @@ impl LabSpec {
                 self.rt_priority
             );
         }
-        if !MTU_RANGE.contains(&self.mtu) {
-            bail!(
-                "--mtu {}: must be in {}..={} (veth takes the switches' XDP program up to MTU {})",
-                self.mtu,
-                MTU_RANGE.start(),
-                MTU_RANGE.end(),
-                MTU_RANGE.end()
-            );
-        }
+        check_mtu(self.mtu)?;
         if self.bfd.is_some() && self.routing != Routing::Bgp {
             bail!(
                 "--bfd needs --routing bgp (BFD runs in the BGP daemons; --routing {} has none)",
