@@ -154,12 +154,10 @@ fn restore(frames: &mut [u8], template: &[u8]) {
 
 /// Decides one batch; returns how many frames were forwarded.
 fn decide(forwarder: &mut Forwarder, fib: &Fib, frames: &mut [u8]) -> usize {
-    let mut refs: [FrameRef<'_>; BATCH] = std::array::from_fn(|_| FrameRef {
-        ingress: PortId(0),
-        data: &mut [],
-    });
+    let mut refs: [FrameRef<'_>; BATCH] =
+        std::array::from_fn(|_| FrameRef::whole(PortId(0), &mut []));
     for (slot, data) in refs.iter_mut().zip(frames.chunks_exact_mut(SLOT)) {
-        slot.data = &mut data[..FRAME_LEN];
+        *slot = FrameRef::whole(PortId(0), &mut data[..FRAME_LEN]);
     }
     let mut verdicts = [Verdict::Drop(DropReason::NoRoute); BATCH];
     let mut loads = [PortLoad::default(); UP_PORTS as usize];

@@ -237,6 +237,9 @@ named_counters! {
         /// A descriptor whose address and length do not lie inside one UMEM frame. Never
         /// expected from the kernel; the descriptor is not used.
         BadDescriptor = "bad_rx_descriptor",
+        /// A multi-buffer packet of more UMEM frames than a packet may span (larger than the
+        /// ports' MTU allows: a sender with segmentation offloads on); its frames are freed.
+        TooManyFrames = "rx_too_many_frames",
     }
 }
 
@@ -688,6 +691,7 @@ mod tests {
                 "kernel_local_address",
                 "kernel_local_route",
                 "drop_bad_rx_descriptor",
+                "drop_rx_too_many_frames",
             ]
         );
     }

@@ -134,10 +134,7 @@ fuzz_target!(|data: &[u8]| {
     let before = frames.clone();
     let mut refs: Vec<FrameRef<'_>> = frames
         .iter_mut()
-        .map(|data| FrameRef {
-            ingress: PortId(0),
-            data,
-        })
+        .map(|data| FrameRef::whole(PortId(0), data))
         .collect();
     let mut verdicts = vec![Verdict::Forward { port: PortId(0) }; refs.len()];
     let mut loads = [PortLoad::default(); 2];

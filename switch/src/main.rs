@@ -252,6 +252,7 @@ fn run_switch_until(
         ports = config.runtime.ports.len(),
         pipes = config.runtime.pipes.len(),
         frame_size = runtime.frame_size(),
+        frames_per_packet = runtime.layout().frames_per_packet,
         link_rate = %ofan_topology::units::format_rate(config.runtime.ports.first().map_or(0, |p| p.egress.link_rate_bps)),
         socket = %config.admin_socket.display(),
         "forwarding"

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// Namespaces whose name starts with `prefix`, sorted (to check that nothing is left behind).
 pub use ofan_lab::netns::namespaces_with_prefix;
 
-/// The names of the ofan XDP programs (`ofan_steer`, `ofan_redirect`) loaded in the kernel,
+/// The names of the ofan XDP programs (`ofan_steer`, `ofan_steer_sg`, `ofan_redirect`) loaded in the kernel,
 /// one per program: after every switch is gone there must be none, since a program lives as
 /// long as an interface, a process or a pin holds it.
 #[must_use]

@@ -541,11 +541,12 @@ fn multi_queue_ports_bind_one_socket_per_queue() {
     stops_cleanly(&mut lab);
 }
 
-/// Ports whose MTU 2048-byte UMEM frames cannot carry: a switch configured with that frame size
-/// refuses to start and names the MTU (attaching nothing); left to choose, it takes 4096-byte
-/// frames and its data path forwards full-size frames. Above veth's limit for the steering
-/// program (3506) the start fails saying so.
-fn large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused() {
+/// Jumbo frames: packets larger than a UMEM frame span several (multi-buffer AF_XDP). A
+/// switch whose 2048-byte frames are configured forwards MTU-3000 packets in two frames each;
+/// left to choose, it forwards MTU-9000 packets (ping and TCP) in three 4096-byte frames, through
+/// its data path and with every frame accounted for; an MTU beyond three frames is refused at
+/// start, naming the port and the limit, attaching nothing.
+fn jumbo_frames_span_several_umem_frames_and_an_mtu_beyond_three_is_refused() {
     let _machine = serial();
     let mut lab = Lab::new("mtu");
     for ns in ["h1", "sw", "h2"] {
@@ -553,78 +554,108 @@ fn large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused() {
     }
     lab.link("h1", "eth0", "sw", "p0");
     lab.link("h2", "eth0", "sw", "p1");
-    for (ns, ifname) in [("h1", "eth0"), ("sw", "p0"), ("sw", "p1"), ("h2", "eth0")] {
-        lab.exec(ns, &["ip", "link", "set", "dev", ifname, "mtu", "3000"]);
-    }
+    let set_mtu = |lab: &Lab, mtu: &str| {
+        for (ns, ifname) in [("h1", "eth0"), ("sw", "p0"), ("sw", "p1"), ("h2", "eth0")] {
+            lab.exec(ns, &["ip", "link", "set", "dev", ifname, "mtu", mtu]);
+        }
+    };
+    set_mtu(&lab, "3000");
     address_two_hosts(&lab);
+    let ports = ["--port", "p0:host", "--port", "p1:host"];
+    // `count` don't-fragment pings of `size` bytes of IP packet from h1 to h2 and back, through
+    // the data path: each one forwarded both ways.
+    let full_size_pings = |lab: &Lab, size: u32, count: u32| {
+        let before = counter(&stats(lab, "sw"), "forwarded");
+        let data = (size - 28).to_string();
+        let count_arg = count.to_string();
+        let output = lab.try_exec(
+            "h1",
+            &[
+                "ping", "-c", &count_arg, "-i", "0.05", "-W", "1", "-M", "do", "-s", &data,
+                "10.0.1.1",
+            ],
+        );
+        assert!(
+            output.status.success(),
+            "{size}-byte pings failed: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            lab.log("switch-sw")
+        );
+        let forwarded = counter(&stats(lab, "sw"), "forwarded") - before;
+        assert!(
+            forwarded >= u64::from(2 * count),
+            "the data path forwarded {forwarded} of {} frames",
+            2 * count
+        );
+    };
 
     let config = lab.dir().join("small-frames.toml");
     std::fs::write(&config, "[xdp]\nframe_size = 2048\n").unwrap();
     let config = config.display().to_string();
-    // The switch's start must fail (within 20 s) and say `reason`, attaching nothing.
-    let refused = |lab: &Lab, config: &[&str], reason: &str| {
-        let (switch, socket) = (
-            binary("ofan-switch").display().to_string(),
-            socket(lab, "sw"),
-        );
-        let mut command = vec!["timeout", "20", &switch];
-        command.extend_from_slice(config);
-        command.extend_from_slice(&[
-            "--port",
-            "p0:host",
-            "--port",
-            "p1:host",
-            "--admin-socket",
-            &socket,
-        ]);
-        let output = lab.try_exec("sw", &command);
-        let said = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !output.status.success() && said.contains(reason),
-            "the start must fail saying `{reason}`: {:?}\n{said}",
-            output.status
-        );
-        assert_eq!(lab.xdp_attached("sw"), Vec::<String>::new());
+    // The switch's start line names its layout (it may follow the admin socket by a moment).
+    let logged = |lab: &Lab, words: &[&str]| {
+        let found = lab.wait_for(Duration::from_secs(5), || {
+            // Without the terminal colours around `=`.
+            let mut log = String::new();
+            let mut in_escape = false;
+            for c in lab.log("switch-sw").chars() {
+                match (in_escape, c) {
+                    (false, '\u{1b}') => in_escape = true,
+                    (false, c) => log.push(c),
+                    (true, 'm') => in_escape = false,
+                    (true, _) => {}
+                }
+            }
+            words.iter().all(|word| log.contains(word))
+        });
+        assert!(found, "{words:?} not in\n{}", lab.log("switch-sw"));
     };
-    refused(
-        &lab,
-        &["--config", &config],
-        "has MTU 3000, but 2048-byte UMEM frames carry an MTU of at most 1778",
-    );
-
-    start_switch(
-        &mut lab,
-        "sw",
-        &["--port", "p0:host", "--port", "p1:host"],
-        &[],
-    );
-    let before = counter(&stats(&lab, "sw"), "forwarded");
-    // 2972 bytes of ICMP data: 3000-byte packets, which must not be fragmented.
-    let full = lab.try_exec(
-        "h1",
-        &[
-            "ping", "-c", "5", "-i", "0.05", "-W", "1", "-M", "do", "-s", "2972", "10.0.1.1",
-        ],
-    );
-    assert!(
-        full.status.success(),
-        "full-size pings failed: {}\n{}",
-        String::from_utf8_lossy(&full.stdout),
-        lab.log("switch-sw")
-    );
-    let forwarded = counter(&stats(&lab, "sw"), "forwarded") - before;
-    assert!(
-        forwarded >= 10,
-        "the data path forwarded {forwarded} of 10 frames"
-    );
+    start_switch(&mut lab, "sw", &ports, &["--config", &config]);
+    logged(&lab, &["frame_size=2048", "frames_per_packet=2"]);
+    full_size_pings(&lab, 3000, 5);
     stops_cleanly(&mut lab);
 
-    // One byte over what veth takes for a program without multi-buffer support: the UMEM's
-    // frames would carry it, the kernel refuses the program, and the error says why.
+    set_mtu(&lab, "9000");
+    start_switch(&mut lab, "sw", &ports, &[]);
+    logged(&lab, &["frame_size=4096", "frames_per_packet=3"]);
+    assert_eq!(lab.xdp_attached("sw").len(), 2);
+    full_size_pings(&lab, 9000, 10);
+    // TCP at MTU 9000: full-size segments in three frames each, and no packet larger than the
+    // MTU reaching the switch (the hosts' segmentation offloads are off with TX checksums).
+    lab.spawn("h2", "iperf-server", &["iperf3", "-s", "-1"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let tcp = lab.exec("h1", &["iperf3", "-c", "10.0.1.1", "-t", "2", "-J"]);
+    let tcp: Value = serde_json::from_slice(&tcp.stdout).expect("iperf3 JSON");
+    let bps = tcp["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or_default();
+    let stats = stats(&lab, "sw");
+    assert!(bps > 10e6, "TCP at MTU 9000 got {bps} bit/s: {tcp}");
+    assert_eq!(counter(&stats, "drop_rx_too_many_frames"), 0, "{stats}");
+    assert_eq!(counter(&stats, "drop_frame_too_large"), 0, "{stats}");
+    stops_cleanly(&mut lab);
+
+    // Beyond three 4096-byte frames: refused before anything is attached.
     for (ns, ifname) in [("h1", "eth0"), ("sw", "p0")] {
-        lab.exec(ns, &["ip", "link", "set", "dev", ifname, "mtu", "3507"]);
+        lab.exec(ns, &["ip", "link", "set", "dev", ifname, "mtu", "11507"]);
     }
-    refused(&lab, &[], "veth takes at most 3506");
+    let (switch, socket) = (
+        binary("ofan-switch").display().to_string(),
+        socket(&lab, "sw"),
+    );
+    let mut command = vec!["timeout", "20", &switch];
+    command.extend_from_slice(&ports);
+    command.extend_from_slice(&["--admin-socket", &socket]);
+    let output = lab.try_exec("sw", &command);
+    let said = String::from_utf8_lossy(&output.stderr);
+    let reason = "port p0 has MTU 11507, but a packet spans at most 3 4096-byte UMEM frames, \
+                  which carry an MTU of at most 11506";
+    assert!(
+        !output.status.success() && said.contains(reason),
+        "the start must fail saying `{reason}`: {:?}\n{said}",
+        output.status
+    );
+    assert_eq!(lab.xdp_attached("sw"), Vec::<String>::new());
 }
 
 ofan_tests::root_tests!(
@@ -637,7 +668,7 @@ ofan_tests::root_tests!(
     route_changes_and_link_down_take_effect_within_100ms,
     malformed_frames_are_counted_and_good_traffic_flows,
     multi_queue_ports_bind_one_socket_per_queue,
-    large_mtu_ports_get_larger_frames_and_a_frame_size_too_small_is_refused,
+    jumbo_frames_span_several_umem_frames_and_an_mtu_beyond_three_is_refused,
     storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow,
     overloaded_port_tail_drops_exactly_and_leaks_no_frame,
     notifications_are_taken_only_from_fabric_neighbours_with_ttl_255,

@@ -37,7 +37,7 @@ use crossbeam_queue::ArrayQueue;
 use xdpilone::{IfInfo, Socket, SocketConfig, UmemConfig};
 
 pub use frames::FrameCensus;
-pub use steer::{Steering, XdpMode};
+pub use steer::{Buffers, Steering, XdpMode};
 pub use sys::{enter_network_namespace, ifindex, monotonic_ns, mtu, release_free_memory};
 
 use crate::egress::{EgressConfig, EgressQueue};
@@ -101,17 +101,17 @@ pub enum Forwarding {
     Bare,
 }
 
-/// The size of the UMEM's frames, which bounds the largest frame a port can receive: copy mode
-/// and zero-copy drivers alike keep [`XDP_HEADROOM`] bytes in front of the frame, so a frame
-/// of `size` bytes carries at most `size − 256` (an Ethernet header plus an MTU of
-/// `size − 270`). The kernel takes 2048 up to a page (4096); larger frames need AF_XDP's
-/// multi-buffer mode, which the workers do not speak.
+/// The size of the UMEM's frames. Copy mode and zero-copy drivers alike keep
+/// [`XDP_HEADROOM`] bytes in front of every received buffer, so a frame of `size` bytes carries
+/// `size − 256` bytes of a packet; a larger packet spans several frames (AF_XDP multi-buffer,
+/// up to [`MAX_FRAMES_PER_PACKET`]). The kernel takes 2048 up to a page (4096).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameSize {
-    /// The smallest size that carries the largest MTU among the ports (read when the runtime
-    /// starts): 2048 up to MTU 1778, 4096 up to 3826.
+    /// The smallest size whose single frame carries the largest MTU among the ports (read when
+    /// the runtime starts): 2048 up to MTU 1778, 4096 up to 3826, and 4096 frames chained for
+    /// larger (jumbo) MTUs.
     Auto,
-    /// This size, 2048 or 4096; a port whose MTU does not fit is refused at start.
+    /// This size, 2048 or 4096; packets above `size − 256` bytes span several frames.
     Bytes(u32),
 }
 
@@ -121,47 +121,90 @@ pub const XDP_HEADROOM: u32 = 256;
 /// The frame sizes the UMEM can have (see [`FrameSize`]).
 pub const FRAME_SIZES: [u32; 2] = [2048, 4096];
 
+/// The most UMEM frames one packet may span: three 4096-byte frames carry an MTU of 11 506,
+/// beyond the 9 216 of jumbo Ethernet.
+pub const MAX_FRAMES_PER_PACKET: u32 = 3;
+
+/// The largest MTU whose frames a driver receives into one page: 4096 − 256 bytes of headroom
+/// − 320 of `skb_shared_info` − 14 of Ethernet header. Above it packets arrive in several
+/// buffers, which only a multi-buffer (`xdp.frags`) program may receive: veth refuses to attach
+/// a plain one when either end's MTU is larger.
+pub const SINGLE_BUFFER_MAX_MTU: u32 = 3506;
+
+/// How the ports' packets lie in the UMEM: what [`FrameSize::resolve`] chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameLayout {
+    /// UMEM frame size in bytes.
+    pub frame_size: u32,
+    /// The most frames one packet of the largest MTU spans (1 without multi-buffer).
+    pub frames_per_packet: u32,
+    /// Whether packets may come in several buffers: then the steering program is
+    /// `ofan_steer_sg` and the sockets are bound with `XDP_USE_SG`.
+    pub buffers: Buffers,
+}
+
+impl FrameLayout {
+    /// The longest frame (Ethernet header included) a packet of this layout carries.
+    pub fn max_frame_len(&self) -> u32 {
+        self.frames_per_packet * (self.frame_size - XDP_HEADROOM)
+    }
+}
+
 impl FrameSize {
-    /// The frame size for ports with these `(name, MTU)`s, or why none fits: the configured
-    /// size must carry every port's largest frame (MTU + 14-byte Ethernet header), and `Auto`
-    /// picks the smallest of [`FRAME_SIZES`] that does.
+    /// The layout for ports with these `(name, MTU)`s, or why none fits: frames of the
+    /// configured size (or, for `Auto`, the smallest of [`FRAME_SIZES`] that carries the
+    /// largest frame — MTU + 14 — in one, else 4096), chained up to
+    /// [`MAX_FRAMES_PER_PACKET`] per packet.
     ///
     /// # Errors
-    /// A message naming the port whose MTU no (or not the configured) frame size carries.
+    /// A message naming the port whose MTU needs more frames per packet than allowed.
     pub fn resolve<'a>(
         self,
         mtus: impl IntoIterator<Item = (&'a str, u32)>,
-    ) -> Result<u32, String> {
+    ) -> Result<FrameLayout, String> {
         let largest = mtus.into_iter().max_by_key(|&(_, mtu)| mtu);
-        let needed = |mtu: u32| mtu + 14 + XDP_HEADROOM;
-        let max_mtu = |size: u32| size - 14 - XDP_HEADROOM;
-        match (self, largest) {
+        let frames = |mtu: u32, size: u32| (mtu + 14).div_ceil(size - XDP_HEADROOM);
+        let max_mtu = |size: u32| MAX_FRAMES_PER_PACKET * (size - XDP_HEADROOM) - 14;
+        let size = match (self, largest) {
             (FrameSize::Bytes(size), _) if !FRAME_SIZES.contains(&size) => {
-                Err(format!("frame size {size} must be 2048 or 4096"))
+                return Err(format!("frame size {size} must be 2048 or 4096"))
             }
-            (FrameSize::Bytes(size), Some((port, mtu))) if needed(mtu) > size => Err(format!(
-                "port {port} has MTU {mtu}, but {size}-byte UMEM frames carry an MTU of at most {}{}",
+            (FrameSize::Bytes(size), _) => size,
+            (FrameSize::Auto, None) => FRAME_SIZES[0],
+            (FrameSize::Auto, Some((_, mtu))) => FRAME_SIZES
+                .into_iter()
+                .find(|&size| frames(mtu, size) == 1)
+                .unwrap_or(FRAME_SIZES[1]),
+        };
+        let Some((port, mtu)) = largest else {
+            return Ok(FrameLayout {
+                frame_size: size,
+                frames_per_packet: 1,
+                buffers: Buffers::Single,
+            });
+        };
+        let frames_per_packet = frames(mtu, size);
+        if frames_per_packet > MAX_FRAMES_PER_PACKET {
+            return Err(format!(
+                "port {port} has MTU {mtu}, but a packet spans at most {MAX_FRAMES_PER_PACKET} \
+                 {size}-byte UMEM frames, which carry an MTU of at most {}{}",
                 max_mtu(size),
-                if needed(mtu) <= 4096 {
+                if size < FRAME_SIZES[1] && mtu <= max_mtu(FRAME_SIZES[1]) {
                     " (set xdp.frame_size = 4096, or leave it unset to fit the MTU)"
                 } else {
                     ""
                 }
-            )),
-            (FrameSize::Bytes(size), _) => Ok(size),
-            (FrameSize::Auto, None) => Ok(FRAME_SIZES[0]),
-            (FrameSize::Auto, Some((port, mtu))) => FRAME_SIZES
-                .into_iter()
-                .find(|&size| needed(mtu) <= size)
-                .ok_or_else(|| {
-                    format!(
-                        "port {port} has MTU {mtu}: AF_XDP frames are at most a page (4096 bytes), \
-                         which carries an MTU of at most {} (larger needs multi-buffer AF_XDP, \
-                         not supported)",
-                        max_mtu(4096)
-                    )
-                }),
+            ));
         }
+        Ok(FrameLayout {
+            frame_size: size,
+            frames_per_packet,
+            buffers: if frames_per_packet > 1 || mtu > SINGLE_BUFFER_MAX_MTU {
+                Buffers::Multi
+            } else {
+                Buffers::Single
+            },
+        })
     }
 }
 
@@ -320,6 +363,7 @@ pub struct Runtime {
     inboxes: Arc<[Arc<ArrayQueue<worker::Handoff>>]>,
     steering: Option<Steering>,
     balancer: Arc<SwitchBalancer>,
+    layout: FrameLayout,
     // Dropped last: the sockets (owned by the workers) must be closed before the UMEM goes.
     _umem: xdpilone::Umem,
     area: Arc<UmemArea>,
@@ -337,6 +381,11 @@ impl Runtime {
     /// The UMEM's frame size, as configured or as [`FrameSize::Auto`] chose it.
     pub fn frame_size(&self) -> u32 {
         self.area.frame_size()
+    }
+
+    /// How packets lie in the UMEM: frame size, frames per packet, single or multi-buffer.
+    pub fn layout(&self) -> FrameLayout {
+        self.layout
     }
 
     /// Sets up the UMEM, the sockets and the steering program, and starts one worker per pipe.
@@ -357,7 +406,8 @@ impl Runtime {
         threads: Threads,
     ) -> Result<Self, RuntimeError> {
         validate(&config)?;
-        let frame_size = port_frame_size(&config)?;
+        let layout = port_frame_layout(&config)?;
+        let frame_size = layout.frame_size;
         let frames = config.frames_per_port * config.ports.len() as u32;
         let area = UmemArea::new(frames, frame_size).map_err(|source| RuntimeError::Umem {
             frames,
@@ -381,7 +431,7 @@ impl Runtime {
             source: errno(e),
         })?;
 
-        let mut steering = Steering::load(config.xdp_mode)?;
+        let mut steering = Steering::load_for(config.xdp_mode, layout.buffers)?;
         let mut port_rings: Vec<Vec<QueueRings>> = Vec::new();
         let mut first = true;
         for (index, port) in config.ports.iter().enumerate() {
@@ -393,6 +443,7 @@ impl Runtime {
                     queue,
                     first,
                     config.bind_mode,
+                    layout.buffers,
                     config.ring_size,
                 )?;
                 first = false;
@@ -457,6 +508,8 @@ impl Runtime {
                         config.ports[usize::from(id.0)].egress,
                         config.ring_size as usize,
                     ),
+                    egress_frames: 0,
+                    tx_rest: Vec::with_capacity(MAX_FRAMES_PER_PACKET as usize),
                     rx_packets: 0,
                     rx_bytes: 0,
                 })
@@ -471,13 +524,14 @@ impl Runtime {
                     ForwarderConfig {
                         ack_max_frame: config.ack_max_frame,
                         // The kernel delivers at most frame size − 256 bytes per frame.
-                        max_frame_len: frame_size - XDP_HEADROOM,
+                        max_frame_len: layout.max_frame_len(),
                     },
                 ),
                 fib: Arc::clone(&fib),
                 umem: Arc::clone(&area),
                 pool: Arc::clone(&pool),
                 cache: FrameCache::new(256),
+                buffers: layout.buffers,
                 inbox: Arc::clone(&inboxes[index]),
                 inboxes: Arc::clone(&inboxes),
                 wakers: Arc::clone(&wakers),
@@ -532,6 +586,7 @@ impl Runtime {
             inboxes,
             steering: None,
             balancer,
+            layout,
             _umem: umem,
             area,
         };
@@ -640,8 +695,8 @@ impl Drop for Runtime {
     }
 }
 
-/// The UMEM frame size for `config`'s ports, from their MTUs ([`FrameSize::resolve`]).
-fn port_frame_size(config: &RuntimeConfig) -> Result<u32, RuntimeError> {
+/// The UMEM layout for `config`'s ports, from their MTUs ([`FrameSize::resolve`]).
+fn port_frame_layout(config: &RuntimeConfig) -> Result<FrameLayout, RuntimeError> {
     let mtus = config
         .ports
         .iter()
@@ -712,12 +767,16 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
     Ok(())
 }
 
+/// Bind flag: the socket takes packets of several buffers (`XDP_USE_SG`, Linux 6.6).
+const XDP_USE_SG: u16 = 1 << 4;
+
 fn open_queue(
     umem: &xdpilone::Umem,
     port: &PortSpec,
     queue: u32,
     first: bool,
     bind_mode: BindMode,
+    buffers: Buffers,
     ring_size: u32,
 ) -> Result<QueueRings, RuntimeError> {
     let fail = |step: &'static str| {
@@ -763,8 +822,12 @@ fn open_queue(
     let user = if !first {
         bind(0)?
     } else {
-        let copy = SocketConfig::XDP_BIND_COPY | SocketConfig::XDP_BIND_NEED_WAKEUP;
-        let zero_copy = SocketConfig::XDP_BIND_ZEROCOPY | SocketConfig::XDP_BIND_NEED_WAKEUP;
+        let sg = match buffers {
+            Buffers::Single => 0,
+            Buffers::Multi => XDP_USE_SG,
+        };
+        let copy = SocketConfig::XDP_BIND_COPY | SocketConfig::XDP_BIND_NEED_WAKEUP | sg;
+        let zero_copy = SocketConfig::XDP_BIND_ZEROCOPY | SocketConfig::XDP_BIND_NEED_WAKEUP | sg;
         match bind_mode.resolve(&port.name) {
             BindMode::ZeroCopy => bind(zero_copy)?,
             _ => bind(copy)?,
@@ -777,6 +840,7 @@ fn open_queue(
         device,
         rx,
         tx: (queue == 0).then_some(tx),
+        partial: sys::Assembly::default(),
         _user: user,
         fill_outstanding: 0,
         tx_outstanding: 0,
@@ -785,40 +849,79 @@ fn open_queue(
 
 #[cfg(test)]
 mod tests {
-    use super::FrameSize;
+    use super::{Buffers, FrameLayout, FrameSize};
 
-    #[test]
-    fn auto_frame_size_is_the_smallest_that_carries_the_largest_mtu() {
-        assert_eq!(FrameSize::Auto.resolve([]), Ok(2048));
-        assert_eq!(
-            FrameSize::Auto.resolve([("p0", 1500), ("p1", 1778)]),
-            Ok(2048)
-        );
-        assert_eq!(
-            FrameSize::Auto.resolve([("p0", 1500), ("p1", 1779)]),
-            Ok(4096)
-        );
-        assert_eq!(FrameSize::Auto.resolve([("p0", 3826)]), Ok(4096));
-        let error = FrameSize::Auto
-            .resolve([("p0", 1500), ("p7", 3827)])
-            .unwrap_err();
-        assert!(error.contains("port p7 has MTU 3827"), "{error}");
-        assert!(error.contains("at most 3826"), "{error}");
+    fn layout(frame_size: u32, frames_per_packet: u32, buffers: Buffers) -> FrameLayout {
+        FrameLayout {
+            frame_size,
+            frames_per_packet,
+            buffers,
+        }
     }
 
     #[test]
-    fn a_fixed_frame_size_must_carry_every_port() {
-        assert_eq!(FrameSize::Bytes(4096).resolve([("p0", 1500)]), Ok(4096));
-        assert_eq!(FrameSize::Bytes(2048).resolve([("p0", 1778)]), Ok(2048));
-        let error = FrameSize::Bytes(2048)
-            .resolve([("p0", 1500), ("p2", 3000)])
+    fn auto_frame_size_is_the_smallest_that_carries_the_largest_mtu() {
+        let one = |size| Ok(layout(size, 1, Buffers::Single));
+        assert_eq!(FrameSize::Auto.resolve([]), one(2048));
+        assert_eq!(
+            FrameSize::Auto.resolve([("p0", 1500), ("p1", 1778)]),
+            one(2048)
+        );
+        assert_eq!(
+            FrameSize::Auto.resolve([("p0", 1500), ("p1", 1779)]),
+            one(4096)
+        );
+        assert_eq!(FrameSize::Auto.resolve([("p0", 3506)]), one(4096));
+        // One frame still, but a driver receives it in two buffers: multi-buffer program.
+        assert_eq!(
+            FrameSize::Auto.resolve([("p0", 3507)]),
+            Ok(layout(4096, 1, Buffers::Multi))
+        );
+        assert_eq!(
+            FrameSize::Auto.resolve([("p0", 3826)]),
+            Ok(layout(4096, 1, Buffers::Multi))
+        );
+    }
+
+    #[test]
+    fn jumbo_mtus_chain_up_to_three_frames() {
+        let multi = |size, frames| Ok(layout(size, frames, Buffers::Multi));
+        assert_eq!(FrameSize::Auto.resolve([("p0", 3827)]), multi(4096, 2));
+        assert_eq!(
+            FrameSize::Auto.resolve([("p0", 1500), ("p1", 9000)]),
+            multi(4096, 3)
+        );
+        assert_eq!(FrameSize::Auto.resolve([("p0", 11506)]), multi(4096, 3));
+        assert_eq!(layout(4096, 3, Buffers::Multi).max_frame_len(), 11520);
+        let error = FrameSize::Auto
+            .resolve([("p0", 1500), ("p7", 11507)])
             .unwrap_err();
-        assert!(error.contains("port p2 has MTU 3000"), "{error}");
-        assert!(error.contains("at most 1778"), "{error}");
-        assert!(error.contains("xdp.frame_size = 4096"), "{error}");
-        // No configured size fits 9000: the hint to use 4096 would not help.
-        let error = FrameSize::Bytes(4096).resolve([("p0", 9000)]).unwrap_err();
+        assert!(error.contains("port p7 has MTU 11507"), "{error}");
+        assert!(error.contains("at most 11506"), "{error}");
         assert!(!error.contains("set xdp.frame_size"), "{error}");
+    }
+
+    #[test]
+    fn a_fixed_frame_size_chains_frames_within_the_limit() {
+        assert_eq!(
+            FrameSize::Bytes(4096).resolve([("p0", 1500)]),
+            Ok(layout(4096, 1, Buffers::Single))
+        );
+        assert_eq!(
+            FrameSize::Bytes(2048).resolve([("p0", 1778)]),
+            Ok(layout(2048, 1, Buffers::Single))
+        );
+        // 3000 + 14 bytes in 1792-byte pieces: two frames.
+        assert_eq!(
+            FrameSize::Bytes(2048).resolve([("p0", 1500), ("p2", 3000)]),
+            Ok(layout(2048, 2, Buffers::Multi))
+        );
+        let error = FrameSize::Bytes(2048)
+            .resolve([("p0", 1500), ("p2", 9000)])
+            .unwrap_err();
+        assert!(error.contains("port p2 has MTU 9000"), "{error}");
+        assert!(error.contains("at most 5362"), "{error}");
+        assert!(error.contains("xdp.frame_size = 4096"), "{error}");
         assert!(FrameSize::Bytes(3000).resolve([("p0", 1500)]).is_err());
     }
 }

@@ -52,7 +52,7 @@ use aya::{
 pub use ofan_ebpf_common::StatIndex;
 use ofan_ebpf_common::{
     xsk_index, LocalV4, LocalV6, PortId, LOCAL_V4_MAP, LOCAL_V6_MAP, MAX_PORTS, MAX_QUEUES,
-    PORTS_MAP, PORT_DROP_MAP, STATS_MAP, STEER_PROGRAM, XSKS_MAP,
+    PORTS_MAP, PORT_DROP_MAP, STATS_MAP, STEER_PROGRAM, STEER_SG_PROGRAM, XSKS_MAP,
 };
 
 use ofan_netlink::{XdpAttachMode, XdpProgram};
@@ -60,6 +60,27 @@ use ofan_netlink::{XdpAttachMode, XdpProgram};
 /// The eBPF object with `ofan_steer` and `ofan_redirect`, built by `build.rs`.
 pub(crate) static EBPF_OBJECT: &[u8] =
     aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/ofan-ebpf.o"));
+
+/// Whether packets may span several buffers (`xdp.frags`), which decides the program loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Buffers {
+    /// One buffer per packet: `ofan_steer`. A driver caps its ports' MTU to what a page holds
+    /// (veth: 3506) while it is attached.
+    Single,
+    /// Packets of several buffers (jumbo frames): `ofan_steer_sg`, for sockets bound with
+    /// `XDP_USE_SG`.
+    Multi,
+}
+
+impl Buffers {
+    /// The kernel name of the program for these buffers.
+    pub fn program(self) -> &'static str {
+        match self {
+            Buffers::Single => STEER_PROGRAM,
+            Buffers::Multi => STEER_SG_PROGRAM,
+        }
+    }
+}
 
 /// Where the XDP program runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -96,8 +117,10 @@ fn attach_hint(error: &ProgramError) -> &'static str {
         ProgramError::SyscallError(aya::sys::SyscallError { io_error, .. })
             if io_error.raw_os_error() == Some(libc::ERANGE) =>
         {
-            " (the MTU is too large for an XDP program without multi-buffer support: veth takes \
-             at most 3506 on either end with 4 KiB pages; lower the MTU)"
+            " (an MTU is too large for an XDP program without multi-buffer support: veth takes \
+             at most 3506 on either end with 4 KiB pages; ofan loads its multi-buffer program \
+             when a port's own MTU is above 3506, so give both ends of the link the same MTU, or \
+             lower it)"
         }
         _ => "",
     }
@@ -212,12 +235,14 @@ pub enum SteerError {
     },
     /// Attaching failed (mode unsupported by the driver, MTU too large for non-frags XDP, …).
     #[error(
-        "interface `{interface}`: attaching `{STEER_PROGRAM}` in {mode} mode{}",
+        "interface `{interface}`: attaching `{program}` in {mode} mode{}",
         attach_hint(.source)
     )]
     Attach {
         /// The interface.
         interface: String,
+        /// The program.
+        program: &'static str,
         /// The mode asked for.
         mode: XdpMode,
         /// aya's error, with the errno.
@@ -225,7 +250,7 @@ pub enum SteerError {
         source: ProgramError,
     },
     /// Detaching failed.
-    #[error("interface `{interface}`: detaching `{STEER_PROGRAM}`")]
+    #[error("interface `{interface}`: detaching the steering program")]
     Detach {
         /// The interface.
         interface: String,
@@ -303,6 +328,7 @@ struct Attachment {
 pub struct Steering {
     ebpf: Ebpf,
     mode: XdpMode,
+    buffers: Buffers,
     program_id: u32,
     ports: HashMap<MapData, u32, PortId>,
     local_v4: HashMap<MapData, LocalV4, u8>,
@@ -333,17 +359,27 @@ impl Steering {
     /// [`SteerError::Object`], [`SteerError::ProgramLoad`] (not root, verifier), or
     /// [`SteerError::MissingProgram`] / [`SteerError::Map`] on a build mismatch.
     pub fn load(mode: XdpMode) -> Result<Self, SteerError> {
+        Self::load_for(mode, Buffers::Single)
+    }
+
+    /// [`Steering::load`] with the program for `buffers`: `ofan_steer_sg` for multi-buffer
+    /// packets.
+    ///
+    /// # Errors
+    ///
+    /// As [`Steering::load`].
+    pub fn load_for(mode: XdpMode, buffers: Buffers) -> Result<Self, SteerError> {
         let mut ebpf =
             Ebpf::load(EBPF_OBJECT).map_err(|error| SteerError::Object(Box::new(error)))?;
-        let program = xdp_program(&mut ebpf)?;
+        let program = xdp_program(&mut ebpf, buffers)?;
         program.load().map_err(|source| SteerError::ProgramLoad {
-            program: STEER_PROGRAM,
+            program: buffers.program(),
             source,
         })?;
         let program_id = program
             .info()
             .map_err(|source| SteerError::ProgramLoad {
-                program: STEER_PROGRAM,
+                program: buffers.program(),
                 source,
             })?
             .id();
@@ -356,6 +392,7 @@ impl Steering {
             port_drop: take_map(&mut ebpf, PORT_DROP_MAP)?,
             ebpf,
             mode,
+            buffers,
             program_id,
             attachments: Vec::new(),
         })
@@ -429,12 +466,13 @@ impl Steering {
                 map: PORTS_MAP,
                 source,
             })?;
-        let mode = self.mode;
-        let attached = xdp_program(&mut self.ebpf).and_then(|program| {
+        let (mode, buffers) = (self.mode, self.buffers);
+        let attached = xdp_program(&mut self.ebpf, buffers).and_then(|program| {
             program
                 .attach_to_if_index(ifindex, mode.to_aya())
                 .map_err(|source| SteerError::Attach {
                     interface: interface.clone(),
+                    program: buffers.program(),
                     mode,
                     source,
                 })
@@ -471,7 +509,7 @@ impl Steering {
                 .and_then(ProgramInfo::name_as_str)
                 .unwrap_or("?")
                 .to_owned();
-            if name != STEER_PROGRAM {
+            if name != STEER_PROGRAM && name != STEER_SG_PROGRAM {
                 return Err(SteerError::ForeignProgram {
                     interface: interface.to_owned(),
                     program: name,
@@ -534,7 +572,7 @@ impl Steering {
             ..
         } = attachment;
         let _ignored = self.ports.remove(&ifindex);
-        xdp_program(&mut self.ebpf)?
+        xdp_program(&mut self.ebpf, self.buffers)?
             .detach(link)
             .map_err(|source| SteerError::Detach { interface, source })
     }
@@ -700,11 +738,11 @@ fn slot(port: u16, queue: u32) -> Result<u32, SteerError> {
     xsk_index(u32::from(port), queue).ok_or(SteerError::QueueOutOfRange { queue })
 }
 
-fn xdp_program(ebpf: &mut Ebpf) -> Result<&mut Xdp, SteerError> {
-    ebpf.program_mut(STEER_PROGRAM)
+fn xdp_program(ebpf: &mut Ebpf, buffers: Buffers) -> Result<&mut Xdp, SteerError> {
+    ebpf.program_mut(buffers.program())
         .and_then(|program| program.try_into().ok())
         .ok_or(SteerError::MissingProgram {
-            program: STEER_PROGRAM,
+            program: buffers.program(),
         })
 }
 

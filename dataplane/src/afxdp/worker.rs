@@ -21,7 +21,8 @@ use crossbeam_queue::ArrayQueue;
 use xdpilone::{DeviceQueue, RingRx, RingTx, User};
 
 use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
-use super::sys::{self, monotonic_ns, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
+use super::sys::{self, monotonic_ns, Assembly, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
+use super::Buffers;
 use super::{Forwarding, PollMode};
 use crate::egress::{Admission, EgressQueue};
 use crate::fib::{PortId, SharedFib};
@@ -51,6 +52,8 @@ pub struct QueueRings {
     pub rx: RingRx,
     /// Transmit ring (the port transmits on its queue 0 only).
     pub tx: Option<RingTx>,
+    /// A multi-buffer packet whose last frames the next receive brings.
+    pub partial: Assembly,
     /// Keeps the socket's ring mappings alive.
     pub _user: User,
     /// Frames given to the fill ring and not received back.
@@ -78,6 +81,12 @@ pub struct OwnedPort {
     pub queues: Vec<QueueRings>,
     /// Its egress queue.
     pub egress: EgressQueue<OwnedFrame>,
+    /// UMEM frames of the packets in the egress queue (more than its length when packets
+    /// span several frames), and of `tx_rest`.
+    pub egress_frames: u64,
+    /// The descriptors of a departed packet that did not fit the TX ring's reserved slots:
+    /// written first next time (multi-buffer only; at most a packet's frames but one).
+    pub tx_rest: Vec<xdpilone::xdp::XdpDesc>,
     /// Frames received on this port.
     pub rx_packets: u64,
     /// Bytes received on this port.
@@ -104,6 +113,8 @@ pub struct Worker {
     pub pool: Arc<FramePool>,
     /// This worker's free frames.
     pub cache: FrameCache,
+    /// Whether packets may span several frames (sockets bound with `XDP_USE_SG`).
+    pub buffers: Buffers,
     /// Frames handed to this worker.
     pub inbox: Arc<ArrayQueue<Handoff>>,
     /// Every worker's inbox.
@@ -337,11 +348,12 @@ impl Worker {
     pub fn has_input(&self) -> bool {
         self.has_handoffs()
             || self.ports.iter().any(|port| {
-                port.queues.iter().any(|queue| {
-                    queue.tx_outstanding > 0
-                        || queue.rx.available() > 0
-                        || queue.tx.as_ref().is_some_and(|tx| tx.pending() > 0)
-                })
+                !port.tx_rest.is_empty()
+                    || port.queues.iter().any(|queue| {
+                        queue.tx_outstanding > 0
+                            || queue.rx.available() > 0
+                            || queue.tx.as_ref().is_some_and(|tx| tx.pending() > 0)
+                    })
             })
     }
 
@@ -430,19 +442,23 @@ impl Worker {
         match self.ports[local].egress.admit(len, capable, now) {
             Admission::Queue { mark_ce } => {
                 let marked = mark_ce && wire::mark_ce(self.umem.data(&mut frame));
-                self.ports[local].egress.push(frame, len, marked, now);
+                let port = &mut self.ports[local];
+                port.egress_frames += frame.frames() as u64;
+                port.egress.push(frame, len, marked, now);
             }
             Admission::Drop => {
                 self.ports[local].egress.reject();
-                self.free(frame.into_frame(self.umem.frame_size()));
+                self.free(frame);
             }
         }
     }
 
-    /// Gives a frame back to the free frames.
+    /// Gives a packet's frames back to the free frames.
     #[inline]
-    fn free(&mut self, frame: FrameAddr) {
-        self.cache.give(frame, &self.pool);
+    fn free(&mut self, frame: OwnedFrame) {
+        for frame in frame.into_frames(self.umem.frame_size()) {
+            self.cache.give(frame, &self.pool);
+        }
     }
 
     fn receive_all(&mut self) -> usize {
@@ -462,17 +478,31 @@ impl Worker {
             return 0;
         }
         let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
-        let (received, bad) = {
+        let (received, read) = {
             let queue = &mut self.ports[port_index].queues[queue_index];
-            let (count, bad) = sys::receive(&mut queue.rx, &self.umem, &mut frames);
-            queue.fill_outstanding -= (count + bad) as u32;
-            (count, bad)
+            let got = sys::receive(&mut queue.rx, &self.umem, &mut frames);
+            queue.fill_outstanding -= (got.frames + got.bad) as u32;
+            // Bad descriptors count as work too, so that their counter is published before
+            // the worker next sleeps.
+            self.rx_drops[RxDropReason::BadDescriptor.as_index()] += got.bad as u64;
+            let packets = match self.buffers {
+                Buffers::Single => got.frames,
+                Buffers::Multi => {
+                    let (cache, pool, frame_size) =
+                        (&mut self.cache, &*self.pool, self.umem.frame_size());
+                    let (packets, dropped) = queue.partial.join(&mut frames, got, |frame| {
+                        for frame in frame.into_frames(frame_size) {
+                            cache.give(frame, pool);
+                        }
+                    });
+                    self.rx_drops[RxDropReason::TooManyFrames.as_index()] += dropped as u64;
+                    packets
+                }
+            };
+            (packets, got.frames + got.bad)
         };
-        // Bad descriptors count as work too, so that their counter is published before the
-        // worker next sleeps.
-        self.rx_drops[RxDropReason::BadDescriptor.as_index()] += bad as u64;
         if received == 0 {
-            return bad;
+            return read;
         }
         let ingress = self.ports[port_index].id;
         let port = &mut self.ports[port_index];
@@ -512,13 +542,12 @@ impl Worker {
             Forwarding::Lookup => {
                 let fib = self.fib.load();
                 let umem = &*self.umem;
-                let mut refs: [FrameRef<'_>; MAX_BATCH] = std::array::from_fn(|_| FrameRef {
-                    ingress,
-                    data: &mut [],
-                });
+                let mut refs: [FrameRef<'_>; MAX_BATCH] =
+                    std::array::from_fn(|_| FrameRef::whole(ingress, &mut []));
                 for (slot, frame) in refs.iter_mut().zip(frames[..received].iter_mut().flatten()) {
                     *slot = FrameRef {
                         ingress,
+                        len: frame.len(),
                         data: umem.data(frame),
                     };
                 }
@@ -555,10 +584,10 @@ impl Worker {
                         self.hand_off(owner, Handoff { port, frame });
                     }
                 }
-                _ => self.free(frame.into_frame(self.umem.frame_size())),
+                _ => self.free(frame),
             }
         }
-        received + bad
+        read
     }
 
     fn hand_off(&mut self, owner: usize, handoff: Handoff) {
@@ -572,7 +601,7 @@ impl Worker {
                 self.telemetry
                     .port(usize::from(handoff.port.0))
                     .add_handoff_drops(1);
-                self.free(handoff.frame.into_frame(self.umem.frame_size()));
+                self.free(handoff.frame);
             }
         }
     }
@@ -581,6 +610,7 @@ impl Worker {
         // Nothing queued and nothing waiting for a kick: no clock read, no system call.
         if self.ports.iter().all(|port| {
             port.egress.is_empty()
+                && port.tx_rest.is_empty()
                 && port.queues[0]
                     .tx
                     .as_ref()
@@ -597,18 +627,56 @@ impl Worker {
             };
             let room = self.tx_ring_size.saturating_sub(queue.tx_outstanding);
             let mut sent = 0u32;
-            if room > 0 && !port.egress.is_empty() {
+            if room > 0 && (!port.egress.is_empty() || !port.tx_rest.is_empty()) {
                 let mut writer = tx.transmit(room.min(MAX_BATCH as u32));
-                let capacity = writer.capacity() as usize;
-                port.egress.dequeue(now, capacity, |frame, _len| {
-                    let inserted = writer.insert_once(frame.into_tx());
+                let mut capacity = writer.capacity();
+                let mut insert = |desc| {
+                    let inserted = writer.insert_once(desc);
                     debug_assert!(inserted, "reserved TX slots are guaranteed");
                     sent += 1;
-                });
+                };
+                match self.buffers {
+                    Buffers::Single => {
+                        port.egress.dequeue(now, capacity as usize, |frame, _len| {
+                            frame.into_tx(&mut insert);
+                        });
+                        port.egress_frames -= u64::from(sent);
+                    }
+                    // A packet's frames may not all fit the reserved slots (the ring reserves
+                    // what its cached view of the kernel's progress shows free, which can be
+                    // fewer than a packet): the rest goes first next time — the kernel joins a
+                    // packet's descriptors across transmit calls — and packets leave one at a
+                    // time, so that only one is ever split.
+                    Buffers::Multi => {
+                        let rest = port.tx_rest.len().min(capacity as usize);
+                        for desc in port.tx_rest.drain(..rest) {
+                            insert(desc);
+                        }
+                        capacity -= rest as u32;
+                        while capacity > 0 && port.tx_rest.is_empty() {
+                            let tx_rest = &mut port.tx_rest;
+                            let left = port.egress.dequeue(now, 1, |frame, _len| {
+                                frame.into_tx(|desc| {
+                                    if capacity > 0 {
+                                        insert(desc);
+                                        capacity -= 1;
+                                    } else {
+                                        tx_rest.push(desc);
+                                    }
+                                });
+                            });
+                            if left == 0 {
+                                break;
+                            }
+                        }
+                        port.egress_frames -= u64::from(sent);
+                    }
+                }
                 writer.commit();
             }
             queue.tx_outstanding += sent;
-            total += sent as usize;
+            // Frames still to write count as work: the worker comes back for them at once.
+            total += sent as usize + port.tx_rest.len();
             // Copy mode needs a kick for every 32 descriptors (one sendto sends at most 32).
             let mut kicks = 0;
             while tx.pending() > 0 && kicks < 8 {
@@ -641,7 +709,7 @@ impl Worker {
                     count
                 };
                 for &frame in &completed[..count] {
-                    self.free(frame);
+                    self.cache.give(frame, &self.pool);
                 }
                 total += count;
             }
@@ -724,8 +792,10 @@ impl Worker {
             for queue in &port.queues {
                 fill += u64::from(queue.fill_outstanding);
                 tx += u64::from(queue.tx_outstanding);
+                // Frames of a packet being joined: held by the worker, as queued ones are.
+                egress += queue.partial.frames() as u64;
             }
-            egress += port.egress.len() as u64;
+            egress += port.egress_frames;
         }
         self.telemetry
             .worker_frames(self.index)
@@ -738,14 +808,21 @@ impl Worker {
         let now = monotonic_ns();
         // Completions that arrived meanwhile.
         self.complete_all();
-        let frame_size = self.umem.frame_size();
         let mut freed = Vec::new();
+        let frame_size = self.umem.frame_size();
         for port in &mut self.ports {
-            port.egress
-                .drain(now, |frame| freed.push(frame.into_frame(frame_size)));
+            port.egress.drain(now, |frame| freed.push(frame));
+            port.egress_frames = 0;
+            for desc in port.tx_rest.drain(..) {
+                self.cache
+                    .give(FrameAddr::base(desc.addr, frame_size), &self.pool);
+            }
+            for queue in &mut port.queues {
+                freed.extend(queue.partial.take());
+            }
         }
         while let Some(handoff) = self.inbox.pop() {
-            freed.push(handoff.frame.into_frame(frame_size));
+            freed.push(handoff.frame);
         }
         for frame in freed {
             self.free(frame);

@@ -108,8 +108,22 @@ pub struct FrameRef<'a> {
     /// policy on the fast path); it is part of the batch so that one can be added without
     /// changing the interface.
     pub ingress: PortId,
-    /// The frame, from the Ethernet header to the end of the data.
+    /// The frame's length in bytes: `data.len()`, or more when the packet spans several
+    /// buffers (multi-buffer AF_XDP) and `data` is its first, which holds the headers.
+    pub len: u32,
+    /// The frame (or its first buffer), from the Ethernet header on.
     pub data: &'a mut [u8],
+}
+
+impl<'a> FrameRef<'a> {
+    /// A frame that is all in `data`.
+    pub fn whole(ingress: PortId, data: &'a mut [u8]) -> Self {
+        Self {
+            ingress,
+            len: data.len() as u32,
+            data,
+        }
+    }
 }
 
 /// The forwarder's configuration.
@@ -335,12 +349,12 @@ impl Forwarder {
         let mut pending = [NO_PENDING; MAX_BATCH];
         let mut queued = 0usize;
         for (index, frame) in frames.iter().enumerate() {
-            let frame_len = frame.data.len();
+            let frame_len = frame.len as usize;
             if frame_len > self.config.max_frame_len as usize {
                 verdicts[index] = Verdict::Drop(DropReason::FrameTooLarge);
                 continue;
             }
-            let parsed = match wire::parse(frame.data) {
+            let parsed = match wire::parse_head(frame.data, frame_len) {
                 Ok(parsed) => parsed,
                 Err(error) => {
                     verdicts[index] = Verdict::Drop(DropReason::Parse(error));

@@ -46,9 +46,21 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// [`ParseError::BadVersion`] if the version is not 4, [`ParseError::BadIpv4Header`] if the
     /// IHL is below 5 or the total length is below the header length or beyond the buffer.
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
+        let len = buffer.as_ref().len();
+        Self::new_checked_in(buffer, len)
+    }
+
+    /// [`Ipv4Packet::new_checked`] for the first `buffer.len()` bytes of a packet of
+    /// `packet_len` bytes (a multi-buffer packet's first buffer): the total length is checked
+    /// against `packet_len`; [`Ipv4Packet::payload`] must not be used (it would run past the
+    /// buffer).
+    ///
+    /// # Errors
+    /// As [`Ipv4Packet::new_checked`].
+    pub fn new_checked_in(buffer: T, packet_len: usize) -> Result<Self, ParseError> {
         let packet = Self::new_unchecked(buffer);
-        let len = packet.buffer.as_ref().len();
-        if len < HEADER_LEN {
+        let len = packet_len.max(packet.buffer.as_ref().len());
+        if packet.buffer.as_ref().len() < HEADER_LEN {
             return Err(ParseError::Truncated);
         }
         if packet.version() != 4 {

@@ -43,9 +43,21 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     /// [`ParseError::BadVersion`] if the version is not 6, [`ParseError::BadIpv6Header`] if the
     /// payload length runs past the buffer.
     pub fn new_checked(buffer: T) -> Result<Self, ParseError> {
+        let len = buffer.as_ref().len();
+        Self::new_checked_in(buffer, len)
+    }
+
+    /// [`Ipv6Packet::new_checked`] for the first `buffer.len()` bytes of a packet of
+    /// `packet_len` bytes (a multi-buffer packet's first buffer): the payload length is checked
+    /// against `packet_len`; [`Ipv6Packet::payload`] must not be used (it would run past the
+    /// buffer).
+    ///
+    /// # Errors
+    /// As [`Ipv6Packet::new_checked`].
+    pub fn new_checked_in(buffer: T, packet_len: usize) -> Result<Self, ParseError> {
         let packet = Self::new_unchecked(buffer);
-        let len = packet.buffer.as_ref().len();
-        if len < HEADER_LEN {
+        let len = packet_len.max(packet.buffer.as_ref().len());
+        if packet.buffer.as_ref().len() < HEADER_LEN {
             return Err(ParseError::Truncated);
         }
         if packet.version() != 6 {

@@ -228,13 +228,25 @@ impl fmt::Display for ParsedFrame {
 /// The [`ParseError`] that names why the frame is not for the fast path.
 #[inline]
 pub fn parse(frame: &[u8]) -> Result<ParsedFrame, ParseError> {
-    let eth = EthernetFrame::new_checked(frame)?;
+    parse_head(frame, frame.len())
+}
+
+/// [`parse`] for a frame of `frame_len` bytes of which `head` holds the first (a multi-buffer
+/// packet's first buffer, which holds the headers): lengths in the headers are checked against
+/// `frame_len`, and only `head` is read.
+///
+/// # Errors
+/// As [`parse`].
+#[inline]
+pub fn parse_head(head: &[u8], frame_len: usize) -> Result<ParsedFrame, ParseError> {
+    let eth = EthernetFrame::new_checked(head)?;
     let vlan = eth.vlan();
     let l3_offset = eth.header_len();
     let ethertype = eth.ethertype();
+    let l3_len = frame_len.max(head.len()) - l3_offset;
     match ethertype {
         EtherType::IPV4 => {
-            let ip = Ipv4Packet::new_checked(eth.payload())?;
+            let ip = Ipv4Packet::new_checked_in(eth.payload(), l3_len)?;
             if ip.header_len() != IPV4_HEADER_LEN {
                 return Err(ParseError::Ipv4Options);
             }
@@ -245,7 +257,8 @@ pub fn parse(frame: &[u8]) -> Result<ParsedFrame, ParseError> {
                 return Err(ParseError::Fragment);
             }
             let (src, dst, protocol) = (ip.src_addr(), ip.dst_addr(), ip.protocol());
-            let ports = l4_ports(protocol, ip.payload());
+            let l3_end = usize::from(ip.total_len());
+            let ports = l4_ports(protocol, l4(eth.payload(), IPV4_HEADER_LEN, l3_end));
             Ok(ParsedFrame {
                 vlan,
                 ethertype,
@@ -260,9 +273,10 @@ pub fn parse(frame: &[u8]) -> Result<ParsedFrame, ParseError> {
             })
         }
         EtherType::IPV6 => {
-            let ip = Ipv6Packet::new_checked(eth.payload())?;
+            let ip = Ipv6Packet::new_checked_in(eth.payload(), l3_len)?;
             let (src, dst, protocol) = (ip.src_addr(), ip.dst_addr(), ip.next_header());
-            let ports = l4_ports(protocol, ip.payload());
+            let l3_end = IPV6_HEADER_LEN + usize::from(ip.payload_len());
+            let ports = l4_ports(protocol, l4(eth.payload(), IPV6_HEADER_LEN, l3_end));
             Ok(ParsedFrame {
                 vlan,
                 ethertype,
@@ -279,6 +293,13 @@ pub fn parse(frame: &[u8]) -> Result<ParsedFrame, ParseError> {
         EtherType::VLAN | EtherType::QINQ => Err(ParseError::UnsupportedVlan),
         _ => Err(ParseError::UnknownEtherType),
     }
+}
+
+/// The L4 part of `l3` (a packet's L3 bytes, or the part of them in its first buffer): from
+/// `l4_offset` to the packet's end `l3_end` or the buffer's, whichever comes first.
+#[inline]
+fn l4(l3: &[u8], l4_offset: usize, l3_end: usize) -> &[u8] {
+    l3.get(l4_offset..l3_end.min(l3.len())).unwrap_or_default()
 }
 
 /// The ports of a TCP or UDP header at the start of `l4`, if the protocol is one of them and

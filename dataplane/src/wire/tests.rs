@@ -539,3 +539,41 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_jumbo_frame_parses_from_its_first_buffer() {
+    let v4 = ipv4_udp(
+        Ipv4Addr::new(10, 0, 0, 1),
+        Ipv4Addr::new(10, 1, 0, 2),
+        64,
+        (4791, 4791),
+        9000 - 28,
+    );
+    let v6 = ipv6_udp(
+        "fd00::1".parse().unwrap(),
+        "fd00::2".parse().unwrap(),
+        64,
+        (4791, 4791),
+        9000 - 48,
+    );
+    for frame in [v4, v6] {
+        assert_eq!(frame.len(), 9014);
+        let head = &frame[..3840];
+        assert_eq!(parse_head(head, frame.len()), parse(&frame));
+        assert!(parse_head(head, frame.len()).unwrap().ports.is_some());
+        // The headers' lengths still bind: the first buffer alone is not the packet, and a
+        // packet shorter than its headers say is refused.
+        assert!(parse(head).is_err());
+        assert!(parse_head(head, frame.len() - 1).is_err());
+    }
+    // Headers cut by the end of the first buffer: ports are read only where the buffer has them.
+    let v4 = ipv4_udp(
+        Ipv4Addr::new(10, 0, 0, 1),
+        Ipv4Addr::new(10, 1, 0, 2),
+        64,
+        (1, 2),
+        100,
+    );
+    let parsed = parse_head(&v4[..36], v4.len()).unwrap();
+    assert_eq!(parsed.ports, None);
+}

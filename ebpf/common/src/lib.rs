@@ -30,6 +30,8 @@
 
 /// Kernel name of the steering program (at most 15 bytes: the kernel keeps 16 with the NUL).
 pub const STEER_PROGRAM: &str = "ofan_steer";
+/// Kernel name of the steering program built for multi-buffer packets (`xdp.frags`).
+pub const STEER_SG_PROGRAM: &str = "ofan_steer_sg";
 /// Kernel name of the plain XDP_REDIRECT benchmark program.
 pub const REDIRECT_PROGRAM: &str = "ofan_redirect";
 /// Kernel name of the live-frames traffic generator program.

@@ -7,6 +7,12 @@
 //!   and fragments, multicast, IPv6 hop-by-hop options, non-IP and malformed frames. A port
 //!   whose `PORT_DROP` flag is set drops every frame it receives (a blackholed link). Every
 //!   frame increments exactly one per-CPU counter ([`StatIndex`]) naming the decision.
+//! - `ofan_steer_sg`: the same program built for multi-buffer packets (`xdp.frags`), for ports
+//!   whose frames do not fit one page (jumbo MTUs). It reads only the headers, which lie in the
+//!   first buffer; the sockets it redirects to are bound with `XDP_USE_SG`. Drivers refuse a
+//!   program without fragment support on such ports (veth above MTU 3506); with it, a veth no
+//!   longer turns its peer's segmentation offloads off, which is why `ofan_steer` stays the
+//!   default.
 //! - `ofan_redirect`: plain `XDP_REDIRECT` from the ingress ifindex to the egress ifindex of a
 //!   devmap: the no-user-space ceiling for forwarding benchmarks.
 //! - `ofan_sink` ([`sink`]): counts every frame per CPU and drops it: the receiving end of the
@@ -79,6 +85,14 @@ const ND_TYPES: core::ops::RangeInclusive<u8> = 133..=137;
 /// The steering program: see the crate documentation.
 #[xdp]
 pub fn ofan_steer(ctx: XdpContext) -> u32 {
+    let (action, stat) = steer(&ctx);
+    raw::count(&STATS, stat.index());
+    action
+}
+
+/// The steering program for multi-buffer packets (see the crate documentation).
+#[xdp(frags)]
+pub fn ofan_steer_sg(ctx: XdpContext) -> u32 {
     let (action, stat) = steer(&ctx);
     raw::count(&STATS, stat.index());
     action

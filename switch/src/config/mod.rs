@@ -68,8 +68,10 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   cpus = [0, 1]                   CPUs for busy workers (worker i on cpus[i % len])
   rt_priority = 0                 wakeup workers run SCHED_FIFO at this priority (1-99; 0 = off):
                                   on a crowded machine their wake-ups preempt other tasks at once
-  frame_size = 2048               UMEM frame size, 2048 or 4096: carries an MTU up to size - 270;
-                                  unset: the smallest that carries the ports' largest MTU
+  frame_size = 2048               UMEM frame size, 2048 or 4096: one frame carries an MTU up to
+                                  size - 270, larger packets span up to 3 frames (multi-buffer);
+                                  unset: the smallest that carries the ports' largest MTU in one
+                                  frame, else 4096 (jumbo: up to MTU 11506)
   frames_per_port = 8192          UMEM frames per port (default 4 x ring_size)
   ring_size = 2048                fill/completion/RX/TX ring size (power of two)
 

@@ -170,62 +170,208 @@ impl UmemArea {
     }
 }
 
-/// A received frame, owned by whoever holds this value: the only handle through which its bytes
-/// can be read or written. It is consumed when the frame goes back to the kernel (TX) or to the
-/// free frames.
+/// Descriptor option: the packet continues in the next descriptor (`XDP_PKT_CONTD`).
+const XDP_PKT_CONTD: u32 = 1;
+
+/// Continuation frames a packet may have besides its first.
+const MAX_CONTINUATIONS: usize = super::MAX_FRAMES_PER_PACKET as usize - 1;
+
+/// A received packet, owned by whoever holds this value: the only handle through which its
+/// bytes can be read or written. It is consumed when its frames go back to the kernel (TX) or to
+/// the free frames.
+///
+/// A packet is one UMEM frame, or with multi-buffer AF_XDP a first frame (which holds the
+/// headers: the kernel fills each frame before the next) and up to
+/// [`MAX_FRAMES_PER_PACKET`](super::MAX_FRAMES_PER_PACKET) − 1 continuation frames.
 #[derive(Debug, PartialEq, Eq)]
 pub struct OwnedFrame {
     addr: u64,
     len: u32,
+    /// Lengths of the continuation frames; 0 ends the list (the kernel never hands out an
+    /// empty buffer).
+    more_len: [u16; MAX_CONTINUATIONS],
+    more_addr: [u64; MAX_CONTINUATIONS],
 }
 
 impl OwnedFrame {
-    /// Frame length in bytes.
-    #[allow(clippy::len_without_is_empty)]
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-
-    /// The TX descriptor that sends this frame (the frame now belongs to the TX ring).
-    pub fn into_tx(self) -> xdpilone::xdp::XdpDesc {
-        xdpilone::xdp::XdpDesc {
-            addr: self.addr,
-            len: self.len,
-            options: 0,
+    fn single(addr: u64, len: u32) -> Self {
+        Self {
+            addr,
+            len,
+            more_len: [0; MAX_CONTINUATIONS],
+            more_addr: [0; MAX_CONTINUATIONS],
         }
     }
 
-    /// The UMEM frame that holds it, to free it (`frame_size`: the UMEM's).
-    pub fn into_frame(self, frame_size: u32) -> FrameAddr {
-        FrameAddr::base(self.addr, frame_size)
+    /// Packet length in bytes, every frame of it ([`UmemArea::data`] gives access to the
+    /// first).
+    #[allow(clippy::len_without_is_empty)]
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.len + self.more_len.iter().map(|&len| u32::from(len)).sum::<u32>()
+    }
+
+    /// UMEM frames the packet occupies.
+    #[inline]
+    pub fn frames(&self) -> usize {
+        1 + self.more_len.iter().take_while(|&&len| len != 0).count()
+    }
+
+    /// Appends `next`, a single received frame, as the packet's next frame; gives it back if the
+    /// packet has [`MAX_FRAMES_PER_PACKET`](super::MAX_FRAMES_PER_PACKET) frames already.
+    ///
+    /// # Errors
+    /// `next` itself when there is no room.
+    pub fn append(&mut self, next: OwnedFrame) -> Result<(), OwnedFrame> {
+        debug_assert_eq!(next.frames(), 1, "a continuation is one frame");
+        let free = self.frames() - 1;
+        if free == MAX_CONTINUATIONS {
+            return Err(next);
+        }
+        self.more_len[free] = next.len as u16;
+        self.more_addr[free] = next.addr;
+        Ok(())
+    }
+
+    /// The TX descriptors that send this packet, first frame first, each but the last marked
+    /// `XDP_PKT_CONTD` (the frames now belong to the TX ring). `send` is called once per frame.
+    #[inline]
+    pub fn into_tx(self, mut send: impl FnMut(xdpilone::xdp::XdpDesc)) {
+        let frames = self.frames();
+        let continued = |index: usize| {
+            if index + 1 < frames {
+                XDP_PKT_CONTD
+            } else {
+                0
+            }
+        };
+        send(xdpilone::xdp::XdpDesc {
+            addr: self.addr,
+            len: self.len,
+            options: continued(0),
+        });
+        for index in 1..frames {
+            send(xdpilone::xdp::XdpDesc {
+                addr: self.more_addr[index - 1],
+                len: u32::from(self.more_len[index - 1]),
+                options: continued(index),
+            });
+        }
+    }
+
+    /// The UMEM frames that hold it, to free them (`frame_size`: the UMEM's).
+    pub fn into_frames(self, frame_size: u32) -> impl Iterator<Item = FrameAddr> {
+        let frames = self.frames();
+        std::iter::once(self.addr)
+            .chain(self.more_addr.into_iter().take(frames - 1))
+            .map(move |addr| FrameAddr::base(addr, frame_size))
     }
 }
 
-/// Reads up to `out.len()` descriptors from an RX ring into owned frames. Returns how many were
-/// read and how many the kernel handed back that do not lie inside the UMEM (never expected; not
-/// used, and counted by the caller as `RxDropReason::BadDescriptor`).
+/// What [`receive`] read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Frames read into `out`.
+    pub frames: usize,
+    /// Descriptors that do not lie inside the UMEM (never expected; not used, and counted by
+    /// the caller as `RxDropReason::BadDescriptor`).
+    pub bad: usize,
+    /// Bit i set: frame i's packet continues in frame i + 1 (`XDP_PKT_CONTD`; only sockets
+    /// bound with `XDP_USE_SG` see it).
+    pub continued: u64,
+}
+
+/// Reads up to `out.len()` (at most 64) descriptors from an RX ring into owned frames, one per
+/// descriptor: the caller joins the frames of a multi-buffer packet ([`Received::continued`]).
 pub fn receive(
     rx: &mut xdpilone::RingRx,
     umem: &UmemArea,
     out: &mut [Option<OwnedFrame>],
-) -> (usize, usize) {
+) -> Received {
+    debug_assert!(out.len() <= 64, "continuation flags are a 64-bit mask");
     let mut reader = rx.receive(out.len() as u32);
-    let mut count = 0;
-    let mut bad = 0;
+    let mut received = Received::default();
     while let Some(desc) = reader.read() {
         if umem.holds(desc.addr, desc.len) {
             umem.prefetch(desc.addr);
-            out[count] = Some(OwnedFrame {
-                addr: desc.addr,
-                len: desc.len,
-            });
-            count += 1;
+            if desc.options & XDP_PKT_CONTD != 0 {
+                received.continued |= 1 << received.frames;
+            }
+            out[received.frames] = Some(OwnedFrame::single(desc.addr, desc.len));
+            received.frames += 1;
         } else {
-            bad += 1;
+            received.bad += 1;
         }
     }
     reader.release();
-    (count, bad)
+    received
+}
+
+/// A multi-buffer packet being joined across [`receive`] batches: the kernel puts a packet's
+/// frames on the RX ring together, but a batch may end inside one.
+#[derive(Debug, Default)]
+pub struct Assembly {
+    /// The frames so far of a packet whose last frame is still to come.
+    packet: Option<OwnedFrame>,
+    /// Dropping the rest of a packet that had too many frames.
+    dropping: bool,
+}
+
+impl Assembly {
+    /// Takes the frames of an unfinished packet (at shutdown, to free them).
+    pub fn take(&mut self) -> Option<OwnedFrame> {
+        self.dropping = false;
+        self.packet.take()
+    }
+
+    /// Frames held for an unfinished packet.
+    pub fn frames(&self) -> usize {
+        self.packet.as_ref().map_or(0, OwnedFrame::frames)
+    }
+
+    /// Joins the `received.frames` frames at the front of `frames` into packets, in place: the
+    /// first returned-count slots hold whole packets afterwards. A packet whose last frame is
+    /// not in this batch waits here for the next. A packet of more frames than allowed is
+    /// given to `discard` frame group by frame group (and counted once in the returned drops).
+    /// Returns (packets, packets dropped).
+    pub fn join(
+        &mut self,
+        frames: &mut [Option<OwnedFrame>],
+        received: Received,
+        mut discard: impl FnMut(OwnedFrame),
+    ) -> (usize, usize) {
+        let (mut packets, mut dropped) = (0, 0);
+        for index in 0..received.frames {
+            let frame = frames[index]
+                .take()
+                .expect("received frames are all present");
+            let continued = received.continued & (1 << index) != 0;
+            if self.dropping {
+                discard(frame);
+            } else {
+                match self.packet.take() {
+                    None => self.packet = Some(frame),
+                    Some(mut packet) => match packet.append(frame) {
+                        Ok(()) => self.packet = Some(packet),
+                        Err(frame) => {
+                            discard(packet);
+                            discard(frame);
+                            self.dropping = true;
+                            dropped += 1;
+                        }
+                    },
+                }
+            }
+            if !continued {
+                self.dropping = false;
+                if let Some(packet) = self.packet.take() {
+                    frames[packets] = Some(packet);
+                    packets += 1;
+                }
+            }
+        }
+        (packets, dropped)
+    }
 }
 
 /// Registers the area as the switch's UMEM with the kernel.
@@ -598,5 +744,105 @@ pub fn release_free_memory() {
     // SAFETY: malloc_trim only walks the allocator's own free lists; any thread may call it.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Assembly, OwnedFrame, Received, XDP_PKT_CONTD};
+    use crate::afxdp::frames::FrameAddr;
+
+    /// `lens.len()` frames at 4096-byte frames 0, 1, 2…, each 256 bytes in (as received).
+    fn batch(lens: &[u32]) -> Vec<Option<OwnedFrame>> {
+        lens.iter()
+            .enumerate()
+            .map(|(index, &len)| Some(OwnedFrame::single(index as u64 * 4096 + 256, len)))
+            .collect()
+    }
+
+    fn received(frames: usize, continued: &[usize]) -> Received {
+        Received {
+            frames,
+            bad: 0,
+            continued: continued.iter().map(|&index| 1 << index).sum(),
+        }
+    }
+
+    #[test]
+    fn a_packet_of_three_frames_is_sent_as_three_chained_descriptors_and_freed_whole() {
+        let mut packet = OwnedFrame::single(256, 3840);
+        packet.append(OwnedFrame::single(4096 + 256, 3840)).unwrap();
+        packet.append(OwnedFrame::single(8192 + 256, 1334)).unwrap();
+        assert_eq!((packet.len(), packet.frames()), (9014, 3));
+        // A fourth frame does not fit and is given back.
+        let extra = packet.append(OwnedFrame::single(12288, 10)).unwrap_err();
+        assert_eq!(extra, OwnedFrame::single(12288, 10));
+
+        let mut descs = Vec::new();
+        packet.into_tx(|desc| descs.push((desc.addr, desc.len, desc.options)));
+        assert_eq!(
+            descs,
+            [
+                (256, 3840, XDP_PKT_CONTD),
+                (4352, 3840, XDP_PKT_CONTD),
+                (8448, 1334, 0)
+            ]
+        );
+        let mut packet = OwnedFrame::single(256, 3840);
+        packet.append(OwnedFrame::single(4096 + 256, 100)).unwrap();
+        let frames: Vec<_> = packet.into_frames(4096).collect();
+        assert_eq!(frames, [FrameAddr(0), FrameAddr(4096)]);
+
+        let mut descs = Vec::new();
+        OwnedFrame::single(512, 60).into_tx(|desc| descs.push((desc.addr, desc.len, desc.options)));
+        assert_eq!(descs, [(512, 60, 0)]);
+    }
+
+    #[test]
+    fn join_builds_packets_in_place_and_carries_one_across_batches() {
+        let mut assembly = Assembly::default();
+        // Frames: [a a a] [b] [c c | … c]: c's last frame comes with the next batch.
+        let mut frames = batch(&[3840, 3840, 1334, 60, 3840, 3840]);
+        let (packets, dropped) = assembly.join(&mut frames, received(6, &[0, 1, 4, 5]), |_| {
+            panic!("nothing to drop")
+        });
+        assert_eq!((packets, dropped), (2, 0));
+        let lens: Vec<_> = frames[..2].iter().flatten().map(OwnedFrame::len).collect();
+        assert_eq!(lens, [9014, 60]);
+        assert!(frames[2..].iter().all(Option::is_none));
+        assert_eq!(assembly.frames(), 2);
+
+        let mut frames = batch(&[100, 60]);
+        let (packets, _) = assembly.join(&mut frames, received(2, &[]), |_| panic!());
+        assert_eq!(packets, 2);
+        let packet = frames[0].take().unwrap();
+        assert_eq!((packet.len(), packet.frames()), (7780, 3));
+        assert_eq!(frames[1].as_ref().map(OwnedFrame::len), Some(60));
+        assert_eq!(assembly.frames(), 0);
+    }
+
+    #[test]
+    fn join_drops_a_packet_of_too_many_frames_to_its_end_and_keeps_the_next() {
+        let mut assembly = Assembly::default();
+        let mut discarded = Vec::new();
+        // Five frames of one packet (a 64 KB segment, say), split across two batches, then a
+        // packet of one frame.
+        let mut frames = batch(&[3840, 3840, 3840, 3840]);
+        let (packets, dropped) = assembly.join(&mut frames, received(4, &[0, 1, 2, 3]), |frame| {
+            discarded.push(frame.frames())
+        });
+        assert_eq!((packets, dropped), (0, 1));
+        let mut frames = batch(&[500, 60]);
+        let (packets, dropped) = assembly.join(&mut frames, received(2, &[]), |frame| {
+            discarded.push(frame.frames())
+        });
+        assert_eq!((packets, dropped), (1, 0));
+        assert_eq!(
+            discarded.iter().sum::<usize>(),
+            5,
+            "every frame of it freed"
+        );
+        assert_eq!(frames[0].as_ref().map(OwnedFrame::len), Some(60));
+        assert_eq!(assembly.frames(), 0);
     }
 }

@@ -134,10 +134,7 @@ fn run_with_loads(
 ) -> Vec<Verdict> {
     let mut refs: Vec<FrameRef<'_>> = frames
         .iter_mut()
-        .map(|data| FrameRef {
-            ingress: PortId(0),
-            data,
-        })
+        .map(|data| FrameRef::whole(PortId(0), data))
         .collect();
     let mut verdicts = vec![Verdict::Drop(DropReason::NoRoute); refs.len()];
     forwarder.process_batch(fib, &mut refs, loads, &mut verdicts);
