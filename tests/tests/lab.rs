@@ -1830,16 +1830,17 @@ fn metrics_link_down(metrics: &str) -> bool {
     })
 }
 
-/// A lab at the largest MTU veth takes with the switches' XDP program (3506): the switches pick
-/// 4096-byte UMEM frames, the agents fill the MTU, and a permutation is delivered exactly once
-/// in as many DATA frames as that payload needs, nothing dropped, every frame accounted for.
-fn large_mtu_lab_delivers_full_frames_exactly_once() {
+/// A lab of jumbo frames (MTU 9000): every switch carries a packet in three 4096-byte UMEM
+/// frames (multi-buffer AF_XDP), the agents fill the MTU, and a permutation is delivered
+/// exactly once in as many DATA frames as that payload needs, nothing dropped, every frame
+/// accounted for.
+fn jumbo_lab_delivers_full_frames_exactly_once() {
     let _machine = serial();
     let lab = LabGuard::new("m");
     lab.ok(&[
         "up",
         "--mtu",
-        "3506",
+        "9000",
         "--buffer",
         "2MB",
         "--link-rate",
@@ -1857,12 +1858,12 @@ fn large_mtu_lab_delivers_full_frames_exactly_once() {
         "-M",
         "do",
         "-s",
-        "3478",
+        "8972",
         "10.3.1.3",
     ]);
     assert!(
         full.status.success(),
-        "3506-byte pings across the fabric failed: {}",
+        "9000-byte pings across the fabric failed: {}",
         String::from_utf8_lossy(&full.stdout)
     );
     let output = run_results(&lab, "mtu", &["permutation", "--size", "256KB"]);
@@ -1874,16 +1875,16 @@ fn large_mtu_lab_delivers_full_frames_exactly_once() {
     assert_eq!(run["drops"]["total"], 0, "{}", run["drops"]);
     let delivery = &run["delivery"];
     assert_eq!(delivery["exactly_once"], true, "{delivery}");
-    // 3506 − 28 bytes of UDP payload, 18 of them the agent's header: 3460 data bytes per
-    // frame, 76 frames per 256 KiB flow (at MTU 1500, 181).
-    assert_eq!(delivery["data_expected"], 16 * 76, "{delivery}");
-    assert_queues_are_consistent(run, 3506 + 14);
+    // 9000 − 28 bytes of UDP payload, 18 of them the agent's header: 8954 data bytes per
+    // frame, 30 frames per 256 KiB flow (at MTU 1500, 181).
+    assert_eq!(delivery["data_expected"], 16 * 30, "{delivery}");
+    assert_queues_are_consistent(run, 9000 + 14);
     lab.down_and_check(&pids);
 }
 
 ofan_tests::root_tests!(
     k4_lab_up_pingall_traceroute_down,
-    large_mtu_lab_delivers_full_frames_exactly_once,
+    jumbo_lab_delivers_full_frames_exactly_once,
     link_down_is_routed_around_and_its_counters_stop,
     down_after_kill_9_of_every_switch_and_of_up_itself,
     two_labs_at_once,

@@ -161,7 +161,7 @@ pub struct LabArgs {
     /// Egress buffer per switch port.
     #[arg(long, default_value = "2MB")]
     pub buffer: String,
-    /// MTU of every link, 68..=3506; the DATA packets fill it. What costs CPU is frames, not
+    /// MTU of every link, 68..=9216; the DATA packets fill it. What costs CPU is frames, not
     /// bytes: a larger MTU carries the same link rate in fewer frames.
     #[arg(long, default_value_t = 1500)]
     pub mtu: u32,

@@ -87,9 +87,10 @@ pub struct UpArgs {
     /// Egress buffer of every switch port (e.g. 64KB).
     #[arg(long, value_name = "BYTES", default_value = DEFAULT_BUFFER)]
     pub buffer: String,
-    /// MTU of every link, 68..=3506 (veth's limit for the switches' XDP program; above 1778 the
-    /// switches use 4096-byte UMEM frames). Larger frames carry the same bytes in fewer frames:
-    /// a lab's highest faithful link rate grows with the MTU (docs/lab.md).
+    /// MTU of every link, 68..=9216 (above 1778 the switches use 4096-byte UMEM frames, above
+    /// 3826 a packet spans up to three: jumbo frames through multi-buffer AF_XDP). Larger frames
+    /// carry the same bytes in fewer frames: a lab's highest faithful link rate grows with the
+    /// MTU (docs/lab.md).
     #[arg(long, default_value_t = 1500)]
     pub mtu: u32,
     /// Seed of every switch's random choices.
