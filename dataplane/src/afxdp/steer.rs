@@ -235,14 +235,15 @@ pub enum SteerError {
     },
     /// Attaching failed (mode unsupported by the driver, MTU too large for non-frags XDP, …).
     #[error(
-        "interface `{interface}`: attaching `{program}` in {mode} mode{}",
+        "interface `{interface}`: attaching `{}` in {mode} mode{}",
+        .buffers.program(),
         attach_hint(.source)
     )]
     Attach {
         /// The interface.
         interface: String,
-        /// The program.
-        program: &'static str,
+        /// Which program (`ofan_steer` or `ofan_steer_sg`).
+        buffers: Buffers,
         /// The mode asked for.
         mode: XdpMode,
         /// aya's error, with the errno.
@@ -472,7 +473,7 @@ impl Steering {
                 .attach_to_if_index(ifindex, mode.to_aya())
                 .map_err(|source| SteerError::Attach {
                     interface: interface.clone(),
-                    program: buffers.program(),
+                    buffers,
                     mode,
                     source,
                 })

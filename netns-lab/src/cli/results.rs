@@ -106,13 +106,20 @@ pub fn table(results: &Summarized) -> String {
             out.push('\n');
         }
     }
-    out.push_str(
+    // A full DATA frame: UDP payload, UDP and IPv4 headers, Ethernet header.
+    let full_frame_kb = results
+        .runs
+        .first()
+        .map_or(1514, |run| lab_of(run).setup.payload + 8 + 20 + 14) as f64
+        / 1000.0;
+    let _ = writeln!(
+        out,
         "mean ± SEM over repetitions; CCT over exactly-once repetitions (every packet delivered, \
          lost ones recovered by retransmission: retx); accounted = repetitions whose every lost \
          frame a drop counter explains; max queue = largest \
-         queue of any port of the stage in a repetition, KB (1 full DATA frame = 1.5 KB; \
-         ACKs are 60 B); mean queue = time-averaged frames per port over the CCT, worst stage; \
-         util = delivered DATA over line rate × receive windows\n",
+         queue of any port of the stage in a repetition, KB (1 full DATA frame = \
+         {full_frame_kb:.1} KB; ACKs are 60 B); mean queue = time-averaged frames per port over \
+         the CCT, worst stage; util = delivered DATA over line rate × receive windows",
     );
     out
 }
