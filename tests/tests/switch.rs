@@ -70,13 +70,7 @@ fn host_switch_host_ping_udp_and_tcp() {
     assert_eq!(port(&after, "p1")["drops_buffer"], 0);
 
     // TCP through the switch.
-    lab.spawn("h2", "iperf-server", &["iperf3", "-s", "-1"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let tcp = lab.exec("h1", &["iperf3", "-c", "10.0.1.1", "-t", "2", "-J"]);
-    let tcp: Value = serde_json::from_slice(&tcp.stdout).expect("iperf3 JSON");
-    let bps = tcp["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0);
+    let (bps, _) = tcp_h1_to_h2(&mut lab);
     assert!(
         bps > 50e6,
         "TCP through the switch only reached {bps} bit/s"
@@ -622,13 +616,7 @@ fn jumbo_frames_span_several_umem_frames_and_an_mtu_beyond_three_is_refused() {
     full_size_pings(&lab, 9000, 10);
     // TCP at MTU 9000: full-size segments in three frames each, and no packet larger than the
     // MTU reaching the switch (the hosts' segmentation offloads are off with TX checksums).
-    lab.spawn("h2", "iperf-server", &["iperf3", "-s", "-1"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let tcp = lab.exec("h1", &["iperf3", "-c", "10.0.1.1", "-t", "2", "-J"]);
-    let tcp: Value = serde_json::from_slice(&tcp.stdout).expect("iperf3 JSON");
-    let bps = tcp["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or_default();
+    let (bps, tcp) = tcp_h1_to_h2(&mut lab);
     let stats = stats(&lab, "sw");
     assert!(bps > 10e6, "TCP at MTU 9000 got {bps} bit/s: {tcp}");
     assert_eq!(counter(&stats, "drop_rx_too_many_frames"), 0, "{stats}");

@@ -199,3 +199,16 @@ pub(crate) fn udp_burst(
         .contains("received=")));
     key_values(&lab.log(&label))
 }
+
+/// Two seconds of TCP from h1 to h2 (10.0.1.1) with iperf3: the received rate in bit/s (0 if
+/// the run failed) and iperf3's JSON report.
+pub(crate) fn tcp_h1_to_h2(lab: &mut Lab) -> (f64, Value) {
+    lab.spawn("h2", "iperf-server", &["iperf3", "-s", "-1"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let tcp = lab.exec("h1", &["iperf3", "-c", "10.0.1.1", "-t", "2", "-J"]);
+    let tcp: Value = serde_json::from_slice(&tcp.stdout).expect("iperf3 JSON");
+    let bps = tcp["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or_default();
+    (bps, tcp)
+}
