@@ -191,7 +191,10 @@ fn agent_default_pacing_never_exceeds_the_rate() {
     let pacing = &reports[0]["pacing"];
     assert_eq!(pacing["requested_bps"].as_f64(), Some(RATE_BPS), "{pacing}");
     let ratio = pacing["achieved_bps"].as_f64().unwrap() / RATE_BPS;
-    assert!((0.9..=1.000_01).contains(&ratio), "{ratio:.4}: {pacing}");
+    // Never above; below only by what a busy machine's late wake-ups cost (a clean-clone CI
+    // run kept 0.874 on 2026-12-02, with the build's tail on the other CPU): 0.75 still fails a
+    // schedule that waits a gap too many.
+    assert!((0.75..=1.000_01).contains(&ratio), "{ratio:.4}: {pacing}");
     assert_eq!(pacing["catch_up"], false);
     // Paced departures: 2000 DATA packets and any spurious retransmission (a late timer on a
     // busy machine; nothing is lost on a veth pair).

@@ -581,6 +581,13 @@ fn jumbo_frames_span_several_umem_frames_and_an_mtu_beyond_three_is_refused() {
             "the data path forwarded {forwarded} of {} frames",
             2 * count
         );
+        // Routed, not only switched: the replies' TTL went down by one at the switch.
+        let replies = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            replies.contains(&format!("{} bytes from 10.0.1.1", size - 20))
+                && replies.contains("ttl=63"),
+            "{replies}"
+        );
     };
 
     let config = lab.dir().join("small-frames.toml");

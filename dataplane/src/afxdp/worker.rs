@@ -437,11 +437,12 @@ impl Worker {
 
     fn enqueue_local(&mut self, port: PortId, mut frame: OwnedFrame, now: u64) {
         let local = self.owner_of[usize::from(port.0)].1;
-        let capable = wire::ecn(self.umem.data(&mut frame)).is_some_and(Ecn::is_capable);
         let len = frame.len();
+        let capable =
+            wire::ecn(self.umem.data(&mut frame), len as usize).is_some_and(Ecn::is_capable);
         match self.ports[local].egress.admit(len, capable, now) {
             Admission::Queue { mark_ce } => {
-                let marked = mark_ce && wire::mark_ce(self.umem.data(&mut frame));
+                let marked = mark_ce && wire::mark_ce(self.umem.data(&mut frame), len as usize);
                 let port = &mut self.ports[local];
                 port.egress_frames += frame.frames() as u64;
                 port.egress.push(frame, len, marked, now);

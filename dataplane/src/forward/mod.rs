@@ -479,6 +479,7 @@ impl Forwarder {
                     Some(port) => {
                         wire::forward_rewrite(
                             frame.data,
+                            frame.len as usize,
                             usize::from(egress.l3_offset),
                             egress.version,
                             port.mac,

@@ -372,10 +372,13 @@ pub fn flow_hash_v6(
 /// `l3_offset` and `version` are [`parse`]'s [`ParsedFrame::l3_offset`] and
 /// [`ParsedFrame::version`] for this very frame, unchanged since; the caller has already refused
 /// hop limits ≤ 1. If the frame does not match them (a caller bug), the IP header is left alone
-/// and the function does not panic.
+/// and the function does not panic. `frame` may be the first buffer of a packet of `frame_len`
+/// bytes (as for [`parse_head`]; a `frame_len` up to `frame.len()` means the frame is whole):
+/// only the headers are written.
 #[inline]
 pub fn forward_rewrite(
     frame: &mut [u8],
+    frame_len: usize,
     l3_offset: usize,
     version: IpVersion,
     src_mac: MacAddr,
@@ -387,18 +390,19 @@ pub fn forward_rewrite(
     };
     eth.set_dst_addr(dst_mac);
     eth.set_src_addr(src_mac);
+    let l3_len = frame_len.max(frame.len()).saturating_sub(l3_offset);
     let Some(l3) = frame.get_mut(l3_offset..) else {
         debug_assert!(false, "L3 offset past the frame");
         return;
     };
     match version {
         IpVersion::V4 => {
-            if let Ok(mut ip) = Ipv4Packet::new_checked(l3) {
+            if let Ok(mut ip) = Ipv4Packet::new_checked_in(l3, l3_len) {
                 ip.decrement_ttl();
             }
         }
         IpVersion::V6 => {
-            if let Ok(mut ip) = Ipv6Packet::new_checked(l3) {
+            if let Ok(mut ip) = Ipv6Packet::new_checked_in(l3, l3_len) {
                 ip.decrement_hop_limit();
             }
         }
@@ -407,13 +411,23 @@ pub fn forward_rewrite(
 
 /// The ECN field of a frame's IP header (Ethernet II with at most one 802.1Q tag). `None` for a
 /// frame that is not IPv4 or IPv6, or whose IP header does not pass
-/// [`Ipv4Packet::new_checked`] or [`Ipv6Packet::new_checked`].
+/// [`Ipv4Packet::new_checked_in`] or [`Ipv6Packet::new_checked_in`] for a packet of
+/// `frame_len` bytes (`frame` may be its first buffer, as for [`parse_head`]).
 #[inline]
-pub fn ecn(frame: &[u8]) -> Option<Ecn> {
+pub fn ecn(frame: &[u8], frame_len: usize) -> Option<Ecn> {
     let eth = EthernetFrame::new_checked(frame).ok()?;
+    let l3_len = frame_len.max(frame.len()) - eth.header_len();
     match eth.ethertype() {
-        EtherType::IPV4 => Some(Ipv4Packet::new_checked(eth.payload()).ok()?.ecn()),
-        EtherType::IPV6 => Some(Ipv6Packet::new_checked(eth.payload()).ok()?.ecn()),
+        EtherType::IPV4 => Some(
+            Ipv4Packet::new_checked_in(eth.payload(), l3_len)
+                .ok()?
+                .ecn(),
+        ),
+        EtherType::IPV6 => Some(
+            Ipv6Packet::new_checked_in(eth.payload(), l3_len)
+                .ok()?
+                .ecn(),
+        ),
         _ => None,
     }
 }
@@ -421,23 +435,26 @@ pub fn ecn(frame: &[u8]) -> Option<Ecn> {
 /// Marks an ECN-capable frame Congestion Experienced (RFC 3168 §5): ECT(0) or ECT(1) becomes CE,
 /// with the IPv4 header checksum updated incrementally (RFC 1624). Returns whether the frame
 /// changed: a Not-ECT or already marked frame, or one [`ecn`] cannot read, is left alone.
+/// `frame` may be the first buffer of a packet of `frame_len` bytes.
 #[inline]
-pub fn mark_ce(frame: &mut [u8]) -> bool {
+pub fn mark_ce(frame: &mut [u8], frame_len: usize) -> bool {
+    let total = frame_len.max(frame.len());
     let Ok(mut eth) = EthernetFrame::new_checked(frame) else {
         return false;
     };
+    let l3_len = total - eth.header_len();
     let ethertype = eth.ethertype();
     let l3 = eth.payload_mut();
     let markable = |ecn: Ecn| matches!(ecn, Ecn::Ect0 | Ecn::Ect1);
     match ethertype {
-        EtherType::IPV4 => match Ipv4Packet::new_checked(l3) {
+        EtherType::IPV4 => match Ipv4Packet::new_checked_in(l3, l3_len) {
             Ok(mut ip) if markable(ip.ecn()) => {
                 ip.set_ecn(Ecn::Ce);
                 true
             }
             _ => false,
         },
-        EtherType::IPV6 => match Ipv6Packet::new_checked(l3) {
+        EtherType::IPV6 => match Ipv6Packet::new_checked_in(l3, l3_len) {
             Ok(mut ip) if markable(ip.ecn()) => {
                 ip.set_ecn(Ecn::Ce);
                 true

@@ -232,6 +232,7 @@ fn forward_rewrite_sets_macs_and_decrements_ttl() {
     let parsed = parse(&frame).unwrap();
     forward_rewrite(
         &mut frame,
+        0,
         parsed.l3_offset,
         parsed.version(),
         [2, 0, 0, 0, 0, 1],
@@ -254,6 +255,7 @@ fn forward_rewrite_sets_macs_and_decrements_ttl() {
     let parsed = parse(&frame).unwrap();
     forward_rewrite(
         &mut frame,
+        0,
         parsed.l3_offset,
         parsed.version(),
         [2, 0, 0, 0, 0, 1],
@@ -288,9 +290,9 @@ fn mark_ce_marks_ect_ipv4_and_keeps_the_checksum_valid() {
                 None => untagged,
             };
             let l3 = frame.len() - 20;
-            assert!(ecn(&frame).is_some_and(Ecn::is_capable));
-            assert!(mark_ce(&mut frame));
-            assert_eq!(ecn(&frame), Some(Ecn::Ce));
+            assert!(ecn(&frame, 0).is_some_and(Ecn::is_capable));
+            assert!(mark_ce(&mut frame, 0));
+            assert_eq!(ecn(&frame, 0), Some(Ecn::Ce));
             assert_eq!(frame[l3 + 1] & !0b11, tos & !0b11, "DSCP kept");
             let mut ip = Ipv4Packet::new_checked(&mut frame[l3..]).unwrap();
             assert!(ip.verify_checksum(), "tos {tos:#x}");
@@ -298,7 +300,7 @@ fn mark_ce_marks_ect_ipv4_and_keeps_the_checksum_valid() {
             ip.fill_checksum();
             assert_eq!(incremental, ip.checksum(), "tos {tos:#x}");
             // Already marked: nothing changes.
-            assert!(!mark_ce(&mut frame));
+            assert!(!mark_ce(&mut frame, 0));
         }
     }
 }
@@ -310,7 +312,7 @@ fn every_dscp_ecn_byte_still_parses_to_the_same_facts_once_marked() {
         frame[15] = tos;
         refill_ipv4_checksum(&mut frame, 14);
         let parsed = parse(&frame).unwrap();
-        let changed = mark_ce(&mut frame);
+        let changed = mark_ce(&mut frame, 0);
         assert_eq!(changed, matches!(tos & 0b11, 0b01 | 0b10), "tos {tos:#x}");
         assert_eq!(parse(&frame), Ok(parsed), "tos {tos:#x}");
         assert_eq!(frame[15], if tos & 0b11 == 0 { tos } else { tos | 0b11 });
@@ -320,15 +322,15 @@ fn every_dscp_ecn_byte_still_parses_to_the_same_facts_once_marked() {
 #[test]
 fn mark_ce_leaves_not_ect_and_non_ip_alone() {
     let mut frame = ipv4_frame_with_tos(0);
-    assert_eq!(ecn(&frame), Some(Ecn::NotEct));
-    assert!(!ecn(&frame).is_some_and(Ecn::is_capable));
-    assert!(!mark_ce(&mut frame));
+    assert_eq!(ecn(&frame, 0), Some(Ecn::NotEct));
+    assert!(!ecn(&frame, 0).is_some_and(Ecn::is_capable));
+    assert!(!mark_ce(&mut frame, 0));
     assert_eq!(frame, ipv4_frame_with_tos(0));
     let mut arp = vec![0u8; 42];
     arp[12..14].copy_from_slice(&EtherType::ARP.0.to_be_bytes());
-    assert_eq!(ecn(&arp), None);
-    assert!(!mark_ce(&mut arp));
-    assert!(!mark_ce(&mut [0u8; 5]));
+    assert_eq!(ecn(&arp, 0), None);
+    assert!(!mark_ce(&mut arp, 0));
+    assert!(!mark_ce(&mut [0u8; 5], 0));
 }
 
 #[test]
@@ -337,9 +339,9 @@ fn mark_ce_marks_the_ipv6_traffic_class() {
     frame[12..14].copy_from_slice(&EtherType::IPV6.0.to_be_bytes());
     frame[14] = 0x60;
     frame[15] = 0b0010_0000; // ECT(0) in the traffic class's low bits
-    assert_eq!(ecn(&frame), Some(Ecn::Ect0));
-    assert!(mark_ce(&mut frame));
-    assert_eq!(ecn(&frame), Some(Ecn::Ce));
+    assert_eq!(ecn(&frame, 0), Some(Ecn::Ect0));
+    assert!(mark_ce(&mut frame, 0));
+    assert_eq!(ecn(&frame, 0), Some(Ecn::Ce));
     assert_eq!(
         (frame[14], frame[15]),
         (0x60, 0b0011_0000),
@@ -522,9 +524,9 @@ proptest! {
     #[test]
     fn arbitrary_bytes_mark_without_panic(frame in proptest::collection::vec(any::<u8>(), 0..200)) {
         let mut marked = frame.clone();
-        let changed = mark_ce(&mut marked);
+        let changed = mark_ce(&mut marked, 0);
         prop_assert_eq!(changed, marked != frame);
-        prop_assert!(!changed || ecn(&marked) == Some(Ecn::Ce));
+        prop_assert!(!changed || ecn(&marked, 0) == Some(Ecn::Ce));
         if let Ok(parsed) = parse(&frame) {
             prop_assert_eq!(parse(&marked), Ok(parsed));
         }
@@ -576,4 +578,36 @@ fn a_jumbo_frame_parses_from_its_first_buffer() {
     );
     let parsed = parse_head(&v4[..36], v4.len()).unwrap();
     assert_eq!(parsed.ports, None);
+}
+
+#[test]
+fn a_jumbo_frame_is_rewritten_and_marked_in_its_first_buffer() {
+    let mut frame = ipv4_udp(
+        Ipv4Addr::new(10, 0, 0, 1),
+        Ipv4Addr::new(10, 1, 0, 2),
+        64,
+        (4791, 4791),
+        9000 - 28,
+    );
+    frame[15] = 0b10; // ECT(0)
+    refill_ipv4_checksum(&mut frame, 14);
+    let len = frame.len();
+    let tail = frame[3840..].to_vec();
+    let head = &mut frame[..3840];
+    // The first buffer alone is no packet: nothing can be read or marked without the length.
+    assert_eq!(ecn(head, 0), None);
+    assert_eq!(ecn(head, len), Some(Ecn::Ect0));
+    assert!(mark_ce(head, len));
+    assert_eq!(ecn(head, len), Some(Ecn::Ce));
+    let (mac_a, mac_b): (MacAddr, MacAddr) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+    forward_rewrite(head, len, 14, IpVersion::V4, mac_a, mac_b);
+    let parsed = parse(&frame).unwrap();
+    assert_eq!(
+        parsed.hop_limit, 63,
+        "TTL decremented through the first buffer"
+    );
+    assert_eq!(frame[..6], mac_b);
+    assert_eq!(frame[3840..], tail[..], "past the first buffer untouched");
+    let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
+    assert!(ip.verify_checksum(), "checksum kept valid");
 }
