@@ -125,10 +125,12 @@ fn run(args: RunArgs) -> anyhow::Result<()> {
     run_switch(config, &stop, Threads::Own)
 }
 
-/// Logs to stderr with filter `filter`.
+/// Logs to stderr with filter `filter`, in colour only on a terminal (a log file — a lab's, a
+/// service's — gets plain `key=value` text).
 fn init_logging(filter: &str) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(filter).context("--log")?)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     Ok(())

@@ -596,17 +596,7 @@ fn jumbo_frames_span_several_umem_frames_and_an_mtu_beyond_three_is_refused() {
     // The switch's start line names its layout (it may follow the admin socket by a moment).
     let logged = |lab: &Lab, words: &[&str]| {
         let found = lab.wait_for(Duration::from_secs(5), || {
-            // Without the terminal colours around `=`.
-            let mut log = String::new();
-            let mut in_escape = false;
-            for c in lab.log("switch-sw").chars() {
-                match (in_escape, c) {
-                    (false, '\u{1b}') => in_escape = true,
-                    (false, c) => log.push(c),
-                    (true, 'm') => in_escape = false,
-                    (true, _) => {}
-                }
-            }
+            let log = lab.log("switch-sw");
             words.iter().all(|word| log.contains(word))
         });
         assert!(found, "{words:?} not in\n{}", lab.log("switch-sw"));

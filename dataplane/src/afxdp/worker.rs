@@ -641,7 +641,6 @@ impl Worker {
                         port.egress.dequeue(now, capacity as usize, |frame, _len| {
                             frame.into_tx(&mut insert);
                         });
-                        port.egress_frames -= u64::from(sent);
                     }
                     // A packet's frames may not all fit the reserved slots (the ring reserves
                     // what its cached view of the kernel's progress shows free, which can be
@@ -670,9 +669,10 @@ impl Worker {
                                 break;
                             }
                         }
-                        port.egress_frames -= u64::from(sent);
                     }
                 }
+                // Every frame written left the egress queue or `tx_rest`.
+                port.egress_frames -= u64::from(sent);
                 writer.commit();
             }
             queue.tx_outstanding += sent;
