@@ -328,7 +328,13 @@ pub(crate) fn storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow() 
     let port_delta = |port_name: &str, field: &str| {
         port_value(&after, port_name, field) - port_value(&before, port_name, field)
     };
-    let kind = |name: &str| number(&sent, name);
+    // Frames of a kind the sender's kernel took: those it refused (the send failed) never left
+    // h1, and are in its `tx_dropped` (below).
+    let refused_of = |name: &str| {
+        sent.get(&format!("refused_{name}"))
+            .map_or(0, |value| value.parse::<u64>().unwrap())
+    };
+    let kind = |name: &str| number(&sent, name) - refused_of(name);
     let oversized_dropped = link_counter(&lab, "h1", "eth0", "tx_dropped") - h1_tx_dropped;
     let icmp_sent = snmp(&lab, "sw", "Icmp", "OutTimeExcds") - icmp_out;
     let icmp_received = snmp(&lab, "h1", "Icmp", "InTimeExcds") - icmp_in;
@@ -370,15 +376,25 @@ pub(crate) fn storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow() 
 
     // Same process, still answering.
     assert!(lab.running("switch-sw"), "{}", lab.log("switch-sw"));
-    // The sender's kernel refuses only the oversized frames (the veth's drop is the send's
-    // error), all of them.
-    let refused: Vec<&str> = sent
-        .keys()
-        .filter(|key| key.starts_with("refused_"))
-        .map(String::as_str)
-        .collect();
-    assert_eq!(refused, vec!["refused_oversized"]);
-    assert_eq!(kind("refused_oversized"), kind("oversized"));
+    // The sender's kernel refuses every oversized frame (the veth's drop is the send's error).
+    // It may refuse a few of the others too: a veth whose peer runs an XDP program drops a
+    // frame when the peer's ring (256 frames) is full, which happens when the storm outruns
+    // the peer's softirq on a loaded machine (seen in CI: 24–42 of 110,144 per kind, 0.04 %).
+    // Those never reach the switch; the expected counts below are of the frames sent.
+    assert_eq!(refused_of("oversized"), number(&sent, "oversized"));
+    assert_eq!(kind("oversized"), 0);
+    let mut refused_total = 0;
+    for name in sent.keys().filter(|key| {
+        key.as_str() != "seconds" && !key.starts_with("refused_") && key.as_str() != "oversized"
+    }) {
+        let refused = refused_of(name);
+        assert!(
+            refused * 100 <= number(&sent, name),
+            "{name}: {refused} of {} refused by the sender's kernel (at most 1 % expected)",
+            number(&sent, name)
+        );
+        refused_total += refused;
+    }
 
     // Every kind the steering program passes to the kernel, exactly in its counter.
     let passed = [
@@ -406,8 +422,13 @@ pub(crate) fn storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow() 
             assert_eq!(delta(counter), expected, "{counter}");
         }
     }
-    // Oversized frames never reach the switch: the veth drops them (the sender's tx_dropped).
-    assert_eq!(oversized_dropped, kind("oversized"), "oversized");
+    // Oversized and refused frames never reach the switch: the veth drops them (the sender's
+    // tx_dropped).
+    assert_eq!(
+        oversized_dropped,
+        refused_of("oversized") + refused_total,
+        "h1's tx_dropped = oversized + refused frames"
+    );
     // The redirected kinds: into p0's AF_XDP socket, where the kernel may drop some when the
     // RX ring is full (the port's `socket_drops`, counted by the kernel and published by the
     // switch); the rest in the data path's counter of each kind. The two forwarded kinds
