@@ -163,7 +163,8 @@ impl Lateness {
             .push(u32::try_from(late_ns).unwrap_or(u32::MAX));
     }
 
-    /// Summary: p50, p99 and max, nanoseconds (zeros without samples). Nearest-rank percentiles.
+    /// Summary: p50, p99, max and mean, nanoseconds (zeros without samples). Nearest-rank
+    /// percentiles.
     #[must_use]
     pub fn summary(&self) -> LatenessSummary {
         if self.samples.is_empty() {
@@ -179,6 +180,7 @@ impl Lateness {
             p50_ns: rank(0.50),
             p99_ns: rank(0.99),
             max_ns: u64::from(*sorted.last().expect("not empty")),
+            mean_ns: sorted.iter().map(|&late| u64::from(late)).sum::<u64>() / sorted.len() as u64,
         }
     }
 }
@@ -192,6 +194,8 @@ pub struct LatenessSummary {
     pub p99_ns: u64,
     /// Maximum.
     pub max_ns: u64,
+    /// Mean: what the sends lost on average (a strict pacer continues from a late send).
+    pub mean_ns: u64,
 }
 
 /// The rate the departures achieved: wire bits of every packet but the last over the time from
@@ -301,7 +305,7 @@ mod tests {
     }
 
     #[test]
-    fn lateness_percentiles() {
+    fn lateness_percentiles_and_mean() {
         let mut late = Lateness::with_capacity(100);
         for ns in 1..=100 {
             late.record(ns);
@@ -311,7 +315,8 @@ mod tests {
             LatenessSummary {
                 p50_ns: 50,
                 p99_ns: 99,
-                max_ns: 100
+                max_ns: 100,
+                mean_ns: 50,
             }
         );
         assert_eq!(Lateness::default().summary(), LatenessSummary::default());

@@ -162,6 +162,15 @@ pub struct PacingReport {
     pub late_p99_ns: u64,
     /// Largest lateness (includes a late start).
     pub late_max_ns: u64,
+    /// Mean lateness: the time a strict pacer lost per send on average.
+    #[serde(default)]
+    pub late_mean_ns: u64,
+    /// Mean time a DATA send call took (`sendto`; for a veth it includes the peer's XDP
+    /// program and the copy into a switch's UMEM, which run in the sender's softirq). A shared
+    /// agent's one sender thread serves every host: hosts due closer together than this wait
+    /// for each other, which `late_mean_ns` shows.
+    #[serde(default)]
+    pub send_mean_ns: u64,
     /// The spin window before each departure.
     pub spin_ns: u64,
     /// Late sends were compensated (`--catch-up`).

@@ -153,6 +153,8 @@ struct SenderStats {
     first_ns: Option<u64>,
     last_ns: Option<u64>,
     send_retries: u64,
+    /// Time spent in DATA send calls (retries' waits included), ns.
+    send_ns: u64,
     realtime: bool,
     recycled: u64,
     fresh: u64,

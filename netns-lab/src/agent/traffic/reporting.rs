@@ -120,6 +120,8 @@ pub(super) fn report(
             late_p50_ns: lateness.p50_ns,
             late_p99_ns: lateness.p99_ns,
             late_max_ns: lateness.max_ns,
+            late_mean_ns: lateness.mean_ns,
+            send_mean_ns: sent.send_ns.checked_div(sent.packets).unwrap_or(0),
             spin_ns: config.spin_ns,
             catch_up: config.catch_up,
             realtime: sent.realtime,

@@ -191,6 +191,7 @@ impl<'a> HostSender<'a> {
         }
         .write(&mut self.buf);
         let socket = &self.pool[usize::from(entropy)];
+        let send_start = sys::monotonic_ns();
         loop {
             match socket.send_to(&self.buf[..len as usize], &flow.dst) {
                 Ok(_) => break,
@@ -214,6 +215,7 @@ impl<'a> HostSender<'a> {
                 }
             }
         }
+        self.stats.send_ns += sys::monotonic_ns().saturating_sub(send_start);
         self.recovery.on_send(local as u32, sequence, now);
         let wire = wire::wire_bytes(u64::from(len));
         // The ACKs sent since the previous departure took their share of the host link.

@@ -94,6 +94,8 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
             late_p50_ns: 100,
             late_p99_ns: 5_000,
             late_max_ns: 9_000,
+            late_mean_ns: 400,
+            send_mean_ns: 20_000,
             spin_ns: 50_000,
             catch_up: false,
             realtime: true,
