@@ -20,6 +20,7 @@
 pub mod awake;
 pub mod bench;
 mod frames;
+mod inbox;
 pub mod pool;
 pub mod redirect;
 pub mod steer;
@@ -33,7 +34,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_queue::ArrayQueue;
 use xdpilone::{IfInfo, Socket, SocketConfig, UmemConfig};
 
 pub use frames::FrameCensus;
@@ -46,6 +46,7 @@ use crate::forward::{Forwarder, ForwarderConfig};
 use crate::lb::{LbConfig, SwitchBalancer};
 use crate::telemetry::{RxDrops, SharedFrames, SwitchTelemetry};
 use frames::{FrameCache, FramePool};
+use inbox::Inboxes;
 use sys::{EventFd, UmemArea};
 use worker::{OwnedPort, Pace, QueueLoads, QueueRings, Worker};
 
@@ -360,7 +361,7 @@ pub struct Runtime {
     wakers: Arc<[EventFd]>,
     telemetry: Arc<SwitchTelemetry>,
     pool: Arc<FramePool>,
-    inboxes: Arc<[Arc<ArrayQueue<worker::Handoff>>]>,
+    inboxes: Arc<Inboxes>,
     steering: Option<Steering>,
     balancer: Arc<SwitchBalancer>,
     layout: FrameLayout,
@@ -463,17 +464,12 @@ impl Runtime {
             telemetry.init_link_rate(index, port.egress.link_rate_bps);
         }
         let pool = Arc::new(FramePool::new(frames, frame_size));
-        let inboxes: Arc<[_]> = (0..worker_count)
-            .map(|_| Arc::new(ArrayQueue::new(config.ring_size as usize * 4)))
-            .collect();
+        let inboxes = Arc::new(Inboxes::new(worker_count, config.ring_size as usize * 4));
         {
             let (pool, inboxes) = (Arc::clone(&pool), Arc::clone(&inboxes));
             telemetry.set_umem(
                 u64::from(pool.total()),
-                SharedFrames(Box::new(move || {
-                    let inbox = inboxes.iter().map(|inbox| inbox.len() as u64).sum();
-                    (pool.len() as u64, inbox)
-                })),
+                SharedFrames(Box::new(move || (pool.len() as u64, inboxes.frames()))),
             );
         }
         let wakers: Arc<[EventFd]> = (0..worker_count)
@@ -532,7 +528,6 @@ impl Runtime {
                 pool: Arc::clone(&pool),
                 cache: FrameCache::new(256),
                 buffers: layout.buffers,
-                inbox: Arc::clone(&inboxes[index]),
                 inboxes: Arc::clone(&inboxes),
                 wakers: Arc::clone(&wakers),
                 sleeping: Arc::clone(&sleeping),
@@ -671,7 +666,7 @@ impl Runtime {
                 tracing::error!(%error, "cannot detach the steering program");
             }
         }
-        census.inbox = self.inboxes.iter().map(|inbox| inbox.len() as u64).sum();
+        census.inbox = self.inboxes.frames();
         census.pool = self.pool.len() as u64;
         StopReport {
             frames: u64::from(self.pool.total()),

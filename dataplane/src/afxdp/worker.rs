@@ -17,10 +17,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crossbeam_queue::ArrayQueue;
 use xdpilone::{DeviceQueue, RingRx, RingTx, User};
 
 use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
+use super::inbox::Inboxes;
 use super::sys::{self, monotonic_ns, Assembly, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
 use super::Buffers;
 use super::{Forwarding, PollMode};
@@ -115,10 +115,8 @@ pub struct Worker {
     pub cache: FrameCache,
     /// Whether packets may span several frames (sockets bound with `XDP_USE_SG`).
     pub buffers: Buffers,
-    /// Frames handed to this worker.
-    pub inbox: Arc<ArrayQueue<Handoff>>,
-    /// Every worker's inbox.
-    pub inboxes: Arc<[Arc<ArrayQueue<Handoff>>]>,
+    /// Every worker's inbox (this one's is `inboxes[index]`).
+    pub inboxes: Arc<Inboxes>,
     /// Every worker's wake-up eventfd.
     pub wakers: Arc<[EventFd]>,
     /// Every worker's "sleeping" flag.
@@ -359,7 +357,7 @@ impl Worker {
 
     /// Whether frames wait in its inbox (checked after announcing a sleep).
     pub fn has_handoffs(&self) -> bool {
-        !self.inbox.is_empty()
+        !self.inboxes.is_empty(self.index)
     }
 
     /// Announces that its thread sleeps (other workers then wake it for a hand-off) or runs.
@@ -423,12 +421,12 @@ impl Worker {
     }
 
     fn drain_inbox(&mut self) -> usize {
-        if self.inbox.is_empty() {
+        if self.inboxes.is_empty(self.index) {
             return 0;
         }
         let now = monotonic_ns();
         let mut moved = 0;
-        while let Some(handoff) = self.inbox.pop() {
+        while let Some(handoff) = self.inboxes.pop(self.index) {
             self.enqueue_local(handoff.port, handoff.frame, now);
             moved += 1;
         }
@@ -592,7 +590,7 @@ impl Worker {
     }
 
     fn hand_off(&mut self, owner: usize, handoff: Handoff) {
-        match self.inboxes[owner].push(handoff) {
+        match self.inboxes.push(owner, handoff) {
             Ok(()) => {
                 if self.sleeping[owner].load(Ordering::SeqCst) {
                     self.wakers[owner].notify();
@@ -822,7 +820,7 @@ impl Worker {
                 freed.extend(queue.partial.take());
             }
         }
-        while let Some(handoff) = self.inbox.pop() {
+        while let Some(handoff) = self.inboxes.pop(self.index) {
             freed.push(handoff.frame);
         }
         for frame in freed {

@@ -194,6 +194,13 @@ pub struct OwnedFrame {
 }
 
 impl OwnedFrame {
+    /// A frame of made-up ownership, for the tests of the types that carry frames (only the
+    /// receive path creates real ones).
+    #[cfg(test)]
+    pub(in crate::afxdp) fn for_test(addr: u64, len: u32) -> Self {
+        Self::single(addr, len)
+    }
+
     fn single(addr: u64, len: u32) -> Self {
         Self {
             addr,
