@@ -255,6 +255,7 @@ pub(crate) fn storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow() 
         && lab.log("spoofed-recv").contains("ready")));
 
     let h1_tx_dropped = link_counter(&lab, "h1", "eth0", "tx_dropped");
+    let h3_tx_dropped = link_counter(&lab, "h3", "eth0", "tx_dropped");
     let icmp_out = snmp(&lab, "sw", "Icmp", "OutTimeExcds");
     let icmp_in = snmp(&lab, "h1", "Icmp", "InTimeExcds");
     let unreachable_out = snmp(&lab, "sw", "Icmp", "OutDestUnreachs");
@@ -499,19 +500,30 @@ pub(crate) fn storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow() 
     // 12 s), and at least 98 % received. What it loses is lost at p2's AF_XDP socket when the
     // one worker, busy with the storm, does not empty p2's RX ring in time (0, 0, 0.21, 0, 0
     // and 0.61 % in six runs on the 2-core machine shared with other work, load average 4–5;
-    // the bound is three times the worst): the data path forwards the rest, exactly.
+    // the bound is three times the worst), or, on a loaded machine, at h3's veth: the data path
+    // forwards the rest, exactly.
     let good_received = number(&good, "received");
     let good_ring_drops = socket_drops(&after, "p2") - socket_drops(&before, "p2");
+    // Like h1's (above), h3's veth drops a frame when the switch port's XDP ring is full, and
+    // a UDP send does not report it: those frames are in h3's `tx_dropped`. (It may also count
+    // a frame of h3's kernel, so the forwarded count has it as a lower bound.)
+    let good_veth_drops = link_counter(&lab, "h3", "eth0", "tx_dropped") - h3_tx_dropped;
+    assert!(
+        good_veth_drops * 100 <= good_count,
+        "h3's veth dropped {good_veth_drops} of {good_count}"
+    );
     assert_eq!(number(&good_sent, "sent"), good_count);
     let good_seconds: f64 = good_sent["seconds"].parse().unwrap();
     assert!(
         good_seconds < 12.5,
         "the good sender fell behind: {good_sent:?}"
     );
-    assert_eq!(
-        port_delta("p1", "tx_packets"),
-        good_count - good_ring_drops,
-        "good flow: forwarded = sent − dropped at p2's socket"
+    let good_forwarded = port_delta("p1", "tx_packets");
+    assert!(
+        (good_count - good_ring_drops - good_veth_drops..=good_count - good_ring_drops)
+            .contains(&good_forwarded),
+        "good flow: forwarded {good_forwarded} = {good_count} sent − {good_ring_drops} dropped \
+         at p2's socket − up to {good_veth_drops} dropped by h3's veth"
     );
     assert!(
         good_received * 100 >= good_count * 98,
