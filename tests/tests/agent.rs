@@ -196,6 +196,10 @@ fn agent_default_pacing_never_exceeds_the_rate() {
     // schedule that waits a gap too many.
     assert!((0.75..=1.000_01).contains(&ratio), "{ratio:.4}: {pacing}");
     assert_eq!(pacing["catch_up"], false);
+    // The mean lateness lies within what the percentiles bound, and every send took time.
+    let field = |name: &str| pacing[name].as_u64().unwrap();
+    assert!(field("late_mean_ns") <= field("late_max_ns"), "{pacing}");
+    assert!(field("send_mean_ns") > 0, "{pacing}");
     // Paced departures: 2000 DATA packets and any spurious retransmission (a late timer on a
     // busy machine; nothing is lost on a veth pair).
     let retransmits = u64_of(&reports[0]["flows"][0]["retransmits"]);

@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn frames_moving_between_threads_balance() {
-        let inboxes = std::sync::Arc::new(Inboxes::new(2, 64));
+        let inboxes = std::sync::Arc::new(Inboxes::new(1, 64));
         let producer = {
             let inboxes = std::sync::Arc::clone(&inboxes);
             std::thread::spawn(move || {

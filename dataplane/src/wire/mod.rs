@@ -231,6 +231,13 @@ pub fn parse(frame: &[u8]) -> Result<ParsedFrame, ParseError> {
     parse_head(frame, frame.len())
 }
 
+/// The length of the packet whose first buffer is `head`: `frame_len`, or `head`'s own length
+/// when `frame_len` is smaller (a whole frame passed with 0, as the single-buffer callers may).
+#[inline]
+fn packet_len(head: &[u8], frame_len: usize) -> usize {
+    frame_len.max(head.len())
+}
+
 /// [`parse`] for a frame of `frame_len` bytes of which `head` holds the first (a multi-buffer
 /// packet's first buffer, which holds the headers): lengths in the headers are checked against
 /// `frame_len`, and only `head` is read.
@@ -243,7 +250,7 @@ pub fn parse_head(head: &[u8], frame_len: usize) -> Result<ParsedFrame, ParseErr
     let vlan = eth.vlan();
     let l3_offset = eth.header_len();
     let ethertype = eth.ethertype();
-    let l3_len = frame_len.max(head.len()) - l3_offset;
+    let l3_len = packet_len(head, frame_len) - l3_offset;
     match ethertype {
         EtherType::IPV4 => {
             let ip = Ipv4Packet::new_checked_in(eth.payload(), l3_len)?;
@@ -390,7 +397,7 @@ pub fn forward_rewrite(
     };
     eth.set_dst_addr(dst_mac);
     eth.set_src_addr(src_mac);
-    let l3_len = frame_len.max(frame.len()).saturating_sub(l3_offset);
+    let l3_len = packet_len(frame, frame_len).saturating_sub(l3_offset);
     let Some(l3) = frame.get_mut(l3_offset..) else {
         debug_assert!(false, "L3 offset past the frame");
         return;
@@ -416,7 +423,7 @@ pub fn forward_rewrite(
 #[inline]
 pub fn ecn(frame: &[u8], frame_len: usize) -> Option<Ecn> {
     let eth = EthernetFrame::new_checked(frame).ok()?;
-    let l3_len = frame_len.max(frame.len()) - eth.header_len();
+    let l3_len = packet_len(frame, frame_len) - eth.header_len();
     match eth.ethertype() {
         EtherType::IPV4 => Some(
             Ipv4Packet::new_checked_in(eth.payload(), l3_len)
@@ -438,7 +445,7 @@ pub fn ecn(frame: &[u8], frame_len: usize) -> Option<Ecn> {
 /// `frame` may be the first buffer of a packet of `frame_len` bytes.
 #[inline]
 pub fn mark_ce(frame: &mut [u8], frame_len: usize) -> bool {
-    let total = frame_len.max(frame.len());
+    let total = packet_len(frame, frame_len);
     let Ok(mut eth) = EthernetFrame::new_checked(frame) else {
         return false;
     };
