@@ -7,7 +7,9 @@
 //! faithful is the lab's capacity on this machine.
 //!
 //! Measure on a quiet machine: everything else running takes CPU from the lab and shows up as
-//! lateness.
+//! lateness. Before each rate's runs, with its lab built and idle, [`stalls::probe`] measures how
+//! quiet the machine is (the share of each CPU a spinning thread loses, the longest stall), so
+//! a verdict lost to the machine is told apart from one lost to the lab.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,6 +20,7 @@ use serde::Serialize;
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::TopologyKind;
 
+use super::stalls::{self, Stalls};
 use crate::agent::collective::Collective;
 use crate::agent::entropy::HostLb;
 use crate::experiment::summary::{Summarized, Variant};
@@ -50,6 +53,8 @@ pub struct Options {
     pub out: PathBuf,
     /// The ways to run the switches, each measured at every rate.
     pub switches: Vec<Switches>,
+    /// How long to probe the machine's stalls before each rate's runs (zero: not at all).
+    pub probe: std::time::Duration,
 }
 
 /// One rate's measurement.
@@ -93,6 +98,8 @@ pub struct RateRow {
     pub cpu_us_per_frame: Option<f64>,
     /// Wall time of the runs, s.
     pub seconds: f64,
+    /// How quiet the machine was just before the runs (`None`: not probed).
+    pub stalls: Option<Stalls>,
 }
 
 /// Runs the benchmark: one lab per rate, built, measured and removed in turn.
@@ -219,6 +226,7 @@ fn measure(
         shaping: Shaping::CatchUp,
     };
     let session = LabSession::open(&choice, observer)?;
+    let stalls = probe_stalls(options.probe, observer)?;
     let traffic = Traffic {
         repeat: options.repeat,
         seed: options.seed,
@@ -235,15 +243,41 @@ fn measure(
     let results = experiment.execute_and_close(session, &cells, observer)?;
     let seconds = started.elapsed().as_secs_f64();
     let after = Sample::take(&options.name)?;
-    Ok(row(
-        rate,
-        options.mtu,
-        switches,
-        &results,
-        &before,
-        &after,
-        seconds,
-    ))
+    Ok(RateRow {
+        stalls,
+        ..row(
+            rate,
+            options.mtu,
+            switches,
+            &results,
+            &before,
+            &after,
+            seconds,
+        )
+    })
+}
+
+/// Probes the machine's stalls for `duration` (none when zero) and says what it saw.
+fn probe_stalls(
+    duration: std::time::Duration,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<Option<Stalls>> {
+    if duration.is_zero() {
+        return Ok(None);
+    }
+    let stalls = stalls::probe(duration).context("probing the machine's stalls")?;
+    observer.note(&format!(
+        "machine: the CPUs lost up to {:.2} % of {:.1} s to stalls (longest {:.2} ms){}",
+        stalls.worst_lost() * 100.0,
+        duration.as_secs_f64(),
+        stalls.max_gap_ms(),
+        if stalls.quiet() {
+            ""
+        } else {
+            " — not quiet: runs may be judged unfaithful for the machine, not the lab"
+        }
+    ));
+    Ok(Some(stalls))
 }
 
 /// CPU times and forwarded frames at one instant.
@@ -410,6 +444,7 @@ fn row(
         forwarded,
         cpu_us_per_frame: (forwarded > 0).then(|| busy_seconds * 1e6 / forwarded as f64),
         seconds,
+        stalls: None,
     }
 }
 
@@ -473,6 +508,7 @@ mod tests {
             forwarded: 10,
             cpu_us_per_frame: Some(1.0),
             seconds: 1.0,
+            stalls: None,
         }
     }
 

@@ -13,6 +13,7 @@ use ofan_lab::bench::agents::{self, parse_mac, GenKind, GenOptions};
 use ofan_lab::bench::forward::{self, Candidate, Options, Report};
 use ofan_lab::bench::lab as lab_bench;
 use ofan_lab::bench::report::{self, Interval, Outcome, Row, Sample};
+use ofan_lab::bench::stalls;
 use ofan_lab::units::{parse_rate, parse_size};
 use serde_json::{json, Value};
 
@@ -38,6 +39,23 @@ measured seconds. Needs root; build with `cargo build --release`.
 
 Example: sudo target/release/ofan-lab bench forward --runs 5 --seconds 3 --json bench.json";
 
+const STALLS_LONG_ABOUT: &str = "\
+How quiet this machine is: the share of each CPU's time a spinning thread loses, and the \
+longest stall.
+
+One thread pinned to each CPU spins reading the monotonic clock for --seconds, all at once, and \
+counts every gap of 10 µs or more between two reads as lost time. Per CPU: lost (the share of \
+the time in such gaps), ran (the share the guest ran the thread, by its CPU clock: other \
+processes had the rest), hidden (lost time the guest counted as the thread's own: interrupt \
+work, or on a virtual machine the hypervisor holding the virtual CPU without reporting it), \
+steal (what the hypervisor did report, /proc/stat), the longest gap and the gaps over 1 ms. A \
+CPU that loses more than 1 % is not quiet: a lab's faithful runs allow its agents to miss their \
+rate by 1 %, and a stall longer than a quarter of a packet time shows as shaper lateness. \
+`bench lab` runs the same probe before each rate. No root needed; it takes every CPU while it \
+runs.
+
+Example: target/release/ofan-lab bench stalls --seconds 10";
+
 const LAB_LONG_ABOUT: &str = "\
 The highest link rate at which a lab stays faithful on this machine, and what it costs.
 
@@ -52,7 +70,11 @@ threads spun (`awake`: idle time they filled, see `ofan-switch group --keep-awak
 time per frame the switches forwarded (agents and kernel included, the keep-awake spinning not). It ends with the highest rate whose every run was faithful and whose mean CCT over the bound stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
 
 Run it on a quiet machine: anything else running takes CPU from the lab and shows as lateness. \
-Each run's results directory goes under --out.
+Before each rate's runs, with its lab built and idle, it probes for --probe seconds how quiet \
+the machine is (as `bench stalls` does): column `stalls` is the largest share of a CPU's time \
+a spinning thread lost and the longest stall; a machine that loses over 1 % can fail runs by \
+itself (a faithful run's agents may miss their rate by 1 %). Each run's results directory goes \
+under --out.
 
 Example: sudo target/release/ofan-lab bench lab --rates 1mbit,2mbit,5mbit,10mbit --size 1MB";
 
@@ -79,6 +101,10 @@ pub enum BenchCommand {
     /// a permutation at load 1 run through it, its fidelity and its CPU per forwarded frame.
     #[command(long_about = LAB_LONG_ABOUT)]
     Lab(LabArgs),
+    /// How quiet this machine is: the share of each CPU's time a spinning thread loses to
+    /// stalls, and the longest stall — what `bench lab` probes before each rate.
+    #[command(long_about = STALLS_LONG_ABOUT)]
+    Stalls(StallsArgs),
     /// Agent: send prebuilt UDP frames on an interface — in the kernel with XDP live frames
     /// (`--gen live`, default) or with an AF_XDP TX-only socket (`--gen afxdp`) — until stdin
     /// closes (each stdin line asks for the frames sent so far).
@@ -175,6 +201,10 @@ pub struct LabArgs {
     /// Directory of the runs' results (default: ./ofan-results/bench-lab-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Seconds to probe the machine's stalls before each rate's runs, with its lab built and
+    /// idle (as `bench stalls` does; 0: no probe). The `stalls` column shows what it saw.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub probe: f64,
     /// Also write the table as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -192,6 +222,7 @@ impl LabArgs {
         }
         // Before any lab is built, with the reason `up` would give.
         ofan_lab::lab::spec::check_mtu(self.mtu)?;
+        let probe = probe_duration(self.probe).context("--probe")?;
         let out = match &self.out {
             Some(out) => out.clone(),
             None => ofan_lab::experiment::results_dir("bench-lab")?,
@@ -208,8 +239,28 @@ impl LabArgs {
             name: self.name.clone(),
             out,
             switches: self.switches.iter().map(|s| s.switches()).collect(),
+            probe,
         })
     }
+}
+
+/// Seconds of a stall probe, 0 to 60.
+fn probe_duration(seconds: f64) -> anyhow::Result<Duration> {
+    if !(0.0..=60.0).contains(&seconds) {
+        anyhow::bail!("{seconds} s: a probe takes every CPU, give 0 to 60 seconds");
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Arguments of `bench stalls`.
+#[derive(Debug, Clone, Args)]
+pub struct StallsArgs {
+    /// Seconds to spin on every CPU.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Also write what each CPU saw as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// Arguments of `bench forward`.
@@ -399,6 +450,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
         BenchCommand::Forward(args) => run_forward(&args),
         BenchCommand::Lab(args) => run_lab(&args),
+        BenchCommand::Stalls(args) => run_stalls(&args),
         BenchCommand::Gen(args) => agents::gen(&args.options()?, stdin().lock(), stdout()),
         BenchCommand::Sink(args) => agents::sink(&args.interface, stdin().lock(), stdout()),
         BenchCommand::Redirect(args) => {
@@ -438,10 +490,59 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `bench stalls`: probes every CPU, prints a line per CPU and the verdict.
+fn run_stalls(args: &StallsArgs) -> anyhow::Result<()> {
+    let duration = probe_duration(args.seconds).context("--seconds")?;
+    let stalls = stalls::probe(duration).context("probing the CPUs")?;
+    print!("{}", stalls_table(&stalls));
+    if stalls.quiet() {
+        println!(
+            "quiet: no CPU lost more than {:.0} %",
+            stalls::QUIET_LOST * 100.0
+        );
+    } else {
+        println!(
+            "not quiet: a CPU lost {:.2} % (more than {:.0} %, the share by which a faithful \
+             run's agents may miss their rate); lab runs here may be judged unfaithful for the \
+             machine, not the lab",
+            stalls.worst_lost() * 100.0,
+            stalls::QUIET_LOST * 100.0
+        );
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&stalls)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// The table of `bench stalls`.
+fn stalls_table(stalls: &stalls::Stalls) -> String {
+    let mut text = format!(
+        "{:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12} {:>10}\n",
+        "cpu", "seconds", "lost", "hidden", "ran", "steal", "longest ms", "gaps >1ms"
+    );
+    for cpu in &stalls.cpus {
+        text.push_str(&format!(
+            "{:>4} {:>8.1} {:>7.2}% {:>7.2}% {:>7.2}% {:>7.2}% {:>12.2} {:>10}\n",
+            cpu.cpu,
+            cpu.seconds,
+            cpu.lost * 100.0,
+            cpu.hidden() * 100.0,
+            cpu.ran * 100.0,
+            cpu.steal * 100.0,
+            cpu.max_gap_ms,
+            cpu.gaps_over_1ms
+        ));
+    }
+    text
+}
+
 /// The table of `bench lab`.
 fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     let mut text = format!(
-        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>12} {:>8}\n",
+        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>12} {:>8} {:>15}\n",
         "rate",
         "switches",
         "runs",
@@ -454,11 +555,12 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
         "CPU busy",
         "awake",
         "µs CPU/frame",
-        "seconds"
+        "seconds",
+        "stalls"
     );
     for row in rows {
         text.push_str(&format!(
-            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>12} {:>8.1}\n",
+            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>12} {:>8.1} {:>15}\n",
             ofan_topology::units::format_rate(row.rate_bps),
             row.switches,
             row.runs,
@@ -478,7 +580,15 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
             row.keep_awake_busy * 100.0,
             row.cpu_us_per_frame
                 .map_or_else(|| "—".to_owned(), |us| format!("{us:.1}")),
-            row.seconds
+            row.seconds,
+            row.stalls.as_ref().map_or_else(
+                || "—".to_owned(),
+                |stalls| format!(
+                    "{:.1}% {:.1}ms",
+                    stalls.worst_lost() * 100.0,
+                    stalls.max_gap_ms()
+                )
+            )
         ));
     }
     text
@@ -718,5 +828,58 @@ mod tests {
             panic!("not forward");
         };
         assert!(args.options(PathBuf::new()).is_err());
+    }
+
+    #[test]
+    fn the_stall_probe_takes_zero_to_sixty_seconds() {
+        let BenchCommand::Lab(args) = parse(&["lab", "--out=/tmp/x", "--probe=0"]) else {
+            panic!("not lab");
+        };
+        assert_eq!(args.options().unwrap().probe, Duration::ZERO);
+        let BenchCommand::Lab(args) = parse(&["lab", "--out=/tmp/x"]) else {
+            panic!("not lab");
+        };
+        assert_eq!(args.options().unwrap().probe, Duration::from_secs(1));
+        for bad in ["--probe=-1", "--probe=61", "--probe=NaN"] {
+            let BenchCommand::Lab(args) = parse(&["lab", "--out=/tmp/x", bad]) else {
+                panic!("not lab");
+            };
+            let error = format!("{:#}", args.options().unwrap_err());
+            assert!(error.starts_with("--probe: "), "{bad}: {error}");
+        }
+        let BenchCommand::Stalls(args) = parse(&["stalls", "--seconds=0.5"]) else {
+            panic!("not stalls");
+        };
+        assert_eq!(
+            probe_duration(args.seconds).unwrap(),
+            Duration::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn the_stalls_table_has_a_line_per_cpu() {
+        let gaps = stalls::Gaps {
+            lost_ns: 40_000_000,
+            max_ns: 19_000_000,
+            count: 7,
+            over_1ms: 3,
+        };
+        let probed = stalls::Stalls {
+            cpus: vec![
+                stalls::CpuStalls::new(0, &gaps, 1_000_000_000, 990_000_000, 0.0),
+                stalls::CpuStalls::new(1, &gaps, 1_000_000_000, 960_000_000, 0.0),
+            ],
+        };
+        let table = stalls_table(&probed);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "{table}");
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["0", "1.0", "4.00%", "3.00%", "99.00%", "0.00%", "19.00", "3"]
+        );
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["1", "1.0", "4.00%", "0.00%", "96.00%", "0.00%", "19.00", "3"]
+        );
     }
 }

@@ -1,0 +1,63 @@
+//! The stall probe's only `unsafe`: which CPUs this process may run on, pinning the calling
+//! thread to one of them, and the calling thread's CPU time.
+
+use std::io;
+use std::mem::MaybeUninit;
+
+/// The CPUs this process may run on (its affinity mask), in ascending order.
+///
+/// # Errors
+/// When the kernel refuses to tell (it does not on Linux, short of a bad pid).
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    let mut set = MaybeUninit::<libc::cpu_set_t>::zeroed();
+    // SAFETY: `set` is valid for a write of one cpu_set_t, whose size is passed; pid 0 is the
+    // calling thread.
+    let ret = unsafe {
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set.as_mut_ptr())
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: zeroed, then filled by the kernel: a valid cpu_set_t either way.
+    let set = unsafe { set.assume_init() };
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE, the bound CPU_ISSET needs.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// Pins the calling thread to `cpu`.
+///
+/// # Errors
+/// A CPU outside the process's affinity mask or not online (EINVAL).
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is a plain bit array, for which all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE (checked above), the bound CPU_SET needs; the set is
+    // then passed with its size, and pid 0 is the calling thread.
+    let ret = unsafe {
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// CPU time the calling thread has used, nanoseconds (CLOCK_THREAD_CPUTIME_ID).
+#[must_use]
+pub fn thread_cpu_ns() -> u64 {
+    let mut now = MaybeUninit::<libc::timespec>::uninit();
+    // SAFETY: `now` is valid for a write of one timespec; the calling thread's CPU-time clock
+    // always exists, so the call cannot fail and initializes `now`.
+    let now = unsafe {
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, now.as_mut_ptr());
+        now.assume_init()
+    };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
