@@ -1882,6 +1882,89 @@ fn jumbo_lab_delivers_full_frames_exactly_once() {
     lab.down_and_check(&pids);
 }
 
+/// `bench lab` end to end on one small rate: it builds its own lab under the name given,
+/// probes the machine, runs the permutation, writes a row whose figures come from the run (a
+/// median CCT that is the one run's, frames forwarded, a probe of every CPU) and removes the
+/// lab; `bench stalls` probes every CPU alone.
+fn bench_lab_measures_a_rate_and_probes_the_machine() {
+    let _machine = serial();
+    let lab = LabGuard::new("b");
+    let dir = std::env::temp_dir().join(format!("ofan-bench-lab-{}", lab.name));
+    let json = dir.join("bench.json");
+    let (out, json_arg) = (dir.join("out"), json.to_str().unwrap().to_owned());
+    let stdout = lab.ok(&[
+        "bench",
+        "lab",
+        "--rates",
+        "2mbit",
+        "--size",
+        "64KB",
+        "--probe",
+        "0.2",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+        &json_arg,
+    ]);
+    assert!(
+        stdout.contains("highest faithful rate (group): 2mbit")
+            || stdout.contains("no rate was faithful (group)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("CCT median") && stdout.contains("stalls"),
+        "{stdout}"
+    );
+    // Its lab is gone, as the guard would check.
+    assert!(namespaces_with_prefix(&lab.prefix()).is_empty());
+    assert!(!lab.state_dir().exists());
+
+    let rows: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = rows.as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row["rate_bps"], 2_000_000, "{row}");
+    assert_eq!(
+        (row["runs"].as_u64(), row["exactly_once"].as_u64()),
+        (Some(1), Some(1)),
+        "{row}"
+    );
+    // One run: its median is its mean, and it is the reference that judges nothing.
+    let median = row["cct_increase"].as_f64().expect("a CCT");
+    assert_eq!(row["cct_increase_mean"].as_f64(), Some(median), "{row}");
+    assert!(median > 0.0 && median < 1.0, "{row}");
+    assert_eq!(row["cct_reference"], true, "{row}");
+    // 16 hosts × 45 DATA frames of 64 KB, each forwarded by 1 to 5 switches, and their ACKs.
+    let forwarded = row["forwarded"].as_u64().unwrap();
+    assert!(
+        (2 * 16 * 45..=2 * 5 * 16 * 45).contains(&forwarded),
+        "{row}"
+    );
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let probed = row["stalls"]["cpus"].as_array().expect("a probe");
+    assert_eq!(probed.len(), cpus, "{row}");
+    for cpu in probed {
+        let seconds = cpu["seconds"].as_f64().unwrap();
+        assert!((0.2..5.0).contains(&seconds), "{cpu}");
+        assert!(
+            (0.0..=1.0).contains(&cpu["lost"].as_f64().unwrap()),
+            "{cpu}"
+        );
+        assert!(cpu["ran"].as_f64().unwrap() > 0.0, "{cpu}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let output = Command::new(binary("ofan-lab"))
+        .args(["bench", "stalls", "--seconds", "0.2"])
+        .output()
+        .expect("ofan-lab bench stalls");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    // A header, a line per CPU, the verdict.
+    assert_eq!(stdout.lines().count(), cpus + 2, "{stdout}");
+    assert!(stdout.contains("quiet"), "{stdout}");
+}
+
 ofan_tests::root_tests!(
     k4_lab_up_pingall_traceroute_down,
     jumbo_lab_delivers_full_frames_exactly_once,
@@ -1898,4 +1981,5 @@ ofan_tests::root_tests!(
     chaos_run_accounts_for_every_repetition_or_names_its_fault,
     slowed_core_link_makes_arf_wcmp_move_traffic_off_it,
     view_draws_the_lab_live_in_a_browser,
+    bench_lab_measures_a_rate_and_probes_the_machine,
 );
