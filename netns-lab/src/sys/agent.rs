@@ -20,11 +20,17 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 /// the clock of `--start-at`.
 #[must_use]
 pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// A clock that always exists (CLOCK_MONOTONIC, the calling thread's CPU-time clock) in
+/// nanoseconds.
+pub(super) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut now = MaybeUninit::<libc::timespec>::uninit();
-    // SAFETY: `now` is valid for a write of one timespec; CLOCK_MONOTONIC always exists on
-    // Linux, so the call cannot fail and initializes `now`.
+    // SAFETY: `now` is valid for a write of one timespec; the callers pass only clocks that
+    // always exist on Linux, so the call cannot fail and initializes `now`.
     let now = unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, now.as_mut_ptr());
+        libc::clock_gettime(clock, now.as_mut_ptr());
         now.assume_init()
     };
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64

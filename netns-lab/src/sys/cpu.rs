@@ -52,12 +52,5 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 /// CPU time the calling thread has used, nanoseconds (CLOCK_THREAD_CPUTIME_ID).
 #[must_use]
 pub fn thread_cpu_ns() -> u64 {
-    let mut now = MaybeUninit::<libc::timespec>::uninit();
-    // SAFETY: `now` is valid for a write of one timespec; the calling thread's CPU-time clock
-    // always exists, so the call cannot fail and initializes `now`.
-    let now = unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, now.as_mut_ptr());
-        now.assume_init()
-    };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    super::agent::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
