@@ -442,6 +442,32 @@ pub struct LabRun {
     /// The fault injected during the repetition (`run --chaos`), and what it did to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chaos: Option<ChaosRecord>,
+    /// Stalls of the machine below its scheduler while the repetition ran (`None`: not
+    /// watched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineStalls>,
+}
+
+/// Stalls of the machine during a repetition that its scheduler did not see — a virtual CPU
+/// held by the hypervisor, or interrupt work charged to the thread that ran — as one SCHED_IDLE
+/// thread per CPU saw them in the CPUs' idle time (a lower bound: it sees only those that
+/// strike while it runs). They make shapers and agents late whatever the lab does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineStalls {
+    /// How long it watched, seconds.
+    pub seconds: f64,
+    /// CPUs watched.
+    pub cpus: usize,
+    /// The share of the CPUs' time it ran (and so could see a stall), 0–1.
+    pub watched: f64,
+    /// Stalls of a millisecond or more.
+    pub hidden_stalls: u64,
+    /// Their total length over all CPUs, ms.
+    pub hidden_ms_total: f64,
+    /// The longest, ms.
+    pub hidden_ms_max: f64,
+    /// The largest share of a CPU's time the hypervisor reported stolen (`/proc/stat`), 0–1.
+    pub steal_max: f64,
 }
 
 /// One fault injected into a running repetition (`ofan-lab run --chaos SEED`) and the

@@ -539,6 +539,19 @@ fn small_permutation_produces_a_complete_result_file() {
         let cct = run["cct_ps"].as_u64().expect("a CCT");
         let bound = run["lower_bound_ps"].as_u64().unwrap();
         assert!(cct > bound && cct < 3 * bound, "CCT {cct} vs bound {bound}");
+        // The stall watch of a group's repetition: every CPU, over the repetition (at least
+        // its CCT), within what it could have seen.
+        let machine = &run["machine"];
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(machine["cpus"].as_u64(), Some(cpus as u64), "{machine}");
+        let seconds = machine["seconds"].as_f64().unwrap();
+        assert!(seconds * 1e12 >= cct as f64 && seconds < 60.0, "{machine}");
+        let watched = machine["watched"].as_f64().unwrap();
+        assert!(watched > 0.0 && watched <= 1.0, "{machine}");
+        assert!(
+            machine["hidden_ms_max"].as_f64().unwrap() <= seconds * 1e3,
+            "{machine}"
+        );
         let stages: Vec<&str> = run["queues"]
             .as_array()
             .unwrap()
@@ -1941,6 +1954,8 @@ fn bench_lab_measures_a_rate_and_probes_the_machine() {
         "{row}"
     );
     let cpus = std::thread::available_parallelism().unwrap().get();
+    // The run was watched (a group's), whether or not the machine stalled.
+    assert!(row["run_stall_ms_max"].as_f64().is_some(), "{row}");
     let probed = row["stalls"]["cpus"].as_array().expect("a probe");
     assert_eq!(probed.len(), cpus, "{row}");
     for cpu in probed {

@@ -20,9 +20,9 @@ use serde::Serialize;
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::TopologyKind;
 
-use super::stalls::{self, Stalls};
 use crate::agent::collective::Collective;
 use crate::agent::entropy::HostLb;
+use crate::experiment::stalls::{self, Stalls};
 use crate::experiment::summary::{Summarized, Variant};
 use crate::experiment::Observer;
 use crate::experiment::{Cell, Experiment, LabChoice, LabSession, Traffic};
@@ -103,6 +103,9 @@ pub struct RateRow {
     pub seconds: f64,
     /// How quiet the machine was just before the runs (`None`: not probed).
     pub stalls: Option<Stalls>,
+    /// The longest stall hidden from the guest's scheduler during any of the runs, ms (their
+    /// `machine` records; `None`: none was watched).
+    pub run_stall_ms_max: Option<f64>,
 }
 
 /// Runs the benchmark: one lab per rate, built, measured and removed in turn.
@@ -454,6 +457,11 @@ fn row(
         cpu_us_per_frame: (forwarded > 0).then(|| busy_seconds * 1e6 / forwarded as f64),
         seconds,
         stalls: None,
+        run_stall_ms_max: labs
+            .iter()
+            .filter_map(|lab| lab.machine.as_ref())
+            .map(|machine| machine.hidden_ms_max)
+            .reduce(f64::max),
     }
 }
 
@@ -529,6 +537,7 @@ mod tests {
             cpu_us_per_frame: Some(1.0),
             seconds: 1.0,
             stalls: None,
+            run_stall_ms_max: None,
         }
     }
 

@@ -18,8 +18,8 @@
 //! - [`report`]: medians, ratios and the table (pure).
 //! - [`lab`](mod@lab): `bench lab`, the highest link rate at which a whole lab stays faithful,
 //!   and the CPU it costs per forwarded frame.
-//! - [`stalls`]: how quiet the machine is — the time a spinning thread per CPU loses, and the
-//!   longest stall (`bench stalls`, and before each rate of `bench lab`).
+//!   Before each rate it probes how quiet the machine is
+//!   ([`crate::experiment::stalls`], also `bench stalls`).
 //! - `process`: the run's child processes, always stopped (its namespaces are a
 //!   [`crate::netns::Namespaces`]).
 //!
@@ -31,4 +31,3 @@ pub mod forward;
 pub mod lab;
 mod process;
 pub mod report;
-pub mod stalls;

@@ -13,7 +13,7 @@ use ofan_lab::bench::agents::{self, parse_mac, GenKind, GenOptions};
 use ofan_lab::bench::forward::{self, Candidate, Options, Report};
 use ofan_lab::bench::lab as lab_bench;
 use ofan_lab::bench::report::{self, Interval, Outcome, Row, Sample};
-use ofan_lab::bench::stalls;
+use ofan_lab::experiment::stalls;
 use ofan_lab::units::{parse_rate, parse_size};
 use serde_json::{json, Value};
 
@@ -73,7 +73,9 @@ Run it on a quiet machine: anything else running takes CPU from the lab and show
 Before each rate's runs, with its lab built and idle, it probes for --probe seconds how quiet \
 the machine is (as `bench stalls` does): column `stalls` is the largest share of a CPU's time \
 a spinning thread lost and the longest stall; a machine that loses over 1 % can fail runs by \
-itself (a faithful run's agents may miss their rate by 1 %). Each run's results directory goes \
+itself (a faithful run's agents may miss their rate by 1 %). Column `run stalls` is the longest \
+stall hidden from the kernel's scheduler during the runs themselves (each run's `machine` \
+record, watched by an idle-priority thread per CPU). Each run's results directory goes \
 under --out.
 
 Example: sudo target/release/ofan-lab bench lab --rates 1mbit,2mbit,5mbit,10mbit --size 1MB";
@@ -542,7 +544,7 @@ fn stalls_table(stalls: &stalls::Stalls) -> String {
 /// The table of `bench lab`.
 fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     let mut text = format!(
-        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>12} {:>8} {:>15}\n",
+        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>12} {:>8} {:>15} {:>10}\n",
         "rate",
         "switches",
         "runs",
@@ -556,11 +558,12 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
         "awake",
         "µs CPU/frame",
         "seconds",
-        "stalls"
+        "stalls",
+        "run stalls"
     );
     for row in rows {
         text.push_str(&format!(
-            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>12} {:>8.1} {:>15}\n",
+            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>12} {:>8.1} {:>15} {:>10}\n",
             ofan_topology::units::format_rate(row.rate_bps),
             row.switches,
             row.runs,
@@ -588,7 +591,9 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
                     stalls.worst_lost() * 100.0,
                     stalls.max_gap_ms()
                 )
-            )
+            ),
+            row.run_stall_ms_max
+                .map_or_else(|| "—".to_owned(), |ms| format!("{ms:.1}ms"))
         ));
     }
     text

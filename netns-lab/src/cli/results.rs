@@ -187,7 +187,7 @@ pub fn progress_line(
         .cct_increase
         .map_or_else(String::new, |i| format!(" (+{:.1} %)", i * 100.0));
     format!(
-        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
+        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
         variant.name(),
         size_label(lab.setup.message_bytes),
         lab.setup.repetition + 1,
@@ -209,6 +209,17 @@ pub fn progress_line(
         } else {
             ", NOT faithful"
         },
+        lab.machine
+            .as_ref()
+            .filter(|machine| machine.hidden_stalls > 0)
+            .map_or_else(String::new, |machine| format!(
+                ", machine stalled {:.1} ms at most ({} stall{} of 1 ms or more in the {:.0} % of \
+                 the CPUs' time watched)",
+                machine.hidden_ms_max,
+                machine.hidden_stalls,
+                if machine.hidden_stalls == 1 { "" } else { "s" },
+                machine.watched * 100.0
+            )),
         lab.chaos.as_ref().map_or_else(String::new, |chaos| {
             let when = chaos
                 .applied_s

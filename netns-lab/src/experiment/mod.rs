@@ -12,6 +12,9 @@
 //! - [`summary`] (pure): mean ± SEM over repetitions, the growth-exponent fit, the table.
 //! - [`kernel`]: the namespaces' kernel loss counters (parsing pure, reading in the namespace).
 //! - [`runner`] (I/O): reset and snapshot switches, start and wait for the agents.
+//! - [`stalls`]: how quiet the machine is — a probe of every CPU before a measurement
+//!   (`bench stalls`, `bench lab`), and a watch during each repetition for the stalls the
+//!   guest's scheduler did not see (the report's `machine` record).
 //! - [`output`] (I/O): results directory, JSON, CSV, SVG plots.
 
 pub mod chaos;
@@ -20,6 +23,7 @@ pub mod metrics;
 pub mod output;
 pub mod progress;
 pub mod runner;
+pub mod stalls;
 pub mod summary;
 
 use std::path::PathBuf;

@@ -17,6 +17,7 @@ use super::chaos::{self, Chaos};
 use super::kernel::{self, KernelCounters, Side};
 use super::metrics::{self, KernelSample, LabSetup, RepInput, RunReport, SwitchSample};
 use super::progress::{ProgressFile, RunProgress};
+use super::stalls;
 use crate::agent::collective::Plan;
 use crate::agent::report::AgentReport;
 use crate::lab::{plan::namespace, Loaded};
@@ -181,6 +182,20 @@ pub fn run_repetition(
     for host in &plan.hosts {
         let _ = std::fs::remove_file(done_file(&host.name));
     }
+    // From before the first agent starts until the last has stopped; only where a group's
+    // keep-awake threads spin through the idle time anyway (in a lab of switch processes its
+    // spinning would keep the CPUs from halting, which they otherwise do).
+    let watch = if lab.state.params.switches == crate::lab::Switches::Group {
+        match stalls::StallWatch::start() {
+            Ok(watch) => Some(watch),
+            Err(error) => {
+                eprintln!("ofan-lab: no stall watch for this repetition ({error})");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut agents = Agents(Vec::with_capacity(plan.hosts.len()));
     match options.agents {
         AgentMode::Shared => {
@@ -273,6 +288,7 @@ pub fn run_repetition(
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(agents);
+    let machine = watch.and_then(|watch| watch.stop().ok());
     drop(progress);
     cancel.store(true, Ordering::Relaxed);
     let applied = striker.map(|striker| {
@@ -337,6 +353,9 @@ pub fn run_repetition(
         if let ofan_model::report::Details::Lab(lab) = &mut report.details {
             lab.chaos = Some(record);
         }
+    }
+    if let ofan_model::report::Details::Lab(lab) = &mut report.details {
+        lab.machine = machine;
     }
     let path = dir.join("result.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)

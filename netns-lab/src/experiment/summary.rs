@@ -325,6 +325,7 @@ mod tests {
                     ..Fidelity::default()
                 },
                 chaos: None,
+                machine: None,
             }),
         }
     }

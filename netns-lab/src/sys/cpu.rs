@@ -1,5 +1,5 @@
-//! The stall probe's only `unsafe`: which CPUs this process may run on, pinning the calling
-//! thread to one of them, and the calling thread's CPU time.
+//! The stall probe's and the stall watch's only `unsafe`: which CPUs this process may run on,
+//! pinning the calling thread to one of them, SCHED_IDLE, and the calling thread's CPU time.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -53,4 +53,19 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 #[must_use]
 pub fn thread_cpu_ns() -> u64 {
     super::agent::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// Puts the calling thread under SCHED_IDLE: it runs only when nothing else wants the CPU.
+///
+/// # Errors
+/// The `sched_setscheduler` error.
+pub fn set_idle_policy() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param for the duration of
+    // the call.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }

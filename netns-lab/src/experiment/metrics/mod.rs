@@ -349,6 +349,7 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
             census,
             fidelity,
             chaos: None,
+            machine: None,
         }),
     })
 }

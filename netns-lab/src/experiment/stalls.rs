@@ -17,11 +17,27 @@
 //!
 //! The same measurement as the kernel's `hwlat` tracer or `cyclictest`, which are not on every
 //! machine; its summary is pure ([`Gaps`], [`CpuStalls::new`]) and unit-tested.
+//!
+//! A probe takes every CPU, so it runs before a measurement. During one, a [`StallWatch`]
+//! (started by the experiment's runner for each repetition on a lab whose switches run as a
+//! group) spins one SCHED_IDLE thread per CPU — it runs only in time nothing else wants, as the
+//! group's keep-awake threads do — and counts the stalls hidden from the guest's scheduler: a
+//! gap of a millisecond or more in its clock reads during which its own CPU clock advanced by
+//! a millisecond or more ([`hidden_ns`]). The kernel charged it that time as run, yet it made
+//! no progress: the hypervisor held the virtual CPU without reporting steal, or interrupt work
+//! ran on it. A gap in which its CPU clock stood still was another task running (the lab's own
+//! load: not counted), and a stall the hypervisor reports as steal is not charged to the
+//! thread either (the record gives the steal from `/proc/stat` beside it). It sees only what
+//! strikes while it runs — its record says for what share of the CPUs' time that was
+//! (`watched`) — so a stall it reports is certain, and one it does not is not excluded.
 
 use std::io;
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
+use ofan_model::report::MachineStalls;
 use serde::Serialize;
 
 use crate::sys;
@@ -180,6 +196,145 @@ pub fn probe(duration: Duration) -> io::Result<Stalls> {
     })
 }
 
+/// The shortest gap a [`StallWatch`] counts, nanoseconds: shorter ones are interrupt work of the
+/// lab's own (a NAPI poll copying 9 KB frames takes tens of microseconds).
+pub const WATCH_GAP_NS: u64 = 1_000_000;
+
+/// How often a watching thread reads its CPU clock while it spins, nanoseconds.
+const WATCH_CPU_READ_NS: u64 = 50_000;
+
+/// The part of a gap hidden from the guest's scheduler, nanoseconds: the watching thread last
+/// read its CPU clock `spun_ns` before the gap began (time it spun, making progress), and the
+/// clock advanced `cpu_ns` from that read to the end of the gap; what the kernel charged it
+/// beyond the spinning it ran without progress. Pure.
+#[must_use]
+pub fn hidden_ns(spun_ns: u64, cpu_ns: u64) -> u64 {
+    cpu_ns.saturating_sub(spun_ns)
+}
+
+/// Stalls hidden from the guest's scheduler while a measurement runs: one SCHED_IDLE thread
+/// per CPU, stopped by [`StallWatch::stop`] (or on drop).
+#[derive(Debug)]
+pub struct StallWatch {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<(Gaps, u64)>>,
+    started_ns: u64,
+    stat_before: String,
+}
+
+impl StallWatch {
+    /// Starts a watching thread on each CPU this process may use. A thread that cannot be
+    /// pinned at SCHED_IDLE watches nothing (it would take time from the lab).
+    ///
+    /// # Errors
+    /// The CPUs cannot be listed, `/proc/stat` read or a thread started.
+    pub fn start() -> io::Result<Self> {
+        let cpus = sys::cpu::allowed_cpus()?;
+        let stat_before = std::fs::read_to_string("/proc/stat")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut watch = Self {
+            stop: Arc::clone(&stop),
+            threads: Vec::with_capacity(cpus.len()),
+            started_ns: sys::agent::monotonic_ns(),
+            stat_before,
+        };
+        for cpu in cpus {
+            let stop = Arc::clone(&stop);
+            watch.threads.push(
+                std::thread::Builder::new()
+                    .name(format!("ofan-watch-{cpu}"))
+                    .spawn(move || {
+                        match sys::cpu::pin_to_cpu(cpu).and_then(|()| sys::cpu::set_idle_policy()) {
+                            Ok(()) => watch_hidden(&stop),
+                            Err(_) => (Gaps::default(), 0),
+                        }
+                    })?,
+            );
+        }
+        Ok(watch)
+    }
+
+    /// Stops the threads: what they saw, with the steal the hypervisor reported meanwhile.
+    ///
+    /// # Errors
+    /// `/proc/stat` cannot be read.
+    pub fn stop(mut self) -> io::Result<MachineStalls> {
+        let seconds = sys::agent::monotonic_ns().saturating_sub(self.started_ns) as f64 / 1e9;
+        let watched = self.join();
+        let stat_after = std::fs::read_to_string("/proc/stat")?;
+        let cpus = sys::cpu::allowed_cpus()?;
+        let steal = cpus
+            .iter()
+            .filter_map(|&cpu| steal_share(&self.stat_before, &stat_after, cpu))
+            .fold(0.0, f64::max);
+        Ok(machine_stalls(&watched, seconds, steal))
+    }
+
+    fn join(&mut self) -> Vec<(Gaps, u64)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.threads
+            .drain(..)
+            .map(|thread| thread.join().unwrap_or_default())
+            .collect()
+    }
+}
+
+impl Drop for StallWatch {
+    fn drop(&mut self) {
+        self.join();
+    }
+}
+
+/// The record of a watch: the gaps each thread saw and the CPU time it ran, over `seconds`,
+/// and the largest share of a CPU's time reported stolen. Pure.
+#[must_use]
+pub fn machine_stalls(watched: &[(Gaps, u64)], seconds: f64, steal: f64) -> MachineStalls {
+    let ran_ns: u64 = watched.iter().map(|(_, ran_ns)| ran_ns).sum();
+    let capacity_ns = seconds * 1e9 * watched.len() as f64;
+    MachineStalls {
+        seconds,
+        cpus: watched.len(),
+        watched: if capacity_ns > 0.0 {
+            (ran_ns as f64 / capacity_ns).min(1.0)
+        } else {
+            0.0
+        },
+        hidden_stalls: watched.iter().map(|(gaps, _)| gaps.count).sum(),
+        hidden_ms_total: watched.iter().map(|(gaps, _)| gaps.lost_ns).sum::<u64>() as f64 / 1e6,
+        hidden_ms_max: watched
+            .iter()
+            .map(|(gaps, _)| gaps.max_ns)
+            .max()
+            .unwrap_or(0) as f64
+            / 1e6,
+        steal_max: steal,
+    }
+}
+
+/// A watching thread's loop until `stop`: the stalls of at least [`WATCH_GAP_NS`] hidden from
+/// the scheduler, and the CPU time it ran (stalls included).
+fn watch_hidden(stop: &AtomicBool) -> (Gaps, u64) {
+    let cpu_start = sys::cpu::thread_cpu_ns();
+    let mut gaps = Gaps::default();
+    let mut previous = sys::agent::monotonic_ns();
+    let (mut read_at, mut cpu_at) = (previous, cpu_start);
+    while !stop.load(Ordering::Relaxed) {
+        let now = sys::agent::monotonic_ns();
+        if now - previous >= WATCH_GAP_NS {
+            let cpu = sys::cpu::thread_cpu_ns();
+            let hidden = hidden_ns(previous - read_at, cpu - cpu_at);
+            if hidden >= WATCH_GAP_NS {
+                gaps.record(hidden);
+            }
+            (read_at, cpu_at) = (now, cpu);
+        } else if now - read_at >= WATCH_CPU_READ_NS {
+            (read_at, cpu_at) = (now, sys::cpu::thread_cpu_ns());
+        }
+        previous = now;
+    }
+    (gaps, sys::cpu::thread_cpu_ns() - cpu_start)
+}
+
 /// Spins for `duration`: the gaps, the wall time and the thread's CPU time.
 fn spin(duration: Duration) -> (Gaps, u64, u64) {
     let mut gaps = Gaps::default();
@@ -289,6 +444,80 @@ mod tests {
             cpus: vec![CpuStalls::new(0, &calm, 1_000_000_000, 998_000_000, 0.0)],
         };
         assert!(quiet.quiet());
+    }
+
+    #[test]
+    fn the_hidden_part_of_a_gap_is_the_cpu_time_charged_beyond_the_spinning() {
+        // Read its clock 30 µs before a gap; by the end of the gap it was charged 2.03 ms: a
+        // 2 ms stall the kernel counted as its run.
+        assert_eq!(hidden_ns(30_000, 2_030_000), 2_000_000);
+        // Charged only the 30 µs (and a little): another task ran through the gap.
+        assert_eq!(hidden_ns(30_000, 31_000), 1_000);
+        assert_eq!(hidden_ns(30_000, 0), 0);
+    }
+
+    #[test]
+    fn a_sleep_is_not_charged_to_the_thread_and_so_never_hidden() {
+        // The criterion on the real clocks: 3 ms asleep is a gap the kernel saw.
+        let (start, cpu_start) = (sys::agent::monotonic_ns(), sys::cpu::thread_cpu_ns());
+        std::thread::sleep(Duration::from_millis(3));
+        let gap = sys::agent::monotonic_ns() - start;
+        let hidden = hidden_ns(0, sys::cpu::thread_cpu_ns() - cpu_start);
+        assert!(gap >= 3_000_000 && hidden < WATCH_GAP_NS, "{gap} {hidden}");
+    }
+
+    #[test]
+    fn a_watch_record_sums_the_cpus_and_keeps_the_longest() {
+        let watched = [
+            (
+                Gaps {
+                    lost_ns: 21_000_000,
+                    max_ns: 19_000_000,
+                    count: 2,
+                    over_1ms: 2,
+                },
+                200_000_000,
+            ),
+            (Gaps::default(), 0),
+            (
+                Gaps {
+                    lost_ns: 3_000_000,
+                    max_ns: 3_000_000,
+                    count: 1,
+                    over_1ms: 1,
+                },
+                100_000_000,
+            ),
+        ];
+        let record = machine_stalls(&watched, 0.5, 0.01);
+        assert_eq!(record.cpus, 3);
+        assert_eq!(record.hidden_stalls, 3);
+        assert!((record.hidden_ms_total - 24.0).abs() < 1e-9);
+        assert!((record.hidden_ms_max - 19.0).abs() < 1e-9);
+        // 0.3 s run of 1.5 CPU-seconds: it watched a fifth of the time.
+        assert!((record.watched - 0.2).abs() < 1e-12);
+        assert_eq!((record.seconds, record.steal_max), (0.5, 0.01));
+        let nothing = machine_stalls(&[], 1.0, 0.0);
+        assert_eq!((nothing.hidden_ms_max, nothing.watched), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_watch_runs_on_every_cpu_and_stops() {
+        let watch = StallWatch::start().expect("watch");
+        std::thread::sleep(Duration::from_millis(50));
+        let record = watch.stop().expect("stop");
+        assert_eq!(record.cpus, sys::cpu::allowed_cpus().unwrap().len());
+        assert!(record.seconds >= 0.05 && record.seconds < 5.0, "{record:?}");
+        // Idle but for this test binary: the watch ran for much of the time.
+        assert!(record.watched > 0.0 && record.watched <= 1.0, "{record:?}");
+        // Whatever it saw fits in the time it watched, on every CPU.
+        assert!(record.hidden_ms_max <= record.seconds * 1e3, "{record:?}");
+        assert!(
+            record.hidden_ms_total <= record.seconds * 1e3 * record.cpus as f64,
+            "{record:?}"
+        );
+        // Dropped without stop: the threads end too.
+        drop(StallWatch::start().expect("watch"));
     }
 
     #[test]
