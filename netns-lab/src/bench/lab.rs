@@ -93,8 +93,8 @@ pub struct RateRow {
     pub cpu_busy: f64,
     /// Frames the switches forwarded during the runs.
     pub forwarded: u64,
-    /// Share of all CPUs the keep-awake threads spun (SCHED_IDLE: time no one else wanted;
-    /// counted in `cpu_busy`, not in `cpu_us_per_frame`), 0–1.
+    /// Share of all CPUs the keep-awake threads and the runs' stall watches spun (SCHED_IDLE:
+    /// time no one else wanted; counted in `cpu_busy`, not in `cpu_us_per_frame`), 0–1.
     pub keep_awake_busy: f64,
     /// CPU time (all CPUs, agents and kernel included, the keep-awake threads' spinning not) per
     /// forwarded frame, µs.
@@ -394,6 +394,18 @@ impl CpuTimes {
     }
 }
 
+/// The share of all CPUs spent spinning through idle time: the keep-awake threads' share of
+/// the CPUs' ticks plus the watches' CPU seconds over the CPU seconds of the runs, at most the
+/// busy share (`NaN` or no time: none).
+fn spinning_share(keep_awake: f64, watch_seconds: f64, cpu_seconds: f64, busy: f64) -> f64 {
+    let share = keep_awake + watch_seconds / cpu_seconds;
+    if share.is_finite() {
+        share.min(busy)
+    } else {
+        0.0
+    }
+}
+
 /// The median and the mean of some values (`None` for none).
 fn median_and_mean(values: &[f64]) -> (Option<f64>, Option<f64>) {
     let mean = (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
@@ -428,15 +440,18 @@ fn row(
     let total = after.cpu.total.saturating_sub(before.cpu.total) as f64;
     let cpu_busy = if total > 0.0 { busy / total } else { 0.0 };
     let spun = after.keep_awake.saturating_sub(before.keep_awake) as f64;
-    let keep_awake_busy = if total > 0.0 {
-        spun.min(busy) / total
-    } else {
-        0.0
-    };
+    let cpus = f64::from(after.cpu.cpus.max(1));
+    // The runs' stall watches spun through the idle time too (their threads are gone by now:
+    // their records say how long they ran).
+    let watch_seconds: f64 = labs
+        .iter()
+        .filter_map(|lab| lab.machine.as_ref())
+        .map(|machine| machine.watched * machine.seconds * machine.cpus as f64)
+        .sum();
+    let keep_awake_busy = spinning_share(spun / total, watch_seconds, cpus * seconds, cpu_busy);
     let forwarded = after.forwarded.saturating_sub(before.forwarded);
-    // Busy CPU seconds without the keep-awake spinning: the share of all CPUs over the wall
-    // time.
-    let busy_seconds = (cpu_busy - keep_awake_busy) * f64::from(after.cpu.cpus.max(1)) * seconds;
+    // Busy CPU seconds without the spinning: the share of all CPUs over the wall time.
+    let busy_seconds = (cpu_busy - keep_awake_busy) * cpus * seconds;
     RateRow {
         rate_bps: rate,
         mtu,
@@ -498,6 +513,16 @@ mod tests {
         assert!((mean.unwrap() - 0.32 / 3.0).abs() < 1e-12);
         assert_eq!(median_and_mean(&[0.02, 0.04]).0, Some(0.03));
         assert_eq!(median_and_mean(&[]), (None, None));
+    }
+
+    #[test]
+    fn the_spinning_share_adds_the_watches_to_the_keep_awake_threads() {
+        // Keep-awake threads took 10 % of the ticks; the watches ran 3 of the 20 CPU seconds.
+        assert!((spinning_share(0.10, 3.0, 20.0, 0.9) - 0.25).abs() < 1e-12);
+        // Never more than the CPUs were busy, and nothing from no time at all.
+        assert_eq!(spinning_share(0.10, 30.0, 20.0, 0.9), 0.9);
+        assert_eq!(spinning_share(f64::NAN, 3.0, 20.0, 0.9), 0.0);
+        assert_eq!(spinning_share(0.0, 0.0, 0.0, 0.9), 0.0);
     }
 
     #[test]

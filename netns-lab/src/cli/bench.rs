@@ -66,8 +66,9 @@ over the lower bound, the agents' lowest achieved/requested rate, the worst shap
 (packet times), the smallest receiver-window ratio, faithful runs (the run's own verdict: \
 lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %), \
 the CPUs' busy share over the runs (/proc/stat), the part of it the switches' keep-awake \
-threads spun (`awake`: idle time they filled, see `ofan-switch group --keep-awake-us`) and CPU \
-time per frame the switches forwarded (agents and kernel included, the keep-awake spinning not). It ends with the highest rate whose every run was faithful and whose median CCT over the bound (column `CCT median`; the mean is in the JSON) stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
+threads and the runs' stall watches spun (`awake`: idle time they filled, see `ofan-switch \
+group --keep-awake-us`) and CPU time per frame the switches forwarded (agents and kernel \
+included, that spinning not). It ends with the highest rate whose every run was faithful and whose median CCT over the bound (column `CCT median`; the mean is in the JSON) stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
 
 Run it on a quiet machine: anything else running takes CPU from the lab and shows as lateness. \
 Before each rate's runs, with its lab built and idle, it probes for --probe seconds how quiet \
