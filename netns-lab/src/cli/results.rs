@@ -53,6 +53,7 @@ pub fn table(results: &Summarized) -> String {
             "exactly once",
             "accounted",
             "faithful",
+            "stalled",
         ]
         .iter()
         .map(|s| (*s).to_owned()),
@@ -83,6 +84,11 @@ pub fn table(results: &Summarized) -> String {
         row.push(format!("{}/{}", cell.exactly_once_runs, cell.runs));
         row.push(format!("{}/{}", cell.accounted_runs, cell.runs));
         row.push(format!("{}/{}", cell.faithful_runs, cell.runs));
+        row.push(if cell.watched_runs == 0 {
+            "—".to_owned()
+        } else {
+            format!("{}/{}", cell.stalled_runs, cell.watched_runs)
+        });
         rows.push(row);
     }
     let widths: Vec<usize> = (0..rows[0].len())
@@ -119,7 +125,9 @@ pub fn table(results: &Summarized) -> String {
          frame a drop counter explains; max queue = largest \
          queue of any port of the stage in a repetition, KB (1 full DATA frame = \
          {full_frame_kb:.1} KB; ACKs are 60 B); mean queue = time-averaged frames per port over \
-         the CCT, worst stage; util = delivered DATA over line rate × receive windows",
+         the CCT, worst stage; util = delivered DATA over line rate × receive windows; stalled = \
+         watched repetitions in which the machine stalled 1 ms or more below its scheduler (each \
+         repetition's `machine` record; labs of switch processes are not watched: —)",
     );
     out
 }

@@ -81,6 +81,12 @@ pub struct CellSummary {
     pub accounted_runs: usize,
     /// Repetitions whose emulation was faithful.
     pub faithful_runs: usize,
+    /// Repetitions whose machine was watched for stalls (a group lab's; the `machine` record).
+    #[serde(default)]
+    pub watched_runs: usize,
+    /// Of those, the repetitions in which the machine stalled below its scheduler.
+    #[serde(default)]
+    pub stalled_runs: usize,
     /// Metric → mean ± SEM over the repetitions.
     pub metrics: BTreeMap<String, Summary>,
 }
@@ -202,6 +208,12 @@ pub fn summarize(runs: Vec<RunReport>) -> Summarized {
                     .filter(|r| lab_of(r).census.unaccounted == 0)
                     .count(),
                 faithful_runs: group.iter().filter(|r| lab_of(r).fidelity.faithful).count(),
+                watched_runs: group.iter().filter(|r| lab_of(r).machine.is_some()).count(),
+                stalled_runs: group
+                    .iter()
+                    .filter_map(|r| lab_of(r).machine.as_ref())
+                    .filter(|machine| machine.hidden_stalls > 0)
+                    .count(),
                 metrics: values
                     .into_iter()
                     .map(|(name, values)| (name, Summary::of(&values)))
@@ -344,6 +356,35 @@ mod tests {
         let max = spray.metrics["max_queue_bytes"];
         assert_eq!((max.mean, max.sem), (4000.0, 1000.0));
         assert!((spray.metrics["cct_increase"].mean - 0.05).abs() < 1e-12);
+        // Not watched (a lab of switch processes): none stalled, none watched.
+        assert_eq!((spray.watched_runs, spray.stalled_runs), (0, 0));
+    }
+
+    #[test]
+    fn a_cell_counts_its_watched_runs_and_those_the_machine_stalled() {
+        let watched = |repetition: u32, stalls: u64| {
+            let mut report = run("pofan", "none", 1 << 20, repetition, 3000);
+            if let Details::Lab(lab) = &mut report.details {
+                lab.machine = Some(ofan_model::report::MachineStalls {
+                    seconds: 1.0,
+                    cpus: 2,
+                    watched: 0.7,
+                    hidden_stalls: stalls,
+                    hidden_ms_total: stalls as f64 * 2.0,
+                    hidden_ms_max: if stalls > 0 { 2.0 } else { 0.0 },
+                    steal_max: 0.0,
+                });
+            }
+            report
+        };
+        let results = summarize(vec![
+            watched(0, 3),
+            watched(1, 0),
+            watched(2, 1),
+            run("pofan", "none", 1 << 20, 3, 3000),
+        ]);
+        let cell = &results.cells[0];
+        assert_eq!((cell.runs, cell.watched_runs, cell.stalled_runs), (4, 3, 2));
     }
 
     #[test]
