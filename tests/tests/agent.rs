@@ -265,8 +265,13 @@ fn agent_delivers_each_packet_exactly_once_and_records_cct() {
         let duplicates = u64_of(&peer["received"][0]["duplicates"]);
         assert_eq!(duplicates, spurious, "{flow} vs {}", peer["received"][0]);
         assert_eq!(u64_of(&flow["duplicate_acks"]), spurious, "{flow}");
+        // A timer shorter than the round trip would retransmit nearly every packet; a stall of
+        // the machine retransmits the packets in flight when it began and those sent while it
+        // lasted, 16 per rto_min (3.9 ms) — one 10-packet burst failed a 1 % bound in a
+        // clean-clone CI on 2026-12-02, on a VM that lost 3-5 % of each CPU in stalls of up to
+        // 40 ms (`ofan-lab bench stalls`). 10 % still fails a broken timer.
         assert!(
-            spurious <= packets / 100,
+            spurious <= packets / 10,
             "{spurious} spurious retransmissions: {flow}"
         );
         if spurious > 0 {

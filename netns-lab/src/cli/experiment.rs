@@ -112,6 +112,13 @@ pub struct TrafficOptions {
     /// few wake-ups on a small machine), per-host = one process per host namespace.
     #[arg(long, value_enum, default_value = "shared")]
     pub agents: AgentsArg,
+    /// Do not watch the machine for stalls during the repetitions. By default, on a lab whose
+    /// switches run as a group, an idle-priority thread per CPU counts the stalls the kernel's
+    /// scheduler did not see (each repetition's `machine` record, `machine stalled` in its
+    /// progress line, the table's `stalled` column); labs of switch processes are never
+    /// watched.
+    #[arg(long)]
+    pub no_stall_watch: bool,
     /// Results directory (default ./ofan-results/<command>-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -250,6 +257,7 @@ impl CompareArgs {
                 agent_catch_up: false,
                 agent_spin_us: 20,
                 agents: AgentsArg::Shared,
+                no_stall_watch: false,
                 out: None,
                 chaos: None,
                 chaos_faults: Vec::new(),
@@ -308,6 +316,7 @@ impl TrafficOptions {
             agent_catch_up: self.agent_catch_up,
             agent_spin_us: self.agent_spin_us,
             agents: self.agents.into(),
+            stall_watch: !self.no_stall_watch,
             chaos: self.chaos.map(|seed| Chaos {
                 seed,
                 kinds: self.chaos_faults.iter().map(|&k| k.into()).collect(),

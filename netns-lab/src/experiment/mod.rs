@@ -137,6 +137,9 @@ pub struct Traffic {
     pub agent_spin_us: u64,
     /// One shared agent process for every host, or one per host.
     pub agents: AgentMode,
+    /// Watch the machine for stalls during each repetition of a group lab (the `machine`
+    /// record).
+    pub stall_watch: bool,
     /// One fault injected into every repetition (`--chaos SEED`), see [`chaos`].
     pub chaos: Option<chaos::Chaos>,
 }
@@ -152,6 +155,7 @@ impl Default for Traffic {
             agent_catch_up: false,
             agent_spin_us: 20,
             agents: AgentMode::Shared,
+            stall_watch: true,
             chaos: None,
         }
     }
@@ -276,6 +280,7 @@ impl Experiment {
             catch_up: traffic.agent_catch_up,
             spin_us: traffic.agent_spin_us,
             agents: traffic.agents,
+            stall_watch: traffic.stall_watch,
             entropies: 64,
             port: 7000,
         };

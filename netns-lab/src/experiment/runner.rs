@@ -49,6 +49,9 @@ pub struct AgentOptions {
     pub port: u16,
     /// One agent process for all hosts, or one per host.
     pub agents: AgentMode,
+    /// Watch the machine for stalls during each repetition (labs of a switch group only; see
+    /// [`super::stalls::StallWatch`]).
+    pub stall_watch: bool,
 }
 
 /// How a repetition's host agents run.
@@ -185,7 +188,7 @@ pub fn run_repetition(
     // From before the first agent starts until the last has stopped; only where a group's
     // keep-awake threads spin through the idle time anyway (in a lab of switch processes its
     // spinning would keep the CPUs from halting, which they otherwise do).
-    let watch = if lab.state.params.switches == crate::lab::Switches::Group {
+    let watch = if options.stall_watch && lab.state.params.switches == crate::lab::Switches::Group {
         match stalls::StallWatch::start() {
             Ok(watch) => Some(watch),
             Err(error) => {
