@@ -233,7 +233,7 @@ pub fn table(status: &LabStatus<'_>) -> String {
     } else {
         let _ = writeln!(
             out,
-            "WARNING: emulation NOT faithful: worst shaper lateness p99 {worst:.3} packet times > {FAITHFUL_LATENESS}; use a lower --link-rate"
+            "WARNING: emulation NOT faithful: worst shaper lateness p99 {worst:.3} packet times > {FAITHFUL_LATENESS}; use a lower --link-rate, or check that the machine is quiet (`ofan-lab bench stalls`: a virtual machine's stalls make shapers late too)"
         );
     }
     out
