@@ -428,6 +428,7 @@ fn row(
         .filter(|run| run.lab().is_some_and(|lab| lab.delivery.exactly_once))
         .filter_map(|run| run.cct_increase)
         .collect();
+    let (cct_increase, cct_increase_mean) = median_and_mean(&increases);
     let fold = |f: fn(&ofan_model::report::Fidelity) -> f64, min: bool| {
         labs.iter()
             .map(|lab| f(&lab.fidelity))
@@ -459,8 +460,8 @@ fn row(
         runs: labs.len(),
         exactly_once: labs.iter().filter(|lab| lab.delivery.exactly_once).count(),
         faithful: labs.iter().filter(|lab| lab.fidelity.faithful).count(),
-        cct_increase: median_and_mean(&increases).0,
-        cct_increase_mean: median_and_mean(&increases).1,
+        cct_increase,
+        cct_increase_mean,
         cct_kept: false,
         cct_reference: false,
         agent_rate_ratio_min: fold(|f| f.agent_rate_ratio_min, true),

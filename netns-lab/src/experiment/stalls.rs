@@ -218,6 +218,8 @@ pub fn hidden_ns(spun_ns: u64, cpu_ns: u64) -> u64 {
 pub struct StallWatch {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<(Gaps, u64)>>,
+    /// The CPUs watched, one thread each (their steal is read from `/proc/stat`).
+    cpus: Vec<usize>,
     started_ns: u64,
     stat_before: String,
 }
@@ -235,6 +237,7 @@ impl StallWatch {
         let mut watch = Self {
             stop: Arc::clone(&stop),
             threads: Vec::with_capacity(cpus.len()),
+            cpus: cpus.clone(),
             started_ns: sys::agent::monotonic_ns(),
             stat_before,
         };
@@ -262,8 +265,8 @@ impl StallWatch {
         let seconds = sys::agent::monotonic_ns().saturating_sub(self.started_ns) as f64 / 1e9;
         let watched = self.join();
         let stat_after = std::fs::read_to_string("/proc/stat")?;
-        let cpus = sys::cpu::allowed_cpus()?;
-        let steal = cpus
+        let steal = self
+            .cpus
             .iter()
             .filter_map(|&cpu| steal_share(&self.stat_before, &stat_after, cpu))
             .fold(0.0, f64::max);
