@@ -55,6 +55,8 @@ pub struct Options {
     pub switches: Vec<Switches>,
     /// How long to probe the machine's stalls before each rate's runs (zero: not at all).
     pub probe: std::time::Duration,
+    /// The agents make up for late sends ([`Traffic::agent_catch_up`]).
+    pub agent_catch_up: bool,
 }
 
 /// One rate's measurement.
@@ -236,6 +238,7 @@ fn measure(
     let traffic = Traffic {
         repeat: options.repeat,
         seed: options.seed,
+        agent_catch_up: options.agent_catch_up,
         ..Traffic::default()
     };
     let out = options.out.join(format!("{rate}bps-{}", switches.name()));

@@ -208,6 +208,11 @@ pub struct LabArgs {
     /// idle (as `bench stalls` does; 0: no probe). The `stalls` column shows what it saw.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     pub probe: f64,
+    /// The agents make up for late sends, as `run --agent-catch-up` (the default); `false`:
+    /// strict agents, which lose their wake-up jitter (the rate of `ofan-lab` before
+    /// 2026-12-02).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub agent_catch_up: bool,
     /// Also write the table as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -243,6 +248,7 @@ impl LabArgs {
             out,
             switches: self.switches.iter().map(|s| s.switches()).collect(),
             probe,
+            agent_catch_up: self.agent_catch_up,
         })
     }
 }
@@ -470,8 +476,17 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
     let options = args.options()?;
     let rows = lab_bench::run(&options, &mut super::Stderr)?;
     println!(
-        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}",
-        options.k, args.size, options.lb, options.mtu, args.buffer
+        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {}",
+        options.k,
+        args.size,
+        options.lb,
+        options.mtu,
+        args.buffer,
+        if options.agent_catch_up {
+            "agents catch up"
+        } else {
+            "strict agents"
+        }
     );
     print!("{}", lab_table(&rows));
     for &switches in &options.switches {
@@ -834,6 +849,29 @@ mod tests {
             panic!("not forward");
         };
         assert!(args.options(PathBuf::new()).is_err());
+    }
+
+    #[test]
+    fn bench_lab_agents_catch_up_unless_told_not_to() {
+        for (flags, expected) in [
+            (&[][..], true),
+            (&["--agent-catch-up=false"][..], false),
+            (&["--agent-catch-up", "true"][..], true),
+        ] {
+            let args: Vec<&str> = ["lab", "--out=/tmp/x"]
+                .iter()
+                .chain(flags)
+                .copied()
+                .collect();
+            let BenchCommand::Lab(args) = parse(&args) else {
+                panic!("not lab");
+            };
+            assert_eq!(
+                args.options().unwrap().agent_catch_up,
+                expected,
+                "{flags:?}"
+            );
+        }
     }
 
     #[test]

@@ -99,9 +99,12 @@ pub struct TrafficOptions {
     /// a switch's late wake-up is measured by its shaper.
     #[arg(long, value_name = "PRIO", default_value_t = AGENT_RT_PRIORITY)]
     pub agent_rt_priority: u8,
-    /// Let agents make up for late sends (sch_fq style; gaps down to half a wire time). Off by
-    /// default: a late agent continues at line rate from now, like a NIC.
-    #[arg(long)]
+    /// Agents make up for late sends as the lab's shapers do (sch_fq style: the gap after a
+    /// late send shrinks by its lateness, at most half a wire time), so the machine's wake-up
+    /// jitter costs no rate: measured at 20 Mbit/s, MTU 9000, strict agents kept 0.994-0.998
+    /// of their rate and a run whose agent lost 1 % was not faithful; catching up, 0.9999-1.
+    /// `false`: the strict rule of a NIC (a late send continues at line rate from now).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub agent_catch_up: bool,
     /// Agents spin this many µs before each departure (real-time senders wake up within a
     /// few µs; spinning costs CPU that the switches need).
@@ -254,7 +257,7 @@ impl CompareArgs {
                 stride: 1,
                 matrix: None,
                 agent_rt_priority: AGENT_RT_PRIORITY,
-                agent_catch_up: false,
+                agent_catch_up: true,
                 agent_spin_us: 20,
                 agents: AgentsArg::Shared,
                 no_stall_watch: false,
@@ -395,4 +398,54 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
         println!("plot: {}", plot.display());
     }
     Ok(experiment.out)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    fn run_args(flags: &[&str]) -> RunArgs {
+        let args = ["ofan-lab", "run", "permutation"].iter().chain(flags);
+        let cli =
+            crate::cli::Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        let crate::cli::Command::Experiment(Command::Run(args)) = cli.command else {
+            panic!("not run");
+        };
+        args
+    }
+
+    #[test]
+    fn agents_catch_up_by_default_and_a_flag_makes_them_strict() {
+        assert!(run_args(&[]).traffic.traffic().agent_catch_up);
+        assert!(Traffic::default().agent_catch_up);
+        assert!(
+            run_args(&["--agent-catch-up", "true"])
+                .traffic
+                .traffic()
+                .agent_catch_up
+        );
+        // A value is required (as for --catch-up): a bare flag is not silently read as true.
+        let bare = ["ofan-lab", "run", "--agent-catch-up", "permutation"];
+        assert!(crate::cli::Cli::try_parse_from(bare).is_err());
+        assert!(
+            !run_args(&["--agent-catch-up", "false"])
+                .traffic
+                .traffic()
+                .agent_catch_up
+        );
+        assert!(
+            !run_args(&["--agent-catch-up=false"])
+                .traffic
+                .traffic()
+                .agent_catch_up
+        );
+        assert!(
+            CompareArgs::for_demo("demo", "pofan", "1MB", 1)
+                .traffic
+                .traffic()
+                .agent_catch_up
+        );
+    }
 }

@@ -105,8 +105,8 @@ pub struct UpArgs {
     /// lateness, at most half a frame time, as Linux's sch_fq does), so a link loaded at
     /// exactly its rate carries it despite the machine's timer jitter (40-70 µs per wake-up
     /// on a VM, ~0.5 % of a 1 Mbit/s link lost at every late departure otherwise). The host
-    /// agents keep the strict rule (a late NIC continues at line rate from now) unless run with
-    /// --agent-catch-up. `false`: strict shapers that restart from now.
+    /// agents do the same unless run with `--agent-catch-up false`. `false`: strict shapers
+    /// that restart from now.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub catch_up: bool,
     /// Route source.

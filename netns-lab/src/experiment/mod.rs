@@ -131,7 +131,7 @@ pub struct Traffic {
     pub payload: Option<u32>,
     /// SCHED_FIFO priority of the agents' sender threads (0 = ordinary scheduling).
     pub agent_rt_priority: u8,
-    /// Let agents make up for late sends.
+    /// Agents make up for late sends (up to half a wire time each, as the shapers of a lab do).
     pub agent_catch_up: bool,
     /// Agents spin this many µs before each departure.
     pub agent_spin_us: u64,
@@ -152,7 +152,7 @@ impl Default for Traffic {
             seed: 1,
             payload: None,
             agent_rt_priority: AGENT_RT_PRIORITY,
-            agent_catch_up: false,
+            agent_catch_up: true,
             agent_spin_us: 20,
             agents: AgentMode::Shared,
             stall_watch: true,
