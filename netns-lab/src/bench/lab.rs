@@ -57,6 +57,8 @@ pub struct Options {
     pub probe: std::time::Duration,
     /// The agents make up for late sends ([`Traffic::agent_catch_up`]).
     pub agent_catch_up: bool,
+    /// The agents spin this long before each departure, µs ([`Traffic::agent_spin_us`]).
+    pub agent_spin_us: u64,
 }
 
 /// One rate's measurement.
@@ -239,6 +241,7 @@ fn measure(
         repeat: options.repeat,
         seed: options.seed,
         agent_catch_up: options.agent_catch_up,
+        agent_spin_us: options.agent_spin_us,
         ..Traffic::default()
     };
     let out = options.out.join(format!("{rate}bps-{}", switches.name()));

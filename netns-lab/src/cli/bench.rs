@@ -213,6 +213,10 @@ pub struct LabArgs {
     /// 2026-12-02).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub agent_catch_up: bool,
+    /// The agents spin this many µs before each departure, as `run --agent-spin-us` (default:
+    /// 0 when they catch up, 20 when strict).
+    #[arg(long, value_name = "US")]
+    pub agent_spin_us: Option<u64>,
     /// Also write the table as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -249,6 +253,9 @@ impl LabArgs {
             switches: self.switches.iter().map(|s| s.switches()).collect(),
             probe,
             agent_catch_up: self.agent_catch_up,
+            agent_spin_us: self.agent_spin_us.unwrap_or(
+                ofan_lab::experiment::default_agent_spin_us(self.agent_catch_up),
+            ),
         })
     }
 }
@@ -476,7 +483,7 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
     let options = args.options()?;
     let rows = lab_bench::run(&options, &mut super::Stderr)?;
     println!(
-        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {}",
+        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {} (spin {} µs)",
         options.k,
         args.size,
         options.lb,
@@ -486,7 +493,8 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
             "agents catch up"
         } else {
             "strict agents"
-        }
+        },
+        options.agent_spin_us
     );
     print!("{}", lab_table(&rows));
     for &switches in &options.switches {
@@ -852,11 +860,15 @@ mod tests {
     }
 
     #[test]
-    fn bench_lab_agents_catch_up_unless_told_not_to() {
-        for (flags, expected) in [
-            (&[][..], true),
-            (&["--agent-catch-up=false"][..], false),
-            (&["--agent-catch-up", "true"][..], true),
+    fn bench_lab_agents_catch_up_unless_told_not_to_and_spin_as_run_does() {
+        for (flags, expected, spin) in [
+            (&[][..], true, 0),
+            (&["--agent-catch-up=false"][..], false, 20),
+            (
+                &["--agent-catch-up", "true", "--agent-spin-us", "5"][..],
+                true,
+                5,
+            ),
         ] {
             let args: Vec<&str> = ["lab", "--out=/tmp/x"]
                 .iter()
@@ -866,11 +878,9 @@ mod tests {
             let BenchCommand::Lab(args) = parse(&args) else {
                 panic!("not lab");
             };
-            assert_eq!(
-                args.options().unwrap().agent_catch_up,
-                expected,
-                "{flags:?}"
-            );
+            let options = args.options().unwrap();
+            assert_eq!(options.agent_catch_up, expected, "{flags:?}");
+            assert_eq!(options.agent_spin_us, spin, "{flags:?}");
         }
     }
 

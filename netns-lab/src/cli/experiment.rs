@@ -9,8 +9,8 @@ use ofan_lab::agent::entropy::HostLb;
 use ofan_lab::experiment::chaos::{Chaos, FaultKind};
 use ofan_lab::experiment::summary::{self, Variant};
 use ofan_lab::experiment::{
-    grid, output, AgentMode, Cell, Experiment, LabChoice, LabSession, Load, Traffic,
-    AGENT_RT_PRIORITY,
+    default_agent_spin_us, grid, output, AgentMode, Cell, Experiment, LabChoice, LabSession, Load,
+    Traffic, AGENT_RT_PRIORITY,
 };
 use ofan_lab::lab::Shaping;
 use ofan_lab::units::{parse_rate, parse_size};
@@ -106,10 +106,12 @@ pub struct TrafficOptions {
     /// `false`: the strict rule of a NIC (a late send continues at line rate from now).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub agent_catch_up: bool,
-    /// Agents spin this many µs before each departure (real-time senders wake up within a
-    /// few µs; spinning costs CPU that the switches need).
-    #[arg(long, value_name = "US", default_value_t = 20)]
-    pub agent_spin_us: u64,
+    /// Agents spin this many µs before each departure instead of sleeping to it. Default: 0
+    /// when they catch up (a late wake-up is made up, and spinning at a real-time priority
+    /// takes CPU the switches need), 20 with --agent-catch-up false (every late wake-up would
+    /// cost rate).
+    #[arg(long, value_name = "US")]
+    pub agent_spin_us: Option<u64>,
     /// How the hosts' agents run: shared = one process in the root namespace serving every
     /// host from one sender and one receiver thread (each host's sockets in its namespace;
     /// few wake-ups on a small machine), per-host = one process per host namespace.
@@ -258,7 +260,7 @@ impl CompareArgs {
                 matrix: None,
                 agent_rt_priority: AGENT_RT_PRIORITY,
                 agent_catch_up: true,
-                agent_spin_us: 20,
+                agent_spin_us: None,
                 agents: AgentsArg::Shared,
                 no_stall_watch: false,
                 out: None,
@@ -317,7 +319,9 @@ impl TrafficOptions {
             payload: self.payload,
             agent_rt_priority: self.agent_rt_priority,
             agent_catch_up: self.agent_catch_up,
-            agent_spin_us: self.agent_spin_us,
+            agent_spin_us: self
+                .agent_spin_us
+                .unwrap_or(default_agent_spin_us(self.agent_catch_up)),
             agents: self.agents.into(),
             stall_watch: !self.no_stall_watch,
             chaos: self.chaos.map(|seed| Chaos {
@@ -441,6 +445,23 @@ mod tests {
                 .traffic()
                 .agent_catch_up
         );
+        // The spin follows catch-up unless given.
+        assert_eq!(run_args(&[]).traffic.traffic().agent_spin_us, 0);
+        assert_eq!(
+            run_args(&["--agent-catch-up", "false"])
+                .traffic
+                .traffic()
+                .agent_spin_us,
+            20
+        );
+        assert_eq!(
+            run_args(&["--agent-catch-up", "false", "--agent-spin-us", "3"])
+                .traffic
+                .traffic()
+                .agent_spin_us,
+            3
+        );
+        assert_eq!(Traffic::default().agent_spin_us, 0);
         assert!(
             CompareArgs::for_demo("demo", "pofan", "1MB", 1)
                 .traffic
