@@ -209,8 +209,8 @@ pub struct LabArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     pub probe: f64,
     /// The agents make up for late sends, as `run --agent-catch-up` (the default); `false`:
-    /// strict agents, which lose their wake-up jitter (the rate of `ofan-lab` before
-    /// 2026-12-02).
+    /// strict agents, which lose their wake-up jitter (`ofan-lab`'s default before
+    /// 2026-12-02, in the measurements of earlier docs).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub agent_catch_up: bool,
     /// The agents spin this many µs before each departure, as `run --agent-spin-us` (default:
