@@ -420,53 +420,31 @@ mod tests {
         args
     }
 
+    /// The agents' settings `run` derives from these flags.
+    fn traffic(flags: &[&str]) -> Traffic {
+        run_args(flags).traffic.traffic()
+    }
+
     #[test]
     fn agents_catch_up_by_default_and_a_flag_makes_them_strict() {
-        assert!(run_args(&[]).traffic.traffic().agent_catch_up);
+        assert!(traffic(&[]).agent_catch_up);
         assert!(Traffic::default().agent_catch_up);
-        assert!(
-            run_args(&["--agent-catch-up", "true"])
-                .traffic
-                .traffic()
-                .agent_catch_up
-        );
+        assert!(traffic(&["--agent-catch-up", "true"]).agent_catch_up);
+        assert!(!traffic(&["--agent-catch-up", "false"]).agent_catch_up);
+        assert!(!traffic(&["--agent-catch-up=false"]).agent_catch_up);
         // A value is required (as for --catch-up): a bare flag is not silently read as true.
         let bare = ["ofan-lab", "run", "--agent-catch-up", "permutation"];
         assert!(crate::cli::Cli::try_parse_from(bare).is_err());
-        assert!(
-            !run_args(&["--agent-catch-up", "false"])
-                .traffic
-                .traffic()
-                .agent_catch_up
-        );
-        assert!(
-            !run_args(&["--agent-catch-up=false"])
-                .traffic
-                .traffic()
-                .agent_catch_up
-        );
         // The spin follows catch-up unless given.
-        assert_eq!(run_args(&[]).traffic.traffic().agent_spin_us, 0);
-        assert_eq!(
-            run_args(&["--agent-catch-up", "false"])
-                .traffic
-                .traffic()
-                .agent_spin_us,
-            20
-        );
-        assert_eq!(
-            run_args(&["--agent-catch-up", "false", "--agent-spin-us", "3"])
-                .traffic
-                .traffic()
-                .agent_spin_us,
-            3
-        );
+        assert_eq!(traffic(&[]).agent_spin_us, 0);
         assert_eq!(Traffic::default().agent_spin_us, 0);
-        assert!(
-            CompareArgs::for_demo("demo", "pofan", "1MB", 1)
-                .traffic
-                .traffic()
-                .agent_catch_up
-        );
+        assert_eq!(traffic(&["--agent-catch-up", "false"]).agent_spin_us, 20);
+        let strict_spin_3 = ["--agent-catch-up", "false", "--agent-spin-us", "3"];
+        assert_eq!(traffic(&strict_spin_3).agent_spin_us, 3);
+        let demo = CompareArgs::for_demo("demo", "pofan", "1MB", 1)
+            .traffic
+            .traffic();
+        assert!(demo.agent_catch_up);
+        assert_eq!(demo.agent_spin_us, 0);
     }
 }
