@@ -468,6 +468,15 @@ pub struct MachineStalls {
     pub hidden_ms_max: f64,
     /// The largest share of a CPU's time the hypervisor reported stolen (`/proc/stat`), 0–1.
     pub steal_max: f64,
+    /// The share of the traffic's time (from the agents' common start to the last one's
+    /// completion), in windows of 10 ms, in which the CPUs had no time to spare: on every CPU
+    /// the watching thread (which gets only what nothing else wants) ran less than 5 % of the
+    /// window, 0–1. Lateness in those windows is the lab's load — switches, agents, the
+    /// kernel's per-frame work, and the switches' threads spinning to departures too near to
+    /// sleep for — exceeding the machine, not a stall of it. `None` in records from before
+    /// 2026-12-02 or a repetition shorter than two windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_full: Option<f64>,
 }
 
 /// One fault injected into a running repetition (`ofan-lab run --chaos SEED`) and the

@@ -110,6 +110,10 @@ pub struct RateRow {
     /// The longest stall hidden from the guest's scheduler during any of the runs, ms (their
     /// `machine` records; `None`: none was watched).
     pub run_stall_ms_max: Option<f64>,
+    /// The median over the runs of the share of the traffic's 10-ms windows in which the CPUs had no time to
+    /// spare (`cpus_full` of their `machine` records), 0–1; `None`: none was watched. Where it
+    /// is more than a few percent, the lab needed more CPU than the machine has at this rate.
+    pub cpus_full_median: Option<f64>,
 }
 
 /// Runs the benchmark: one lab per rate, built, measured and removed in turn.
@@ -301,9 +305,6 @@ struct Sample {
     forwarded: u64,
 }
 
-/// The name prefix of the threads that keep the CPUs awake (`dataplane::afxdp::awake`).
-const KEEP_AWAKE_THREAD: &str = "ofan-awake-";
-
 /// Clock ticks (utime + stime) the threads of `pid` whose name starts with `prefix` have run
 /// (0 for a process that is gone: its threads' time is then lost to the sum, not invented).
 fn thread_ticks(pid: u32, prefix: &str) -> u64 {
@@ -339,7 +340,7 @@ impl Sample {
         pids.dedup();
         let keep_awake = pids
             .iter()
-            .map(|&pid| thread_ticks(pid, KEEP_AWAKE_THREAD))
+            .map(|&pid| thread_ticks(pid, stalls::KEEP_AWAKE_THREAD))
             .sum();
         let status = lab::status::gather(&loaded);
         let forwarded = status
@@ -484,6 +485,10 @@ fn row(
             .filter_map(|lab| lab.machine.as_ref())
             .map(|machine| machine.hidden_ms_max)
             .reduce(f64::max),
+        cpus_full_median: super::report::median(
+            labs.iter()
+                .filter_map(|lab| lab.machine.as_ref()?.cpus_full),
+        ),
     }
 }
 
@@ -499,17 +504,23 @@ mod tests {
             format!("4242 ({comm}) S 1 4242 4242 0 -1 4194560 10 0 0 0 120 30 0 0 20 0 1 0 5")
         };
         assert_eq!(
-            task_ticks(&line("ofan-awake-1"), KEEP_AWAKE_THREAD),
+            task_ticks(&line("ofan-awake-1"), stalls::KEEP_AWAKE_THREAD),
             Some(150)
         );
-        assert_eq!(task_ticks(&line("ofan-pool-0"), KEEP_AWAKE_THREAD), None);
         assert_eq!(
-            task_ticks(&line("x (y) ofan-awake"), KEEP_AWAKE_THREAD),
+            task_ticks(&line("ofan-pool-0"), stalls::KEEP_AWAKE_THREAD),
             None
         );
-        assert_eq!(task_ticks("garbage", KEEP_AWAKE_THREAD), None);
+        assert_eq!(
+            task_ticks(&line("x (y) ofan-awake"), stalls::KEEP_AWAKE_THREAD),
+            None
+        );
+        assert_eq!(task_ticks("garbage", stalls::KEEP_AWAKE_THREAD), None);
         // This test's own threads have no such name.
-        assert_eq!(thread_ticks(std::process::id(), KEEP_AWAKE_THREAD), 0);
+        assert_eq!(
+            thread_ticks(std::process::id(), stalls::KEEP_AWAKE_THREAD),
+            0
+        );
     }
 
     #[test]
@@ -570,6 +581,7 @@ mod tests {
             seconds: 1.0,
             stalls: None,
             run_stall_ms_max: None,
+            cpus_full_median: None,
         }
     }
 

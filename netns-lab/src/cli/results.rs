@@ -176,6 +176,11 @@ pub fn chaos_summary(results: &Summarized) -> String {
     out
 }
 
+/// A repetition's progress line says how often the CPUs were full (`machine.cpus_full`) from
+/// this share of its 10-ms windows on: less is the odd burst, not a lab too large for the
+/// machine at its rate.
+const CPUS_FULL_SHOWN: f64 = 0.01;
+
 /// One progress line of a grid.
 #[must_use]
 pub fn progress_line(
@@ -195,7 +200,7 @@ pub fn progress_line(
         .cct_increase
         .map_or_else(String::new, |i| format!(" (+{:.1} %)", i * 100.0));
     format!(
-        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
+        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
         variant.name(),
         size_label(lab.setup.message_bytes),
         lab.setup.repetition + 1,
@@ -227,6 +232,14 @@ pub fn progress_line(
                 machine.hidden_stalls,
                 if machine.hidden_stalls == 1 { "" } else { "s" },
                 machine.watched * 100.0
+            )),
+        lab.machine
+            .as_ref()
+            .and_then(|machine| machine.cpus_full)
+            .filter(|&full| full >= CPUS_FULL_SHOWN)
+            .map_or_else(String::new, |full| format!(
+                ", CPUs full {:.0} % of the traffic",
+                full * 100.0
             )),
         lab.chaos.as_ref().map_or_else(String::new, |chaos| {
             let when = chaos

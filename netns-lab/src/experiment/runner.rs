@@ -189,7 +189,14 @@ pub fn run_repetition(
     // keep-awake threads spin through the idle time anyway (in a lab of switch processes its
     // spinning would keep the CPUs from halting, which they otherwise do).
     let watch = if options.stall_watch && lab.state.params.switches == crate::lab::Switches::Group {
-        match stalls::StallWatch::start() {
+        // The group's keep-awake threads share the idle time with the watch: it counts theirs.
+        let keep_awake: Vec<_> = lab
+            .state
+            .processes
+            .first()
+            .map(|group| stalls::keep_awake_threads(group.pid))
+            .unwrap_or_default();
+        match stalls::StallWatch::start(&keep_awake) {
             Ok(watch) => Some(watch),
             Err(error) => {
                 eprintln!("ofan-lab: no stall watch for this repetition ({error})");
@@ -265,6 +272,8 @@ pub fn run_repetition(
     // was lost must still get one); then they all stop and write their reports.
     let deadline = Instant::now() + lead + Duration::from_secs_f64(timeout_s + 15.0);
     let mut stopping = false;
+    // When the last agent completed (seen within a poll): the end of the traffic.
+    let mut completed_at = None;
     // For the lab's live view (`ofan-lab view`), which cannot see the agents.
     let mut progress = ProgressFile::new(lab.dir.root());
     while Instant::now() < deadline {
@@ -287,11 +296,18 @@ pub fn run_repetition(
             File::create(&stop_file)
                 .with_context(|| format!("cannot create {}", stop_file.display()))?;
             stopping = true;
+            completed_at = Some(crate::agent::monotonic_now_ns());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(agents);
-    let machine = watch.and_then(|watch| watch.stop().ok());
+    // Whether the CPUs were full is judged over the traffic: from the agents' common start to
+    // the last one's completion (or to now, if one never completed).
+    let traffic = (
+        start_at,
+        completed_at.unwrap_or_else(crate::agent::monotonic_now_ns),
+    );
+    let machine = watch.and_then(|watch| watch.stop(Some(traffic)).ok());
     drop(progress);
     cancel.store(true, Ordering::Relaxed);
     let applied = striker.map(|striker| {

@@ -30,6 +30,16 @@
 //! thread either (the record gives the steal from `/proc/stat` beside it). It sees only what
 //! strikes while it runs — its record says for what share of the CPUs' time that was
 //! (`watched`) — so a stall it reports is certain, and one it does not is not excluded.
+//!
+//! The same threads tell when the lab itself needed more than the machine has: a window of
+//! [`FULL_WINDOW_NS`] in which no watching thread got [`FULL_RAN_MAX`] of its CPU had no time
+//! to spare on any CPU ([`RanWindows`], [`full_share`]; `cpus_full` in the record). An average
+//! hides it — a k = 8 lab at 5 Mbit/s per link left 23 % of the CPUs' time to the watch over a
+//! run (`perf record`), yet `perf sched` showed both CPUs taken for 400 ms at a time while all
+//! 128 hosts sent at once. The group's keep-awake threads spin through idle time too, at the
+//! same priority, and share it with the watch (18 % of the samples to the watch's 13 % in a
+//! k = 4 lab at 10 Mbit/s): given them ([`keep_awake_threads`]), a watching thread counts the
+//! time its CPU's keep-awake thread ran as its own (idle) time.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -203,6 +213,77 @@ pub const WATCH_GAP_NS: u64 = 1_000_000;
 /// How often a watching thread reads its CPU clock while it spins, nanoseconds.
 const WATCH_CPU_READ_NS: u64 = 50_000;
 
+/// A gap this long between a watching thread's clock reads is time it did not run (a loop turn
+/// takes tens of nanoseconds; a preemption, a context switch and back, microseconds).
+const WATCH_RAN_GAP_NS: u64 = 5_000;
+
+/// The windows in which [`full_share`] judges whether the CPUs had time to spare, nanoseconds:
+/// a few packet times of a fast lab link (a 1500-byte frame takes 0.6 ms at 20 Mbit/s), short
+/// enough that a burst of work is not averaged away.
+pub const FULL_WINDOW_NS: u64 = 10_000_000;
+
+/// A CPU is full in a window when its watching thread ran less than this share of it.
+pub const FULL_RAN_MAX: f64 = 0.05;
+
+/// The time one watching thread ran, per window of [`FULL_WINDOW_NS`] counted from a common
+/// origin (pure: fed the stretches it ran).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RanWindows {
+    origin_ns: u64,
+    ran_ns: Vec<u64>,
+}
+
+impl RanWindows {
+    /// No time run yet, windows counted from `origin_ns` (CLOCK_MONOTONIC).
+    #[must_use]
+    pub fn new(origin_ns: u64) -> Self {
+        Self {
+            origin_ns,
+            ran_ns: Vec::new(),
+        }
+    }
+
+    /// The thread ran from `from_ns` to `to_ns`; the stretch is split over the windows it
+    /// spans (time before the origin is not counted).
+    pub fn record(&mut self, from_ns: u64, to_ns: u64) {
+        let mut at = from_ns.max(self.origin_ns);
+        while at < to_ns {
+            let window = ((at - self.origin_ns) / FULL_WINDOW_NS) as usize;
+            let window_end = self.origin_ns + (window as u64 + 1) * FULL_WINDOW_NS;
+            let until = to_ns.min(window_end);
+            if self.ran_ns.len() <= window {
+                self.ran_ns.resize(window + 1, 0);
+            }
+            self.ran_ns[window] += until - at;
+            at = until;
+        }
+    }
+
+    /// Time run in window `window`, nanoseconds.
+    #[must_use]
+    pub fn ran_in(&self, window: usize) -> u64 {
+        self.ran_ns.get(window).copied().unwrap_or(0)
+    }
+}
+
+/// The share of the whole windows (counted from the threads' common origin) between `from_ns`
+/// and `to_ns` in which every CPU was full: its watching thread ran less than [`FULL_RAN_MAX`]
+/// of the window. `None` without a thread or a whole window. Pure.
+#[must_use]
+pub fn full_share(cpus: &[RanWindows], from_ns: u64, to_ns: u64) -> Option<f64> {
+    let origin = cpus.first()?.origin_ns;
+    let first = from_ns.saturating_sub(origin).div_ceil(FULL_WINDOW_NS) as usize;
+    let end = (to_ns.saturating_sub(origin) / FULL_WINDOW_NS) as usize;
+    if end <= first {
+        return None;
+    }
+    let most = (FULL_RAN_MAX * FULL_WINDOW_NS as f64) as u64;
+    let full = (first..end)
+        .filter(|&window| cpus.iter().all(|cpu| cpu.ran_in(window) < most))
+        .count();
+    Some(full as f64 / (end - first) as f64)
+}
+
 /// The part of a gap hidden from the guest's scheduler, nanoseconds: the watching thread last
 /// read its CPU clock `spun_ns` before the gap began (time it spun, making progress), and the
 /// clock advanced `cpu_ns` from that read to the end of the gap; what the kernel charged it
@@ -212,12 +293,51 @@ pub fn hidden_ns(spun_ns: u64, cpu_ns: u64) -> u64 {
     cpu_ns.saturating_sub(spun_ns)
 }
 
+/// The threads of process `pid` that keep the CPUs awake (`ofan-awake-N`, pinned to CPU N: a
+/// switch group's, `dataplane::afxdp::awake`), as (CPU, their `schedstat` file). None for a
+/// process without them or gone.
+#[must_use]
+pub fn keep_awake_threads(pid: u32) -> Vec<(usize, std::path::PathBuf)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+            let cpu = comm
+                .trim_end()
+                .strip_prefix(KEEP_AWAKE_THREAD)?
+                .parse()
+                .ok()?;
+            Some((cpu, task.path().join("schedstat")))
+        })
+        .collect()
+}
+
+/// The name prefix of the threads that keep the CPUs awake (`dataplane::afxdp::awake`).
+pub const KEEP_AWAKE_THREAD: &str = "ofan-awake-";
+
+/// The time a thread has run, nanoseconds: the first field of its `schedstat` file, read again
+/// from the start (`None` once the thread is gone).
+fn schedstat_run_ns(file: &std::fs::File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0_u8; 96];
+    let len = file.read_at(&mut buf, 0).ok()?;
+    std::str::from_utf8(&buf[..len])
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Stalls hidden from the guest's scheduler while a measurement runs: one SCHED_IDLE thread
 /// per CPU, stopped by [`StallWatch::stop`] (or on drop).
 #[derive(Debug)]
 pub struct StallWatch {
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<(Gaps, u64)>>,
+    threads: Vec<JoinHandle<Option<Watched>>>,
     /// The CPUs watched, one thread each (their steal is read from `/proc/stat`).
     cpus: Vec<usize>,
     started_ns: u64,
@@ -226,11 +346,12 @@ pub struct StallWatch {
 
 impl StallWatch {
     /// Starts a watching thread on each CPU this process may use. A thread that cannot be
-    /// pinned at SCHED_IDLE watches nothing (it would take time from the lab).
+    /// pinned at SCHED_IDLE watches nothing (it would take time from the lab). `keep_awake`:
+    /// threads that spin through idle time beside it, by CPU ([`keep_awake_threads`]).
     ///
     /// # Errors
     /// The CPUs cannot be listed, `/proc/stat` read or a thread started.
-    pub fn start() -> io::Result<Self> {
+    pub fn start(keep_awake: &[(usize, std::path::PathBuf)]) -> io::Result<Self> {
         let cpus = sys::cpu::allowed_cpus()?;
         let stat_before = std::fs::read_to_string("/proc/stat")?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -241,28 +362,37 @@ impl StallWatch {
             started_ns: sys::agent::monotonic_ns(),
             stat_before,
         };
+        let origin = watch.started_ns;
         for cpu in cpus {
             let stop = Arc::clone(&stop);
+            let beside = keep_awake
+                .iter()
+                .find(|(on, _)| *on == cpu)
+                .and_then(|(_, path)| std::fs::File::open(path).ok());
             watch.threads.push(
                 std::thread::Builder::new()
                     .name(format!("ofan-watch-{cpu}"))
                     .spawn(move || {
-                        match sys::cpu::pin_to_cpu(cpu).and_then(|()| sys::cpu::set_idle_policy()) {
-                            Ok(()) => watch_hidden(&stop),
-                            Err(_) => (Gaps::default(), 0),
-                        }
+                        sys::cpu::pin_to_cpu(cpu)
+                            .and_then(|()| sys::cpu::set_idle_policy())
+                            .ok()
+                            .map(|()| watch_hidden(&stop, origin, beside.as_ref()))
                     })?,
             );
         }
         Ok(watch)
     }
 
-    /// Stops the threads: what they saw, with the steal the hypervisor reported meanwhile.
+    /// Stops the threads: what they saw, with the steal the hypervisor reported meanwhile;
+    /// whether the CPUs were full is judged over `judged` (CLOCK_MONOTONIC ns, from–to: the
+    /// traffic) within the watch, or over all of it.
     ///
     /// # Errors
     /// `/proc/stat` cannot be read.
-    pub fn stop(mut self) -> io::Result<MachineStalls> {
-        let seconds = sys::agent::monotonic_ns().saturating_sub(self.started_ns) as f64 / 1e9;
+    pub fn stop(mut self, judged: Option<(u64, u64)>) -> io::Result<MachineStalls> {
+        let end = sys::agent::monotonic_ns();
+        let (from, to) = judged.map_or((self.started_ns, end), |(from, to)| (from, to.min(end)));
+        let seconds = end.saturating_sub(self.started_ns) as f64 / 1e9;
         let watched = self.join();
         let stat_after = std::fs::read_to_string("/proc/stat")?;
         let steal = self
@@ -270,16 +400,42 @@ impl StallWatch {
             .iter()
             .filter_map(|&cpu| steal_share(&self.stat_before, &stat_after, cpu))
             .fold(0.0, f64::max);
-        Ok(machine_stalls(&watched, seconds, steal))
+        // Only a CPU every thread watched can say the machine was full.
+        let full = if watched.iter().all(Option::is_some) {
+            let windows: Vec<RanWindows> = watched
+                .iter()
+                .flatten()
+                .map(|watched| watched.windows.clone())
+                .collect();
+            full_share(&windows, from, to)
+        } else {
+            None
+        };
+        let watched: Vec<(Gaps, u64)> = watched
+            .into_iter()
+            .map(|watched| watched.map_or_else(Default::default, |w| (w.gaps, w.ran_ns)))
+            .collect();
+        Ok(machine_stalls(&watched, seconds, steal, full))
     }
 
-    fn join(&mut self) -> Vec<(Gaps, u64)> {
+    fn join(&mut self) -> Vec<Option<Watched>> {
         self.stop.store(true, Ordering::Relaxed);
         self.threads
             .drain(..)
             .map(|thread| thread.join().unwrap_or_default())
             .collect()
     }
+}
+
+/// What one watching thread saw.
+#[derive(Debug)]
+struct Watched {
+    /// Stalls hidden from the scheduler.
+    gaps: Gaps,
+    /// CPU time it ran (stalls included), nanoseconds.
+    ran_ns: u64,
+    /// When it ran.
+    windows: RanWindows,
 }
 
 impl Drop for StallWatch {
@@ -289,9 +445,15 @@ impl Drop for StallWatch {
 }
 
 /// The record of a watch: the gaps each thread saw and the CPU time it ran, over `seconds`,
-/// and the largest share of a CPU's time reported stolen. Pure.
+/// the largest share of a CPU's time reported stolen and the share of windows in which the
+/// CPUs were full ([`full_share`]). Pure.
 #[must_use]
-pub fn machine_stalls(watched: &[(Gaps, u64)], seconds: f64, steal: f64) -> MachineStalls {
+pub fn machine_stalls(
+    watched: &[(Gaps, u64)],
+    seconds: f64,
+    steal: f64,
+    full: Option<f64>,
+) -> MachineStalls {
     let ran_ns: u64 = watched.iter().map(|(_, ran_ns)| ran_ns).sum();
     let capacity_ns = seconds * 1e9 * watched.len() as f64;
     MachineStalls {
@@ -311,19 +473,38 @@ pub fn machine_stalls(watched: &[(Gaps, u64)], seconds: f64, steal: f64) -> Mach
             .unwrap_or(0) as f64
             / 1e6,
         steal_max: steal,
+        cpus_full: full,
     }
 }
 
 /// A watching thread's loop until `stop`: the stalls of at least [`WATCH_GAP_NS`] hidden from
-/// the scheduler, and the CPU time it ran (stalls included).
-fn watch_hidden(stop: &AtomicBool) -> (Gaps, u64) {
+/// the scheduler, the CPU time it ran (stalls included), and when it or the keep-awake thread
+/// beside it on its CPU (`beside`, its `schedstat`) ran, in windows from `origin_ns`.
+fn watch_hidden(stop: &AtomicBool, origin_ns: u64, beside: Option<&std::fs::File>) -> Watched {
     let cpu_start = sys::cpu::thread_cpu_ns();
     let mut gaps = Gaps::default();
+    let mut windows = RanWindows::new(origin_ns);
+    let mut beside_ran = beside.and_then(schedstat_run_ns);
     let mut previous = sys::agent::monotonic_ns();
+    let mut running_since = previous;
     let (mut read_at, mut cpu_at) = (previous, cpu_start);
     while !stop.load(Ordering::Relaxed) {
         let now = sys::agent::monotonic_ns();
-        if now - previous >= WATCH_GAP_NS {
+        let gap = now - previous;
+        if gap >= WATCH_RAN_GAP_NS {
+            windows.record(running_since, previous);
+            // Idle time the keep-awake thread took during the gap (it runs only on this CPU):
+            // where in the gap is not known, so at its end.
+            if let (Some(file), Some(before)) = (beside, beside_ran) {
+                if let Some(ran) = schedstat_run_ns(file) {
+                    let spun = ran.saturating_sub(before).min(gap);
+                    windows.record(now - spun, now);
+                    beside_ran = Some(ran);
+                }
+            }
+            running_since = sys::agent::monotonic_ns();
+        }
+        if gap >= WATCH_GAP_NS {
             let cpu = sys::cpu::thread_cpu_ns();
             let hidden = hidden_ns(previous - read_at, cpu - cpu_at);
             if hidden >= WATCH_GAP_NS {
@@ -335,7 +516,12 @@ fn watch_hidden(stop: &AtomicBool) -> (Gaps, u64) {
         }
         previous = now;
     }
-    (gaps, sys::cpu::thread_cpu_ns() - cpu_start)
+    windows.record(running_since, previous);
+    Watched {
+        gaps,
+        ran_ns: sys::cpu::thread_cpu_ns() - cpu_start,
+        windows,
+    }
 }
 
 /// Spins for `duration`: the gaps, the wall time and the thread's CPU time.
@@ -492,7 +678,7 @@ mod tests {
                 100_000_000,
             ),
         ];
-        let record = machine_stalls(&watched, 0.5, 0.01);
+        let record = machine_stalls(&watched, 0.5, 0.01, Some(0.25));
         assert_eq!(record.cpus, 3);
         assert_eq!(record.hidden_stalls, 3);
         assert!((record.hidden_ms_total - 24.0).abs() < 1e-9);
@@ -500,15 +686,128 @@ mod tests {
         // 0.3 s run of 1.5 CPU-seconds: it watched a fifth of the time.
         assert!((record.watched - 0.2).abs() < 1e-12);
         assert_eq!((record.seconds, record.steal_max), (0.5, 0.01));
-        let nothing = machine_stalls(&[], 1.0, 0.0);
+        assert_eq!(record.cpus_full, Some(0.25));
+        let nothing = machine_stalls(&[], 1.0, 0.0, None);
         assert_eq!((nothing.hidden_ms_max, nothing.watched), (0.0, 0.0));
     }
 
     #[test]
+    fn a_stretch_run_is_split_over_the_windows_it_spans() {
+        let origin = 5 * FULL_WINDOW_NS;
+        let mut windows = RanWindows::new(origin);
+        // Before the origin: not counted; across it: from the origin on.
+        windows.record(0, origin - 1);
+        windows.record(origin - 1_000, origin + 2_000);
+        // From the middle of window 0 into window 2.
+        windows.record(
+            origin + FULL_WINDOW_NS / 2,
+            origin + 2 * FULL_WINDOW_NS + 300,
+        );
+        windows.record(origin + 3 * FULL_WINDOW_NS, origin + 3 * FULL_WINDOW_NS);
+        assert_eq!(windows.ran_in(0), 2_000 + FULL_WINDOW_NS / 2);
+        assert_eq!(windows.ran_in(1), FULL_WINDOW_NS);
+        assert_eq!(windows.ran_in(2), 300);
+        assert_eq!((windows.ran_in(3), windows.ran_in(99)), (0, 0));
+    }
+
+    #[test]
+    fn the_cpus_are_full_in_a_window_only_when_every_watch_got_almost_nothing() {
+        let origin = 1_000;
+        let ran = |stretches: &[(u64, u64)]| {
+            let mut windows = RanWindows::new(origin);
+            for &(from, to) in stretches {
+                windows.record(origin + from, origin + to);
+            }
+            windows
+        };
+        let w = FULL_WINDOW_NS;
+        let most = (FULL_RAN_MAX * w as f64) as u64;
+        // CPU 0 idle in window 0, full in 1–3; CPU 1 full in 0–2 (just under the share in
+        // window 2), idle in 3. Only windows 1 and 2 are full on both.
+        let cpu0 = ran(&[(0, w), (3 * w, 4 * w)]);
+        let cpu1 = ran(&[(2 * w, 2 * w + most - 1), (3 * w, 4 * w)]);
+        let cpus = [cpu0, cpu1];
+        assert_eq!(full_share(&cpus, origin, origin + 4 * w), Some(0.5));
+        // Partial windows at either end are not judged.
+        assert_eq!(full_share(&cpus, origin + 1, origin + 4 * w - 1), Some(1.0));
+        assert_eq!(full_share(&cpus, origin, origin + 4 * w + w / 2), Some(0.5));
+        assert_eq!(full_share(&cpus, origin + 2 * w, origin + 4 * w), Some(0.5));
+        // A watch that got exactly the share was not full.
+        let cpu1 = ran(&[(2 * w, 2 * w + most), (3 * w, 4 * w)]);
+        assert_eq!(
+            full_share(&[cpus[0].clone(), cpu1], origin, origin + 4 * w),
+            Some(0.25)
+        );
+        assert_eq!(
+            full_share(&cpus, origin, origin + w - 1),
+            None,
+            "no whole window"
+        );
+        assert_eq!(
+            full_share(&cpus, origin + 1, origin + 2 * w - 1),
+            None,
+            "none whole"
+        );
+        assert_eq!(full_share(&[], origin, origin + 4 * w), None, "no thread");
+    }
+
+    #[test]
+    fn keep_awake_threads_are_found_by_name_with_their_cpu_and_run_time() {
+        assert!(keep_awake_threads(std::process::id()).is_empty());
+        let names = ["ofan-awake-1", "ofan-awake-x", "ofan-pool-0"];
+        // Threads alive from the first barrier to the second.
+        let (started, finish) = (Barrier::new(names.len() + 1), Barrier::new(names.len() + 1));
+        std::thread::scope(|scope| {
+            for name in names {
+                let (started, finish) = (&started, &finish);
+                std::thread::Builder::new()
+                    .name(name.to_owned())
+                    .spawn_scoped(scope, move || {
+                        started.wait();
+                        finish.wait();
+                    })
+                    .unwrap();
+            }
+            started.wait();
+            let found = keep_awake_threads(std::process::id());
+            let ran = found
+                .first()
+                .and_then(|(_, path)| std::fs::File::open(path).ok())
+                .and_then(|file| schedstat_run_ns(&file));
+            finish.wait();
+            // Only the one named for a CPU, and its run time readable.
+            assert_eq!(found.iter().map(|(cpu, _)| *cpu).collect::<Vec<_>>(), [1]);
+            assert!(ran.is_some(), "{found:?}");
+        });
+    }
+
+    #[test]
+    fn busy_cpus_leave_the_watch_nothing_and_are_counted_full() {
+        // Ordinary threads spinning on every CPU for 150 ms take all but a sliver from the
+        // SCHED_IDLE watching threads: most whole windows of the watch are full.
+        let cpus = sys::cpu::allowed_cpus().unwrap();
+        let watch = StallWatch::start(&[]).expect("watch");
+        let until = sys::agent::monotonic_ns() + 150_000_000;
+        std::thread::scope(|scope| {
+            for &cpu in &cpus {
+                scope.spawn(move || {
+                    sys::cpu::pin_to_cpu(cpu).expect("pin");
+                    while sys::agent::monotonic_ns() < until {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+        });
+        let record = watch.stop(None).expect("stop");
+        let full = record.cpus_full.expect("whole windows were watched");
+        assert!(full >= 0.5, "{record:?}");
+    }
+
+    #[test]
     fn a_watch_runs_on_every_cpu_and_stops() {
-        let watch = StallWatch::start().expect("watch");
+        let watch = StallWatch::start(&[]).expect("watch");
         std::thread::sleep(Duration::from_millis(50));
-        let record = watch.stop().expect("stop");
+        let record = watch.stop(None).expect("stop");
         assert_eq!(record.cpus, sys::cpu::allowed_cpus().unwrap().len());
         assert!(record.seconds >= 0.05 && record.seconds < 5.0, "{record:?}");
         // Idle but for this test binary: the watch ran for much of the time.
@@ -516,11 +815,17 @@ mod tests {
         // Whatever it saw fits in the time it watched, on every CPU.
         assert!(record.hidden_ms_max <= record.seconds * 1e3, "{record:?}");
         assert!(
+            record
+                .cpus_full
+                .is_some_and(|full| (0.0..=1.0).contains(&full)),
+            "{record:?}"
+        );
+        assert!(
             record.hidden_ms_total <= record.seconds * 1e3 * record.cpus as f64,
             "{record:?}"
         );
         // Dropped without stop: the threads end too.
-        drop(StallWatch::start().expect("watch"));
+        drop(StallWatch::start(&[]).expect("watch"));
     }
 
     #[test]

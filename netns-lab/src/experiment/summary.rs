@@ -373,6 +373,7 @@ mod tests {
                     hidden_ms_total: stalls as f64 * 2.0,
                     hidden_ms_max: if stalls > 0 { 2.0 } else { 0.0 },
                     steal_max: 0.0,
+                    cpus_full: None,
                 });
             }
             report
