@@ -68,10 +68,11 @@ lateness within 0.25 packet times, agents within 1 %, no window compressed by mo
 the CPUs' busy share over the runs (/proc/stat), the part of it the switches' keep-awake \
 threads and the runs' stall watches spun (`awake`: idle time they filled, see `ofan-switch \
 group --keep-awake-us`), CPU time per frame the switches forwarded (agents and kernel \
-included, that spinning not) and `CPUs full`: the median over the runs of the share of the traffic's 10-ms \
-windows in which no CPU had time to spare (the watches got under 5 % of every CPU) — more \
-than a few percent means the lab needed more CPU than the machine has at that rate, which an \
-average busy share hides. It ends with the highest rate whose every run was faithful and whose median CCT over the bound (column `CCT median`; the mean is in the JSON) stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
+included, that spinning not) and `CPUs full`: the median over the runs of the share of the \
+traffic's 10-ms windows in which no CPU had time to spare (the runs' watches and the \
+keep-awake threads got under 5 % of every CPU; the switches spinning to a departure too near \
+to sleep for counts as busy) — where it nears 100 % the lab needs more CPU than the machine \
+has at that rate, which an average busy share hides. It ends with the highest rate whose every run was faithful and whose median CCT over the bound (column `CCT median`; the mean is in the JSON) stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
 
 Run it on a quiet machine: anything else running takes CPU from the lab and shows as lateness. \
 Before each rate's runs, with its lab built and idle, it probes for --probe seconds how quiet \
