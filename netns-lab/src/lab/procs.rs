@@ -101,7 +101,13 @@ fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
         "--poll".to_owned(),
         "wakeup".to_owned(),
         "--ring-size".to_owned(),
-        "256".to_owned(),
+        super::spec::SWITCH_RING_SIZE.to_string(),
+        "--frames-per-port".to_owned(),
+        super::spec::switch_frames_per_port(
+            params.mtu,
+            ofan_topology::units::parse_size(&params.buffer).unwrap_or(u64::MAX),
+        )
+        .to_string(),
         "--metrics".to_owned(),
         "off".to_owned(),
     ];

@@ -112,6 +112,36 @@ impl Routing {
     }
 }
 
+/// Fill/completion/RX/TX ring size of a lab's switches (`ofan-switch --ring-size`; a real box's
+/// default is 2048). A lab link carries a frame every 0.6 ms or more (1500 bytes at 20 Mbit/s),
+/// so 256 frames ride out a stall of 150 ms.
+pub const SWITCH_RING_SIZE: u32 = 256;
+
+/// UMEM frames per port of a lab's switches (`ofan-switch --frames-per-port`) with links of
+/// `mtu` bytes and egress buffers of `buffer_bytes`: twice the ring (the fill ring, and what
+/// transmission holds: the switch's minimum) plus a full egress queue of data packets with an
+/// ACK after each, every data packet in as many UMEM frames as it spans; at most the switch's
+/// default of four rings. Every frame is memory the switch zeroes at start and pins, and the
+/// kernel keeps a descriptor per frame of the switch's shared UMEM *for each socket* bound to
+/// it (`xp_create_and_assign_umem`): at k = 8 the default of four rings made `up` spend most of
+/// its time zeroing pages (`perf`: 57 % in `clear_page_erms`, 1.9 GB handed back to the host at
+/// `down`). With 1500-byte MTU and 64 KB buffers this is 600 frames instead of 1024. Pure.
+#[must_use]
+pub fn switch_frames_per_port(mtu: u32, buffer_bytes: u64) -> u32 {
+    use ofan_dataplane::afxdp::FrameSize;
+    let frames_per_packet = FrameSize::Auto
+        .resolve([("lab", mtu)])
+        .map_or(ofan_dataplane::afxdp::MAX_FRAMES_PER_PACKET, |layout| {
+            layout.frames_per_packet
+        });
+    let packets = buffer_bytes.div_ceil(u64::from(mtu) + 14);
+    let queue = packets.saturating_mul(u64::from(frames_per_packet) + 1);
+    let most = 4 * SWITCH_RING_SIZE;
+    u32::try_from(queue).map_or(most, |queue| {
+        (2 * SWITCH_RING_SIZE).saturating_add(queue).min(most)
+    })
+}
+
 /// SCHED_FIFO priority of a group's shared worker threads. The order while a lab runs:
 /// `ksoftirqd` 45 ([`super::softirq`]: the kernel's network processing, on which every frame
 /// depends) > host agents 42 (`experiment::AGENT_RT_PRIORITY`: the hosts' NICs, whose
@@ -369,6 +399,19 @@ pub fn check_name(name: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lab_switch_holds_its_rings_and_a_full_queue_in_its_umem_at_most_four_rings() {
+        // 1500 bytes, 64 KB: 44 packets and an ACK after each, beside two rings.
+        assert_eq!(switch_frames_per_port(1500, 64 << 10), 512 + 88);
+        // A jumbo packet spans three 4 KB frames: 8 packets of 64 KB, four frames each.
+        assert_eq!(switch_frames_per_port(9000, 64 << 10), 512 + 32);
+        // Large buffers: never more than the switch's own default of four rings.
+        assert_eq!(switch_frames_per_port(9000, 2 << 20), 4 * SWITCH_RING_SIZE);
+        assert_eq!(switch_frames_per_port(1500, u64::MAX), 4 * SWITCH_RING_SIZE);
+        // No buffer at all: the switch's minimum, twice the ring.
+        assert_eq!(switch_frames_per_port(1500, 0), 2 * SWITCH_RING_SIZE);
+    }
 
     #[test]
     fn topology_sources_and_validation() {

@@ -186,6 +186,10 @@ pub struct Overrides {
     /// UMEM/ring size (overrides xdp.ring_size).
     #[arg(long, value_name = "N")]
     pub ring_size: Option<u32>,
+    /// UMEM frames per port, at least twice the ring size (overrides xdp.frames_per_port;
+    /// default 4 × ring size).
+    #[arg(long, value_name = "N")]
+    pub frames_per_port: Option<u32>,
     /// Run wakeup-mode workers SCHED_FIFO at this priority, 1..=99 (0 = off; overrides
     /// xdp.rt_priority).
     #[arg(long, value_name = "PRIO")]
@@ -466,7 +470,10 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
             format!("{ring_size} must be a power of two from 64 to 16384"),
         ));
     }
-    let frames_per_port = file.xdp.frames_per_port.unwrap_or(4 * ring_size);
+    let frames_per_port = flags
+        .frames_per_port
+        .or(file.xdp.frames_per_port)
+        .unwrap_or(4 * ring_size);
     if frames_per_port < 2 * ring_size {
         return Err(error(
             "xdp.frames_per_port",

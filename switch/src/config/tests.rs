@@ -243,3 +243,28 @@ fn adaptive_routing_is_on_with_an_arf_algorithm_and_checked_by_key() {
         assert_eq!(error.key, key, "{line}: {error}");
     }
 }
+
+#[test]
+fn frames_per_port_come_from_the_flag_the_file_or_four_rings() {
+    let base = "[[ports]]\nname = \"p0\"\nrole = \"host\"\n";
+    let frames = |file: &str, flag: Option<u32>| {
+        let file: FileConfig = toml::from_str(&format!("{base}{file}")).unwrap();
+        let flags = Overrides {
+            ring_size: Some(256),
+            frames_per_port: flag,
+            ..Overrides::default()
+        };
+        resolve(file, &flags).map(|config| config.runtime.frames_per_port)
+    };
+    assert_eq!(frames("", None).unwrap(), 1024);
+    assert_eq!(frames("[xdp]\nframes_per_port = 700", None).unwrap(), 700);
+    assert_eq!(
+        frames("[xdp]\nframes_per_port = 700", Some(600)).unwrap(),
+        600
+    );
+    // Fewer than twice the ring: refused, naming the key.
+    assert_eq!(
+        frames("", Some(511)).unwrap_err().key,
+        "xdp.frames_per_port"
+    );
+}
