@@ -110,9 +110,11 @@ pub struct RateRow {
     /// The longest stall hidden from the guest's scheduler during any of the runs, ms (their
     /// `machine` records; `None`: none was watched).
     pub run_stall_ms_max: Option<f64>,
-    /// The median over the runs of the share of the traffic's 10-ms windows in which the CPUs had no time to
-    /// spare (`cpus_full` of their `machine` records), 0–1; `None`: none was watched. Where it
-    /// is more than a few percent, the lab needed more CPU than the machine has at this rate.
+    /// The median over the runs of the share of the traffic's 10-ms windows in which the CPUs
+    /// had no time to spare (`cpus_full` of their `machine` records), 0–1; `None`: none was
+    /// watched. Near 1, the lab needs more CPU than the machine has at this rate (the switches
+    /// spinning to departures nearer than a sleep count as busy: a faithful rate can show half
+    /// its windows full).
     pub cpus_full_median: Option<f64>,
 }
 

@@ -400,22 +400,19 @@ impl StallWatch {
             .iter()
             .filter_map(|&cpu| steal_share(&self.stat_before, &stat_after, cpu))
             .fold(0.0, f64::max);
-        // Only a CPU every thread watched can say the machine was full.
-        let full = if watched.iter().all(Option::is_some) {
-            let windows: Vec<RanWindows> = watched
-                .iter()
-                .flatten()
-                .map(|watched| watched.windows.clone())
-                .collect();
-            full_share(&windows, from, to)
-        } else {
-            None
-        };
-        let watched: Vec<(Gaps, u64)> = watched
+        let (records, windows): (Vec<(Gaps, u64)>, Vec<Option<RanWindows>>) = watched
             .into_iter()
-            .map(|watched| watched.map_or_else(Default::default, |w| (w.gaps, w.ran_ns)))
-            .collect();
-        Ok(machine_stalls(&watched, seconds, steal, full))
+            .map(|watched| match watched {
+                Some(w) => ((w.gaps, w.ran_ns), Some(w.windows)),
+                None => ((Gaps::default(), 0), None),
+            })
+            .unzip();
+        // The machine was full only if every CPU was watched and was.
+        let full = windows
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .and_then(|windows| full_share(&windows, from, to));
+        Ok(machine_stalls(&records, seconds, steal, full))
     }
 
     fn join(&mut self) -> Vec<Option<Watched>> {
