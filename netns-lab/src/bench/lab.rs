@@ -302,33 +302,9 @@ fn probe_stalls(
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     cpu: CpuTimes,
-    /// Clock ticks the lab's keep-awake threads (`ofan-awake-N`) have run.
-    keep_awake: u64,
+    /// Nanoseconds the lab's keep-awake threads (`ofan-awake-N`) have run.
+    keep_awake_ns: u64,
     forwarded: u64,
-}
-
-/// Clock ticks (utime + stime) the threads of `pid` whose name starts with `prefix` have run
-/// (0 for a process that is gone: its threads' time is then lost to the sum, not invented).
-fn thread_ticks(pid: u32, prefix: &str) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
-        .filter_map(|stat| task_ticks(&stat, prefix))
-        .sum()
-}
-
-/// utime + stime of a `/proc/PID/task/TID/stat` line whose command starts with `prefix`.
-fn task_ticks(stat: &str, prefix: &str) -> Option<u64> {
-    let (comm, fields) = lab::procs::split_stat(stat)?;
-    if !comm.starts_with(prefix) {
-        return None;
-    }
-    // From the state (field 3): utime is field 14, stime 15.
-    let mut times = fields.skip(11).map(str::parse::<u64>);
-    Some(times.next()?.ok()? + times.next()?.ok()?)
 }
 
 impl Sample {
@@ -340,10 +316,7 @@ impl Sample {
         // A group is one process recorded once per member.
         pids.sort_unstable();
         pids.dedup();
-        let keep_awake = pids
-            .iter()
-            .map(|&pid| thread_ticks(pid, stalls::KEEP_AWAKE_THREAD))
-            .sum();
+        let keep_awake_ns = pids.iter().map(|&pid| stalls::keep_awake_run_ns(pid)).sum();
         let status = lab::status::gather(&loaded);
         let forwarded = status
             .switches
@@ -355,7 +328,7 @@ impl Sample {
             .sum();
         Ok(Self {
             cpu,
-            keep_awake,
+            keep_awake_ns,
             forwarded,
         })
     }
@@ -403,11 +376,11 @@ impl CpuTimes {
     }
 }
 
-/// The share of all CPUs spent spinning through idle time: the keep-awake threads' share of
-/// the CPUs' ticks plus the watches' CPU seconds over the CPU seconds of the runs, at most the
-/// busy share (`NaN` or no time: none).
-fn spinning_share(keep_awake: f64, watch_seconds: f64, cpu_seconds: f64, busy: f64) -> f64 {
-    let share = keep_awake + watch_seconds / cpu_seconds;
+/// The share of all CPUs spent spinning through idle time: the keep-awake threads' and the
+/// watches' CPU seconds over the CPU seconds of the runs, at most the busy share (`NaN` or no
+/// time: none).
+fn spinning_share(keep_awake_seconds: f64, watch_seconds: f64, cpu_seconds: f64, busy: f64) -> f64 {
+    let share = (keep_awake_seconds + watch_seconds) / cpu_seconds;
     if share.is_finite() {
         share.min(busy)
     } else {
@@ -449,8 +422,9 @@ fn row(
     let busy = after.cpu.busy.saturating_sub(before.cpu.busy) as f64;
     let total = after.cpu.total.saturating_sub(before.cpu.total) as f64;
     let cpu_busy = if total > 0.0 { busy / total } else { 0.0 };
-    let spun = after.keep_awake.saturating_sub(before.keep_awake) as f64;
     let cpus = f64::from(after.cpu.cpus.max(1));
+    // The keep-awake threads' CPU seconds between the two samples.
+    let spun = after.keep_awake_ns.saturating_sub(before.keep_awake_ns) as f64 / 1e9;
     // The runs' stall watches spun through the idle time too (their threads are gone by now:
     // their records say how long they ran).
     let watch_seconds: f64 = labs
@@ -458,7 +432,7 @@ fn row(
         .filter_map(|lab| lab.machine.as_ref())
         .map(|machine| machine.watched * machine.seconds * machine.cpus as f64)
         .sum();
-    let keep_awake_busy = spinning_share(spun / total, watch_seconds, cpus * seconds, cpu_busy);
+    let keep_awake_busy = spinning_share(spun, watch_seconds, cpus * seconds, cpu_busy);
     let forwarded = after.forwarded.saturating_sub(before.forwarded);
     // Busy CPU seconds without the spinning: the share of all CPUs over the wall time.
     let busy_seconds = (cpu_busy - keep_awake_busy) * cpus * seconds;
@@ -499,33 +473,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keep_awake_ticks_come_from_the_named_threads_only() {
-        // A thread stat line (fields 3–17), utime 120 and stime 30; a name with a space and a
-        // parenthesis, as `comm` may have.
-        let line = |comm: &str| {
-            format!("4242 ({comm}) S 1 4242 4242 0 -1 4194560 10 0 0 0 120 30 0 0 20 0 1 0 5")
-        };
-        assert_eq!(
-            task_ticks(&line("ofan-awake-1"), stalls::KEEP_AWAKE_THREAD),
-            Some(150)
-        );
-        assert_eq!(
-            task_ticks(&line("ofan-pool-0"), stalls::KEEP_AWAKE_THREAD),
-            None
-        );
-        assert_eq!(
-            task_ticks(&line("x (y) ofan-awake"), stalls::KEEP_AWAKE_THREAD),
-            None
-        );
-        assert_eq!(task_ticks("garbage", stalls::KEEP_AWAKE_THREAD), None);
-        // This test's own threads have no such name.
-        assert_eq!(
-            thread_ticks(std::process::id(), stalls::KEEP_AWAKE_THREAD),
-            0
-        );
-    }
-
-    #[test]
     fn a_rates_cct_is_the_median_of_its_runs_with_the_mean_beside_it() {
         // One run the machine stalled (+25 %) moves the mean by 7 points, the median not at all.
         let (median, mean) = median_and_mean(&[0.03, 0.25, 0.04]);
@@ -537,10 +484,10 @@ mod tests {
 
     #[test]
     fn the_spinning_share_adds_the_watches_to_the_keep_awake_threads() {
-        // Keep-awake threads took 10 % of the ticks; the watches ran 3 of the 20 CPU seconds.
-        assert!((spinning_share(0.10, 3.0, 20.0, 0.9) - 0.25).abs() < 1e-12);
+        // Keep-awake threads ran 2 and the watches 3 of the 20 CPU seconds.
+        assert!((spinning_share(2.0, 3.0, 20.0, 0.9) - 0.25).abs() < 1e-12);
         // Never more than the CPUs were busy, and nothing from no time at all.
-        assert_eq!(spinning_share(0.10, 30.0, 20.0, 0.9), 0.9);
+        assert_eq!(spinning_share(2.0, 30.0, 20.0, 0.9), 0.9);
         assert_eq!(spinning_share(f64::NAN, 3.0, 20.0, 0.9), 0.0);
         assert_eq!(spinning_share(0.0, 0.0, 0.0, 0.9), 0.0);
     }

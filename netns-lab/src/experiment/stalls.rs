@@ -318,6 +318,17 @@ pub fn keep_awake_threads(pid: u32) -> Vec<(usize, std::path::PathBuf)> {
 /// The name prefix of the threads that keep the CPUs awake (`dataplane::afxdp::awake`).
 pub const KEEP_AWAKE_THREAD: &str = "ofan-awake-";
 
+/// The time the keep-awake threads of process `pid` have run, nanoseconds (0 for a process
+/// without them or gone: their time is then lost to the sum, not invented).
+#[must_use]
+pub fn keep_awake_run_ns(pid: u32) -> u64 {
+    keep_awake_threads(pid)
+        .iter()
+        .filter_map(|(_, path)| std::fs::File::open(path).ok())
+        .filter_map(|file| schedstat_run_ns(&file))
+        .sum()
+}
+
 /// The time a thread has run, nanoseconds: the first field of its `schedstat` file, read again
 /// from the start (`None` once the thread is gone).
 fn schedstat_run_ns(file: &std::fs::File) -> Option<u64> {
@@ -771,11 +782,17 @@ mod tests {
                 .first()
                 .and_then(|(_, path)| std::fs::File::open(path).ok())
                 .and_then(|file| schedstat_run_ns(&file));
+            let summed = keep_awake_run_ns(std::process::id());
             finish.wait();
             // Only the one named for a CPU, and its run time readable.
             assert_eq!(found.iter().map(|(cpu, _)| *cpu).collect::<Vec<_>>(), [1]);
-            assert!(ran.is_some(), "{found:?}");
+            assert!(
+                ran.is_some_and(|ran| ran <= summed),
+                "{found:?} {ran:?} {summed}"
+            );
         });
+        // The threads are gone: nothing is left to count.
+        assert_eq!(keep_awake_run_ns(std::process::id()), 0);
     }
 
     #[test]
