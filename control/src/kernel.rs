@@ -58,6 +58,13 @@ impl KernelState {
         }
     }
 
+    /// Whether `other` routes differently: its routes or next-hop objects differ from these
+    /// (links, addresses and neighbours aside: a neighbour's entry ageing is no route change).
+    #[must_use]
+    pub fn routes_differ(&self, other: &Self) -> bool {
+        self.routes != other.routes || self.nexthops != other.nexthops
+    }
+
     /// The hops of a route, with next-hop objects expanded.
     pub fn hops_of(&self, hops: &[RouteHop], nh_id: Option<u32>) -> Option<Vec<RouteHop>> {
         let Some(id) = nh_id else {
@@ -126,5 +133,45 @@ mod tests {
         }
         assert_eq!(state.routes.len(), 1);
         assert_eq!(state.routes[0].table, RT_TABLE_MAIN);
+    }
+
+    #[test]
+    fn only_routes_and_next_hop_objects_make_a_route_change() {
+        let route = |last| Route {
+            dst: IpAddr::V4(Ipv4Addr::new(10, 2, 0, 0)),
+            prefix_len: 24,
+            table: RT_TABLE_MAIN,
+            metric: 20,
+            kind: ofan_netlink::RouteKind::Unicast {
+                hops: vec![hop(5, last)],
+                nh_id: None,
+            },
+        };
+        let mut before = KernelState::default();
+        before.routes.push(route(1));
+        before.nexthops.insert(1, NexthopObject::Hop(hop(5, 1)));
+
+        // A neighbour learnt or forgotten, an address added: the same routes.
+        let mut after = before.clone();
+        after
+            .neighbors
+            .insert((5, IpAddr::V4(Ipv4Addr::new(100, 64, 0, 1))), None);
+        after.addresses.push(Address {
+            index: 5,
+            addr: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0)),
+            prefix_len: 31,
+        });
+        assert!(!after.routes_differ(&before));
+
+        // Another hop, a route gone, a next-hop object replaced: a change each.
+        let mut rerouted = before.clone();
+        rerouted.routes[0] = route(3);
+        assert!(rerouted.routes_differ(&before));
+        let mut withdrawn = before.clone();
+        withdrawn.routes.clear();
+        assert!(withdrawn.routes_differ(&before));
+        let mut renumbered = before.clone();
+        renumbered.nexthops.insert(1, NexthopObject::Hop(hop(6, 3)));
+        assert!(renumbered.routes_differ(&before));
     }
 }

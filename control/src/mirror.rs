@@ -80,6 +80,11 @@ pub enum MirrorError {
 pub struct MirrorStatus {
     /// Tables published so far.
     pub generation: u64,
+    /// Tables published since the first because the kernel's routes changed (routes or
+    /// next-hop objects: a routing daemon's update, a link's routes going with it) — not for a
+    /// neighbour or an address. A run over a stable fabric sees none.
+    #[serde(default)]
+    pub route_changes: u64,
     /// Routes in the current table (IPv4, IPv6).
     pub routes: (usize, usize),
     /// Next-hop groups in the current table.
@@ -437,6 +442,11 @@ impl Follower {
         match build_fib(&state, &self.config) {
             Ok((fib, notes)) => {
                 self.shared.store(Arc::new(fib));
+                if state.routes_differ(&self.last_state) {
+                    if let Ok(mut status) = self.status.lock() {
+                        status.route_changes += 1;
+                    }
+                }
                 self.note(&notes, None);
                 self.resolve(&notes);
                 self.last_state = state;

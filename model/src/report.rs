@@ -419,8 +419,18 @@ pub struct Fidelity {
     /// emulated link can carry them (a shaper catching up after a stall).
     #[serde(default = "one")]
     pub receiver_window_ratio_min: f64,
-    /// Shaper lateness p99 within the lab's threshold, every agent within 1 % of its rate and
-    /// no receiver window compressed by more than 1 %.
+    /// Times a switch's routes changed while the repetition ran, summed over the switches
+    /// (`ofan-switch stats`' `fib.route_changes`): a routing session that went down and came
+    /// back — a routing daemon starved of CPU, say — reroutes and drops traffic the fabric
+    /// under test would not have. Absent (0) in reports from before 2026-12-02.
+    #[serde(default)]
+    pub route_changes: u64,
+    /// The switches whose routes changed (names, in topology order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rerouted_switches: Vec<String>,
+    /// Shaper lateness p99 within the lab's threshold, every agent within 1 % of its rate, no
+    /// receiver window compressed by more than 1 %, and no route changed unless the run
+    /// injected a fault (`run --chaos`) that changes them.
     pub faithful: bool,
 }
 

@@ -284,6 +284,7 @@ fn record(stats: &Stats) {
         }
     }
     metrics::gauge!("ofan_fib_generation").set(stats.fib.generation as f64);
+    metrics::counter!("ofan_fib_route_changes_total").absolute(stats.fib.route_changes);
     if let Some(bmp) = &stats.bmp {
         let session = &bmp.session;
         metrics::gauge!("ofan_bmp_connected").set(f64::from(u8::from(bmp.connected)));

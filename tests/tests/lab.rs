@@ -586,6 +586,8 @@ fn small_permutation_produces_a_complete_result_file() {
         if ratio < 0.99 {
             assert_eq!(fidelity["faithful"], false, "{fidelity}");
         }
+        // Static routes, no fault: no switch's routes changed while it ran.
+        assert_eq!(fidelity["route_changes"], 0, "{fidelity}");
     }
     let cell = &results["cells"][0];
     assert_eq!(cell["runs"], 2);
@@ -914,6 +916,23 @@ fn chaos_run_accounts_for_every_repetition_or_names_its_fault() {
         kinds.push(kind.to_owned());
         assert!(chaos["applied_s"].is_number(), "not applied: {chaos}");
         assert!(chaos["restored_s"].is_number(), "not restored: {chaos}");
+        if kind == "link-flap" {
+            // The switches at its ends were rerouted, and the report says so (a fault that
+            // changes routes on purpose: they do not decide `faithful`).
+            let fidelity = &run["fidelity"];
+            assert!(
+                fidelity["route_changes"].as_u64().unwrap() >= 2,
+                "{fidelity}"
+            );
+            let fault = chaos["fault"].as_str().unwrap();
+            let rerouted = fidelity["rerouted_switches"].as_array().unwrap();
+            assert!(
+                rerouted
+                    .iter()
+                    .any(|name| fault.contains(name.as_str().unwrap())),
+                "{fault}: {fidelity}"
+            );
+        }
         let clean = run["delivery"]["exactly_once"] == true
             && run["census"]["unaccounted"] == 0
             && kind != "switch-kill";

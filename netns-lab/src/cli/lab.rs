@@ -118,8 +118,11 @@ pub struct UpArgs {
     pub bgp_daemon: BgpDaemonArg,
     /// BFD on every BGP session (needs --routing bgp), 100 ms x 3: a neighbour that goes silent
     /// while its link stays up (see `link A B blackhole`) is declared down within 0.3 s
-    /// instead of the 3 s hold time. FRR runs a bfdd per switch (≈ 6 MB, a few % CPU each);
-    /// BIRD has BFD built in.
+    /// instead of the 3 s hold time. FRR runs a bfdd per switch (≈ 6 MB, ≈ 2 % of a CPU
+    /// each); BIRD has BFD built in, at a fraction of that. Under load the daemons wait for
+    /// CPU, and FRR's BFD declares sessions down that are not (k = 4 at 10 Mbit/s: 38 times in
+    /// 4 runs; BIRD none): a run in which routes changed says so and is not faithful. With
+    /// --bfd, use BIRD above 5 Mbit/s (docs/lab.md, Routing under load).
     #[arg(long)]
     pub bfd: bool,
     /// The ofan-switch binary (default: $OFAN_SWITCH, next to ofan-lab, or on PATH).

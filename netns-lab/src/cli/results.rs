@@ -181,6 +181,29 @@ pub fn chaos_summary(results: &Summarized) -> String {
 /// machine at its rate.
 const CPUS_FULL_SHOWN: f64 = 0.01;
 
+/// `, routes changed N times at M switches (…)` when they did during the run: a flapping
+/// routing session unless a fault was injected (the chaos record then says which).
+fn rerouted(fidelity: &ofan_model::report::Fidelity) -> String {
+    if fidelity.route_changes == 0 {
+        return String::new();
+    }
+    let switches = &fidelity.rerouted_switches;
+    let shown: Vec<&str> = switches.iter().take(3).map(String::as_str).collect();
+    format!(
+        ", routes changed {} time{} at {} switch{} ({}{})",
+        fidelity.route_changes,
+        if fidelity.route_changes == 1 { "" } else { "s" },
+        switches.len(),
+        if switches.len() == 1 { "" } else { "es" },
+        shown.join(", "),
+        if switches.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        }
+    )
+}
+
 /// One progress line of a grid.
 #[must_use]
 pub fn progress_line(
@@ -200,7 +223,7 @@ pub fn progress_line(
         .cct_increase
         .map_or_else(String::new, |i| format!(" (+{:.1} %)", i * 100.0));
     format!(
-        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
+        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
         variant.name(),
         size_label(lab.setup.message_bytes),
         lab.setup.repetition + 1,
@@ -222,6 +245,7 @@ pub fn progress_line(
         } else {
             ", NOT faithful"
         },
+        rerouted(&lab.fidelity),
         lab.machine
             .as_ref()
             .filter(|machine| machine.hidden_stalls > 0)
@@ -253,4 +277,28 @@ pub fn progress_line(
         }),
         elapsed.as_secs_f64(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ofan_model::report::Fidelity;
+
+    #[test]
+    fn changed_routes_are_named_in_the_progress_line_at_most_three_switches() {
+        let mut fidelity = Fidelity::default();
+        assert_eq!(rerouted(&fidelity), "");
+        fidelity.route_changes = 1;
+        fidelity.rerouted_switches = vec!["e-p0-0".into()];
+        assert_eq!(
+            rerouted(&fidelity),
+            ", routes changed 1 time at 1 switch (e-p0-0)"
+        );
+        fidelity.route_changes = 9;
+        fidelity.rerouted_switches = ["e-p0-0", "a-p0-1", "c-2", "c-3"].map(String::from).into();
+        assert_eq!(
+            rerouted(&fidelity),
+            ", routes changed 9 times at 4 switches (e-p0-0, a-p0-1, c-2, …)"
+        );
+    }
 }

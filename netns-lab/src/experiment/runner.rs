@@ -348,8 +348,9 @@ pub fn run_repetition(
         .zip(after)
         .map(|(((node, _, _), before), after)| SwitchSample {
             node: *node,
-            before,
-            after,
+            route_changes: after.1.saturating_sub(before.1),
+            before: before.0,
+            after: after.0,
         })
         .collect();
     let report = metrics::evaluate(&RepInput {
@@ -364,6 +365,7 @@ pub fn run_repetition(
             .map(|((_, before), after)| KernelSample { before, after })
             .collect::<Vec<_>>(),
         setup,
+        fault_injected: fault.is_some(),
     })
     .map_err(anyhow::Error::msg)?;
     let mut report = report;
@@ -425,7 +427,10 @@ fn kernel_all(namespaces: &[(String, Side, File)]) -> anyhow::Result<Vec<KernelC
         .collect()
 }
 
-fn snapshot_all(switches: &[(NodeId, String, Client)]) -> anyhow::Result<Vec<SwitchSnapshot>> {
+/// Every switch's telemetry and how many times its routes have changed so far.
+fn snapshot_all(
+    switches: &[(NodeId, String, Client)],
+) -> anyhow::Result<Vec<(SwitchSnapshot, u64)>> {
     switches
         .iter()
         .map(|(_, name, client)| {
@@ -443,7 +448,7 @@ fn snapshot_all(switches: &[(NodeId, String, Client)]) -> anyhow::Result<Vec<Swi
                         (format!("{}{name}", super::metrics::STEERING_PREFIX), value)
                     }),
             );
-            Ok(snapshot)
+            Ok((snapshot, stats.fib.route_changes))
         })
         .collect()
 }

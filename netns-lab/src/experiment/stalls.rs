@@ -791,7 +791,12 @@ mod tests {
                 "{found:?} {ran:?} {summed}"
             );
         });
-        // The threads are gone: nothing is left to count.
+        // The threads are gone: nothing is left to count. (A joined thread stays listed in
+        // /proc/PID/task until the kernel has reaped it, a moment after the join returns.)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while keep_awake_run_ns(std::process::id()) != 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(keep_awake_run_ns(std::process::id()), 0);
     }
 

@@ -51,6 +51,8 @@ pub struct SwitchSample {
     pub before: SwitchSnapshot,
     /// Snapshot after every agent finished.
     pub after: SwitchSnapshot,
+    /// How many times its routes changed between the two (its FIB mirror's `route_changes`).
+    pub route_changes: u64,
 }
 
 /// A namespace's kernel counters before and after a repetition.
@@ -214,6 +216,9 @@ pub struct RepInput<'a> {
     pub kernels: &'a [KernelSample],
     /// How it was run.
     pub setup: LabSetup,
+    /// A fault struck during the repetition (`run --chaos`): routes were meant to change, so
+    /// changed routes do not make it unfaithful.
+    pub fault_injected: bool,
 }
 
 /// Computes the report of one repetition.
@@ -309,11 +314,23 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
     let agent_rate_ratio_min = agent_rate_ratio(input.reports);
     let (utilization, receiver_window_ratio_min) =
         receiver_utilization(input.reports, full_frame, rate);
+    let rerouted: Vec<&SwitchSample> = input
+        .switches
+        .iter()
+        .filter(|sample| sample.route_changes > 0)
+        .collect();
+    let route_changes = rerouted.iter().map(|sample| sample.route_changes).sum();
     let fidelity = Fidelity {
         faithful: worst.0 <= FAITHFUL_LATENESS
             && agent_rate_ratio_min >= 0.99
-            && receiver_window_ratio_min >= 0.99,
+            && receiver_window_ratio_min >= 0.99
+            && (route_changes == 0 || input.fault_injected),
         receiver_window_ratio_min,
+        route_changes,
+        rerouted_switches: rerouted
+            .iter()
+            .map(|sample| input.topology.node(sample.node).name.clone())
+            .collect(),
         shaper_late_p99_packet_times: worst.0,
         worst_port: worst.1,
         agent_rate_ratio_min,

@@ -176,6 +176,7 @@ fn scenario(missing: u64) -> Scenario {
                 node: switch.id,
                 before,
                 after,
+                route_changes: 0,
             }
         })
         .collect();
@@ -195,6 +196,7 @@ fn evaluate_scenario(s: &Scenario) -> RunReport {
         switches: &s.switches,
         kernels: &[],
         setup: setup(),
+        fault_injected: false,
     })
     .unwrap()
 }
@@ -231,6 +233,62 @@ fn stages_queues_and_drops_come_from_the_right_ports() {
     assert_eq!(fidelity.worst_port, "c-0:p0");
     assert!((fidelity.shaper_late_p99_packet_times - 0.4889).abs() < 1e-3);
     assert!(!fidelity.faithful);
+}
+
+/// A run the links emulated faithfully is still not faithful when routes changed under it (a
+/// routing session that flapped), unless a fault injected on purpose changed them.
+#[test]
+fn changed_routes_make_a_run_unfaithful_unless_a_fault_changed_them() {
+    let mut s = scenario(0);
+    for sample in &mut s.switches {
+        sample.after = sample.before.clone();
+    }
+    for report in &mut s.reports {
+        report.pacing.achieved_bps = Some(report.pacing.requested_bps);
+    }
+    let fidelity = |s: &Scenario, fault_injected| {
+        let report = evaluate(&RepInput {
+            topology: &s.topology,
+            plan: &s.plan,
+            reports: &s.reports,
+            switches: &s.switches,
+            kernels: &[],
+            setup: setup(),
+            fault_injected,
+        })
+        .unwrap();
+        lab_of(&report).fidelity.clone()
+    };
+    let steady = fidelity(&s, false);
+    assert!(steady.faithful, "{steady:?}");
+    assert_eq!(
+        (steady.route_changes, steady.rerouted_switches.len()),
+        (0, 0)
+    );
+
+    let edge = s.topology.edges()[1].id;
+    let core = s.topology.cores()[2].id;
+    for sample in &mut s.switches {
+        if sample.node == edge {
+            sample.route_changes = 3;
+        } else if sample.node == core {
+            sample.route_changes = 1;
+        }
+    }
+    let flapped = fidelity(&s, false);
+    assert!(!flapped.faithful);
+    assert_eq!(flapped.route_changes, 4);
+    assert_eq!(
+        flapped.rerouted_switches,
+        [
+            s.topology.node(edge).name.clone(),
+            s.topology.node(core).name.clone()
+        ]
+    );
+    // A link flapped or a switch killed on purpose: the routes were meant to change.
+    let struck = fidelity(&s, true);
+    assert!(struck.faithful);
+    assert_eq!(struck.route_changes, 4);
 }
 
 #[test]
@@ -345,6 +403,7 @@ fn a_loss_the_kernel_counted_is_accounted_for_by_name() {
         switches: &s.switches,
         kernels: &[KernelSample { before, after }],
         setup: setup(),
+        fault_injected: false,
     })
     .unwrap();
     assert_eq!(report.drops.get("host.udp_rcvbuf"), 1);
