@@ -236,7 +236,7 @@ fn measure(
     let choice = LabChoice {
         name: options.name.clone(),
         k: Some(options.k),
-        link_rate_bps: rate,
+        link_rate_bps: Some(rate),
         buffer_bytes: options.buffer_bytes,
         keep: true,
         shaping: Shaping::CatchUp,

@@ -21,8 +21,10 @@ pub fn run(keep: bool, k: u16, lb: &str, size: &str, repeat: u32) -> anyhow::Res
         println!("(removing the previous demo lab first)");
         super::lab::down(name)?;
     }
+    let topology = TopologySource::Kind(TopologyKind::FatTree { k });
     let spec = LabSpec {
-        topology: TopologySource::Kind(TopologyKind::FatTree { k }),
+        link_rate_bps: topology.default_link_rate_bps()?,
+        topology,
         buffer_bytes: lab::EXPERIMENT_BUFFER_BYTES,
         ..LabSpec::new(name)
     };

@@ -15,7 +15,7 @@ use ofan_lab::experiment::{
 use ofan_lab::lab::Shaping;
 use ofan_lab::units::{parse_rate, parse_size};
 
-use super::lab::{DEFAULT_LINK_RATE, EXPERIMENT_BUFFER};
+use super::lab::EXPERIMENT_BUFFER;
 use super::{results, CollectiveName, HostLbArg, Stderr};
 
 const RUN_AFTER_HELP: &str = "\
@@ -55,9 +55,10 @@ pub struct LabOptions {
     /// Radix of the fat tree to build when the lab does not exist (default 4).
     #[arg(long)]
     pub k: Option<u16>,
-    /// Link rate of a lab built for the run.
-    #[arg(long, value_name = "RATE", default_value = DEFAULT_LINK_RATE)]
-    pub link_rate: String,
+    /// Link rate of a lab built for the run (default: as `up --link-rate`, 2mbit up to k = 4,
+    /// less for larger labs).
+    #[arg(long, value_name = "RATE")]
+    pub link_rate: Option<String>,
     /// Egress buffer per switch port of a lab built for the run: large, so that queues show
     /// their growth instead of drops (paper Fig. 4); with smaller buffers the agents recover
     /// every drop by retransmission, and the drops cost time.
@@ -246,7 +247,7 @@ impl CompareArgs {
             lab: LabOptions {
                 name: name.to_owned(),
                 k: None,
-                link_rate: DEFAULT_LINK_RATE.to_owned(),
+                link_rate: None,
                 buffer: EXPERIMENT_BUFFER.to_owned(),
                 keep: true,
                 catch_up: true,
@@ -301,7 +302,7 @@ impl LabOptions {
         Ok(LabChoice {
             name: self.name.clone(),
             k: self.k,
-            link_rate_bps: parse_rate(&self.link_rate)?,
+            link_rate_bps: self.link_rate.as_deref().map(parse_rate).transpose()?,
             buffer_bytes: ofan_topology::units::parse_size(&self.buffer)
                 .map_err(|e| anyhow::anyhow!("--buffer {e}"))?,
             keep: self.keep,

@@ -16,10 +16,16 @@ use ofan_lab::units::parse_rate;
 
 use super::{demo, pingall, status, view, Stderr};
 
-/// `--link-rate`'s default ([`ofan_lab::lab::DEFAULT_LINK_RATE_BPS`]): the largest rate at which
-/// a k=4 lab on a quiet 2-core machine stayed faithful (5 Mbit/s) divided by a margin of 2.5;
-/// see docs/lab.md for the measurements.
-pub const DEFAULT_LINK_RATE: &str = "2mbit";
+/// `--link-rate RATE`, or the default for `topology` when it was not given.
+///
+/// # Errors
+/// A rate that does not parse; a topology that cannot be loaded.
+pub fn link_rate_or_default(rate: Option<&str>, topology: &TopologySource) -> anyhow::Result<u64> {
+    match rate {
+        Some(rate) => parse_rate(rate),
+        None => topology.default_link_rate_bps(),
+    }
+}
 /// Egress buffer per port of labs built for experiments (and the demo): large enough that no
 /// algorithm drops a 1 MB permutation on k=4, so that queues show their growth (with smaller
 /// buffers the agents recover every drop, and the drops cost time).
@@ -80,10 +86,12 @@ pub struct UpArgs {
     #[arg(long, value_name = "P")]
     pub pipe_size: Option<u16>,
     /// Emulated rate of every link (e.g. 1mbit, 10mbit; 0 = unshaped). The default is what a
-    /// quiet 2-core machine emulates faithfully with switches in a group, with a margin of 2.5;
-    /// with --switches process use 1mbit. `ofan-lab bench lab` measures your machine.
-    #[arg(long, value_name = "RATE", default_value = DEFAULT_LINK_RATE)]
-    pub link_rate: String,
+    /// quiet 2-core machine emulates faithfully with switches in a group, with a margin: 2mbit
+    /// up to 16 hosts (k = 4), and for larger labs the same traffic in total, 2mbit × 16 /
+    /// hosts (k = 6: 590kbit, k = 8: 250kbit: what costs CPU is the frames the hosts send).
+    /// With --switches process use 1mbit at k = 4. `ofan-lab bench lab` measures your machine.
+    #[arg(long, value_name = "RATE")]
+    pub link_rate: Option<String>,
     /// Egress buffer of every switch port (e.g. 64KB).
     #[arg(long, value_name = "BYTES", default_value = DEFAULT_BUFFER)]
     pub buffer: String,
@@ -527,12 +535,13 @@ impl UpArgs {
     /// # Errors
     /// A value that does not parse.
     pub fn spec(&self) -> anyhow::Result<LabSpec> {
+        let topology = TopologySource::parse(&self.topo, self.k);
         let spec = LabSpec {
             name: self.lab.name.clone(),
-            topology: TopologySource::parse(&self.topo, self.k),
+            link_rate_bps: link_rate_or_default(self.link_rate.as_deref(), &topology)?,
+            topology,
             algorithm: parse_algorithm(&self.lb)?,
             pipe_size: self.pipe_size,
-            link_rate_bps: parse_rate(&self.link_rate)?,
             buffer_bytes: parse_buffer(&self.buffer)?,
             mtu: self.mtu,
             seed: self.seed,
@@ -650,11 +659,28 @@ mod tests {
     }
 
     #[test]
+    fn the_link_rate_defaults_by_the_labs_size_and_a_given_one_is_kept() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Up {
+            #[command(flatten)]
+            args: UpArgs,
+        }
+        let rate = |line: &[&str]| {
+            Up::parse_from([&["up"], line].concat())
+                .args
+                .spec()
+                .unwrap()
+                .link_rate_bps
+        };
+        assert_eq!(rate(&[]), lab::DEFAULT_LINK_RATE_BPS);
+        assert_eq!(rate(&["--k", "8"]), 250_000);
+        assert_eq!(rate(&["--k", "8", "--link-rate", "5mbit"]), 5_000_000);
+        assert_eq!(rate(&["--link-rate", "0"]), 0);
+    }
+
+    #[test]
     fn defaults_are_the_labs_constants() {
-        assert_eq!(
-            parse_rate(DEFAULT_LINK_RATE).unwrap(),
-            lab::DEFAULT_LINK_RATE_BPS
-        );
         assert_eq!(
             parse_buffer(DEFAULT_BUFFER).unwrap(),
             lab::DEFAULT_BUFFER_BYTES

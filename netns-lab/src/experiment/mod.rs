@@ -88,8 +88,9 @@ pub struct LabChoice {
     pub name: String,
     /// Radix of the fat tree to build (default 4); an existing lab must have it.
     pub k: Option<u16>,
-    /// Link rate of a lab built for the run, bits per second.
-    pub link_rate_bps: u64,
+    /// Link rate of a lab built for the run, bits per second (`None`: the default for its size,
+    /// [`lab::default_link_rate_bps`]).
+    pub link_rate_bps: Option<u64>,
     /// Egress buffer per switch port of a lab built for the run, bytes.
     pub buffer_bytes: u64,
     /// Keep a lab built for the run.
@@ -425,17 +426,22 @@ impl LabSession {
             });
         }
         let k = options.k.unwrap_or(4);
+        let topology = TopologySource::Kind(ofan_topology::TopologyKind::FatTree { k });
+        let link_rate_bps = match options.link_rate_bps {
+            Some(rate) => rate,
+            None => topology.default_link_rate_bps()?,
+        };
         observer.note(&format!(
             "building lab `{}` (fat tree k={k}, {} links, buffer {}) for this experiment; \
              if it is interrupted, remove it with: ofan-lab down --name {}",
             options.name,
-            ofan_topology::units::format_rate(options.link_rate_bps),
+            ofan_topology::units::format_rate(link_rate_bps),
             summary::size_label(options.buffer_bytes),
             options.name
         ));
         let spec = LabSpec {
-            topology: TopologySource::Kind(ofan_topology::TopologyKind::FatTree { k }),
-            link_rate_bps: options.link_rate_bps,
+            topology,
+            link_rate_bps,
             buffer_bytes: options.buffer_bytes,
             shaping: options.shaping,
             ..LabSpec::new(&options.name)

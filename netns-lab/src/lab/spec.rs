@@ -12,10 +12,30 @@ use serde::{Deserialize, Serialize};
 use super::plan;
 use super::state::Params;
 
-/// The default emulated link rate, bits per second: with a margin of 2.5, the largest rate at
-/// which a k=4 lab on a quiet 2-core machine (switches in a group) stayed faithful under a
-/// full-load permutation — 5 Mbit/s, 3 runs of 3 (see docs/lab.md for the measurements).
+/// The default emulated link rate of a lab of up to [`DEFAULT_RATE_HOSTS`] hosts, bits per
+/// second: with a margin of 2.5, the largest rate at which a k=4 lab on a quiet 2-core machine
+/// (switches in a group) stayed faithful under a full-load permutation — 5 Mbit/s, 3 runs of 3
+/// (see docs/lab.md for the measurements). Larger labs get less: [`default_link_rate_bps`].
 pub const DEFAULT_LINK_RATE_BPS: u64 = 2_000_000;
+/// The hosts of the lab [`DEFAULT_LINK_RATE_BPS`] was measured on (k = 4).
+pub const DEFAULT_RATE_HOSTS: usize = 16;
+
+/// The default link rate of a lab with `hosts` hosts, bits per second: [`DEFAULT_LINK_RATE_BPS`]
+/// up to [`DEFAULT_RATE_HOSTS`] hosts; beyond, the same traffic in total — the rate scaled down
+/// by the hosts, rounded down to 10 kbit/s — because what a lab costs is the frames its hosts
+/// send and its switches forward, and two cores forward about as many for k = 8 as for k = 4
+/// (`bench lab`: 19.5 µs of CPU per forwarded frame at k = 8 and 1 Mbit/s, 15.5–20.7 at k = 4
+/// and 5–10 Mbit/s, about as many frames a second). k = 8 (128 hosts):
+/// 250 kbit/s, half of 500 kbit/s, the highest rate faithful in every run of `bench lab --k 8`
+/// on 2026-12-02 (2/2; 1 Mbit/s 0/2, CPUs full 84 % of the traffic).
+#[must_use]
+pub fn default_link_rate_bps(hosts: usize) -> u64 {
+    if hosts <= DEFAULT_RATE_HOSTS {
+        return DEFAULT_LINK_RATE_BPS;
+    }
+    let scaled = DEFAULT_LINK_RATE_BPS * DEFAULT_RATE_HOSTS as u64 / hosts as u64;
+    (scaled / 10_000 * 10_000).max(10_000)
+}
 /// Default SCHED_FIFO priority of the switches' workers (below the experiments' agents, whose
 /// departures must be exact; above everything else on the machine).
 pub const DEFAULT_SWITCH_RT_PRIORITY: u8 = 20;
@@ -83,6 +103,14 @@ impl TopologySource {
                 Topology::from_json(&text).with_context(|| format!("--topo {}", path.display()))?
             }
         })
+    }
+
+    /// The default link rate of a lab of this topology ([`default_link_rate_bps`]).
+    ///
+    /// # Errors
+    /// As [`Self::load`].
+    pub fn default_link_rate_bps(&self) -> anyhow::Result<u64> {
+        Ok(default_link_rate_bps(self.load()?.hosts().len()))
     }
 }
 
@@ -489,5 +517,21 @@ mod tests {
         assert_eq!(params.routing, "static");
         assert!(params.catch_up);
         assert_eq!(params.pipe_size, 4);
+    }
+
+    #[test]
+    fn larger_labs_default_to_the_same_traffic_in_total() {
+        let rate = |k| {
+            TopologySource::Kind(TopologyKind::FatTree { k })
+                .default_link_rate_bps()
+                .unwrap()
+        };
+        // Up to k = 4: the measured default; k = 6 (54 hosts) and 8 (128): 32 Mbit/s shared.
+        assert_eq!(default_link_rate_bps(2), DEFAULT_LINK_RATE_BPS);
+        assert_eq!(rate(4), 2_000_000);
+        assert_eq!(rate(6), 590_000);
+        assert_eq!(rate(8), 250_000);
+        // Never below 10 kbit/s, however large.
+        assert_eq!(default_link_rate_bps(1_000_000), 10_000);
     }
 }
