@@ -595,6 +595,13 @@ fn small_permutation_produces_a_complete_result_file() {
     assert!(cell["metrics"]["cct_s"]["sem"].as_f64().is_some());
     let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3, "{csv}");
+    let fields = |line: &str| line.split(',').count();
+    let header = csv.lines().next().unwrap();
+    assert!(header.ends_with(",route_changes,faithful"), "{header}");
+    assert!(
+        csv.lines().all(|row| fields(row) == fields(header)),
+        "a row without a field per column: {csv}"
+    );
     assert!(out.join("runs/ofan-256KB-r1/result.json").exists());
 
     // No experiment running: ping, traceroute and iperf3 between hosts.

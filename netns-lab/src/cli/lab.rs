@@ -26,6 +26,7 @@ pub fn link_rate_or_default(rate: Option<&str>, topology: &TopologySource) -> an
         None => topology.default_link_rate_bps(),
     }
 }
+
 /// Egress buffer per port of labs built for experiments (and the demo): large enough that no
 /// algorithm drops a 1 MB permutation on k=4, so that queues show their growth (with smaller
 /// buffers the agents recover every drop, and the drops cost time).
