@@ -1351,6 +1351,79 @@ fn bfd_routes_around_a_blackholed_link() {
     lab.down_and_check(&pids);
 }
 
+/// Sends `signal` to `pid` (a process of the lab under test).
+fn send_signal(pid: u32, signal: i32) {
+    // SAFETY: kill with a pid this test's lab started and a valid signal number.
+    let result = unsafe { libc::kill(pid as libc::pid_t, signal) };
+    assert_eq!(result, 0, "kill({pid}, {signal})");
+}
+
+/// Continues a stopped process when dropped: a failing test never leaves it stopped.
+struct Stopped(u32);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        send_signal(self.0, libc::SIGCONT);
+    }
+}
+
+/// A routing daemon starved while a run goes on — `c-0`'s bfdd stopped for 1.5 s, what a
+/// loaded machine does to an ordinary task beside the real-time pool and agents: its neighbours
+/// declare the sessions down, BGP withdraws routes, and the run says so — routes changed at
+/// switches it names, **not faithful** — whatever its links' emulation was (before 2026-12-02
+/// such runs were called faithful). Every packet still arrives (retransmitted), and `down`
+/// leaves nothing.
+fn a_run_whose_routes_flapped_is_not_faithful() {
+    let _machine = serial();
+    let lab = LabGuard::new("rf");
+    up_bfd_lab(&lab);
+    let bfdd = lab.state()["daemons"]
+        .as_array()
+        .expect("daemons")
+        .iter()
+        .filter(|p| p["node"] == "c-0")
+        .map(|p| p["pid"].as_u64().unwrap() as u32)
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "bfdd")
+        })
+        .expect("the bfdd of c-0");
+    let output = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Within the traffic: a 1 MB permutation at 2 Mbit/s starts ≈ 0.9 s after the run
+            // and lasts ≈ 4.5 s.
+            std::thread::sleep(Duration::from_millis(2000));
+            send_signal(bfdd, libc::SIGSTOP);
+            let _stopped = Stopped(bfdd);
+            std::thread::sleep(Duration::from_millis(1500));
+        });
+        run_results(&lab, "flap", &["permutation", "--size", "1MB"])
+    });
+    let run = &output.results["runs"][0];
+    let fidelity = &run["fidelity"];
+    eprintln!("{fidelity}");
+    assert!(
+        fidelity["route_changes"].as_u64().unwrap() > 0,
+        "{fidelity}"
+    );
+    let rerouted: Vec<&str> = fidelity["rerouted_switches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap())
+        .collect();
+    // c-0's neighbours, one aggregation switch per pod, lost their routes through it.
+    assert!(
+        rerouted.iter().any(|name| name.starts_with("a-p")),
+        "{rerouted:?}"
+    );
+    assert_eq!(fidelity["faithful"], false, "{fidelity}");
+    assert_eq!(run["delivery"]["exactly_once"], true, "{run}");
+
+    let mut pids = lab.member_pids();
+    pids.extend(daemon_pids(&lab));
+    lab.down_and_check(&pids);
+}
+
 /// A named counter of the data path or the steering program.
 fn counter_any(stats: &Value, name: &str) -> u64 {
     stats["steering"]
@@ -2021,6 +2094,7 @@ ofan_tests::root_tests!(
     bfd_routes_around_a_blackholed_link,
     routing_restart_keeps_the_switch_fib,
     chaos_run_accounts_for_every_repetition_or_names_its_fault,
+    a_run_whose_routes_flapped_is_not_faithful,
     slowed_core_link_makes_arf_wcmp_move_traffic_off_it,
     view_draws_the_lab_live_in_a_browser,
     bench_lab_measures_a_rate_and_probes_the_machine,
