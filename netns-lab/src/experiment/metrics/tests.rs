@@ -189,6 +189,11 @@ fn scenario(missing: u64) -> Scenario {
 }
 
 fn evaluate_scenario(s: &Scenario) -> RunReport {
+    evaluate_struck(s, false)
+}
+
+/// The scenario evaluated as a run with (`true`) or without a fault injected on purpose.
+fn evaluate_struck(s: &Scenario, fault_injected: bool) -> RunReport {
     evaluate(&RepInput {
         topology: &s.topology,
         plan: &s.plan,
@@ -196,7 +201,7 @@ fn evaluate_scenario(s: &Scenario) -> RunReport {
         switches: &s.switches,
         kernels: &[],
         setup: setup(),
-        fault_injected: false,
+        fault_injected,
     })
     .unwrap()
 }
@@ -246,19 +251,8 @@ fn changed_routes_make_a_run_unfaithful_unless_a_fault_changed_them() {
     for report in &mut s.reports {
         report.pacing.achieved_bps = Some(report.pacing.requested_bps);
     }
-    let fidelity = |s: &Scenario, fault_injected| {
-        let report = evaluate(&RepInput {
-            topology: &s.topology,
-            plan: &s.plan,
-            reports: &s.reports,
-            switches: &s.switches,
-            kernels: &[],
-            setup: setup(),
-            fault_injected,
-        })
-        .unwrap();
-        lab_of(&report).fidelity.clone()
-    };
+    let fidelity =
+        |s: &Scenario, fault_injected| lab_of(&evaluate_struck(s, fault_injected)).fidelity.clone();
     let steady = fidelity(&s, false);
     assert!(steady.faithful, "{steady:?}");
     assert_eq!(
