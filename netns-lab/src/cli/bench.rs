@@ -14,7 +14,9 @@ use ofan_lab::bench::forward::{self, Candidate, Options, Report};
 use ofan_lab::bench::lab as lab_bench;
 use ofan_lab::bench::report::{self, Interval, Outcome, Row, Sample};
 use ofan_lab::experiment::stalls;
+use ofan_lab::lab::TopologySource;
 use ofan_lab::units::{parse_rate, parse_size};
+use ofan_topology::TopologyKind;
 use serde_json::{json, Value};
 
 const FORWARD_LONG_ABOUT: &str = "\
@@ -173,9 +175,11 @@ impl GenName {
 /// Arguments of `bench lab`.
 #[derive(Debug, Clone, Args)]
 pub struct LabArgs {
-    /// Link rates to measure, comma-separated, in order (e.g. 1mbit,5mbit,20mbit).
-    #[arg(long, default_value = "1mbit,2mbit,5mbit,10mbit,20mbit")]
-    pub rates: String,
+    /// Link rates to measure, comma-separated, in order (e.g. 1mbit,5mbit,20mbit). Default:
+    /// 0.5, 1, 2.5, 5 and 10 times the lab's default link rate (`up --link-rate`), which
+    /// follows its size: 1mbit,2mbit,5mbit,10mbit,20mbit at k = 4, 125kbit to 2500kbit at k = 8.
+    #[arg(long)]
+    pub rates: Option<String>,
     /// Fat-tree radix.
     #[arg(long, default_value_t = 4)]
     pub k: u16,
@@ -226,13 +230,22 @@ pub struct LabArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `bench lab`'s rates when none are given: around the lab's default link rate, from half of it
+/// (the reference its CCT is judged against) to ten times it.
+fn default_rates(topology: &TopologySource) -> anyhow::Result<Vec<u64>> {
+    let rate = topology.default_link_rate_bps()?;
+    Ok([1, 2, 5, 10, 20].map(|halves| rate * halves / 2).to_vec())
+}
+
 impl LabArgs {
     fn options(&self) -> anyhow::Result<lab_bench::Options> {
-        let rates = self
-            .rates
-            .split(',')
-            .map(|rate| parse_rate(rate.trim()))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let rates = match &self.rates {
+            Some(rates) => rates
+                .split(',')
+                .map(|rate| parse_rate(rate.trim()))
+                .collect::<anyhow::Result<Vec<_>>>()?,
+            None => default_rates(&TopologySource::Kind(TopologyKind::FatTree { k: self.k }))?,
+        };
         if rates.contains(&0) {
             anyhow::bail!("--rates: a lab without shaping (0) cannot be faithful or not");
         }
@@ -793,6 +806,16 @@ mod tests {
             panic!("not a bench command");
         };
         command
+    }
+
+    #[test]
+    fn bench_lab_rates_default_around_the_labs_default_link_rate() {
+        let rates = |k| default_rates(&TopologySource::Kind(TopologyKind::FatTree { k })).unwrap();
+        assert_eq!(
+            rates(4),
+            [1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000]
+        );
+        assert_eq!(rates(8), [125_000, 250_000, 625_000, 1_250_000, 2_500_000]);
     }
 
     fn gen_options(args: &[String]) -> GenOptions {
