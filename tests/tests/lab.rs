@@ -1371,8 +1371,9 @@ impl Drop for Stopped {
 /// loaded machine does to an ordinary task beside the real-time pool and agents: its neighbours
 /// declare the sessions down, BGP withdraws routes, and the run says so — routes changed at
 /// switches it names, **not faithful** — whatever its links' emulation was (before 2026-12-02
-/// such runs were called faithful). Every packet still arrives (retransmitted), and `down`
-/// leaves nothing.
+/// such runs were called faithful). Every packet still arrives (retransmitted). A run started
+/// right after such a flap waits for BGP to restore the plan's routes and sees none change.
+/// `down` leaves nothing.
 fn a_run_whose_routes_flapped_is_not_faithful() {
     let _machine = serial();
     let lab = LabGuard::new("rf");
@@ -1418,6 +1419,24 @@ fn a_run_whose_routes_flapped_is_not_faithful() {
     );
     assert_eq!(fidelity["faithful"], false, "{fidelity}");
     assert_eq!(run["delivery"]["exactly_once"], true, "{run}");
+
+    // A run started in the middle of the same starvation (0.6 s into 1.5 s: sessions down,
+    // routes withdrawn): it first waits until BGP has brought every switch's routes back to
+    // the plan, then measures the fabric it means to — no route changes under it (without the
+    // wait it would start on the degraded fabric and count the routes coming back).
+    send_signal(bfdd, libc::SIGSTOP);
+    let after = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let _stopped = Stopped(bfdd);
+            std::thread::sleep(Duration::from_millis(1500));
+        });
+        std::thread::sleep(Duration::from_millis(600));
+        run_results(&lab, "after", &["permutation", "--size", "256KB"])
+    });
+    let fidelity = &after.results["runs"][0]["fidelity"];
+    assert_eq!(fidelity["route_changes"], 0, "{fidelity}");
+    drop(after);
+    drop(output);
 
     let mut pids = lab.member_pids();
     pids.extend(daemon_pids(&lab));

@@ -63,6 +63,12 @@ pub const fn default_agent_spin_us(catch_up: bool) -> u64 {
     }
 }
 
+/// The longest a repetition waits for a BGP fabric to be the plan again before it starts
+/// (sessions re-established and routes re-learnt take a few seconds with the lab's timers).
+pub const CONVERGE_BEFORE_REPETITION: Duration = Duration::from_secs(30);
+/// A wait for BGP before a repetition longer than this is noted to the user.
+const CONVERGE_NOTED: Duration = Duration::from_millis(500);
+
 /// What an experiment tells its user while it runs: the lab's steps and notes, and one call
 /// per finished repetition.
 pub trait Observer: lab::Observer {
@@ -338,6 +344,19 @@ impl Experiment {
                     cell.variant.name(),
                     summary::size_label(cell.bytes)
                 ));
+                // Every repetition starts on the fabric it measures: under BGP, every switch's
+                // FIB the plan's again (a session that flapped under the last repetition's load,
+                // or its fault, may still be coming back; the repetition would count the routes
+                // returning, or run without them).
+                let waiting = Instant::now();
+                lab.converge(waiting, CONVERGE_BEFORE_REPETITION, &[])
+                    .context("before the repetition")?;
+                if waiting.elapsed() > CONVERGE_NOTED {
+                    observer.note(&format!(
+                        "waited {:.1} s for BGP to bring every switch's routes back to the plan",
+                        waiting.elapsed().as_secs_f64()
+                    ));
+                }
                 let report =
                     runner::run_repetition(&lab, &plan, setup, &options, &dir, chaos.as_ref())?;
                 done += 1;
