@@ -1372,7 +1372,7 @@ impl Drop for Stopped {
 /// declare the sessions down, BGP withdraws routes, and the run says so — routes changed at
 /// switches it names, **not faithful** — whatever its links' emulation was (before 2026-12-02
 /// such runs were called faithful). Every packet still arrives (retransmitted). A run started
-/// right after such a flap waits for BGP to restore the plan's routes and sees none change.
+/// in the middle of such a flap waits for BGP to restore the plan's routes and sees none change.
 /// `down` leaves nothing.
 fn a_run_whose_routes_flapped_is_not_faithful() {
     let _machine = serial();
