@@ -47,6 +47,7 @@ impl AtomicHistogram {
 pub struct PortTelemetry {
     rx_packets: AtomicU64,
     rx_bytes: AtomicU64,
+    rx_spliced: AtomicU64,
     enqueued_packets: AtomicU64,
     tx_packets: AtomicU64,
     tx_bytes: AtomicU64,
@@ -90,9 +91,11 @@ pub struct WindowReading {
 
 impl PortTelemetry {
     /// Publishes the receive counters (cumulative) of the port's owner.
-    pub fn publish_rx(&self, packets: u64, bytes: u64) {
+    /// (`spliced`: of the packets, those that came over an in-process link.)
+    pub fn publish_rx(&self, packets: u64, bytes: u64, spliced: u64) {
         self.rx_packets.store(packets, Relaxed);
         self.rx_bytes.store(bytes, Relaxed);
+        self.rx_spliced.store(spliced, Relaxed);
     }
 
     /// Publishes the kernel's statistics of the port's AF_XDP sockets (summed over queues):
@@ -188,6 +191,7 @@ impl PortTelemetry {
             name: name.to_owned(),
             rx_packets: self.rx_packets.load(Relaxed),
             rx_bytes: self.rx_bytes.load(Relaxed),
+            rx_spliced: self.rx_spliced.load(Relaxed),
             enqueued_packets: self.enqueued_packets.load(Relaxed),
             tx_packets: self.tx_packets.load(Relaxed),
             tx_bytes: self.tx_bytes.load(Relaxed),
@@ -577,6 +581,10 @@ pub struct PortSnapshot {
     pub rx_packets: u64,
     /// Bytes received.
     pub rx_bytes: u64,
+    /// Of `rx_packets`, frames that came over an in-process link from a switch of the same
+    /// `ofan-switch group` (`--splice`), not through the port's veth.
+    #[serde(default)]
+    pub rx_spliced: u64,
     /// Frames accepted into the egress queue.
     pub enqueued_packets: u64,
     /// Frames sent.

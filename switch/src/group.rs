@@ -26,8 +26,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
+use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
 use ofan_switch::config;
+use ofan_topology::Topology;
 use serde::Serialize;
 
 use super::{init_logging, run_switch_until, stop_on_signals, RunArgs};
@@ -80,6 +82,14 @@ pub struct GroupArgs {
     /// The group's control socket.
     #[arg(long, value_name = "PATH", default_value = "/run/ofan/ofan-group.sock")]
     control: PathBuf,
+    /// Carry frames between members in the process (needs --topology): a frame a member
+    /// sends toward another member is copied into that member's memory and decided there
+    /// at once, without the veth between them — the kernel's work per hop (a system call, an
+    /// skb, two copies) becomes one copy. Only frames the receiver's XDP program would give
+    /// its data path, over links up at both ends and not blackholed; the rest still take
+    /// the veth. The veths' counters and tcpdump on them do not see spliced frames.
+    #[arg(long)]
+    splice: bool,
     /// Every member's configuration (--admin-socket must contain `{node}` when there are
     /// several members).
     #[command(flatten)]
@@ -113,6 +123,41 @@ struct Member {
 struct Blueprint {
     args: GroupArgs,
     pool: Arc<WorkerPool>,
+    /// With --splice: each member's in-process links, by port name.
+    splices: BTreeMap<String, BTreeMap<String, SplicePort>>,
+}
+
+/// The in-process links between `members` of `topology` (both ends members): for each member,
+/// by port name, the slots of the port's end and of its peer's.
+fn splices_between(
+    topology: &Topology,
+    members: &[String],
+) -> BTreeMap<String, BTreeMap<String, SplicePort>> {
+    let mut splices: BTreeMap<String, BTreeMap<String, SplicePort>> = BTreeMap::new();
+    let is_member = |name: &str| members.iter().any(|m| m == name);
+    for link in topology.links() {
+        let ends = [link.a, link.b].map(|(node, port)| {
+            (
+                topology.node(node).name.clone(),
+                topology.port(node, port).ifname.clone(),
+                Arc::new(SpliceSlot::default()),
+            )
+        });
+        if !ends.iter().all(|(node, _, _)| is_member(node)) {
+            continue;
+        }
+        for (this, other) in [(0, 1), (1, 0)] {
+            let (node, ifname, own) = &ends[this];
+            splices.entry(node.clone()).or_default().insert(
+                ifname.clone(),
+                SplicePort {
+                    own: Arc::clone(own),
+                    peer: Arc::clone(&ends[other].2),
+                },
+            );
+        }
+    }
+    splices
 }
 
 impl Blueprint {
@@ -140,6 +185,7 @@ impl Blueprint {
             .as_ref()
             .map(|pattern| PathBuf::from(pattern.display().to_string().replace("{node}", node)));
         let config_file = self.args.run.config.clone();
+        let splices = self.splices.get(node).cloned().unwrap_or_default();
         let threads = Threads::Pool {
             pool: Arc::clone(&self.pool),
             first: self.thread_of(node),
@@ -153,7 +199,15 @@ impl Blueprint {
                 let _span = tracing::info_span!("switch", node = %name).entered();
                 enter_network_namespace(&netns)
                     .with_context(|| format!("cannot enter network namespace `{netns}`"))?;
-                let config = config::load(config_file.as_deref(), &overrides)?;
+                let mut config = config::load(config_file.as_deref(), &overrides)?;
+                if !splices.is_empty() {
+                    config.runtime.splices = config
+                        .runtime
+                        .ports
+                        .iter()
+                        .map(|port| splices.get(&port.name).cloned())
+                        .collect();
+                }
                 let result = run_switch_until(config, &member_stop, Some(&member_crash), threads);
                 if let Err(error) = &result {
                     tracing::error!("{error:#}");
@@ -208,9 +262,25 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
     let listener = UnixListener::bind(&args.control)
         .with_context(|| format!("cannot listen on {}", args.control.display()))?;
     listener.set_nonblocking(true)?;
+    let splices = if args.splice {
+        let path = args
+            .run
+            .overrides
+            .topology
+            .as_ref()
+            .context("--splice needs --topology: the links between members come from it")?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let topology = Topology::from_json(&text)
+            .with_context(|| format!("{}: not a topology", path.display()))?;
+        splices_between(&topology, &args.members)
+    } else {
+        BTreeMap::new()
+    };
     let blueprint = Blueprint {
         args: args.clone(),
         pool,
+        splices,
     };
     let members: Mutex<BTreeMap<String, Member>> = Mutex::new(BTreeMap::new());
     for node in &args.members {
@@ -445,6 +515,57 @@ mod tests {
     }
 
     #[test]
+    fn links_between_members_are_spliced_both_ways_and_no_others() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let switches: Vec<String> = topology
+            .nodes()
+            .iter()
+            .filter(|n| n.role.is_switch())
+            .map(|n| n.name.clone())
+            .collect();
+        let splices = splices_between(&topology, &switches);
+        // Every switch-to-switch port: 16 edge up-ports, 16 aggregation down- and 16 up-ports,
+        // 16 core ports; no host port.
+        let ports: usize = splices.values().map(BTreeMap::len).sum();
+        assert_eq!(ports, 64);
+        assert_eq!(splices["e-p0-0"].len(), 2, "an edge's two up-ports");
+        assert_eq!(splices["c-0"].len(), 4);
+        // The two ends of a link hold each other's slots.
+        for link in topology.links() {
+            let end = |(node, port): (ofan_topology::NodeId, ofan_topology::PortIndex)| {
+                let name = &topology.node(node).name;
+                splices
+                    .get(name)
+                    .and_then(|ports| ports.get(&topology.port(node, port).ifname))
+            };
+            match (end(link.a), end(link.b)) {
+                (Some(a), Some(b)) => {
+                    assert!(Arc::ptr_eq(&a.peer, &b.own) && Arc::ptr_eq(&b.peer, &a.own));
+                    assert!(!Arc::ptr_eq(&a.own, &b.own));
+                }
+                (None, None) => {}
+                ends => panic!("a link spliced at one end only: {ends:?}"),
+            }
+        }
+        // A member's links to non-members stay veths.
+        let pod0: Vec<String> = switches
+            .iter()
+            .filter(|s| s.contains("-p0-"))
+            .cloned()
+            .collect();
+        let splices = splices_between(&topology, &pod0);
+        assert_eq!(splices.values().map(BTreeMap::len).sum::<usize>(), 8);
+        assert!(splices["a-p0-0"].keys().all(|port| topology
+            .nodes()
+            .iter()
+            .find(|n| n.name == "a-p0-0")
+            .is_some_and(|n| n
+                .ports
+                .iter()
+                .any(|p| &p.ifname == port && topology.node(p.peer).name.starts_with("e-p0-")))));
+    }
+
+    #[test]
     fn members_go_to_the_pool_threads_in_blocks() {
         let members: Vec<String> = (0..20).map(|i| format!("s{i}")).collect();
         let mut argv: Vec<&str> = vec!["--netns", "{node}", "--admin-socket", "{node}.sock"];
@@ -461,6 +582,7 @@ mod tests {
         let blueprint = Blueprint {
             args: args(&argv),
             pool: Arc::new(pool),
+            splices: BTreeMap::new(),
         };
         let threads: Vec<usize> = members.iter().map(|m| blueprint.thread_of(m)).collect();
         assert_eq!(threads[..10], [0; 10]);

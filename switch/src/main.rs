@@ -340,11 +340,8 @@ fn apply(runtime: &mut Runtime, ports: &[&str], change: &admin::Change) -> Resul
                 .iter()
                 .position(|name| name == port)
                 .ok_or_else(|| format!("no port `{port}` (ports: {})", ports.join(", ")))?;
-            let steering = runtime
-                .steering_mut()
-                .ok_or("the steering program is not attached")?;
-            steering
-                .set_port_drop(index as u16, *blackhole)
+            runtime
+                .set_blackhole(index as u16, *blackhole)
                 .map_err(|error| error.to_string())?;
             tracing::info!(port = %port, blackhole, "port blackhole");
             Ok(())

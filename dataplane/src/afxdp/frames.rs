@@ -54,6 +54,19 @@ impl FramePool {
     pub fn len(&self) -> usize {
         self.free.len()
     }
+
+    /// Takes one free frame (any thread: a splice sender takes the receiver's).
+    #[inline]
+    pub fn take(&self) -> Option<FrameAddr> {
+        self.free.pop()
+    }
+
+    /// Gives back a frame taken with [`FramePool::take`].
+    #[inline]
+    pub fn give(&self, frame: FrameAddr) {
+        // The pool has room for every frame of the UMEM.
+        let _ = self.free.push(frame);
+    }
 }
 
 /// A worker's private stock of free frames, refilled from and spilled to the shared pool in

@@ -78,6 +78,7 @@ impl Inboxes {
 mod tests {
     use super::*;
     use crate::afxdp::sys::OwnedFrame;
+    use crate::afxdp::worker::HandoffKind;
     use crate::fib::PortId;
 
     fn packet(frames: u64) -> Handoff {
@@ -90,6 +91,7 @@ mod tests {
         Handoff {
             port: PortId(1),
             frame,
+            kind: HandoffKind::Forwarded,
         }
     }
 

@@ -23,6 +23,7 @@ mod frames;
 mod inbox;
 pub mod pool;
 pub mod redirect;
+pub mod splice;
 pub mod steer;
 #[allow(unsafe_code)]
 mod sys;
@@ -254,6 +255,9 @@ pub struct RuntimeConfig {
     pub ring_size: u32,
     /// Forward by lookup, or bare port to port (benchmarks; the ports must pair up).
     pub forwarding: Forwarding,
+    /// In-process links, by port (`ports` order; empty: none): for a port whose link leads to
+    /// another switch of the process, the slots of its two ends ([`splice`]).
+    pub splices: Vec<Option<splice::SplicePort>>,
 }
 
 /// Why the runtime could not start.
@@ -355,6 +359,10 @@ impl WorkerHandle {
 /// A running switch data path.
 pub struct Runtime {
     workers: Vec<WorkerHandle>,
+    /// The slots where this switch's receiving ends of in-process links are published.
+    splices: Vec<Arc<splice::SpliceSlot>>,
+    /// Per port (of those with a splice): whether it is blackholed, for its senders.
+    blackholed: Vec<Arc<AtomicBool>>,
     /// Set once a pooled worker is found to have panicked.
     failed: Vec<bool>,
     stop: Arc<AtomicBool>,
@@ -508,6 +516,12 @@ impl Runtime {
                     tx_rest: Vec::with_capacity(MAX_FRAMES_PER_PACKET as usize),
                     rx_packets: 0,
                     rx_bytes: 0,
+                    rx_spliced: 0,
+                    splice: config
+                        .splices
+                        .get(usize::from(id.0))
+                        .and_then(Option::as_ref)
+                        .map(|splice| Arc::clone(&splice.peer)),
                 })
                 .collect();
             let worker = Worker {
@@ -570,8 +584,33 @@ impl Runtime {
                 .map_err(|source| RuntimeError::Spawn { index, source })?;
             workers.push(WorkerHandle::Thread(handle));
         }
+        // The ports' receiving ends, for the peers of in-process links.
+        let mut splices = Vec::new();
+        let mut blackholed = Vec::new();
+        for (index, splice) in config.splices.iter().enumerate() {
+            let flag = Arc::new(AtomicBool::new(false));
+            if let Some(splice) = splice {
+                let port = PortId(index as u16);
+                splice.own.open(splice::SpliceEnd {
+                    port,
+                    owner: owner_of[index].0,
+                    inboxes: Arc::clone(&inboxes),
+                    wakers: Arc::clone(&wakers),
+                    sleeping: Arc::clone(&sleeping),
+                    pool: Arc::clone(&pool),
+                    umem: Arc::clone(&area),
+                    fib: Arc::clone(&fib),
+                    telemetry: Arc::clone(&telemetry),
+                    blackholed: Arc::clone(&flag),
+                });
+                splices.push(Arc::clone(&splice.own));
+            }
+            blackholed.push(flag);
+        }
         // Attach last: the workers have filled their fill rings by the time frames arrive.
         let mut runtime = Self {
+            splices,
+            blackholed,
             failed: vec![false; workers.len()],
             workers,
             stop,
@@ -641,6 +680,7 @@ impl Runtime {
     /// ports drop what arrives until a new switch replaces the program. For `ofan-switch
     /// group`, whose members cannot be killed alone.
     pub fn abandon(mut self) {
+        self.close_splices();
         if let Some(steering) = self.steering.take() {
             // The links' destructors would detach the program: a killed process runs none.
             std::mem::forget(steering);
@@ -648,8 +688,32 @@ impl Runtime {
         drop(self);
     }
 
+    /// Makes port `port` drop every frame it receives (`on`), or stop doing so: in the steering
+    /// program, and for the senders of an in-process link to it.
+    ///
+    /// # Errors
+    /// The steering program's map update; no program (the runtime is being stopped).
+    pub fn set_blackhole(&mut self, port: u16, on: bool) -> Result<(), steer::SteerError> {
+        if let Some(flag) = self.blackholed.get(usize::from(port)) {
+            flag.store(on, Ordering::SeqCst);
+        }
+        match self.steering.as_mut() {
+            Some(steering) => steering.set_port_drop(port, on),
+            None => Ok(()),
+        }
+    }
+
+    /// Withdraws this switch's receiving ends: its peers send over the veths again, and
+    /// nothing enters its inboxes from them once this returns.
+    fn close_splices(&mut self) {
+        for slot in self.splices.drain(..) {
+            slot.close();
+        }
+    }
+
     /// Stops the workers, detaches the XDP program and counts the frames.
     pub fn stop(mut self) -> StopReport {
+        self.close_splices();
         self.stop.store(true, Ordering::SeqCst);
         for waker in self.wakers.iter() {
             waker.notify();
@@ -677,6 +741,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        self.close_splices();
         self.stop.store(true, Ordering::SeqCst);
         for waker in self.wakers.iter() {
             waker.notify();

@@ -21,6 +21,7 @@ use xdpilone::{DeviceQueue, RingRx, RingTx, User};
 
 use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
 use super::inbox::Inboxes;
+use super::splice::{Offer, SpliceSlot};
 use super::sys::{self, monotonic_ns, Assembly, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
 use super::Buffers;
 use super::{Forwarding, PollMode};
@@ -33,13 +34,26 @@ use crate::telemetry::{
 };
 use crate::wire::{self, Ecn};
 
-/// A frame handed from one worker to the owner of its egress port.
+/// A frame handed to a worker through its inbox.
 #[derive(Debug)]
 pub struct Handoff {
-    /// Egress port.
+    /// The egress port ([`HandoffKind::Forwarded`]) or the ingress port
+    /// ([`HandoffKind::Received`]), one of the worker's.
     pub port: PortId,
     /// The frame.
     pub frame: OwnedFrame,
+    /// What the worker does with it.
+    pub kind: HandoffKind,
+}
+
+/// Why a frame is in a worker's inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandoffKind {
+    /// Forwarded by another worker of the switch to a port of this one: queue it there.
+    Forwarded,
+    /// Received on a port of this worker over an in-process link ([`super::splice`]): decide
+    /// it as a frame read from the port's RX ring.
+    Received,
 }
 
 /// The rings of one (port, queue) socket.
@@ -91,6 +105,10 @@ pub struct OwnedPort {
     pub rx_packets: u64,
     /// Bytes received on this port.
     pub rx_bytes: u64,
+    /// Of `rx_packets`, those that came over an in-process link ([`super::splice`]).
+    pub rx_spliced: u64,
+    /// The slot of the link's other end, when it leads to a switch of this process.
+    pub splice: Option<Arc<SpliceSlot>>,
 }
 
 /// Everything one worker owns or shares.
@@ -426,9 +444,32 @@ impl Worker {
         }
         let now = monotonic_ns();
         let mut moved = 0;
+        // Frames received over in-process links, decided in batches as a ring's would be.
+        let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
+        let mut ingress = [PortId(0); MAX_BATCH];
+        let mut received = 0;
         while let Some(handoff) = self.inboxes.pop(self.index) {
-            self.enqueue_local(handoff.port, handoff.frame, now);
             moved += 1;
+            match handoff.kind {
+                HandoffKind::Forwarded => self.enqueue_local(handoff.port, handoff.frame, now),
+                HandoffKind::Received => {
+                    let local = self.owner_of[usize::from(handoff.port.0)].1;
+                    let port = &mut self.ports[local];
+                    port.rx_packets += 1;
+                    port.rx_bytes += u64::from(handoff.frame.len());
+                    port.rx_spliced += 1;
+                    frames[received] = Some(handoff.frame);
+                    ingress[received] = handoff.port;
+                    received += 1;
+                    if received == MAX_BATCH {
+                        self.decide(&mut frames, &ingress, received);
+                        received = 0;
+                    }
+                }
+            }
+        }
+        if received > 0 {
+            self.decide(&mut frames, &ingress, received);
         }
         moved
     }
@@ -511,7 +552,18 @@ impl Worker {
             .flatten()
             .map(|f| u64::from(f.len()))
             .sum::<u64>();
+        self.decide(&mut frames, &[ingress; MAX_BATCH], received);
+        read
+    }
 
+    /// Decides the first `received` packets of `frames` (`ingress[i]`: where packet i came in)
+    /// and queues, hands off or frees each.
+    fn decide(
+        &mut self,
+        frames: &mut [Option<OwnedFrame>; MAX_BATCH],
+        ingress: &[PortId; MAX_BATCH],
+        received: usize,
+    ) {
         // Queue lengths of the up-ports, for the queue-aware balancers only.
         let mut loads = [PortLoad::default(); crate::lb::MAX_PORTS];
         let ports_for_loads = match self.queue_loads {
@@ -535,15 +587,22 @@ impl Worker {
         let mut verdicts = [Verdict::Drop(DropReason::ALL[0]); MAX_BATCH];
         match self.forwarding {
             Forwarding::Bare => {
-                let peer = PortId(ingress.0 ^ 1);
-                verdicts[..received].fill(Verdict::Forward { port: peer });
+                for (verdict, ingress) in verdicts[..received].iter_mut().zip(ingress) {
+                    *verdict = Verdict::Forward {
+                        port: PortId(ingress.0 ^ 1),
+                    };
+                }
             }
             Forwarding::Lookup => {
                 let fib = self.fib.load();
                 let umem = &*self.umem;
                 let mut refs: [FrameRef<'_>; MAX_BATCH] =
-                    std::array::from_fn(|_| FrameRef::whole(ingress, &mut []));
-                for (slot, frame) in refs.iter_mut().zip(frames[..received].iter_mut().flatten()) {
+                    std::array::from_fn(|_| FrameRef::whole(PortId(0), &mut []));
+                for ((slot, frame), &ingress) in refs
+                    .iter_mut()
+                    .zip(frames[..received].iter_mut().flatten())
+                    .zip(ingress)
+                {
                     *slot = FrameRef {
                         ingress,
                         len: frame.len(),
@@ -580,13 +639,19 @@ impl Worker {
                     if owner == self.index {
                         self.enqueue_local(port, frame, now);
                     } else {
-                        self.hand_off(owner, Handoff { port, frame });
+                        self.hand_off(
+                            owner,
+                            Handoff {
+                                port,
+                                frame,
+                                kind: HandoffKind::Forwarded,
+                            },
+                        );
                     }
                 }
                 _ => self.free(frame),
             }
         }
-        read
     }
 
     fn hand_off(&mut self, owner: usize, handoff: Handoff) {
@@ -619,13 +684,28 @@ impl Worker {
         }
         let now = monotonic_ns();
         let mut total = 0;
+        let own_fib = self.fib.load();
+        let (cache, pool, umem) = (&mut self.cache, &*self.pool, &*self.umem);
+        let frame_size = umem.frame_size();
         for port in &mut self.ports {
+            // An in-process link to the peer, while both ends are up (see `splice`).
+            let splice = port
+                .splice
+                .as_ref()
+                .and_then(|slot| slot.load())
+                .filter(|_| own_fib.port(port.id).is_some_and(|own| own.oper_up))
+                .map(|end| {
+                    let fib = end.fib.load_full();
+                    (end, fib)
+                })
+                .filter(|(end, fib)| end.accepting(fib));
             let queue = &mut port.queues[0];
             let Some(tx) = queue.tx.as_mut() else {
                 continue;
             };
             let room = self.tx_ring_size.saturating_sub(queue.tx_outstanding);
             let mut sent = 0u32;
+            let mut spliced = 0u32;
             if room > 0 && (!port.egress.is_empty() || !port.tx_rest.is_empty()) {
                 let mut writer = tx.transmit(room.min(MAX_BATCH as u32));
                 let mut capacity = writer.capacity();
@@ -634,18 +714,34 @@ impl Worker {
                     debug_assert!(inserted, "reserved TX slots are guaranteed");
                     sent += 1;
                 };
-                match self.buffers {
-                    Buffers::Single => {
+                match (self.buffers, &splice) {
+                    (Buffers::Single, None) => {
                         port.egress.dequeue(now, capacity as usize, |frame, _len| {
                             frame.into_tx(&mut insert);
                         });
+                    }
+                    (Buffers::Single, Some((end, peer_fib))) => {
+                        port.egress
+                            .dequeue(now, capacity as usize, |mut frame, _len| {
+                                let frames = frame.frames();
+                                match end.offer(peer_fib, umem.data(&mut frame), frames) {
+                                    Offer::Veth => frame.into_tx(&mut insert),
+                                    Offer::Spliced | Offer::Dropped => {
+                                        spliced += 1;
+                                        for frame in frame.into_frames(frame_size) {
+                                            cache.give(frame, pool);
+                                        }
+                                    }
+                                }
+                            });
                     }
                     // A packet's frames may not all fit the reserved slots (the ring reserves
                     // what its cached view of the kernel's progress shows free, which can be
                     // fewer than a packet): the rest goes first next time — the kernel joins a
                     // packet's descriptors across transmit calls — and packets leave one at a
-                    // time, so that only one is ever split.
-                    Buffers::Multi => {
+                    // time, so that only one is ever split. (Never spliced: a splice carries
+                    // single frames.)
+                    (Buffers::Multi, _) => {
                         let rest = port.tx_rest.len().min(capacity as usize);
                         for desc in port.tx_rest.drain(..rest) {
                             insert(desc);
@@ -669,10 +765,11 @@ impl Worker {
                         }
                     }
                 }
-                // Every frame written left the egress queue or `tx_rest`.
-                port.egress_frames -= u64::from(sent);
+                // Every frame written or spliced left the egress queue or `tx_rest`.
+                port.egress_frames -= u64::from(sent) + u64::from(spliced);
                 writer.commit();
             }
+            total += spliced as usize;
             queue.tx_outstanding += sent;
             // Frames still to write count as work: the worker comes back for them at once.
             total += sent as usize + port.tx_rest.len();
@@ -762,7 +859,7 @@ impl Worker {
         for port in &mut self.ports {
             port.egress.integrate(monotonic_ns());
             let telemetry = self.telemetry.port(usize::from(port.id.0));
-            telemetry.publish_rx(port.rx_packets, port.rx_bytes);
+            telemetry.publish_rx(port.rx_packets, port.rx_bytes, port.rx_spliced);
             if sockets {
                 let mut drops = SocketDrops::default();
                 for queue in &port.queues {

@@ -205,6 +205,141 @@ stat_indices! {
     DropBlackhole = "drop_blackhole",
 }
 
+/// What the steering rules read of a frame: its bytes and whether an address is the switch's.
+///
+/// The XDP program implements it over its context (a bounds-checked packet read, the
+/// `LOCAL_V4`/`LOCAL_V6` maps), the data path over a frame in user space (an in-process link
+/// between two switches of one process, which skips the veth and so the program): both run
+/// [`classify`], so the rules are written once.
+pub trait FrameView {
+    /// The `N` bytes at `offset`, or `None` when they run past the frame's end.
+    fn bytes<const N: usize>(&self, offset: usize) -> Option<[u8; N]>;
+    /// Whether `address` is one of the switch's own IPv4 addresses.
+    fn is_local_v4(&self, address: &LocalV4) -> bool;
+    /// Whether `address` is one of the switch's own IPv6 addresses.
+    fn is_local_v6(&self, address: &LocalV6) -> bool;
+}
+
+const ETH_HDR_LEN: usize = 14;
+const VLAN_HDR_LEN: usize = 4;
+const IPV4_HDR_LEN: usize = 20;
+const IPV6_HDR_LEN: usize = 40;
+
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_ARP: u16 = 0x0806;
+const ETH_P_8021Q: u16 = 0x8100;
+const ETH_P_IPV6: u16 = 0x86dd;
+
+const IPPROTO_HOPOPTS: u8 = 0;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_ICMPV6: u8 = 58;
+
+const BGP_PORT: u16 = 179;
+/// ICMPv6 router solicitation (133) … redirect (137): neighbour discovery.
+const ND_TYPES: core::ops::RangeInclusive<u8> = 133..=137;
+
+/// `Ok` when the frame belongs to the user-space data path, else the reason it goes to the
+/// kernel: ARP, IPv6 neighbour discovery, BGP, the switch's own addresses, multicast, TTL or hop
+/// limit ≤ 1, IPv4 options and fragments, IPv6 hop-by-hop options, non-IP and malformed frames.
+#[inline(always)]
+pub fn classify(frame: &impl FrameView) -> Result<(), StatIndex> {
+    let mut ether_type = be16(frame.bytes::<2>(12))?;
+    let mut l3 = ETH_HDR_LEN;
+    if ether_type == ETH_P_8021Q {
+        ether_type = be16(frame.bytes::<2>(ETH_HDR_LEN + 2))?;
+        l3 += VLAN_HDR_LEN;
+    }
+    match ether_type {
+        ETH_P_ARP => Err(StatIndex::PassArp),
+        ETH_P_IP => classify_ipv4(frame, l3),
+        ETH_P_IPV6 => classify_ipv6(frame, l3),
+        _ => Err(StatIndex::PassNonIp),
+    }
+}
+
+#[inline(always)]
+fn classify_ipv4(frame: &impl FrameView, l3: usize) -> Result<(), StatIndex> {
+    // The fixed header, copied out of the packet once.
+    let header = frame
+        .bytes::<IPV4_HDR_LEN>(l3)
+        .ok_or(StatIndex::PassMalformed)?;
+    let version = header[0] >> 4;
+    let ihl = header[0] & 0x0f;
+    if version != 4 || ihl < 5 {
+        return Err(StatIndex::PassMalformed);
+    }
+    let fragment = u16::from_be_bytes([header[6], header[7]]) & 0x3fff; // MF | offset
+    if ihl != 5 || fragment != 0 {
+        return Err(StatIndex::PassIpv4OptionsOrFragment);
+    }
+    let ttl = header[8];
+    let protocol = header[9];
+    let destination = LocalV4([header[16], header[17], header[18], header[19]]);
+    if frame.is_local_v4(&destination) {
+        return Err(StatIndex::PassLocal);
+    }
+    if protocol == IPPROTO_TCP && is_bgp(frame, l3 + IPV4_HDR_LEN)? {
+        return Err(StatIndex::PassBgp);
+    }
+    if destination.0[0] >= 224 {
+        return Err(StatIndex::PassMulticast);
+    }
+    if ttl <= 1 {
+        return Err(StatIndex::PassTtl);
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn classify_ipv6(frame: &impl FrameView, l3: usize) -> Result<(), StatIndex> {
+    let first = frame.bytes::<8>(l3).ok_or(StatIndex::PassMalformed)?;
+    if first[0] >> 4 != 6 {
+        return Err(StatIndex::PassMalformed);
+    }
+    let next_header = first[6];
+    let hop_limit = first[7];
+    let destination = LocalV6(frame.bytes::<16>(l3 + 24).ok_or(StatIndex::PassMalformed)?);
+    let l4 = l3 + IPV6_HDR_LEN;
+    if next_header == IPPROTO_ICMPV6 {
+        let [icmp_type] = frame.bytes::<1>(l4).ok_or(StatIndex::PassMalformed)?;
+        if ND_TYPES.contains(&icmp_type) {
+            return Err(StatIndex::PassNd);
+        }
+    }
+    if frame.is_local_v6(&destination) {
+        return Err(StatIndex::PassLocal);
+    }
+    if next_header == IPPROTO_TCP && is_bgp(frame, l4)? {
+        return Err(StatIndex::PassBgp);
+    }
+    if destination.0[0] == 0xff {
+        return Err(StatIndex::PassMulticast);
+    }
+    if next_header == IPPROTO_HOPOPTS {
+        return Err(StatIndex::PassV6HopByHop);
+    }
+    if hop_limit <= 1 {
+        return Err(StatIndex::PassTtl);
+    }
+    Ok(())
+}
+
+/// Whether the TCP header at `l4` has source or destination port 179.
+#[inline(always)]
+fn is_bgp(frame: &impl FrameView, l4: usize) -> Result<bool, StatIndex> {
+    let ports = frame.bytes::<4>(l4).ok_or(StatIndex::PassMalformed)?;
+    let source = u16::from_be_bytes([ports[0], ports[1]]);
+    let destination = u16::from_be_bytes([ports[2], ports[3]]);
+    Ok(source == BGP_PORT || destination == BGP_PORT)
+}
+
+#[inline(always)]
+fn be16(bytes: Option<[u8; 2]>) -> Result<u16, StatIndex> {
+    bytes
+        .map(u16::from_be_bytes)
+        .ok_or(StatIndex::PassMalformed)
+}
+
 /// `aya::Pod` for the map key and value types, so the loader can read and write the maps.
 #[cfg(feature = "user")]
 #[allow(unsafe_code)]
@@ -227,7 +362,147 @@ mod pod {
 
 #[cfg(test)]
 mod tests {
-    use super::StatIndex;
+    use super::{classify, FrameView, LocalV4, LocalV6, StatIndex};
+
+    /// A frame in memory, with one local address of each family.
+    struct Bytes<'a>(&'a [u8]);
+
+    const LOCAL_V4: [u8; 4] = [10, 0, 0, 1];
+    const LOCAL_V6: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+
+    impl FrameView for Bytes<'_> {
+        fn bytes<const N: usize>(&self, offset: usize) -> Option<[u8; N]> {
+            self.0.get(offset..offset.checked_add(N)?)?.try_into().ok()
+        }
+        fn is_local_v4(&self, address: &LocalV4) -> bool {
+            address.0 == LOCAL_V4
+        }
+        fn is_local_v6(&self, address: &LocalV6) -> bool {
+            address.0 == LOCAL_V6
+        }
+    }
+
+    /// Ethernet + IPv4 (20-byte header) + 8 bytes of L4, to `dst` with `ttl` and `protocol`.
+    fn ipv4(dst: [u8; 4], ttl: u8, protocol: u8, ports: [u16; 2]) -> [u8; 42] {
+        let mut frame = [0u8; 42];
+        frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        frame[14] = 0x45;
+        frame[22] = ttl;
+        frame[23] = protocol;
+        frame[30..34].copy_from_slice(&dst);
+        frame[34..36].copy_from_slice(&ports[0].to_be_bytes());
+        frame[36..38].copy_from_slice(&ports[1].to_be_bytes());
+        frame
+    }
+
+    /// Ethernet + IPv6 + 8 bytes of L4.
+    fn ipv6(dst: [u8; 16], hop_limit: u8, next: u8, first_l4: u8) -> [u8; 62] {
+        let mut frame = [0u8; 62];
+        frame[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
+        frame[14] = 0x60;
+        frame[20] = next;
+        frame[21] = hop_limit;
+        frame[38..54].copy_from_slice(&dst);
+        frame[54] = first_l4;
+        frame
+    }
+
+    fn verdict(frame: &[u8]) -> Result<(), StatIndex> {
+        classify(&Bytes(frame))
+    }
+
+    #[test]
+    fn forwarded_unicast_belongs_to_the_data_path() {
+        assert_eq!(verdict(&ipv4([10, 2, 0, 1], 64, 17, [1, 2])), Ok(()));
+        assert_eq!(verdict(&ipv4([10, 2, 0, 1], 2, 6, [40000, 5001])), Ok(()));
+        let mut dst = LOCAL_V6;
+        dst[15] = 2;
+        assert_eq!(verdict(&ipv6(dst, 64, 17, 0)), Ok(()));
+        // Behind one 802.1Q tag.
+        let plain = ipv4([10, 2, 0, 1], 64, 17, [1, 2]);
+        let mut tagged = [0u8; 46];
+        tagged[..12].copy_from_slice(&plain[..12]);
+        tagged[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+        tagged[16..].copy_from_slice(&plain[12..]);
+        assert_eq!(verdict(&tagged), Ok(()));
+    }
+
+    #[test]
+    fn control_traffic_and_expiring_ttls_go_to_the_kernel() {
+        let remote = [10, 2, 0, 1];
+        let mut arp = [0u8; 42];
+        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        assert_eq!(verdict(&arp), Err(StatIndex::PassArp));
+        assert_eq!(
+            verdict(&ipv4(LOCAL_V4, 64, 1, [0, 0])),
+            Err(StatIndex::PassLocal)
+        );
+        assert_eq!(
+            verdict(&ipv4(remote, 64, 6, [179, 50000])),
+            Err(StatIndex::PassBgp)
+        );
+        assert_eq!(
+            verdict(&ipv4(remote, 64, 6, [50000, 179])),
+            Err(StatIndex::PassBgp)
+        );
+        assert_eq!(
+            verdict(&ipv4([224, 0, 0, 5], 64, 17, [1, 2])),
+            Err(StatIndex::PassMulticast)
+        );
+        assert_eq!(
+            verdict(&ipv4(remote, 1, 17, [1, 2])),
+            Err(StatIndex::PassTtl)
+        );
+        assert_eq!(
+            verdict(&ipv4(remote, 0, 17, [1, 2])),
+            Err(StatIndex::PassTtl)
+        );
+        let mut options = ipv4(remote, 64, 17, [1, 2]);
+        options[14] = 0x46;
+        assert_eq!(verdict(&options), Err(StatIndex::PassIpv4OptionsOrFragment));
+        let mut fragment = ipv4(remote, 64, 17, [1, 2]);
+        fragment[20] = 0x20; // more fragments
+        assert_eq!(
+            verdict(&fragment),
+            Err(StatIndex::PassIpv4OptionsOrFragment)
+        );
+        let mut bad_version = ipv4(remote, 64, 17, [1, 2]);
+        bad_version[14] = 0x65;
+        assert_eq!(verdict(&bad_version), Err(StatIndex::PassMalformed));
+        assert_eq!(
+            verdict(&ipv4(remote, 64, 17, [1, 2])[..30]),
+            Err(StatIndex::PassMalformed)
+        );
+        assert_eq!(verdict(&[0u8; 10]), Err(StatIndex::PassMalformed));
+        let mut other = [0u8; 60];
+        other[12..14].copy_from_slice(&0x88ccu16.to_be_bytes()); // LLDP
+        assert_eq!(verdict(&other), Err(StatIndex::PassNonIp));
+
+        let mut remote6 = LOCAL_V6;
+        remote6[15] = 2;
+        assert_eq!(
+            verdict(&ipv6(remote6, 255, 58, 135)),
+            Err(StatIndex::PassNd)
+        );
+        assert_eq!(
+            verdict(&ipv6(LOCAL_V6, 64, 58, 128)),
+            Err(StatIndex::PassLocal)
+        );
+        assert_eq!(verdict(&ipv6(remote6, 1, 17, 0)), Err(StatIndex::PassTtl));
+        assert_eq!(
+            verdict(&ipv6(remote6, 64, 0, 0)),
+            Err(StatIndex::PassV6HopByHop)
+        );
+        let mut multicast = remote6;
+        multicast[0] = 0xff;
+        assert_eq!(
+            verdict(&ipv6(multicast, 64, 17, 0)),
+            Err(StatIndex::PassMulticast)
+        );
+        let mut bgp6 = ipv6(remote6, 64, 6, 0);
+        bgp6[56..58].copy_from_slice(&179u16.to_be_bytes());
+        assert_eq!(verdict(&bgp6), Err(StatIndex::PassBgp));
+    }
 
     /// The steering counters' names reach users (the admin `stats`' `steering`, Prometheus'
     /// `decision` label) and their indices are the `STATS` map's layout, shared with the XDP

@@ -38,8 +38,8 @@ use aya_ebpf::{
     programs::XdpContext,
 };
 use ofan_ebpf_common::{
-    xsk_index, LocalV4, LocalV6, PortId, StatIndex, MAX_LOCAL_ADDRS, MAX_PORTS, REDIRECT_ENTRIES,
-    XSKS_ENTRIES,
+    classify, xsk_index, FrameView, LocalV4, LocalV6, PortId, StatIndex, MAX_LOCAL_ADDRS,
+    MAX_PORTS, REDIRECT_ENTRIES, XSKS_ENTRIES,
 };
 
 /// Ingress ifindex → switch port.
@@ -63,24 +63,6 @@ static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(StatIndex::COUNT,
 /// `ofan_redirect`: ingress ifindex → egress ifindex.
 #[map]
 static REDIRECT: DevMapHash = DevMapHash::with_max_entries(REDIRECT_ENTRIES, 0);
-
-const ETH_HDR_LEN: usize = 14;
-const VLAN_HDR_LEN: usize = 4;
-const IPV4_HDR_LEN: usize = 20;
-const IPV6_HDR_LEN: usize = 40;
-
-const ETH_P_IP: u16 = 0x0800;
-const ETH_P_ARP: u16 = 0x0806;
-const ETH_P_8021Q: u16 = 0x8100;
-const ETH_P_IPV6: u16 = 0x86dd;
-
-const IPPROTO_HOPOPTS: u8 = 0;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_ICMPV6: u8 = 58;
-
-const BGP_PORT: u16 = 179;
-/// ICMPv6 router solicitation (133) … redirect (137): neighbour discovery.
-const ND_TYPES: core::ops::RangeInclusive<u8> = 133..=137;
 
 /// The steering program: see the crate documentation.
 #[xdp]
@@ -117,7 +99,7 @@ fn steer(ctx: &XdpContext) -> (u32, StatIndex) {
     if PORT_DROP.get(port).is_some_and(|&flag| flag != 0) {
         return (XDP_DROP, StatIndex::DropBlackhole);
     }
-    if let Err(reason) = classify(ctx) {
+    if let Err(reason) = classify(&Frame(ctx)) {
         return (XDP_PASS, reason);
     }
     let queue = ctx.rx_queue_index();
@@ -131,102 +113,24 @@ fn steer(ctx: &XdpContext) -> (u32, StatIndex) {
     }
 }
 
-/// `Ok` when the frame belongs to the data path, else the reason it goes to the kernel.
-#[inline(always)]
-fn classify(ctx: &XdpContext) -> Result<(), StatIndex> {
-    let mut ether_type = be16(raw::read::<[u8; 2]>(ctx, 12))?;
-    let mut l3 = ETH_HDR_LEN;
-    if ether_type == ETH_P_8021Q {
-        ether_type = be16(raw::read::<[u8; 2]>(ctx, ETH_HDR_LEN + 2))?;
-        l3 += VLAN_HDR_LEN;
-    }
-    match ether_type {
-        ETH_P_ARP => Err(StatIndex::PassArp),
-        ETH_P_IP => classify_ipv4(ctx, l3),
-        ETH_P_IPV6 => classify_ipv6(ctx, l3),
-        _ => Err(StatIndex::PassNonIp),
-    }
-}
+/// The frame of one program run, as the steering rules read it.
+struct Frame<'a>(&'a XdpContext);
 
-#[inline(always)]
-fn classify_ipv4(ctx: &XdpContext, l3: usize) -> Result<(), StatIndex> {
-    // The fixed header, copied out of the packet once.
-    let header = raw::read::<[u8; IPV4_HDR_LEN]>(ctx, l3).ok_or(StatIndex::PassMalformed)?;
-    let version = header[0] >> 4;
-    let ihl = header[0] & 0x0f;
-    if version != 4 || ihl < 5 {
-        return Err(StatIndex::PassMalformed);
+impl FrameView for Frame<'_> {
+    #[inline(always)]
+    fn bytes<const N: usize>(&self, offset: usize) -> Option<[u8; N]> {
+        raw::read::<[u8; N]>(self.0, offset)
     }
-    let fragment = u16::from_be_bytes([header[6], header[7]]) & 0x3fff; // MF | offset
-    if ihl != 5 || fragment != 0 {
-        return Err(StatIndex::PassIpv4OptionsOrFragment);
-    }
-    let ttl = header[8];
-    let protocol = header[9];
-    let destination = LocalV4([header[16], header[17], header[18], header[19]]);
-    if raw::lookup(&LOCAL_V4, &destination).is_some() {
-        return Err(StatIndex::PassLocal);
-    }
-    if protocol == IPPROTO_TCP && is_bgp(ctx, l3 + IPV4_HDR_LEN)? {
-        return Err(StatIndex::PassBgp);
-    }
-    if destination.0[0] >= 224 {
-        return Err(StatIndex::PassMulticast);
-    }
-    if ttl <= 1 {
-        return Err(StatIndex::PassTtl);
-    }
-    Ok(())
-}
 
-#[inline(always)]
-fn classify_ipv6(ctx: &XdpContext, l3: usize) -> Result<(), StatIndex> {
-    let first = raw::read::<[u8; 8]>(ctx, l3).ok_or(StatIndex::PassMalformed)?;
-    if first[0] >> 4 != 6 {
-        return Err(StatIndex::PassMalformed);
+    #[inline(always)]
+    fn is_local_v4(&self, address: &LocalV4) -> bool {
+        raw::lookup(&LOCAL_V4, address).is_some()
     }
-    let next_header = first[6];
-    let hop_limit = first[7];
-    let destination = LocalV6(raw::read::<[u8; 16]>(ctx, l3 + 24).ok_or(StatIndex::PassMalformed)?);
-    let l4 = l3 + IPV6_HDR_LEN;
-    if next_header == IPPROTO_ICMPV6 {
-        let icmp_type = raw::read::<u8>(ctx, l4).ok_or(StatIndex::PassMalformed)?;
-        if ND_TYPES.contains(&icmp_type) {
-            return Err(StatIndex::PassNd);
-        }
-    }
-    if raw::lookup(&LOCAL_V6, &destination).is_some() {
-        return Err(StatIndex::PassLocal);
-    }
-    if next_header == IPPROTO_TCP && is_bgp(ctx, l4)? {
-        return Err(StatIndex::PassBgp);
-    }
-    if destination.0[0] == 0xff {
-        return Err(StatIndex::PassMulticast);
-    }
-    if next_header == IPPROTO_HOPOPTS {
-        return Err(StatIndex::PassV6HopByHop);
-    }
-    if hop_limit <= 1 {
-        return Err(StatIndex::PassTtl);
-    }
-    Ok(())
-}
 
-/// Whether the TCP header at `l4` has source or destination port 179.
-#[inline(always)]
-fn is_bgp(ctx: &XdpContext, l4: usize) -> Result<bool, StatIndex> {
-    let ports = raw::read::<[u8; 4]>(ctx, l4).ok_or(StatIndex::PassMalformed)?;
-    let source = u16::from_be_bytes([ports[0], ports[1]]);
-    let destination = u16::from_be_bytes([ports[2], ports[3]]);
-    Ok(source == BGP_PORT || destination == BGP_PORT)
-}
-
-#[inline(always)]
-fn be16(bytes: Option<[u8; 2]>) -> Result<u16, StatIndex> {
-    bytes
-        .map(u16::from_be_bytes)
-        .ok_or(StatIndex::PassMalformed)
+    #[inline(always)]
+    fn is_local_v6(&self, address: &LocalV6) -> bool {
+        raw::lookup(&LOCAL_V6, address).is_some()
+    }
 }
 
 #[cfg(not(test))]

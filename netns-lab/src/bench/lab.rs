@@ -53,6 +53,8 @@ pub struct Options {
     pub out: PathBuf,
     /// The ways to run the switches, each measured at every rate.
     pub switches: Vec<Switches>,
+    /// Whether groups splice their links (`up --splice`).
+    pub splice: bool,
     /// How long to probe the machine's stalls before each rate's runs (zero: not at all).
     pub probe: std::time::Duration,
     /// The agents make up for late sends ([`Traffic::agent_catch_up`]).
@@ -211,6 +213,7 @@ fn one_rate(
         mtu: options.mtu,
         shaping: Shaping::CatchUp,
         switches,
+        splice: options.splice,
         ..LabSpec::new(&options.name)
     };
     observer.note(&format!(

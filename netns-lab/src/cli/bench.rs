@@ -209,6 +209,10 @@ pub struct LabArgs {
     /// in turn (group: one process, a worker thread per CPU; process: one per switch).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "group")]
     pub switches: Vec<super::lab::SwitchesArg>,
+    /// Groups carry frames between their switches in the process, as `up --splice` (the
+    /// default); `false`: over the veths (the group of earlier measurements).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub splice: bool,
     /// Directory of the runs' results (default: ./ofan-results/bench-lab-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -268,6 +272,7 @@ impl LabArgs {
             name: self.name.clone(),
             out,
             switches: self.switches.iter().map(|s| s.switches()).collect(),
+            splice: self.splice,
             probe,
             agent_catch_up: self.agent_catch_up,
             agent_spin_us: self.agent_spin_us.unwrap_or(
@@ -500,7 +505,7 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
     let options = args.options()?;
     let rows = lab_bench::run(&options, &mut super::Stderr)?;
     println!(
-        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {} (spin {} µs)",
+        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {} (spin {} µs), groups {}",
         options.k,
         args.size,
         options.lb,
@@ -511,7 +516,12 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
         } else {
             "strict agents"
         },
-        options.agent_spin_us
+        options.agent_spin_us,
+        if options.splice {
+            "splice"
+        } else {
+            "over the veths"
+        }
     );
     print!("{}", lab_table(&rows));
     for &switches in &options.switches {

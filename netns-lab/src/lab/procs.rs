@@ -177,6 +177,9 @@ pub fn start_group(
         .args(["--control", &dir.group_control().display().to_string()])
         // veth: copy mode (Auto would look for a device in the root namespace's sysfs).
         .args(["--xdp-mode", "copy"]);
+    if state.params.splice {
+        command.arg("--splice");
+    }
     if state.params.rt_priority > 0 {
         // The pool serves every switch: above their own workers' priority, below the host
         // agents and the kernel's ksoftirqd (see `spec::GROUP_RT_PRIORITY`).

@@ -335,6 +335,9 @@ pub struct LabSpec {
     pub switch_bin: Option<PathBuf>,
     /// One process for all switches, or one each.
     pub switches: Switches,
+    /// In a group, carry frames between switches in the process instead of over the veths
+    /// (`ofan-switch group --splice`): the kernel's cost per hop gone. Ignored for processes.
+    pub splice: bool,
 }
 
 impl LabSpec {
@@ -359,6 +362,7 @@ impl LabSpec {
             bfd: None,
             switch_bin: None,
             switches: Switches::Group,
+            splice: true,
         }
     }
 
@@ -409,6 +413,7 @@ impl LabSpec {
             bfd: self.bfd.filter(|_| self.routing == Routing::Bgp),
             switch_bin,
             switches: self.switches,
+            splice: self.splice && self.switches == Switches::Group,
         }
     }
 }

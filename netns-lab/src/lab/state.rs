@@ -58,6 +58,10 @@ pub struct Params {
     /// groups existed: processes).
     #[serde(default)]
     pub switches: super::spec::Switches,
+    /// Whether the group carries frames between its switches in the process
+    /// (`ofan-switch group --splice`; labs recorded before: no).
+    #[serde(default)]
+    pub splice: bool,
 }
 
 /// What a link is, or what `link A B up|down|blackhole` makes of it.

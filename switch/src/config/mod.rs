@@ -612,6 +612,8 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         } else {
             Forwarding::Lookup
         },
+        // Only a group wires in-process links (`ofan-switch group --splice`).
+        splices: Vec::new(),
     };
     if runtime.rt_priority.is_some() && runtime.poll == PollMode::Busy {
         return Err(error(

@@ -170,6 +170,39 @@ impl UmemArea {
     }
 }
 
+impl UmemArea {
+    /// Copies `bytes` into `free`, a frame of this area taken from its free frames (a
+    /// [`FramePool`](super::frames::FramePool) or a worker's cache), at the offset where the
+    /// kernel puts received data ([`XDP_HEADROOM`](super::XDP_HEADROOM)), and returns the
+    /// frame as a received packet. `None` when `bytes` do not fit one frame (the frame stays
+    /// the caller's).
+    ///
+    /// A frame taken from the free frames belongs to the taker alone — the frame accounting
+    /// hands each out once — and the taker gives up its address here for the `OwnedFrame`.
+    pub(in crate::afxdp) fn fill_free_frame(
+        &self,
+        free: FrameAddr,
+        bytes: &[u8],
+    ) -> Option<OwnedFrame> {
+        let addr = free.0 + u64::from(super::XDP_HEADROOM);
+        let len = u32::try_from(bytes.len()).ok()?;
+        if !self.holds(addr, len) || free.0 % u64::from(self.frame_size) != 0 {
+            return None;
+        }
+        // SAFETY: `holds` checked that `addr .. addr + len` lies in the mapping and in one frame;
+        // the frame is free (see above), so no other reference to its bytes exists, and `bytes`
+        // comes from another area or another frame (a `&[u8]` and this frame cannot overlap).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.base.as_ptr().add(addr as usize),
+                bytes.len(),
+            );
+        }
+        Some(OwnedFrame::single(addr, len))
+    }
+}
+
 /// Descriptor option: the packet continues in the next descriptor (`XDP_PKT_CONTD`).
 const XDP_PKT_CONTD: u32 = 1;
 
