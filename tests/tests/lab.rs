@@ -369,6 +369,128 @@ fn k4_lab_up_pingall_traceroute_down() {
     lab.ok(&["down"]);
 }
 
+/// A port of a switch's stats (`rx_packets`, `rx_spliced`, ...).
+fn port_stats(lab: &LabGuard, node: &str, ifname: &str) -> Value {
+    let stats = lab.stats(node);
+    stats["data_path"]["ports"]
+        .as_array()
+        .and_then(|ports| ports.iter().find(|p| p["name"] == ifname))
+        .cloned()
+        .unwrap_or_else(|| panic!("no port {ifname} at {node}"))
+}
+
+/// A steering program counter of a switch (`redirected`, `drop_blackhole`, ...). A switch
+/// copies them into its stats every 100 ms: one that just started may not have yet.
+fn steering_counter(lab: &LabGuard, node: &str, name: &str) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let value = lab.stats(node)["steering"]
+            .as_array()
+            .and_then(|pairs| pairs.iter().find(|pair| pair[0] == name))
+            .and_then(|pair| pair[1].as_u64());
+        match value {
+            Some(value) => return value,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            None => panic!("no steering counter {name} at {node}"),
+        }
+    }
+}
+
+/// Links between switches of a group are spliced (the default): data frames reach the next
+/// switch in the process (counted in `rx_spliced`, not by its steering program), while what
+/// its kernel answers still crosses the veth (traceroute). A link set down carries nothing,
+/// spliced or not, until it is up again; a blackholed link's receiving end drops in its
+/// program what its peer now sends over the veth. `--splice false` puts every frame back on
+/// the veths.
+fn spliced_links_carry_data_and_stop_at_a_link_down_or_blackhole() {
+    let _machine = serial();
+    let lab = LabGuard::new("s");
+    lab.ok(&["up", "--k", "4"]);
+    pingall_passes(&lab, 240);
+    let agg = port_stats(&lab, "a-p0-0", "p0");
+    let spliced = agg["rx_spliced"].as_u64().unwrap();
+    assert!(spliced >= 10, "a-p0-0:p0 spliced {spliced}: {agg}");
+    assert_eq!(spliced, agg["rx_packets"].as_u64().unwrap(), "{agg}");
+    traceroute_crosses_pods(&lab);
+
+    // Down: nothing crosses it at either end, pings route around it.
+    lab.ok(&["link", "e-p0-0", "a-p0-0", "down"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = (
+        port_packets(&lab, "e-p0-0", "p2"),
+        port_packets(&lab, "a-p0-0", "p0"),
+    );
+    pingall_passes(&lab, 240);
+    pingall_passes(&lab, 240);
+    let after = (
+        port_packets(&lab, "e-p0-0", "p2"),
+        port_packets(&lab, "a-p0-0", "p0"),
+    );
+    assert_eq!(
+        before, after,
+        "traffic crossed the dead link (e-p0-0:p2, a-p0-0:p0)"
+    );
+    lab.ok(&["link", "e-p0-0", "a-p0-0", "up"]);
+    std::thread::sleep(Duration::from_millis(500));
+    pingall_passes(&lab, 240);
+    let spliced_again = port_stats(&lab, "a-p0-0", "p0")["rx_spliced"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        spliced_again > spliced,
+        "splicing did not resume: {spliced_again}"
+    );
+
+    // Blackholed (static routes keep using it): what e-p0-0 sends to a-p0-0 now takes the
+    // veth and dies in a-p0-0's program.
+    lab.ok(&["link", "e-p0-0", "a-p0-0", "blackhole"]);
+    let (rx_before, dropped_before) = (
+        port_stats(&lab, "a-p0-0", "p0")["rx_packets"]
+            .as_u64()
+            .unwrap(),
+        steering_counter(&lab, "a-p0-0", "drop_blackhole"),
+    );
+    let _ = lab.lab(&[
+        "exec",
+        "h-p0-e0-h0",
+        "--",
+        "ping",
+        "-c",
+        "20",
+        "-i",
+        "0.05",
+        "-W",
+        "1",
+        "10.2.0.1",
+    ]);
+    let (rx_after, dropped_after) = (
+        port_stats(&lab, "a-p0-0", "p0")["rx_packets"]
+            .as_u64()
+            .unwrap(),
+        steering_counter(&lab, "a-p0-0", "drop_blackhole"),
+    );
+    assert_eq!(rx_before, rx_after, "a blackholed port received frames");
+    assert!(
+        dropped_after > dropped_before,
+        "nothing reached a-p0-0's program: {dropped_before} → {dropped_after}"
+    );
+    lab.ok(&["link", "e-p0-0", "a-p0-0", "up"]);
+    lab.ok(&["down"]);
+
+    // Over the veths: the same pings, each received by the steering program.
+    lab.ok(&["up", "--k", "4", "--splice", "false"]);
+    let redirected = steering_counter(&lab, "a-p0-0", "redirected");
+    pingall_passes(&lab, 240);
+    let agg = port_stats(&lab, "a-p0-0", "p0");
+    assert_eq!(agg["rx_spliced"], 0, "{agg}");
+    assert!(
+        steering_counter(&lab, "a-p0-0", "redirected") >= redirected + 10,
+        "{agg}"
+    );
+    let pids = lab.switch_pids();
+    lab.down_and_check(&pids);
+}
+
 /// A link taken down: pingall still passes (routes avoid it) and its counters stop; back up,
 /// pingall passes again. With one switch process per switch (`--switches process`, what runs
 /// on a real box), whose edge switch also stops and starts again: its hosts get their default
@@ -2103,6 +2225,7 @@ ofan_tests::root_tests!(
     k4_lab_up_pingall_traceroute_down,
     jumbo_lab_delivers_full_frames_exactly_once,
     link_down_is_routed_around_and_its_counters_stop,
+    spliced_links_carry_data_and_stop_at_a_link_down_or_blackhole,
     down_after_kill_9_of_every_switch_and_of_up_itself,
     two_labs_at_once,
     small_permutation_produces_a_complete_result_file,
