@@ -499,8 +499,16 @@ pub fn capture(
     if let Some(count) = count {
         command.args(["-c", &count.to_string()]);
     }
-    if node.role.is_switch() {
-        if let Some(port) = node.ports.iter().find(|p| p.ifname == ifname) {
+    let port = node.ports.iter().find(|p| p.ifname == ifname);
+    let spliced = port.is_some_and(|port| {
+        lab.state.params.splice && node.role.is_switch() && lab.topology.role(port.peer).is_switch()
+    });
+    if spliced {
+        observer.note(
+            "note: this link joins two switches of the lab's group, which carry data frames              between them in the process: neither end's veth sees them, only what their kernels              send or receive (ARP, BGP, ICMP, TTL expiry). To capture the data, build the lab              with `up --splice false`",
+        );
+    } else if node.role.is_switch() {
+        if let Some(port) = port {
             observer.note(&format!(
                 "note: frames the switch forwards through AF_XDP bypass the kernel; capture at the \
                  peer's port to see them ({}:{})",

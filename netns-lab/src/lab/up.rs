@@ -240,7 +240,7 @@ fn build(
     state.up_seconds = Some(started.elapsed().as_secs_f64());
     dir.save(state)?;
     observer.note(&format!(
-        "lab `{lab}` up in {:.1} s: {} hosts, {} switches, {} links ({}, lb {}, link rate {}, MTU {})",
+        "lab `{lab}` up in {:.1} s: {} hosts, {} switches, {} links ({}, lb {}, link rate {}, MTU {}, {})",
         started.elapsed().as_secs_f64(),
         topology.hosts().len(),
         topology.switches().len(),
@@ -248,7 +248,12 @@ fn build(
         state.params.topo,
         state.params.lb,
         state.params.link_rate,
-        mtu
+        mtu,
+        match (state.params.switches, state.params.splice) {
+            (super::spec::Switches::Group, true) => "one group, links spliced",
+            (super::spec::Switches::Group, false) => "one group, links over veths",
+            (super::spec::Switches::Process, _) => "a process per switch",
+        }
     ));
     Ok(())
 }
