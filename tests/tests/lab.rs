@@ -1356,6 +1356,7 @@ fn bgp_lab(daemon: &str, tag: &str, daemons: usize) {
 /// `up --routing bgp --bfd` (FRR), k = 4: the switch answers on its own addresses (BFD is UDP to
 /// them), every BFD session is up, `status` names BFD.
 fn up_bfd_lab(lab: &LabGuard) {
+    // The rate `a_run_whose_routes_flapped_is_not_faithful` times its outage for.
     let up = lab.lab(&[
         "up",
         "--topo",
@@ -1365,6 +1366,8 @@ fn up_bfd_lab(lab: &LabGuard) {
         "--routing",
         "bgp",
         "--bfd",
+        "--link-rate",
+        "2mbit",
     ]);
     let stderr = String::from_utf8_lossy(&up.stderr);
     assert!(
