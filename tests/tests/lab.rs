@@ -396,6 +396,19 @@ fn steering_counter(lab: &LabGuard, node: &str, name: &str) -> u64 {
     }
 }
 
+/// [`steering_counter`] once it reaches `at_least`, or after 2 s as it is: the stats copy the
+/// program's counters every 100 ms, so frames just counted there may not show yet.
+fn steering_counter_reaching(lab: &LabGuard, node: &str, name: &str, at_least: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let value = steering_counter(lab, node, name);
+        if value >= at_least || Instant::now() >= deadline {
+            return value;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Links between switches of a group are spliced (the default): data frames reach the next
 /// switch in the process (counted in `rx_spliced`, not by its steering program), while what
 /// its kernel answers still crosses the veth (traceroute). A link set down carries nothing,
@@ -467,7 +480,7 @@ fn spliced_links_carry_data_and_stop_at_a_link_down_or_blackhole() {
         port_stats(&lab, "a-p0-0", "p0")["rx_packets"]
             .as_u64()
             .unwrap(),
-        steering_counter(&lab, "a-p0-0", "drop_blackhole"),
+        steering_counter_reaching(&lab, "a-p0-0", "drop_blackhole", dropped_before + 1),
     );
     assert_eq!(rx_before, rx_after, "a blackholed port received frames");
     assert!(
@@ -483,9 +496,10 @@ fn spliced_links_carry_data_and_stop_at_a_link_down_or_blackhole() {
     pingall_passes(&lab, 240);
     let agg = port_stats(&lab, "a-p0-0", "p0");
     assert_eq!(agg["rx_spliced"], 0, "{agg}");
+    let now = steering_counter_reaching(&lab, "a-p0-0", "redirected", redirected + 10);
     assert!(
-        steering_counter(&lab, "a-p0-0", "redirected") >= redirected + 10,
-        "{agg}"
+        now >= redirected + 10,
+        "redirected {redirected} → {now}: {agg}"
     );
     let pids = lab.switch_pids();
     lab.down_and_check(&pids);
