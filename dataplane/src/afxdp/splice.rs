@@ -229,13 +229,9 @@ mod tests {
     const FRAMES: u32 = 8;
     const FRAME_SIZE: u32 = 2048;
 
-    /// A receiving switch: one port, up or down, with address 10.0.0.1, `FRAMES` free frames,
-    /// an inbox of `inbox` packets.
-    struct Receiving {
-        end: SpliceEnd,
-    }
-
-    fn receiving(oper_up: bool, inbox: usize) -> Receiving {
+    /// The end of a receiving switch: one port, up or down, with address 10.0.0.1, `FRAMES`
+    /// free frames, an inbox of `inbox` packets.
+    fn receiving(oper_up: bool, inbox: usize) -> SpliceEnd {
         let mut fib = Fib::builder();
         fib.port(
             PortId(0),
@@ -248,19 +244,17 @@ mod tests {
             },
         )
         .local_address("10.0.0.1".parse::<IpAddr>().unwrap());
-        Receiving {
-            end: SpliceEnd {
-                port: PortId(0),
-                owner: 0,
-                inboxes: Arc::new(Inboxes::new(1, inbox)),
-                wakers: vec![EventFd::new().unwrap()].into(),
-                sleeping: vec![AtomicBool::new(true)].into(),
-                pool: Arc::new(FramePool::new(FRAMES, FRAME_SIZE)),
-                umem: Arc::new(UmemArea::new(FRAMES, FRAME_SIZE).unwrap()),
-                fib: Arc::new(SharedFib::from_pointee(fib.build().unwrap())),
-                telemetry: Arc::new(SwitchTelemetry::new(vec!["p0".into()], 1, &[])),
-                blackholed: Arc::new(AtomicBool::new(false)),
-            },
+        SpliceEnd {
+            port: PortId(0),
+            owner: 0,
+            inboxes: Arc::new(Inboxes::new(1, inbox)),
+            wakers: vec![EventFd::new().unwrap()].into(),
+            sleeping: vec![AtomicBool::new(true)].into(),
+            pool: Arc::new(FramePool::new(FRAMES, FRAME_SIZE)),
+            umem: Arc::new(UmemArea::new(FRAMES, FRAME_SIZE).unwrap()),
+            fib: Arc::new(SharedFib::from_pointee(fib.build().unwrap())),
+            telemetry: Arc::new(SwitchTelemetry::new(vec!["p0".into()], 1, &[])),
+            blackholed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -280,7 +274,7 @@ mod tests {
 
     #[test]
     fn a_data_frame_arrives_as_received_on_the_peer_port() {
-        let Receiving { end } = receiving(true, 4);
+        let end = receiving(true, 4);
         let frame = data_frame("10.2.0.1", 63);
         assert!(end.accepting(&end.fib.load()));
         assert_eq!(offer(&end, &frame), Offer::Spliced);
@@ -296,7 +290,7 @@ mod tests {
 
     #[test]
     fn what_the_peers_program_gives_its_kernel_takes_the_veth() {
-        let Receiving { end } = receiving(true, 4);
+        let end = receiving(true, 4);
         for frame in [
             data_frame("10.0.0.1", 63), // the receiver's own address
             data_frame("10.2.0.1", 1),  // its TTL expires there
@@ -322,16 +316,16 @@ mod tests {
 
     #[test]
     fn a_port_down_or_blackholed_accepts_nothing() {
-        let Receiving { end } = receiving(false, 4);
+        let end = receiving(false, 4);
         assert!(!end.accepting(&end.fib.load()));
-        let Receiving { end } = receiving(true, 4);
+        let end = receiving(true, 4);
         end.blackholed.store(true, Ordering::SeqCst);
         assert!(!end.accepting(&end.fib.load()));
     }
 
     #[test]
     fn no_free_frame_or_no_inbox_room_drops_and_counts_at_the_receiver() {
-        let Receiving { end } = receiving(true, 2);
+        let end = receiving(true, 2);
         let frame = data_frame("10.2.0.1", 63);
         assert_eq!(offer(&end, &frame), Offer::Spliced);
         assert_eq!(offer(&end, &frame), Offer::Spliced);
@@ -340,7 +334,7 @@ mod tests {
         assert_eq!(end.pool.len(), FRAMES as usize - 2);
         assert_eq!(end.telemetry.snapshot(0).ports[0].drops_handoff, 1);
         // No free frame at all.
-        let Receiving { end } = receiving(true, 16);
+        let end = receiving(true, 16);
         while end.pool.take().is_some() {}
         assert_eq!(offer(&end, &frame), Offer::Dropped);
         assert_eq!(end.telemetry.snapshot(0).ports[0].drops_handoff, 1);
@@ -351,7 +345,7 @@ mod tests {
     fn closing_waits_for_the_senders_that_hold_the_end() {
         let slot = Arc::new(SpliceSlot::default());
         slot.close(); // nothing published: nothing to wait for
-        slot.open(receiving(true, 4).end);
+        slot.open(receiving(true, 4));
         let held = slot.load().expect("published");
         let released = Arc::new(AtomicBool::new(false));
         let sender = {
