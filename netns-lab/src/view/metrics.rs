@@ -174,7 +174,7 @@ pub fn render(topology: &Topology, sample: &Sample) -> String {
                 ("port", port.name.as_str()),
                 ("peer", peer),
             ];
-            let counters: [(&'static str, &'static str, u64); 7] = [
+            let counters: [(&'static str, &'static str, u64); 8] = [
                 (
                     "ofan_port_rx_packets_total",
                     "Frames received on the port.",
@@ -184,6 +184,11 @@ pub fn render(topology: &Topology, sample: &Sample) -> String {
                     "ofan_port_rx_bytes_total",
                     "Bytes received on the port.",
                     port.rx_bytes,
+                ),
+                (
+                    "ofan_port_rx_spliced_total",
+                    "Of the frames received, those from a switch of the same group over a spliced link.",
+                    port.rx_spliced,
                 ),
                 (
                     "ofan_port_tx_packets_total",
@@ -202,7 +207,7 @@ pub fn render(topology: &Topology, sample: &Sample) -> String {
                 ),
                 (
                     "ofan_port_drops_handoff_total",
-                    "Frames dropped because the hand-off ring to the port's worker was full.",
+                    "Frames dropped because the hand-off ring to the port's worker was full (or, over a spliced link, the port's switch had no free frame).",
                     port.drops_handoff,
                 ),
                 (
