@@ -432,76 +432,49 @@ mod tests {
         let remote = [10, 2, 0, 1];
         let mut arp = [0u8; 42];
         arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-        assert_eq!(verdict(&arp), Err(StatIndex::PassArp));
-        assert_eq!(
-            verdict(&ipv4(LOCAL_V4, 64, 1, [0, 0])),
-            Err(StatIndex::PassLocal)
-        );
-        assert_eq!(
-            verdict(&ipv4(remote, 64, 6, [179, 50000])),
-            Err(StatIndex::PassBgp)
-        );
-        assert_eq!(
-            verdict(&ipv4(remote, 64, 6, [50000, 179])),
-            Err(StatIndex::PassBgp)
-        );
-        assert_eq!(
-            verdict(&ipv4([224, 0, 0, 5], 64, 17, [1, 2])),
-            Err(StatIndex::PassMulticast)
-        );
-        assert_eq!(
-            verdict(&ipv4(remote, 1, 17, [1, 2])),
-            Err(StatIndex::PassTtl)
-        );
-        assert_eq!(
-            verdict(&ipv4(remote, 0, 17, [1, 2])),
-            Err(StatIndex::PassTtl)
-        );
         let mut options = ipv4(remote, 64, 17, [1, 2]);
         options[14] = 0x46;
-        assert_eq!(verdict(&options), Err(StatIndex::PassIpv4OptionsOrFragment));
         let mut fragment = ipv4(remote, 64, 17, [1, 2]);
         fragment[20] = 0x20; // more fragments
-        assert_eq!(
-            verdict(&fragment),
-            Err(StatIndex::PassIpv4OptionsOrFragment)
-        );
         let mut bad_version = ipv4(remote, 64, 17, [1, 2]);
         bad_version[14] = 0x65;
-        assert_eq!(verdict(&bad_version), Err(StatIndex::PassMalformed));
-        assert_eq!(
-            verdict(&ipv4(remote, 64, 17, [1, 2])[..30]),
-            Err(StatIndex::PassMalformed)
-        );
-        assert_eq!(verdict(&[0u8; 10]), Err(StatIndex::PassMalformed));
-        let mut other = [0u8; 60];
-        other[12..14].copy_from_slice(&0x88ccu16.to_be_bytes()); // LLDP
-        assert_eq!(verdict(&other), Err(StatIndex::PassNonIp));
-
+        let truncated = ipv4(remote, 64, 17, [1, 2]);
+        let mut lldp = [0u8; 60];
+        lldp[12..14].copy_from_slice(&0x88ccu16.to_be_bytes());
         let mut remote6 = LOCAL_V6;
         remote6[15] = 2;
-        assert_eq!(
-            verdict(&ipv6(remote6, 255, 58, 135)),
-            Err(StatIndex::PassNd)
-        );
-        assert_eq!(
-            verdict(&ipv6(LOCAL_V6, 64, 58, 128)),
-            Err(StatIndex::PassLocal)
-        );
-        assert_eq!(verdict(&ipv6(remote6, 1, 17, 0)), Err(StatIndex::PassTtl));
-        assert_eq!(
-            verdict(&ipv6(remote6, 64, 0, 0)),
-            Err(StatIndex::PassV6HopByHop)
-        );
-        let mut multicast = remote6;
-        multicast[0] = 0xff;
-        assert_eq!(
-            verdict(&ipv6(multicast, 64, 17, 0)),
-            Err(StatIndex::PassMulticast)
-        );
+        let mut multicast6 = remote6;
+        multicast6[0] = 0xff;
         let mut bgp6 = ipv6(remote6, 64, 6, 0);
         bgp6[56..58].copy_from_slice(&179u16.to_be_bytes());
-        assert_eq!(verdict(&bgp6), Err(StatIndex::PassBgp));
+        let cases: [(&[u8], StatIndex); 20] = [
+            (&arp, StatIndex::PassArp),
+            (&ipv4(LOCAL_V4, 64, 1, [0, 0]), StatIndex::PassLocal),
+            (&ipv4(remote, 64, 6, [179, 50000]), StatIndex::PassBgp),
+            (&ipv4(remote, 64, 6, [50000, 179]), StatIndex::PassBgp),
+            (
+                &ipv4([224, 0, 0, 5], 64, 17, [1, 2]),
+                StatIndex::PassMulticast,
+            ),
+            (&ipv4(remote, 1, 17, [1, 2]), StatIndex::PassTtl),
+            (&ipv4(remote, 0, 17, [1, 2]), StatIndex::PassTtl),
+            (&options, StatIndex::PassIpv4OptionsOrFragment),
+            (&fragment, StatIndex::PassIpv4OptionsOrFragment),
+            (&bad_version, StatIndex::PassMalformed),
+            (&truncated[..30], StatIndex::PassMalformed),
+            (&[0u8; 10], StatIndex::PassMalformed),
+            (&lldp, StatIndex::PassNonIp),
+            (&ipv6(remote6, 255, 58, 135), StatIndex::PassNd),
+            (&ipv6(LOCAL_V6, 64, 58, 128), StatIndex::PassLocal),
+            (&ipv6(remote6, 1, 17, 0), StatIndex::PassTtl),
+            (&ipv6(remote6, 64, 0, 0), StatIndex::PassV6HopByHop),
+            (&ipv6(multicast6, 64, 17, 0), StatIndex::PassMulticast),
+            (&bgp6, StatIndex::PassBgp),
+            (&ipv6(remote6, 64, 58, 128)[..50], StatIndex::PassMalformed),
+        ];
+        for (index, (frame, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(verdict(frame), Err(expected), "case {index}");
+        }
     }
 
     /// The steering counters' names reach users (the admin `stats`' `steering`, Prometheus'
