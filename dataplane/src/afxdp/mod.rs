@@ -361,7 +361,8 @@ pub struct Runtime {
     workers: Vec<WorkerHandle>,
     /// The slots where this switch's receiving ends of in-process links are published.
     splices: Vec<Arc<splice::SpliceSlot>>,
-    /// Per port (of those with a splice): whether it is blackholed, for its senders.
+    /// Per port: whether it is blackholed, for the senders of a splice to it (the steering
+    /// program's own flag is a map a sender could read only with a system call).
     blackholed: Vec<Arc<AtomicBool>>,
     /// Set once a pooled worker is found to have panicked.
     failed: Vec<bool>,

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
-use ofan_ebpf_common::{classify, FrameView, LocalV4, LocalV6};
+use ofan_ebpf_common::{bytes_at, classify, FrameView, LocalV4, LocalV6};
 
 use super::frames::FramePool;
 use super::inbox::Inboxes;
@@ -95,6 +95,23 @@ impl SpliceSlot {
     pub(super) fn load(&self) -> Option<Arc<SpliceEnd>> {
         self.end.load_full()
     }
+}
+
+/// The end that port `port` of a switch whose FIB is `own_fib` sends to over `slot` now, with
+/// the receiver's FIB loaded for the pass: published, `port` up in its own FIB, the receiving
+/// port up in the receiver's and not blackholed. `None`: the veth carries what the port sends.
+#[inline]
+pub(super) fn sending(
+    slot: &SpliceSlot,
+    own_fib: &SharedFib,
+    port: PortId,
+) -> Option<(Arc<SpliceEnd>, arc_swap::Guard<Arc<Fib>>)> {
+    if !own_fib.load().port(port).is_some_and(|own| own.oper_up) {
+        return None;
+    }
+    let end = slot.load()?;
+    let fib = end.fib.load();
+    end.accepting(&fib).then_some((end, fib))
 }
 
 /// A switch's receiving end of one port: what a sender needs to put a frame where a frame
@@ -200,10 +217,7 @@ struct Receiver<'a> {
 impl FrameView for Receiver<'_> {
     #[inline]
     fn bytes<const N: usize>(&self, offset: usize) -> Option<[u8; N]> {
-        self.bytes
-            .get(offset..offset.checked_add(N)?)?
-            .try_into()
-            .ok()
+        bytes_at(self.bytes, offset)
     }
 
     #[inline]

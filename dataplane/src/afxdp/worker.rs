@@ -21,7 +21,7 @@ use xdpilone::{DeviceQueue, RingRx, RingTx, User};
 
 use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
 use super::inbox::Inboxes;
-use super::splice::{Offer, SpliceSlot};
+use super::splice::{self, Offer, SpliceSlot};
 use super::sys::{self, monotonic_ns, Assembly, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
 use super::Buffers;
 use super::{Forwarding, PollMode};
@@ -684,21 +684,9 @@ impl Worker {
         }
         let now = monotonic_ns();
         let mut total = 0;
-        let own_fib = self.fib.load();
         let (cache, pool, umem) = (&mut self.cache, &*self.pool, &*self.umem);
         let frame_size = umem.frame_size();
         for port in &mut self.ports {
-            // An in-process link to the peer, while both ends are up (see `splice`).
-            let splice = port
-                .splice
-                .as_ref()
-                .and_then(|slot| slot.load())
-                .filter(|_| own_fib.port(port.id).is_some_and(|own| own.oper_up))
-                .map(|end| {
-                    let fib = end.fib.load_full();
-                    (end, fib)
-                })
-                .filter(|(end, fib)| end.accepting(fib));
             let queue = &mut port.queues[0];
             let Some(tx) = queue.tx.as_mut() else {
                 continue;
@@ -714,6 +702,13 @@ impl Worker {
                     debug_assert!(inserted, "reserved TX slots are guaranteed");
                     sent += 1;
                 };
+                // An in-process link to the peer, while both ends take frames (`splice`; a
+                // splice carries single frames only).
+                let splice = port
+                    .splice
+                    .as_ref()
+                    .filter(|_| self.buffers == Buffers::Single)
+                    .and_then(|slot| splice::sending(slot, &self.fib, port.id));
                 match (self.buffers, &splice) {
                     (Buffers::Single, None) => {
                         port.egress.dequeue(now, capacity as usize, |frame, _len| {

@@ -220,6 +220,12 @@ pub trait FrameView {
     fn is_local_v6(&self, address: &LocalV6) -> bool;
 }
 
+/// [`FrameView::bytes`] of a frame in memory: the `N` bytes at `offset` of `frame`.
+#[inline]
+pub fn bytes_at<const N: usize>(frame: &[u8], offset: usize) -> Option<[u8; N]> {
+    frame.get(offset..offset.checked_add(N)?)?.try_into().ok()
+}
+
 const ETH_HDR_LEN: usize = 14;
 const VLAN_HDR_LEN: usize = 4;
 const IPV4_HDR_LEN: usize = 20;
@@ -362,7 +368,7 @@ mod pod {
 
 #[cfg(test)]
 mod tests {
-    use super::{classify, FrameView, LocalV4, LocalV6, StatIndex};
+    use super::{bytes_at, classify, FrameView, LocalV4, LocalV6, StatIndex};
 
     /// A frame in memory, with one local address of each family.
     struct Bytes<'a>(&'a [u8]);
@@ -372,7 +378,7 @@ mod tests {
 
     impl FrameView for Bytes<'_> {
         fn bytes<const N: usize>(&self, offset: usize) -> Option<[u8; N]> {
-            self.0.get(offset..offset.checked_add(N)?)?.try_into().ok()
+            bytes_at(self.0, offset)
         }
         fn is_local_v4(&self, address: &LocalV4) -> bool {
             address.0 == LOCAL_V4

@@ -72,6 +72,8 @@ pub struct RateRow {
     pub mtu: u32,
     /// How the switches ran (`group` or `process`).
     pub switches: &'static str,
+    /// Whether the group spliced its links (`up --splice`; never for processes).
+    pub splice: bool,
     /// Repetitions.
     pub runs: usize,
     /// Repetitions with every packet delivered exactly once.
@@ -266,6 +268,7 @@ fn measure(
     let after = Sample::take(&options.name)?;
     Ok(RateRow {
         stalls,
+        splice: options.splice && switches == Switches::Group,
         ..row(
             rate,
             options.mtu,
@@ -443,6 +446,7 @@ fn row(
         rate_bps: rate,
         mtu,
         switches: switches.name(),
+        splice: false,
         runs: labs.len(),
         exactly_once: labs.iter().filter(|lab| lab.delivery.exactly_once).count(),
         faithful: labs.iter().filter(|lab| lab.fidelity.faithful).count(),
@@ -516,6 +520,7 @@ mod tests {
             rate_bps,
             mtu: 1500,
             switches: switches.name(),
+            splice: switches == Switches::Group,
             runs: 1,
             exactly_once: 1,
             faithful: 1,

@@ -168,9 +168,7 @@ impl UmemArea {
             )
         }
     }
-}
 
-impl UmemArea {
     /// Copies `bytes` into `free`, a frame of this area taken from its free frames (a
     /// [`FramePool`](super::frames::FramePool) or a worker's cache), at the offset where the
     /// kernel puts received data ([`XDP_HEADROOM`](super::XDP_HEADROOM)), and returns the
