@@ -1497,6 +1497,9 @@ fn send_signal(pid: u32, signal: i32) {
     assert_eq!(result, 0, "kill({pid}, {signal})");
 }
 
+/// Pod 1's first edge subnet: a-p0-0 reaches it through c-0 and c-1.
+const POD1_EDGE0: &str = "10.1.0.0/24";
+
 /// Continues a stopped process when dropped: a failing test never leaves it stopped.
 struct Stopped(u32);
 
@@ -1559,17 +1562,37 @@ fn a_run_whose_routes_flapped_is_not_faithful() {
     assert_eq!(fidelity["faithful"], false, "{fidelity}");
     assert_eq!(run["delivery"]["exactly_once"], true, "{run}");
 
-    // A run started in the middle of the same starvation (0.6 s into 1.5 s: sessions down,
-    // routes withdrawn): it first waits until BGP has brought every switch's routes back to
-    // the plan, then measures the fabric it means to — no route changes under it (without the
-    // wait it would start on the degraded fabric and count the routes coming back).
+    // A run started in the middle of the same starvation (sessions down, routes withdrawn —
+    // seen in a-p0-0's FIB, not assumed after a fixed time: under CI's load the withdrawal once
+    // came after the run had found the plan's routes and started): it first waits until BGP has
+    // brought every switch's routes back to the plan, then measures the fabric it means to — no
+    // route changes under it (without the wait it would start on the degraded fabric and count
+    // the routes coming back).
+    assert_eq!(
+        kernel_hops(&lab, "a-p0-0", POD1_EDGE0),
+        2,
+        "a-p0-0 before the flap"
+    );
     send_signal(bfdd, libc::SIGSTOP);
+    let stopped = Stopped(bfdd);
+    let withdrawn = Instant::now();
+    while kernel_hops(&lab, "a-p0-0", POD1_EDGE0) > 1 {
+        assert!(
+            withdrawn.elapsed() < Duration::from_secs(10),
+            "a-p0-0 kept its route through c-0 10 s after c-0's bfdd stopped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "a-p0-0 withdrew its route through c-0 {:.2} s after c-0's bfdd stopped",
+        withdrawn.elapsed().as_secs_f64()
+    );
     let after = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let _stopped = Stopped(bfdd);
-            std::thread::sleep(Duration::from_millis(1500));
+        scope.spawn(move || {
+            // Still starved for a second after the run starts.
+            let _stopped = stopped;
+            std::thread::sleep(Duration::from_millis(1000));
         });
-        std::thread::sleep(Duration::from_millis(600));
         run_results(&lab, "after", &["permutation", "--size", "256KB"])
     });
     let fidelity = &after.results["runs"][0]["fidelity"];
