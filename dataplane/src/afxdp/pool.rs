@@ -31,8 +31,19 @@ use super::awake::{KeepAwake, KeepAwakeThreads};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
 use super::worker::{Worker, WorkerExit};
 
-/// A sleep shorter than this costs more than it saves: the thread spins to a departure this near.
-const SPIN_NS: u64 = 30_000;
+/// How near a departure must be for a thread to spin to it rather than sleep, ns, while its
+/// wake-ups come in time: a sleep shorter than this costs more than it saves.
+const SPIN_MIN_NS: u64 = 30_000;
+/// ... and while they come late for its links ([`SpinWindow`]).
+const SPIN_LATE_NS: u64 = 300_000;
+/// Wake-ups late by more than this share of a full frame's wire time at the fastest link (1 /
+/// `LATE_SHARE`) are late for it: a shaper sleeping to its departures would be that late.
+const LATE_SHARE: u64 = 20;
+/// The frame whose wire time is the links' packet time: 1 500 bytes of MTU, Ethernet header,
+/// FCS, preamble and gap.
+const FULL_FRAME_WIRE_BYTES: u64 = 1538;
+/// Timer wake-ups a [`SpinWindow`] judges at a time.
+const WAKEUPS: usize = 64;
 /// Epoll tokens of the thread's own timer and eventfd (members' descriptors are their own
 /// tokens, and never this large).
 const TOKEN_TIMER: u64 = u64::MAX;
@@ -92,6 +103,8 @@ struct Adopted {
     /// When it next needs a step although no frame arrives ([`Worker::wake_at`] after its
     /// last step: only a step changes it).
     wake_at: Option<u64>,
+    /// Its fastest shaped link's rate after its last step ([`Worker::fastest_link_bps`]).
+    fastest_bps: u64,
 }
 
 impl WorkerPool {
@@ -165,6 +178,7 @@ impl WorkerPool {
                 exit,
                 busy: true,
                 wake_at: None,
+                fastest_bps: 0,
             });
         shared.waker.notify();
         receiver
@@ -186,8 +200,66 @@ impl Drop for WorkerPool {
     }
 }
 
+/// How near a departure must be for a pool thread to spin to it instead of sleeping:
+/// [`SPIN_MIN_NS`] while the thread's timer wake-ups come in time for its links, [`SPIN_LATE_NS`]
+/// once the 95th percentile of the last [`WAKEUPS`] of them is late by more than a
+/// [`LATE_SHARE`]th of a full frame's wire time at the fastest link it serves.
+///
+/// A fixed 30 µs was what a wake-up costs on a quiet machine. On a virtual machine whose
+/// wake-ups come later (measured here: 22–36 µs at the median, 43–88 µs at the 95th
+/// percentile), a shaper sleeping to its departures is late by that tail: a k = 4 lab at
+/// 20 Mbit/s per link (0.6 ms per frame) measured CCT +2.7 … +7.8 % over the bound (3 of 10
+/// runs faithful) against +1.2 … +1.7 % (6 of 10) with the threads spinning up to 300 µs, in
+/// the same session (`bench lab`, 2026-12-03); 100 µs was between. At 4 Mbit/s the same tail is
+/// 2 % of a frame time and harmless, and spinning 300 µs there cost 38 µs of CPU per forwarded
+/// frame against 22: so the long window only where the tail matters, judged from the
+/// machine's own wake-ups.
+#[derive(Debug, Clone)]
+struct SpinWindow {
+    /// How late recent timer wake-ups came, ns (a ring of [`WAKEUPS`]).
+    late: [u64; WAKEUPS],
+    next: usize,
+    /// The 95th percentile of the last full ring, ns.
+    tail_ns: u64,
+}
+
+impl SpinWindow {
+    fn new() -> Self {
+        Self {
+            late: [0; WAKEUPS],
+            next: 0,
+            tail_ns: 0,
+        }
+    }
+
+    /// Spin to a departure this near, ns, for links of at most `fastest_bps` (0: unshaped).
+    fn ns(&self, fastest_bps: u64) -> u64 {
+        let late_for_links = fastest_bps != 0
+            && u128::from(self.tail_ns * LATE_SHARE) * u128::from(fastest_bps)
+                > u128::from(FULL_FRAME_WIRE_BYTES * 8) * 1_000_000_000;
+        if late_for_links {
+            SPIN_LATE_NS
+        } else {
+            SPIN_MIN_NS
+        }
+    }
+
+    /// A timer wake-up came `late_ns` after its deadline; every [`WAKEUPS`] of them the tail
+    /// is judged again.
+    fn woke(&mut self, late_ns: u64) {
+        self.late[self.next] = late_ns;
+        self.next += 1;
+        if self.next == WAKEUPS {
+            self.next = 0;
+            let mut sorted = self.late;
+            sorted.sort_unstable();
+            self.tail_ns = sorted[WAKEUPS * 95 / 100];
+        }
+    }
+}
+
 /// A pool thread's loop: steps its workers while any has work, spins to departures nearer
-/// than `SPIN_NS`, sleeps otherwise. With `awake`, it tells the CPUs' keep-awake threads that
+/// than its [`SpinWindow`], sleeps otherwise. With `awake`, it tells the CPUs' keep-awake threads that
 /// frames move ([`KeepAwake`]).
 fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
     let epoll = Epoll::new().expect("epoll for a pool thread");
@@ -200,6 +272,7 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         .expect("eventfd in epoll");
     let mut members: Vec<Adopted> = Vec::new();
     let mut next_full_pass = 0;
+    let mut spin = SpinWindow::new();
     loop {
         let adopted = std::mem::take(
             &mut *shared
@@ -255,6 +328,7 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                     work += moved;
                     member.busy = moved > 0;
                     member.wake_at = member.worker.wake_at();
+                    member.fastest_bps = member.worker.fastest_link_bps();
                 }
                 Err(_) => {
                     // Its switch sees the exit channel close and stops; the others go on.
@@ -285,7 +359,8 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         }
 
         let deadline = members.iter().filter_map(|m| m.wake_at).min();
-        if deadline.is_some_and(|d| d <= monotonic_ns() + SPIN_NS) {
+        let fastest_bps = members.iter().map(|m| m.fastest_bps).max().unwrap_or(0);
+        if deadline.is_some_and(|d| d <= monotonic_ns() + spin.ns(fastest_bps)) {
             std::hint::spin_loop();
             continue;
         }
@@ -310,6 +385,17 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
             for token in ready {
                 if token == TOKEN_TIMER {
                     timer.drain();
+                    if let Some(deadline) = deadline {
+                        let before = spin.ns(fastest_bps);
+                        spin.woke(monotonic_ns().saturating_sub(deadline));
+                        if spin.ns(fastest_bps) != before {
+                            tracing::debug!(
+                                window_us = spin.ns(fastest_bps) / 1000,
+                                late_p95_us = spin.tail_ns / 1000,
+                                "pool thread spin window"
+                            );
+                        }
+                    }
                 } else if token == TOKEN_POOL {
                     shared.waker.drain();
                 } else if let Some(member) =
@@ -328,5 +414,56 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
 fn unwatch(epoll: &Epoll, worker: &Worker) {
     for fd in worker.wait_fds() {
         let _ = epoll.remove(fd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MBIT: u64 = 1_000_000;
+
+    fn after(late: impl IntoIterator<Item = u64>) -> SpinWindow {
+        let mut spin = SpinWindow::new();
+        for ns in late {
+            spin.woke(ns);
+        }
+        spin
+    }
+
+    #[test]
+    fn late_wake_ups_lengthen_the_window_only_for_links_they_are_late_for() {
+        // A full frame takes 615 µs at 20 Mbit/s, 3.1 ms at 4: a twentieth is 31 µs, 154 µs.
+        let late = (0..WAKEUPS as u64).map(|i| if i < 60 { 10_000 } else { 80_000 + i });
+        let spin = after(late);
+        assert_eq!(
+            spin.tail_ns, 80_060,
+            "the 95th percentile is the 61st of 64"
+        );
+        assert_eq!(spin.ns(20 * MBIT), SPIN_LATE_NS);
+        assert_eq!(spin.ns(4 * MBIT), SPIN_MIN_NS);
+        assert_eq!(
+            spin.ns(0),
+            SPIN_MIN_NS,
+            "unshaped links wait for no departure"
+        );
+        // Punctual wake-ups: the short window even at 100 Mbit/s (a twentieth: 6 µs).
+        assert_eq!(after([5_000; WAKEUPS]).ns(100 * MBIT), SPIN_MIN_NS);
+    }
+
+    #[test]
+    fn one_stall_is_not_the_tail_and_a_punctual_round_restores_the_short_window() {
+        let spin = after((0..WAKEUPS as u64).map(|i| if i == 7 { 5_000_000 } else { 2_000 }));
+        assert_eq!(spin.ns(20 * MBIT), SPIN_MIN_NS);
+        // Judged once per round of WAKEUPS: not before the first is complete.
+        assert_eq!(after([250_000; WAKEUPS - 1]).ns(20 * MBIT), SPIN_MIN_NS);
+        let mut spin = after([250_000; WAKEUPS]);
+        assert_eq!(spin.ns(20 * MBIT), SPIN_LATE_NS);
+        for _ in 0..WAKEUPS - 1 {
+            spin.woke(1_000);
+        }
+        assert_eq!(spin.ns(20 * MBIT), SPIN_LATE_NS);
+        spin.woke(1_000);
+        assert_eq!(spin.ns(20 * MBIT), SPIN_MIN_NS);
     }
 }

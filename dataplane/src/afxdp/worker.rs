@@ -358,6 +358,16 @@ impl Worker {
         }
     }
 
+    /// The rate of its fastest shaped port, bit/s (0: none is shaped): how long a frame's
+    /// departure may be late by is a share of its wire time there (see the pool's spin window).
+    pub fn fastest_link_bps(&self) -> u64 {
+        self.ports
+            .iter()
+            .map(|port| port.egress.link_rate_bps())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Whether a step would find something to do now besides a due departure (see
     /// [`Self::wake_at`]): frames in its inbox or an RX ring, or TX descriptors not kicked or
     /// not completed. A few loads; a pool thread asks it instead of stepping an idle worker.
