@@ -36,6 +36,10 @@ use super::worker::{Worker, WorkerExit};
 const SPIN_MIN_NS: u64 = 30_000;
 /// ... and while they come late for its links ([`SpinWindow`]).
 const SPIN_LATE_NS: u64 = 300_000;
+/// The latest a wake-up tail the long window answers: one it cannot cover with room to spare
+/// is not a wake-up's cost but the CPUs being taken (the lab needing more than the machine
+/// has), and spinning would take more of them.
+const TAIL_COVERED_NS: u64 = SPIN_LATE_NS / 2;
 /// Wake-ups late by more than this share of a full frame's wire time at the fastest link (1 /
 /// `LATE_SHARE`) are late for it: a shaper sleeping to its departures would be that late.
 const LATE_SHARE: u64 = 20;
@@ -203,7 +207,11 @@ impl Drop for WorkerPool {
 /// How near a departure must be for a pool thread to spin to it instead of sleeping:
 /// [`SPIN_MIN_NS`] while the thread's timer wake-ups come in time for its links, [`SPIN_LATE_NS`]
 /// once the 95th percentile of the last [`WAKEUPS`] of them is late by more than a
-/// [`LATE_SHARE`]th of a full frame's wire time at the fastest link it serves.
+/// [`LATE_SHARE`]th of a full frame's wire time at the fastest link it serves — and by at most
+/// [`TAIL_COVERED_NS`]: a later tail is the CPUs being full, not the wake-up, and spinning
+/// made it worse (a k = 8 lab at 1 Mbit/s, whose threads' tail reached 0.6–0.7 ms under load,
+/// had the agents at 0.953–0.964 of their rate and CCT +10.1 … +13.5 % with the long window,
+/// against 0.981–0.987 and +5.1 … +7.0 % without, alternating benches).
 ///
 /// A fixed 30 µs was what a wake-up costs on a quiet machine. On a virtual machine whose
 /// wake-ups come later (measured here: 22–36 µs at the median, 43–88 µs at the 95th
@@ -235,6 +243,7 @@ impl SpinWindow {
     /// Spin to a departure this near, ns, for links of at most `fastest_bps` (0: unshaped).
     fn ns(&self, fastest_bps: u64) -> u64 {
         let late_for_links = fastest_bps != 0
+            && self.tail_ns <= TAIL_COVERED_NS
             && u128::from(self.tail_ns * LATE_SHARE) * u128::from(fastest_bps)
                 > u128::from(FULL_FRAME_WIRE_BYTES * 8) * 1_000_000_000;
         if late_for_links {
@@ -452,12 +461,25 @@ mod tests {
     }
 
     #[test]
+    fn a_tail_the_window_cannot_cover_is_busy_cpus_not_a_wake_up() {
+        // 0.6 ms late at 1 Mbit/s (a twentieth of a frame time: 615 µs) or at 20 Mbit/s.
+        for late in [TAIL_COVERED_NS + 1, 650_000] {
+            assert_eq!(after([late; WAKEUPS]).ns(MBIT), SPIN_MIN_NS);
+            assert_eq!(after([late; WAKEUPS]).ns(20 * MBIT), SPIN_MIN_NS);
+        }
+        assert_eq!(
+            after([TAIL_COVERED_NS; WAKEUPS]).ns(20 * MBIT),
+            SPIN_LATE_NS
+        );
+    }
+
+    #[test]
     fn one_stall_is_not_the_tail_and_a_punctual_round_restores_the_short_window() {
         let spin = after((0..WAKEUPS as u64).map(|i| if i == 7 { 5_000_000 } else { 2_000 }));
         assert_eq!(spin.ns(20 * MBIT), SPIN_MIN_NS);
         // Judged once per round of WAKEUPS: not before the first is complete.
         assert_eq!(after([250_000; WAKEUPS - 1]).ns(20 * MBIT), SPIN_MIN_NS);
-        let mut spin = after([250_000; WAKEUPS]);
+        let mut spin = after([120_000; WAKEUPS]);
         assert_eq!(spin.ns(20 * MBIT), SPIN_LATE_NS);
         for _ in 0..WAKEUPS - 1 {
             spin.woke(1_000);
