@@ -107,8 +107,6 @@ struct Adopted {
     /// When it next needs a step although no frame arrives ([`Worker::wake_at`] after its
     /// last step: only a step changes it).
     wake_at: Option<u64>,
-    /// Its fastest shaped link's rate after its last step ([`Worker::fastest_link_bps`]).
-    fastest_bps: u64,
 }
 
 impl WorkerPool {
@@ -182,7 +180,6 @@ impl WorkerPool {
                 exit,
                 busy: true,
                 wake_at: None,
-                fastest_bps: 0,
             });
         shared.waker.notify();
         receiver
@@ -210,15 +207,16 @@ impl Drop for WorkerPool {
 /// [`LATE_SHARE`]th of a full frame's wire time at the fastest link it serves — and by at most
 /// [`TAIL_COVERED_NS`]: a later tail is the CPUs being full, not the wake-up, and spinning
 /// made it worse (a k = 8 lab at 1 Mbit/s, whose threads' tail reached 0.6–0.7 ms under load,
-/// had the agents at 0.953–0.964 of their rate and CCT +10.1 … +13.5 % with the long window,
-/// against 0.981–0.987 and +5.1 … +7.0 % without, alternating benches).
+/// had the agents at 0.952–0.964 of their rate and CCT +8.7 … +13.5 % in 7 benches with the
+/// long window, against 0.981–1.000 and +4.4 … +7.0 % in 6 without, alternating).
 ///
 /// A fixed 30 µs was what a wake-up costs on a quiet machine. On a virtual machine whose
 /// wake-ups come later (measured here: 22–36 µs at the median, 43–88 µs at the 95th
 /// percentile), a shaper sleeping to its departures is late by that tail: a k = 4 lab at
-/// 20 Mbit/s per link (0.6 ms per frame) measured CCT +2.7 … +7.8 % over the bound (3 of 10
-/// runs faithful) against +1.2 … +1.7 % (6 of 10) with the threads spinning up to 300 µs, in
-/// the same session (`bench lab`, 2026-12-03); 100 µs was between. At 4 Mbit/s the same tail is
+/// 20 Mbit/s per link (0.6 ms per frame), two rounds of 5 runs, measured CCT +2.7 / +6.8 % over
+/// the bound (3 of 10 runs faithful) with 30 µs against +1.4 / +1.6 % (6 of 10) with the
+/// threads spinning up to 300 µs, in the same session (`bench lab`, 2026-12-03); 100 µs was
+/// between (+4.2 / +1.6 %, 5 of 10). At 4 Mbit/s the same tail is
 /// 2 % of a frame time and harmless, and spinning 300 µs there cost 38 µs of CPU per forwarded
 /// frame against 22: so the long window only where the tail matters, judged from the
 /// machine's own wake-ups.
@@ -282,6 +280,9 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
     let mut members: Vec<Adopted> = Vec::new();
     let mut next_full_pass = 0;
     let mut spin = SpinWindow::new();
+    // The fastest shaped link of its workers ([`Worker::fastest_link_bps`]), as of the last
+    // full pass (a new link rate reaches a worker at a step).
+    let mut fastest_bps = 0;
     loop {
         let adopted = std::mem::take(
             &mut *shared
@@ -337,7 +338,6 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                     work += moved;
                     member.busy = moved > 0;
                     member.wake_at = member.worker.wake_at();
-                    member.fastest_bps = member.worker.fastest_link_bps();
                 }
                 Err(_) => {
                     // Its switch sees the exit channel close and stops; the others go on.
@@ -350,6 +350,13 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                 }
             }
             index += 1;
+        }
+        if full {
+            fastest_bps = members
+                .iter()
+                .map(|m| m.worker.fastest_link_bps())
+                .max()
+                .unwrap_or(0);
         }
         if members.is_empty() && shared.stop.load(Ordering::SeqCst) {
             let pending = shared
@@ -368,7 +375,6 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         }
 
         let deadline = members.iter().filter_map(|m| m.wake_at).min();
-        let fastest_bps = members.iter().map(|m| m.fastest_bps).max().unwrap_or(0);
         if deadline.is_some_and(|d| d <= monotonic_ns() + spin.ns(fastest_bps)) {
             std::hint::spin_loop();
             continue;
