@@ -428,9 +428,17 @@ pub struct Fidelity {
     /// The switches whose routes changed (names, in topology order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rerouted_switches: Vec<String>,
+    /// Frames lost where the fabric under test would not have lost them, summed over the
+    /// lab's emulation drop counters (the report's `drops` names each): the emulator fell
+    /// behind (an AF_XDP ring, a worker's inbox, a veth or a host's socket full) or the control
+    /// plane failed the run (no route, a neighbour unresolved). Buffer overflows are the
+    /// fabric's own and do not count. Absent (0) in reports from before 2026-12-03, which
+    /// counted these drops but did not judge by them.
+    #[serde(default)]
+    pub emulation_drops: u64,
     /// Shaper lateness p99 within the lab's threshold, every agent within 1 % of its rate, no
-    /// receiver window compressed by more than 1 %, and no route changed unless the run
-    /// injected a fault (`run --chaos`) that changes them.
+    /// receiver window compressed by more than 1 %, and — unless the run injected a fault
+    /// (`run --chaos`) that changes them — no route changed and no emulation drop.
     pub faithful: bool,
 }
 

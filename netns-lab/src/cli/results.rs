@@ -3,11 +3,11 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use ofan_lab::experiment::metrics::{lab_of, RunReport};
+use ofan_lab::experiment::metrics::{emulation_drops, lab_of, RunReport};
 use ofan_lab::experiment::summary::{
     size_label, stage_key, CellSummary, GrowthFit, Summarized, Variant,
 };
-use ofan_model::report::{ChaosRecord, Stage};
+use ofan_model::report::{ChaosRecord, Drops, Stage};
 
 fn mean_sem(cell: &CellSummary, metric: &str, scale: f64, decimals: usize) -> String {
     match cell.metrics.get(metric) {
@@ -204,6 +204,31 @@ fn rerouted(fidelity: &ofan_model::report::Fidelity) -> String {
     )
 }
 
+/// `, lost N frames to the emulation (switch.neighbor_unresolved 726, …)` when the lab lost
+/// frames the fabric under test would not have ([`EMULATION_DROPS`]), at most three names.
+fn emulation_lost(drops: &Drops) -> String {
+    let found = emulation_drops(drops);
+    if found.is_empty() {
+        return String::new();
+    }
+    let total: u64 = found.iter().map(|(_, count)| count).sum();
+    let shown: Vec<String> = found
+        .iter()
+        .take(3)
+        .map(|(name, count)| format!("{name} {count}"))
+        .collect();
+    format!(
+        ", lost {total} frame{} to the emulation ({}{})",
+        if total == 1 { "" } else { "s" },
+        shown.join(", "),
+        if found.len() > shown.len() {
+            ", …"
+        } else {
+            ""
+        }
+    )
+}
+
 /// One progress line of a grid.
 #[must_use]
 pub fn progress_line(
@@ -223,7 +248,7 @@ pub fn progress_line(
         .cct_increase
         .map_or_else(String::new, |i| format!(" (+{:.1} %)", i * 100.0));
     format!(
-        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
+        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
         variant.name(),
         size_label(lab.setup.message_bytes),
         lab.setup.repetition + 1,
@@ -246,6 +271,7 @@ pub fn progress_line(
             ", NOT faithful"
         },
         rerouted(&lab.fidelity),
+        emulation_lost(&report.drops),
         lab.machine
             .as_ref()
             .filter(|machine| machine.hidden_stalls > 0)
@@ -283,6 +309,26 @@ pub fn progress_line(
 mod tests {
     use super::*;
     use ofan_model::report::Fidelity;
+
+    #[test]
+    fn emulation_drops_are_named_in_the_progress_line_most_frequent_first() {
+        let mut drops = Drops::default();
+        drops.add("switch.buffer", 40);
+        assert_eq!(emulation_lost(&drops), "");
+        drops.add("xsk.rx_ring_full", 3);
+        drops.add("switch.neighbor_unresolved", 726);
+        assert_eq!(
+            emulation_lost(&drops),
+            ", lost 729 frames to the emulation (switch.neighbor_unresolved 726, xsk.rx_ring_full 3)"
+        );
+        drops.add("host.udp_rcvbuf", 1);
+        drops.add("kernel.tx_dropped", 1);
+        assert!(
+            emulation_lost(&drops).ends_with("host.udp_rcvbuf 1, …)"),
+            "{}",
+            emulation_lost(&drops)
+        );
+    }
 
     #[test]
     fn changed_routes_are_named_in_the_progress_line_at_most_three_switches() {

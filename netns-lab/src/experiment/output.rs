@@ -98,7 +98,7 @@ pub fn runs_csv(results: &Summarized) -> String {
     }
     out.push_str(
         ",drops,retransmissions,data_sent,data_delivered,duplicates,missing,ce_marks,exactly_once,\
-         unaccounted,shaper_late_p99_packet_times,agent_rate_ratio_min,route_changes,faithful\n",
+         unaccounted,shaper_late_p99_packet_times,agent_rate_ratio_min,emulation_drops,route_changes,faithful\n",
     );
     for run in &results.runs {
         let lab = lab_of(run);
@@ -140,7 +140,7 @@ pub fn runs_csv(results: &Summarized) -> String {
         let (d, p) = (&lab.delivery, &run.packets);
         let _ = writeln!(
             out,
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             run.drops.total,
             p.retransmissions,
             p.data_sent,
@@ -152,6 +152,7 @@ pub fn runs_csv(results: &Summarized) -> String {
             lab.census.unaccounted,
             lab.fidelity.shaper_late_p99_packet_times,
             lab.fidelity.agent_rate_ratio_min,
+            lab.fidelity.emulation_drops,
             lab.fidelity.route_changes,
             lab.fidelity.faithful,
         );

@@ -285,6 +285,101 @@ fn changed_routes_make_a_run_unfaithful_unless_a_fault_changed_them() {
     assert_eq!(struck.route_changes, 4);
 }
 
+/// Frames the lab lost where the fabric would not have — a neighbour unresolved, an AF_XDP
+/// ring full, a host socket's buffer full — make a run unfaithful however well its links were
+/// emulated, unless a fault was injected; the fabric's own buffer overflows do not.
+#[test]
+fn emulation_drops_make_a_run_unfaithful_and_buffer_drops_do_not() {
+    let mut s = scenario(0);
+    for sample in &mut s.switches {
+        sample.after = sample.before.clone();
+    }
+    for report in &mut s.reports {
+        report.pacing.achieved_bps = Some(report.pacing.requested_bps);
+    }
+    let edge = s.topology.edges()[0].id;
+    let at_edge = s.switches.iter().position(|x| x.node == edge).unwrap();
+    s.switches[at_edge].after.ports[0].drops_buffer = 40;
+    let overflowed = evaluate_scenario(&s);
+    let fidelity = &lab_of(&overflowed).fidelity;
+    assert!(fidelity.faithful, "{fidelity:?}");
+    assert_eq!(fidelity.emulation_drops, 0);
+    assert_eq!(overflowed.drops.total, 40);
+
+    let unresolved = published_name(DropReason::NeighborUnresolved);
+    s.switches[at_edge].after.counters.push((unresolved, 726));
+    s.switches[at_edge].after.ports[1].socket_drops.rx_ring_full += 3;
+    let starved = evaluate_scenario(&s);
+    let fidelity = &lab_of(&starved).fidelity;
+    assert!(!fidelity.faithful, "{fidelity:?}");
+    assert_eq!(fidelity.emulation_drops, 729);
+    assert_eq!(
+        emulation_drops(&starved.drops),
+        [("switch.neighbor_unresolved", 726), ("xsk.rx_ring_full", 3)]
+    );
+    // A switch killed on purpose loses its neighbours and rings: judged by its chaos record.
+    assert!(lab_of(&evaluate_struck(&s, true)).fidelity.faithful);
+
+    // The hosts' kernels count too: a socket buffer that overflowed.
+    let mut s = scenario(0);
+    for sample in &mut s.switches {
+        sample.after = sample.before.clone();
+    }
+    for report in &mut s.reports {
+        report.pacing.achieved_bps = Some(report.pacing.requested_bps);
+    }
+    let before = KernelCounters(
+        super::super::kernel::NAMES
+            .iter()
+            .map(|&n| (n, 0))
+            .collect(),
+    );
+    let mut after = before.clone();
+    *after.0.get_mut("host.udp_rcvbuf").unwrap() = 5;
+    *after.0.get_mut("host.udp_no_socket").unwrap() = 9;
+    let kernels = [KernelSample { before, after }];
+    let report = evaluate(&RepInput {
+        topology: &s.topology,
+        plan: &s.plan,
+        reports: &s.reports,
+        switches: &s.switches,
+        kernels: &kernels,
+        setup: setup(),
+        fault_injected: false,
+    })
+    .unwrap();
+    let fidelity = &lab_of(&report).fidelity;
+    assert!(!fidelity.faithful);
+    assert_eq!(
+        fidelity.emulation_drops, 5,
+        "late datagrams are not the emulation's"
+    );
+}
+
+/// Every emulation drop is a name the lab counts drops under: a name that went out of use
+/// would silently stop judging runs.
+#[test]
+fn every_emulation_drop_is_a_drop_the_lab_counts() {
+    let counted: Vec<String> = [
+        "switch.handoff",
+        "xsk.rx_dropped",
+        "xsk.rx_ring_full",
+        "xsk.invalid_descs",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(super::super::kernel::NAMES.iter().map(|n| (*n).to_owned()))
+    .chain(
+        DropReason::ALL
+            .iter()
+            .map(|r| format!("switch.{}", r.name())),
+    )
+    .collect();
+    for name in EMULATION_DROPS {
+        assert!(counted.iter().any(|c| c == name), "{name} is not counted");
+    }
+}
+
 #[test]
 fn cct_and_bound_follow_the_reports_and_the_topology() {
     let s = scenario(0);
