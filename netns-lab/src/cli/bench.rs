@@ -66,7 +66,7 @@ runs a permutation of --size per host at load 1 through it with --lb (the experi
 `ofan-lab run`, --repeat times), reads each run's fidelity and removes the lab. Per rate: CCT \
 over the lower bound, the agents' lowest achieved/requested rate, the worst shaper lateness p99 \
 (packet times), the smallest receiver-window ratio, faithful runs (the run's own verdict: \
-lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %), \
+lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %, no route changed, no frame lost to the emulation), \
 the CPUs' busy share over the runs (/proc/stat), the part of it the switches' keep-awake \
 threads and the runs' stall watches spun (`awake`: idle time they filled, see `ofan-switch \
 group --keep-awake-us`), CPU time per frame the switches forwarded (agents and kernel \

@@ -154,6 +154,11 @@ pub struct UpArgs {
     /// switches see only those. false: every frame crosses its veth (to watch it there).
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub splice: Option<bool>,
+    /// Log filter of the switches (`ofan-switch --log`: info, debug, ofan_dataplane=debug,info
+    /// …), kept for switches restarted by `node start`; their logs are under the lab's state
+    /// directory, `logs/` (a group's in `group.log`). Default: the switches' own (info).
+    #[arg(long, value_name = "FILTER")]
+    pub switch_log: Option<String>,
 }
 
 /// `--switches`: a [`Switches`].
@@ -576,6 +581,7 @@ impl UpArgs {
                 ),
                 (splice, _) => splice.unwrap_or(true),
             },
+            switch_log: self.switch_log.clone(),
         };
         spec.validate()?;
         Ok(spec)

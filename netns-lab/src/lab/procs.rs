@@ -118,6 +118,10 @@ fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
     if params.catch_up {
         args.push("--catch-up".to_owned());
     }
+    if let Some(filter) = &params.switch_log {
+        args.push("--log".to_owned());
+        args.push(filter.clone());
+    }
     let bird = Some(super::spec::BgpDaemon::Bird.name());
     if params.routing == super::spec::Routing::Bgp.name() && params.bgp_daemon.as_deref() != bird {
         // FRR's bgpd reports to the switch's BMP station (BIRD 2.0 has no BMP: the switch

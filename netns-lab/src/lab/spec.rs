@@ -340,6 +340,9 @@ pub struct LabSpec {
     /// In a group, carry frames between switches in the process instead of over the veths
     /// (`ofan-switch group --splice`): the kernel's cost per hop gone. Ignored for processes.
     pub splice: bool,
+    /// The switches' log filter (`ofan-switch --log`, tracing's `EnvFilter` syntax); `None`:
+    /// theirs (`info`).
+    pub switch_log: Option<String>,
 }
 
 impl LabSpec {
@@ -365,6 +368,7 @@ impl LabSpec {
             switch_bin: None,
             switches: Switches::Group,
             splice: true,
+            switch_log: None,
         }
     }
 
@@ -381,6 +385,14 @@ impl LabSpec {
             );
         }
         check_mtu(self.mtu)?;
+        if let Some(filter) = &self.switch_log {
+            tracing_subscriber::EnvFilter::try_new(filter).map_err(|error| {
+                anyhow::anyhow!(
+                    "--switch-log {filter:?}: {error} (a tracing filter: info, debug, \
+                     ofan_dataplane=debug,info …)"
+                )
+            })?;
+        }
         if self.bfd.is_some() && self.routing != Routing::Bgp {
             bail!(
                 "--bfd needs --routing bgp (BFD runs in the BGP daemons; --routing {} has none)",
@@ -416,6 +428,7 @@ impl LabSpec {
             switch_bin,
             switches: self.switches,
             splice: self.splice && self.switches == Switches::Group,
+            switch_log: self.switch_log.clone(),
         }
     }
 }
@@ -510,6 +523,35 @@ mod tests {
         old.as_object_mut().unwrap().remove("bfd");
         let old: Params = serde_json::from_value(old).unwrap();
         assert_eq!(old.bfd, None);
+    }
+
+    #[test]
+    fn a_switch_log_filter_is_checked_and_recorded() {
+        let mut spec = LabSpec::new("lab");
+        spec.switch_log = Some("ofan_dataplane=debug,info".into());
+        assert!(spec.validate().is_ok());
+        let topology = spec.topology.load().unwrap();
+        let params = spec.params(&topology, PathBuf::from("/bin/ofan-switch"));
+        assert_eq!(
+            params.switch_log.as_deref(),
+            Some("ofan_dataplane=debug,info")
+        );
+        // Labs from before the flag load without it and write nothing for it.
+        let mut json = serde_json::to_value(&params).unwrap();
+        json.as_object_mut().unwrap().remove("switch_log");
+        let old: Params = serde_json::from_value(json).unwrap();
+        assert_eq!(old.switch_log, None);
+        assert!(serde_json::to_value(&old)
+            .unwrap()
+            .get("switch_log")
+            .is_none());
+
+        spec.switch_log = Some("ofan_dataplane=lots".into());
+        let error = spec.validate().unwrap_err().to_string();
+        assert!(
+            error.starts_with("--switch-log \"ofan_dataplane=lots\""),
+            "{error}"
+        );
     }
 
     #[test]

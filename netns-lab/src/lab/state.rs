@@ -62,6 +62,9 @@ pub struct Params {
     /// (`ofan-switch group --splice`; labs recorded before: no).
     #[serde(default)]
     pub splice: bool,
+    /// The switches' log filter (`up --switch-log`; absent: the switches' default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_log: Option<String>,
 }
 
 /// What a link is, or what `link A B up|down|blackhole` makes of it.
