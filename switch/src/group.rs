@@ -389,8 +389,25 @@ struct Reply {
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    members: Option<BTreeMap<String, MemberState>>,
+    /// `status`: every member's state and the pool's.
+    #[serde(flatten)]
+    status: Option<Status>,
+}
+
+/// What `status` answers.
+#[derive(Debug, Serialize)]
+struct Status {
+    members: BTreeMap<String, MemberState>,
+    pool: PoolState,
+}
+
+/// The shared worker threads, as `status` reports them.
+#[derive(Debug, Serialize)]
+struct PoolState {
+    threads: usize,
+    /// Nanoseconds the threads have spun to departures with nothing to forward
+    /// ([`WorkerPool::spun_ns`]): busy CPU time a lab's CPU per frame leaves out.
+    spun_ns: u64,
 }
 
 fn serve(
@@ -403,15 +420,15 @@ fn serve(
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line)?;
     let reply = match answer(line.trim(), blueprint, members) {
-        Ok(members) => Reply {
+        Ok(status) => Reply {
             ok: true,
             error: None,
-            members,
+            status,
         },
         Err(error) => Reply {
             ok: false,
             error: Some(format!("{error:#}")),
-            members: None,
+            status: None,
         },
     };
     let mut stream = &stream;
@@ -423,7 +440,7 @@ fn answer(
     request: &str,
     blueprint: &Blueprint,
     members: &Mutex<BTreeMap<String, Member>>,
-) -> anyhow::Result<Option<BTreeMap<String, MemberState>>> {
+) -> anyhow::Result<Option<Status>> {
     let mut words = request.split_whitespace();
     let (verb, node) = (words.next().unwrap_or(""), words.next());
     let known = |node: Option<&str>| -> anyhow::Result<String> {
@@ -437,12 +454,16 @@ fn answer(
         Ok(node.to_owned())
     };
     match verb {
-        "status" => Ok(Some(
-            lock(members)
+        "status" => Ok(Some(Status {
+            members: lock(members)
                 .iter()
                 .map(|(node, member)| (node.clone(), member.state.clone()))
                 .collect(),
-        )),
+            pool: PoolState {
+                threads: blueprint.pool.threads(),
+                spun_ns: blueprint.pool.spun_ns(),
+            },
+        })),
         "stop" | "kill" => {
             let node = known(node)?;
             let mut members = lock(members);

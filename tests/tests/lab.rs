@@ -619,6 +619,20 @@ fn two_labs_at_once() {
     second.down_and_check(&pids);
 }
 
+/// The answer of the lab's `ofan-switch group` to `status` on its control socket.
+fn group_status(lab: &LabGuard) -> Value {
+    use std::io::{BufRead, Write};
+    let path = lab.state_dir().join("sock").join("group.ctl");
+    let mut stream = std::os::unix::net::UnixStream::connect(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    writeln!(stream, "status").unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(&stream)
+        .read_line(&mut line)
+        .unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
 /// `ofan-lab run` on a k=4 lab: a 256 KB permutation (2.3 s at 1 Mbit/s: long enough that one
 /// millisecond-scale scheduling hiccup costs an agent well under 1 % of its rate), two
 /// repetitions, produces a complete
@@ -651,6 +665,16 @@ fn small_permutation_produces_a_complete_result_file() {
     );
     let (table, results, out) = (&output.table, &output.results, &output.dir);
     assert!(table.contains("ofan") && table.contains("256KB"), "{table}");
+    // The group's pool spun to some of the runs' thousands of shaped departures (its window
+    // is at least 30 µs), and its `status` says how long: what `bench lab` leaves out of the
+    // CPU per frame.
+    let pool = group_status(&lab)["pool"].clone();
+    assert_eq!(
+        pool["threads"].as_u64(),
+        Some(std::thread::available_parallelism().unwrap().get() as u64),
+        "{pool}"
+    );
+    assert!(pool["spun_ns"].as_u64().is_some_and(|ns| ns > 0), "{pool}");
     assert_eq!(results["schema"], "ofan.lab-results/1");
     let runs = results["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
@@ -2242,6 +2266,7 @@ fn bench_lab_measures_a_rate_and_probes_the_machine() {
         (2 * 16 * 45..=2 * 5 * 16 * 45).contains(&forwarded),
         "{row}"
     );
+    assert!(row["pool_spin"].as_f64().is_some(), "{row}");
     let cpus = std::thread::available_parallelism().unwrap().get();
     // The run was watched (a group's), whether or not the machine stalled.
     assert!(row["run_stall_ms_max"].as_f64().is_some(), "{row}");

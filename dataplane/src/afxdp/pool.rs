@@ -22,7 +22,7 @@
 //! ([`super::Runtime::failed`]) and stops, the other switches forward on.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -96,6 +96,9 @@ struct ThreadShared {
     stop: AtomicBool,
     /// Workers the thread serves or will (for placement).
     load: AtomicUsize,
+    /// Nanoseconds it has spun with nothing to forward, waiting for a departure nearer than
+    /// its [`SpinWindow`] (published when a spin ends: at work, or at a sleep).
+    spun_ns: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -124,6 +127,7 @@ impl WorkerPool {
                 waker: EventFd::new()?,
                 stop: AtomicBool::new(false),
                 load: AtomicUsize::new(0),
+                spun_ns: AtomicU64::new(0),
             });
             let thread_shared = Arc::clone(&shared);
             let thread_awake = awake.as_ref().map(KeepAwakeThreads::handle);
@@ -153,6 +157,18 @@ impl WorkerPool {
     #[must_use]
     pub fn threads(&self) -> usize {
         self.threads.len()
+    }
+
+    /// Nanoseconds its threads have spun to departures with nothing to forward, summed (up
+    /// to the last spin that ended). To a CPU-time count that time is busy, though the
+    /// thread would have left the CPU to anyone had it been sure to wake up in time: what a
+    /// lab's CPU per forwarded frame leaves out, as it leaves out the keep-awake threads.
+    #[must_use]
+    pub fn spun_ns(&self) -> u64 {
+        self.threads
+            .iter()
+            .map(|thread| thread.shared.spun_ns.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Gives `worker` to thread `hint` modulo the threads (the caller groups switches that
@@ -283,6 +299,15 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
     // The fastest shaped link of its workers ([`Worker::fastest_link_bps`]), as of the last
     // full pass (a new link rate reaches a worker at a step).
     let mut fastest_bps = 0;
+    // When the current spin to a departure began (the pass that found nothing to do).
+    let mut spinning_since: Option<u64> = None;
+    let end_spin = |at: u64, since: &mut Option<u64>| {
+        if let Some(from) = since.take() {
+            shared
+                .spun_ns
+                .fetch_add(at.saturating_sub(from), Ordering::Relaxed);
+        }
+    };
     loop {
         let adopted = std::mem::take(
             &mut *shared
@@ -368,6 +393,7 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
             }
         }
         if work > 0 {
+            end_spin(now, &mut spinning_since);
             if let Some(awake) = awake {
                 awake.worked();
             }
@@ -376,9 +402,11 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
 
         let deadline = members.iter().filter_map(|m| m.wake_at).min();
         if deadline.is_some_and(|d| d <= monotonic_ns() + spin.ns(fastest_bps)) {
+            spinning_since.get_or_insert(now);
             std::hint::spin_loop();
             continue;
         }
+        end_spin(monotonic_ns(), &mut spinning_since);
         for member in &members {
             member.worker.set_sleeping(true);
         }

@@ -104,8 +104,12 @@ pub struct RateRow {
     /// Share of all CPUs the keep-awake threads and the runs' stall watches spun (SCHED_IDLE:
     /// time no one else wanted; counted in `cpu_busy`, not in `cpu_us_per_frame`), 0–1.
     pub keep_awake_busy: f64,
-    /// CPU time (all CPUs, agents and kernel included, the keep-awake threads' spinning not) per
-    /// forwarded frame, µs.
+    /// Share of all CPUs a group's pool threads spun to departures nearer than a sleep with
+    /// nothing to forward (counted in `cpu_busy` and in the runs' `CPUs full`, not in
+    /// `cpu_us_per_frame`), 0–1.
+    pub pool_spin: f64,
+    /// CPU time (all CPUs, agents and kernel included, the keep-awake threads' and the pool's
+    /// spinning not) per forwarded frame, µs.
     pub cpu_us_per_frame: Option<f64>,
     /// Wall time of the runs, s.
     pub seconds: f64,
@@ -118,7 +122,7 @@ pub struct RateRow {
     /// had no time to spare (`cpus_full` of their `machine` records), 0–1; `None`: none was
     /// watched. Near 1, the lab needs more CPU than the machine has at this rate (the switches
     /// spinning to departures nearer than a sleep count as busy: a faithful rate can show half
-    /// its windows full).
+    /// its windows full; `pool_spin` says how much of the CPUs that spinning took).
     pub cpus_full_median: Option<f64>,
 }
 
@@ -310,6 +314,9 @@ struct Sample {
     cpu: CpuTimes,
     /// Nanoseconds the lab's keep-awake threads (`ofan-awake-N`) have run.
     keep_awake_ns: u64,
+    /// Nanoseconds the group's pool threads have spun to departures with nothing to forward
+    /// (0 for switch processes, which sleep to them).
+    pool_spun_ns: u64,
     forwarded: u64,
 }
 
@@ -323,6 +330,13 @@ impl Sample {
         pids.sort_unstable();
         pids.dedup();
         let keep_awake_ns = pids.iter().map(|&pid| stalls::keep_awake_run_ns(pid)).sum();
+        let pool_spun_ns = if loaded.state.params.switches == Switches::Group {
+            lab::group::pool(&loaded.dir)
+                .context("the lab's switch group")?
+                .map_or(0, |pool| pool.spun_ns)
+        } else {
+            0
+        };
         let status = lab::status::gather(&loaded);
         let forwarded = status
             .switches
@@ -335,6 +349,7 @@ impl Sample {
         Ok(Self {
             cpu,
             keep_awake_ns,
+            pool_spun_ns,
             forwarded,
         })
     }
@@ -382,11 +397,10 @@ impl CpuTimes {
     }
 }
 
-/// The share of all CPUs spent spinning through idle time: the keep-awake threads' and the
-/// watches' CPU seconds over the CPU seconds of the runs, at most the busy share (`NaN` or no
-/// time: none).
-fn spinning_share(keep_awake_seconds: f64, watch_seconds: f64, cpu_seconds: f64, busy: f64) -> f64 {
-    let share = (keep_awake_seconds + watch_seconds) / cpu_seconds;
+/// The share of all CPUs some threads spent spinning: their CPU seconds over the CPU seconds
+/// of the runs, at most the busy share left to them (`NaN` or no time: none).
+fn spinning_share(spun_seconds: f64, cpu_seconds: f64, busy: f64) -> f64 {
+    let share = spun_seconds / cpu_seconds;
     if share.is_finite() {
         share.min(busy)
     } else {
@@ -438,10 +452,16 @@ fn row(
         .filter_map(|lab| lab.machine.as_ref())
         .map(|machine| machine.watched * machine.seconds * machine.cpus as f64)
         .sum();
-    let keep_awake_busy = spinning_share(spun, watch_seconds, cpus * seconds, cpu_busy);
+    let keep_awake_busy = spinning_share(spun + watch_seconds, cpus * seconds, cpu_busy);
+    // The pool's spinning is its own busy time: what is left after the keep-awake threads'.
+    let pool_spin = spinning_share(
+        after.pool_spun_ns.saturating_sub(before.pool_spun_ns) as f64 / 1e9,
+        cpus * seconds,
+        cpu_busy - keep_awake_busy,
+    );
     let forwarded = after.forwarded.saturating_sub(before.forwarded);
     // Busy CPU seconds without the spinning: the share of all CPUs over the wall time.
-    let busy_seconds = (cpu_busy - keep_awake_busy) * cpus * seconds;
+    let busy_seconds = (cpu_busy - keep_awake_busy - pool_spin) * cpus * seconds;
     RateRow {
         rate_bps: rate,
         mtu,
@@ -459,6 +479,7 @@ fn row(
         receiver_window_ratio_min: fold(|f| f.receiver_window_ratio_min, true),
         cpu_busy,
         keep_awake_busy,
+        pool_spin,
         forwarded,
         cpu_us_per_frame: (forwarded > 0).then(|| busy_seconds * 1e6 / forwarded as f64),
         seconds,
@@ -490,13 +511,50 @@ mod tests {
     }
 
     #[test]
-    fn the_spinning_share_adds_the_watches_to_the_keep_awake_threads() {
-        // Keep-awake threads ran 2 and the watches 3 of the 20 CPU seconds.
-        assert!((spinning_share(2.0, 3.0, 20.0, 0.9) - 0.25).abs() < 1e-12);
+    fn a_spinning_share_is_of_all_cpus_and_at_most_the_busy_share() {
+        // Keep-awake threads and watches ran 5 of the 20 CPU seconds.
+        assert!((spinning_share(5.0, 20.0, 0.9) - 0.25).abs() < 1e-12);
         // Never more than the CPUs were busy, and nothing from no time at all.
-        assert_eq!(spinning_share(2.0, 30.0, 20.0, 0.9), 0.9);
-        assert_eq!(spinning_share(f64::NAN, 3.0, 20.0, 0.9), 0.0);
-        assert_eq!(spinning_share(0.0, 0.0, 0.0, 0.9), 0.0);
+        assert_eq!(spinning_share(32.0, 20.0, 0.9), 0.9);
+        assert_eq!(spinning_share(f64::NAN, 20.0, 0.9), 0.0);
+        assert_eq!(spinning_share(0.0, 0.0, 0.9), 0.0);
+    }
+
+    #[test]
+    fn cpu_per_frame_leaves_out_the_keep_awake_threads_and_the_pools_spinning() {
+        let sample = |busy, total, keep_awake_s: u64, pool_s: u64, forwarded| Sample {
+            cpu: CpuTimes {
+                busy,
+                total,
+                cpus: 2,
+            },
+            keep_awake_ns: keep_awake_s * 1_000_000_000,
+            pool_spun_ns: pool_s * 1_000_000_000,
+            forwarded,
+        };
+        // 10 s on 2 CPUs, 1 000 ticks each: 80 % busy = 16 CPU seconds, of which the
+        // keep-awake threads 2 and the pool's spinning 4, over 1 000 000 frames.
+        let before = sample(0, 0, 0, 0, 0);
+        let after = sample(1600, 2000, 2, 4, 1_000_000);
+        let results = Summarized {
+            cells: Vec::new(),
+            runs: Vec::new(),
+        };
+        let row = super::row(
+            1_000_000,
+            1500,
+            Switches::Group,
+            &results,
+            &before,
+            &after,
+            10.0,
+        );
+        assert!((row.cpu_busy - 0.8).abs() < 1e-12, "{row:?}");
+        assert!((row.keep_awake_busy - 0.1).abs() < 1e-12, "{row:?}");
+        assert!((row.pool_spin - 0.2).abs() < 1e-12, "{row:?}");
+        // (16 − 2 − 4) s over 10⁶ frames.
+        let per_frame = row.cpu_us_per_frame.unwrap();
+        assert!((per_frame - 10.0).abs() < 1e-9, "{per_frame}");
     }
 
     #[test]
@@ -533,6 +591,7 @@ mod tests {
             receiver_window_ratio_min: 1.0,
             cpu_busy: 0.5,
             keep_awake_busy: 0.0,
+            pool_spin: 0.0,
             forwarded: 10,
             cpu_us_per_frame: Some(1.0),
             seconds: 1.0,

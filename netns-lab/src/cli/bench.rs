@@ -69,11 +69,12 @@ over the lower bound, the agents' lowest achieved/requested rate, the worst shap
 lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %, no route changed, no frame lost to the emulation), \
 the CPUs' busy share over the runs (/proc/stat), the part of it the switches' keep-awake \
 threads and the runs' stall watches spun (`awake`: idle time they filled, see `ofan-switch \
-group --keep-awake-us`), CPU time per frame the switches forwarded (agents and kernel \
-included, that spinning not) and `CPUs full`: the median over the runs of the share of the \
-traffic's 10-ms windows in which no CPU had time to spare (the runs' watches and the \
-keep-awake threads got under 5 % of every CPU; the switches spinning to a departure too near \
-to sleep for counts as busy) — where it nears 100 % the lab needs more CPU than the machine \
+group --keep-awake-us`), the part a group's pool threads spun to departures too near to sleep \
+for with nothing to forward (`spin`: the price of punctual departures), CPU time per frame the \
+switches forwarded (agents and kernel included, both kinds of spinning not) and `CPUs full`: \
+the median over the runs of the share of the traffic's 10-ms windows in which no CPU had time \
+to spare (the runs' watches and the keep-awake threads got under 5 % of every CPU; the pool's \
+spinning counts as busy there, so read it beside `spin`) — where it nears 100 % the lab needs more CPU than the machine \
 has at that rate, which an average busy share hides. It ends with the highest rate whose every run was faithful and whose median CCT over the bound (column `CCT median`; the mean is in the JSON) stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
 
 Run it on a quiet machine: anything else running takes CPU from the lab and shows as lateness. \
@@ -595,7 +596,7 @@ fn stalls_table(stalls: &stalls::Stalls) -> String {
 /// The table of `bench lab`.
 fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     let mut text = format!(
-        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>12} {:>9} {:>8} {:>15} {:>10}\n",
+        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>6} {:>12} {:>9} {:>8} {:>15} {:>10}\n",
         "rate",
         "switches",
         "runs",
@@ -607,6 +608,7 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
         "faithful",
         "CPU busy",
         "awake",
+        "spin",
         "µs CPU/frame",
         "CPUs full",
         "seconds",
@@ -615,7 +617,7 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     );
     for row in rows {
         text.push_str(&format!(
-            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>12} {:>9} {:>8.1} {:>15} {:>10}\n",
+            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>5.0}% {:>12} {:>9} {:>8.1} {:>15} {:>10}\n",
             ofan_topology::units::format_rate(row.rate_bps),
             row.switches,
             row.runs,
@@ -633,6 +635,7 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
             format!("{}/{}", row.faithful, row.runs),
             row.cpu_busy * 100.0,
             row.keep_awake_busy * 100.0,
+            row.pool_spin * 100.0,
             row.cpu_us_per_frame
                 .map_or_else(|| "—".to_owned(), |us| format!("{us:.1}")),
             row.cpus_full_median

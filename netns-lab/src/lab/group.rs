@@ -40,6 +40,18 @@ struct Reply {
     error: Option<String>,
     #[serde(default)]
     members: Option<std::collections::BTreeMap<String, MemberState>>,
+    #[serde(default)]
+    pool: Option<PoolState>,
+}
+
+/// The group's shared worker threads, as its `status` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct PoolState {
+    /// Threads (one per CPU).
+    pub threads: usize,
+    /// Nanoseconds they have spun to departures with nothing to forward, summed: busy CPU
+    /// time that is the price of punctual departures, not of forwarding.
+    pub spun_ns: u64,
 }
 
 fn request(dir: &StateDir, line: &str) -> anyhow::Result<Reply> {
@@ -72,6 +84,14 @@ fn request(dir: &StateDir, line: &str) -> anyhow::Result<Reply> {
 /// The group does not answer.
 pub fn members(dir: &StateDir) -> anyhow::Result<std::collections::BTreeMap<String, MemberState>> {
     Ok(request(dir, "status")?.members.unwrap_or_default())
+}
+
+/// The group's worker pool (`None` from a group too old to report it).
+///
+/// # Errors
+/// The group does not answer.
+pub fn pool(dir: &StateDir) -> anyhow::Result<Option<PoolState>> {
+    Ok(request(dir, "status")?.pool)
 }
 
 /// Whether member `node` runs (false when the group does not answer).
