@@ -10,9 +10,16 @@
 //!
 //! Next hops whose MAC address the kernel does not know yet are resolved through the kernel: the
 //! mirror asks for a *managed* neighbour entry (the kernel resolves it and keeps it fresh) and, if
-//! the kernel refuses that, sends a one-off UDP probe out of the port.
+//! the kernel refuses that, sends a one-off UDP probe out of the port. It asks for the same for
+//! every neighbour the table forwards to that is resolved already (say, learnt from the peer's
+//! own ARP request): the kernel never sends through them itself — the data path does — so an
+//! ordinary entry goes stale and the kernel's garbage collection deletes it once the machine's
+//! neighbour table holds more than `gc_thresh1` entries (128; all namespaces count), and frames
+//! to it are dropped until it is resolved again. A managed entry is re-probed and left alone.
+//! (Seen in a k = 8 lab, 768 entries: each switch's ordinary entries deleted about a minute
+//! after `up`, while its first runs were running.)
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -134,6 +141,9 @@ pub fn dump(socket: &mut RouteSocket) -> io::Result<KernelState> {
 pub struct BuildNotes {
     /// `(interface index, interface name, gateway)` of hops without a MAC address.
     pub unresolved: Vec<(u32, String, IpAddr)>,
+    /// The same of every neighbour the table forwards to, resolved or not (a superset of
+    /// `unresolved`), sorted.
+    pub neighbors: Vec<(u32, String, IpAddr)>,
     /// Routes none of whose hops leaves through a port.
     pub routes_not_via_ports: usize,
     /// The namespace's own addresses.
@@ -236,6 +246,7 @@ pub fn build_fib(
                     if mac.is_none() {
                         notes.unresolved.push((hop.ifindex, name.clone(), gateway));
                     }
+                    notes.neighbors.push((hop.ifindex, name.clone(), gateway));
                     next_hops.push(NextHop {
                         port: *port,
                         gateway,
@@ -257,13 +268,14 @@ pub fn build_fib(
     }
     // Neighbours on connected multi-access subnets: host routes, unless a route exists.
     for (&(ifindex, addr), &mac) in &state.neighbors {
-        let (Some((port, _)), Some(mac)) = (port_of_ifindex.get(&ifindex), mac) else {
+        let (Some((port, name)), Some(mac)) = (port_of_ifindex.get(&ifindex), mac) else {
             continue;
         };
         let prefix = IpPrefix::host(addr);
         if best.contains_key(&prefix) || is_link_local(addr) {
             continue;
         }
+        notes.neighbors.push((ifindex, name.clone(), addr));
         let hop = NextHop {
             port: *port,
             gateway: addr,
@@ -279,6 +291,8 @@ pub fn build_fib(
     }
     notes.unresolved.sort();
     notes.unresolved.dedup();
+    notes.neighbors.sort();
+    notes.neighbors.dedup();
     Ok((builder.build()?, notes))
 }
 
@@ -353,6 +367,7 @@ impl Mirror {
             status: Arc::clone(&status),
             last_state: state,
             resolving: HashMap::new(),
+            managed: HashSet::new(),
             last_refresh: Instant::now(),
         };
         follower.note(&notes, None);
@@ -405,8 +420,11 @@ struct Follower {
     events: RouteSocket,
     status: Arc<Mutex<MirrorStatus>>,
     last_state: KernelState,
-    /// When each unresolved neighbour was last asked for.
+    /// When each neighbour was last asked for as a managed entry.
     resolving: HashMap<(u32, IpAddr), Instant>,
+    /// Resolved neighbours asked for as managed entries once (the kernel keeps them since, or
+    /// refused: then only their resolution is asked for, when they lose their address).
+    managed: HashSet<(u32, IpAddr)>,
     last_refresh: Instant,
 }
 
@@ -479,11 +497,19 @@ impl Follower {
         }
     }
 
-    /// Asks the kernel to resolve next hops without a MAC address (at most once a second each).
+    /// Asks the kernel for a managed entry of every neighbour the table forwards to: those
+    /// without a MAC address at most once a second each until they have one (with a probe out
+    /// of the port when the kernel refuses), resolved ones once (see the module docs: an
+    /// ordinary entry the data path alone uses is deleted by the kernel's garbage collection).
     fn resolve(&mut self, notes: &BuildNotes) {
         let now = Instant::now();
-        for (ifindex, name, gateway) in &notes.unresolved {
+        for hop in &notes.neighbors {
+            let (ifindex, name, gateway) = hop;
             let key = (*ifindex, *gateway);
+            let unresolved = notes.unresolved.binary_search(hop).is_ok();
+            if !unresolved && self.managed.contains(&key) {
+                continue;
+            }
             if self
                 .resolving
                 .get(&key)
@@ -496,9 +522,19 @@ impl Follower {
                 |seq| managed_neighbor_request(seq, *ifindex, *gateway),
                 ACK_TIMEOUT,
             );
-            if managed.is_err() {
-                if let Err(error) = sys::probe_neighbor(name, *gateway) {
-                    tracing::debug!(%error, %gateway, port = %name, "neighbour probe failed");
+            match managed {
+                Ok(_) => {
+                    self.managed.insert(key);
+                }
+                Err(error) if unresolved => {
+                    tracing::debug!(%error, %gateway, port = %name, "no managed neighbour: probing");
+                    if let Err(error) = sys::probe_neighbor(name, *gateway) {
+                        tracing::debug!(%error, %gateway, port = %name, "neighbour probe failed");
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(%error, %gateway, port = %name, "no managed neighbour");
+                    self.managed.insert(key);
                 }
             }
         }
