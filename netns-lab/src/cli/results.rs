@@ -3,7 +3,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use ofan_lab::experiment::metrics::{emulation_drops, lab_of, RunReport};
+use ofan_lab::experiment::metrics::{
+    emulation_drops, lab_of, RunReport, FAITHFUL_AGENT_RATE, FAITHFUL_LATENESS,
+    FAITHFUL_RECEIVER_WINDOW,
+};
 use ofan_lab::experiment::summary::{
     size_label, stage_key, CellSummary, GrowthFit, Summarized, Variant,
 };
@@ -229,6 +232,36 @@ fn emulation_lost(drops: &Drops) -> String {
     )
 }
 
+/// ` (shapers late: p99 0.43 packet times at e-p1-0:p1; agents at 0.946 of their rate)`: what
+/// of the links' emulation failed a run's verdict (route changes and emulation drops are named
+/// after it), or nothing.
+fn unfaithful_links(fidelity: &ofan_model::report::Fidelity) -> String {
+    let mut why = Vec::new();
+    if fidelity.shaper_late_p99_packet_times > FAITHFUL_LATENESS {
+        why.push(format!(
+            "shapers late: p99 {:.2} packet times at {}",
+            fidelity.shaper_late_p99_packet_times, fidelity.worst_port
+        ));
+    }
+    if fidelity.agent_rate_ratio_min < FAITHFUL_AGENT_RATE {
+        why.push(format!(
+            "agents at {:.3} of their rate",
+            fidelity.agent_rate_ratio_min
+        ));
+    }
+    if fidelity.receiver_window_ratio_min < FAITHFUL_RECEIVER_WINDOW {
+        why.push(format!(
+            "receivers fed {:.1} % faster than their link",
+            (1.0 / fidelity.receiver_window_ratio_min - 1.0) * 100.0
+        ));
+    }
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", why.join("; "))
+    }
+}
+
 /// One progress line of a grid.
 #[must_use]
 pub fn progress_line(
@@ -266,9 +299,9 @@ pub fn progress_line(
             String::new()
         },
         if lab.fidelity.faithful {
-            ""
+            String::new()
         } else {
-            ", NOT faithful"
+            format!(", NOT faithful{}", unfaithful_links(&lab.fidelity))
         },
         rerouted(&lab.fidelity),
         emulation_lost(&report.drops),
@@ -309,6 +342,30 @@ pub fn progress_line(
 mod tests {
     use super::*;
     use ofan_model::report::Fidelity;
+
+    #[test]
+    fn an_unfaithful_run_says_which_part_of_the_emulation_failed() {
+        let mut fidelity = Fidelity {
+            shaper_late_p99_packet_times: 0.2,
+            worst_port: "e-p1-0:p1".into(),
+            agent_rate_ratio_min: 0.995,
+            receiver_window_ratio_min: 1.05,
+            ..Fidelity::default()
+        };
+        assert_eq!(unfaithful_links(&fidelity), "");
+        fidelity.shaper_late_p99_packet_times = 0.43;
+        assert_eq!(
+            unfaithful_links(&fidelity),
+            " (shapers late: p99 0.43 packet times at e-p1-0:p1)"
+        );
+        fidelity.agent_rate_ratio_min = 0.946;
+        fidelity.receiver_window_ratio_min = 0.98;
+        assert_eq!(
+            unfaithful_links(&fidelity),
+            " (shapers late: p99 0.43 packet times at e-p1-0:p1; agents at 0.946 of their rate; \
+             receivers fed 2.0 % faster than their link)"
+        );
+    }
 
     #[test]
     fn emulation_drops_are_named_in_the_progress_line_most_frequent_first() {

@@ -39,8 +39,14 @@ pub const FRAME_OVERHEAD: u32 = 42;
 pub const AGENT_HEADER: u32 = 18;
 /// Ports that sent fewer frames than this are left out of the shaper-fidelity verdict.
 pub const LATENESS_MIN_PACKETS: u64 = 10;
-/// Shaper lateness p99, in packet times, above which a run is not faithful.
-pub const FAITHFUL_LATENESS: f64 = 0.25;
+/// Shaper lateness p99, in packet times, above which a run is not faithful (the limit `status`
+/// judges a lab by).
+pub use crate::lab::status::FAITHFUL_LATENESS;
+/// The lowest achieved / requested sending rate of a faithful run's agents.
+pub const FAITHFUL_AGENT_RATE: f64 = 0.99;
+/// The smallest receiver-window ratio of a faithful run (below: frames arrived faster than
+/// their link carries them).
+pub const FAITHFUL_RECEIVER_WINDOW: f64 = 0.99;
 
 /// The drops (by report name) that the fabric under test would not have had, so that a run
 /// with any of them is not faithful unless it injected a fault: the emulator fell behind — a
@@ -360,8 +366,8 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
     let emulation_drops: u64 = emulation_drops(&drops).iter().map(|(_, n)| n).sum();
     let fidelity = Fidelity {
         faithful: worst.0 <= FAITHFUL_LATENESS
-            && agent_rate_ratio_min >= 0.99
-            && receiver_window_ratio_min >= 0.99
+            && agent_rate_ratio_min >= FAITHFUL_AGENT_RATE
+            && receiver_window_ratio_min >= FAITHFUL_RECEIVER_WINDOW
             && ((route_changes == 0 && emulation_drops == 0) || input.fault_injected),
         receiver_window_ratio_min,
         route_changes,
