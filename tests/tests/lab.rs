@@ -301,7 +301,7 @@ fn k4_lab_up_pingall_traceroute_down() {
     );
 
     traceroute_crosses_pods(&lab);
-    every_switch_neighbour_is_managed(&lab);
+    every_neighbour_is_managed(&lab);
 
     // Status: every switch running, faithful or not is reported.
     let status = lab.ok(&["status"]);
@@ -621,25 +621,20 @@ fn two_labs_at_once() {
 }
 
 /// Every neighbour a switch forwards to is a *managed* kernel entry — also those its kernel
-/// learnt from the peer's ARP request before the mirror asked — so that the kernel re-probes
-/// it and its garbage collection, which deletes ordinary entries the kernel itself never sends
-/// through once the machine holds more than 128, leaves it alone (a k = 8 lab dropped frames to
-/// next hops deleted that way).
-fn every_switch_neighbour_is_managed(lab: &LabGuard) {
-    let switches: Vec<String> = lab.state()["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["node"].as_str().unwrap().to_owned())
-        .filter(|node| node != "group")
-        .collect();
-    assert_eq!(switches.len(), 20, "{switches:?}");
+/// learnt from the peer's ARP request before the mirror asked — and so is every host's
+/// gateway (the lab makes it one), so that the kernel re-probes them and its garbage
+/// collection leaves them alone: it deletes ordinary entries the kernel never sends through
+/// once the machine holds more than 128, and unconfirmed ones above 512 (a k = 8 lab dropped
+/// frames to switches' next hops deleted that way).
+fn every_neighbour_is_managed(lab: &LabGuard) {
+    let namespaces = namespaces_with_prefix(&lab.prefix());
+    assert_eq!(namespaces.len(), 36, "{namespaces:?}");
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let mut ordinary = Vec::new();
-        for node in &switches {
+        for namespace in &namespaces {
             let output = Command::new("ip")
-                .args(["netns", "exec", &format!("{}{node}", lab.prefix())])
+                .args(["netns", "exec", namespace])
                 .args(["ip", "-4", "neigh", "show"])
                 .output()
                 .expect("ip neigh");
@@ -647,7 +642,7 @@ fn every_switch_neighbour_is_managed(lab: &LabGuard) {
             ordinary.extend(
                 text.lines()
                     .filter(|line| line.contains("lladdr") && !line.contains("managed"))
-                    .map(|line| format!("{node}: {line}")),
+                    .map(|line| format!("{namespace}: {line}")),
             );
         }
         if ordinary.is_empty() {
@@ -655,7 +650,7 @@ fn every_switch_neighbour_is_managed(lab: &LabGuard) {
         }
         assert!(
             Instant::now() < deadline,
-            "neighbours the data path uses that the kernel may delete:\n{}",
+            "neighbours the kernel may delete:\n{}",
             ordinary.join("\n")
         );
         std::thread::sleep(Duration::from_millis(200));

@@ -137,6 +137,15 @@ fn build(
             )?;
         }
     }
+    // Every host's gateway a managed neighbour entry, once every link is up: a veth whose
+    // peer comes up later loses its carrier a moment, and with it its neighbour entries. (The
+    // switches make theirs managed too: their FIB mirror.)
+    for (node, space) in topology.nodes().iter().zip(&mut spaces) {
+        if node.role == Role::Host {
+            let gateway = plan::host_gateway(topology, node.id);
+            space.keep_neighbor(&node.ports[0].ifname, gateway)?;
+        }
+    }
     step(observer, "addresses, host routes");
 
     if routing == Routing::Static {
