@@ -30,8 +30,12 @@ pub const NAMES: [&str; 7] = [
     "kernel.tx_fifo",
     "host.udp_rcvbuf",
     "host.udp_in_errors",
-    "host.udp_no_socket",
+    LATE_DATAGRAMS,
 ];
+
+/// The counter of datagrams that reached a host after its agent had finished: not a loss the
+/// run suffered (every other counter here is one).
+pub const LATE_DATAGRAMS: &str = "host.udp_no_socket";
 
 impl KernelCounters {
     /// `after − self`, per counter (counters that went backwards count 0).
@@ -109,7 +113,7 @@ pub fn parse(dev: &str, snmp: &str, side: Side) -> KernelCounters {
             "host.udp_in_errors",
             get("InErrors").saturating_sub(get("RcvbufErrors")),
         );
-        counters.insert("host.udp_no_socket", get("NoPorts"));
+        counters.insert(LATE_DATAGRAMS, get("NoPorts"));
     }
     KernelCounters(counters)
 }

@@ -25,7 +25,7 @@ use ofan_topology::{
     Topology, TrafficMatrix,
 };
 
-use super::kernel::KernelCounters;
+use super::kernel::{KernelCounters, LATE_DATAGRAMS, NAMES as KERNEL_COUNTERS};
 use crate::agent::collective::Plan;
 use crate::agent::report::{collective_cct_ns, AgentReport};
 
@@ -48,8 +48,8 @@ pub const FAITHFUL_AGENT_RATE: f64 = 0.99;
 /// their link carries them).
 pub const FAITHFUL_RECEIVER_WINDOW: f64 = 0.99;
 
-/// The drops (by report name) that the fabric under test would not have had, so that a run
-/// with any of them is not faithful unless it injected a fault: the emulator fell behind — a
+/// Whether drops by report name `name` are ones the fabric under test would not have had, so
+/// that a run with any of them is not faithful unless it injected a fault: the emulator fell behind — a
 /// worker's inbox (`switch.handoff`) or an AF_XDP socket's rings (`xsk.*`) full, a veth that
 /// dropped (`kernel.*`), a host socket's receive buffer full or another UDP input error — or
 /// the control plane failed the run: no route (`switch.no_route`), a next hop whose neighbour
@@ -58,28 +58,23 @@ pub const FAITHFUL_RECEIVER_WINDOW: f64 = 0.99;
 /// (`switch.buffer`, what the load balancing under test does), a blackhole or a link down
 /// (faults a user sets up or `run --chaos` injects), and datagrams that reached a host after
 /// its agent had finished (`host.udp_no_socket`).
-pub const EMULATION_DROPS: [&str; 12] = [
-    "switch.handoff",
-    "xsk.rx_dropped",
-    "xsk.rx_ring_full",
-    "xsk.invalid_descs",
-    "kernel.rx_dropped",
-    "kernel.tx_dropped",
-    "kernel.rx_fifo",
-    "kernel.tx_fifo",
-    "host.udp_rcvbuf",
-    "host.udp_in_errors",
-    "switch.no_route",
-    "switch.neighbor_unresolved",
-];
-
-/// The emulation drops of `drops` ([`EMULATION_DROPS`]), by name, the most frequent first.
 #[must_use]
-pub fn emulation_drops(drops: &Drops) -> Vec<(&'static str, u64)> {
-    let mut found: Vec<(&'static str, u64)> = EMULATION_DROPS
+pub fn is_emulation_drop(name: &str) -> bool {
+    matches!(
+        name,
+        "switch.handoff" | "switch.no_route" | "switch.neighbor_unresolved"
+    ) || name.starts_with("xsk.")
+        || (KERNEL_COUNTERS.contains(&name) && name != LATE_DATAGRAMS)
+}
+
+/// The emulation drops of `drops` ([`is_emulation_drop`]), by name, the most frequent first.
+#[must_use]
+pub fn emulation_drops(drops: &Drops) -> Vec<(&str, u64)> {
+    let mut found: Vec<(&str, u64)> = drops
+        .by_reason
         .iter()
-        .map(|&name| (name, drops.get(name)))
-        .filter(|&(_, count)| count > 0)
+        .filter(|&(name, &count)| count > 0 && is_emulation_drop(name))
+        .map(|(name, &count)| (name.as_str(), count))
         .collect();
     found.sort_by_key(|&(name, count)| (std::cmp::Reverse(count), name));
     found
