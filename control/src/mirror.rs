@@ -422,8 +422,9 @@ struct Follower {
     last_state: KernelState,
     /// When each neighbour was last asked for as a managed entry.
     resolving: HashMap<(u32, IpAddr), Instant>,
-    /// Resolved neighbours asked for as managed entries once (the kernel keeps them since, or
-    /// refused: then only their resolution is asked for, when they lose their address).
+    /// Resolved neighbours asked for as managed entries (the kernel keeps them since, or
+    /// refused: then only their resolution is asked for, when they lose their address); a
+    /// neighbour leaves the set when the kernel's entry goes or loses its address.
     managed: HashSet<(u32, IpAddr)>,
     last_refresh: Instant,
 }
@@ -466,6 +467,10 @@ impl Follower {
                     }
                 }
                 self.note(&notes, None);
+                // A neighbour the kernel deleted (a link down flushes them) may come back as
+                // an ordinary entry (learnt from the peer's ARP request): ask again then.
+                self.managed
+                    .retain(|key| state.neighbors.get(key).is_some_and(Option::is_some));
                 self.resolve(&notes);
                 self.last_state = state;
             }

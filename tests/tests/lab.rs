@@ -560,6 +560,9 @@ fn link_down_is_routed_around_and_its_counters_stop() {
         port_packets(&lab, "e-p0-0", "p2") > edge_after,
         "the restored link carries no traffic"
     );
+    // The link's ends lost their neighbour entries with their carrier; whichever end's kernel
+    // learnt the other from its ARP request, both switches made them managed again.
+    every_neighbour_is_managed(&lab);
     lab.ok(&["node", "e-p0-0", "stop"]);
     lab.ok(&["node", "e-p0-0", "start"]);
     pingall_passes(&lab, 240);
