@@ -368,6 +368,7 @@ impl Mirror {
             last_state: state,
             resolving: HashMap::new(),
             managed: HashSet::new(),
+            pending: None,
             last_refresh: Instant::now(),
         };
         follower.note(&notes, None);
@@ -426,6 +427,9 @@ struct Follower {
     /// refused: then only their resolution is asked for, when they lose their address); a
     /// neighbour leaves the set when the kernel's entry goes or loses its address.
     managed: HashSet<(u32, IpAddr)>,
+    /// The last build's notes when [`Self::resolve`] left some neighbour for later (it had
+    /// asked for it under a second before): the next refresh asks again.
+    pending: Option<BuildNotes>,
     last_refresh: Instant,
 }
 
@@ -456,6 +460,11 @@ impl Follower {
             }
         };
         if state == self.last_state {
+            // Neighbours the last build left for later (asked for under a second before) are
+            // asked for now: nothing else may change to bring them up again.
+            if let Some(notes) = self.pending.take() {
+                self.resolve(&notes);
+            }
             return;
         }
         match build_fib(&state, &self.config) {
@@ -508,6 +517,7 @@ impl Follower {
     /// ordinary entry the data path alone uses is deleted by the kernel's garbage collection).
     fn resolve(&mut self, notes: &BuildNotes) {
         let now = Instant::now();
+        self.pending = None;
         for hop in &notes.neighbors {
             let (ifindex, name, gateway) = hop;
             let key = (*ifindex, *gateway);
@@ -520,6 +530,7 @@ impl Follower {
                 .get(&key)
                 .is_some_and(|asked| now.duration_since(*asked) < Duration::from_secs(1))
             {
+                self.pending = Some(notes.clone());
                 continue;
             }
             self.resolving.insert(key, now);

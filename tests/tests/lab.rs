@@ -566,6 +566,8 @@ fn link_down_is_routed_around_and_its_counters_stop() {
     lab.ok(&["node", "e-p0-0", "stop"]);
     lab.ok(&["node", "e-p0-0", "start"]);
     pingall_passes(&lab, 240);
+    // Its hosts' links went down and up with it: their gateways are managed entries again.
+    every_neighbour_is_managed(&lab);
     let pids = lab.switch_pids();
     lab.down_and_check(&pids);
 }

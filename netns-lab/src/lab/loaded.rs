@@ -272,20 +272,22 @@ impl Loaded {
     }
 
     /// Sets both ends of link `link` up or down. A host's end coming up gets its default route
-    /// back: the kernel removed it with the carrier (an edge switch stopped and started again
-    /// otherwise left its hosts unreachable).
+    /// and its gateway's managed neighbour entry back once both ends are up: the kernel
+    /// removed them with the carrier (an edge switch stopped and started again otherwise left
+    /// its hosts unreachable).
     pub(crate) fn set_link(&self, link: ofan_topology::LinkId, up: bool) -> anyhow::Result<()> {
         let link = self.topology.link(link);
         for (node, port) in [link.a, link.b] {
             let mut space = self.open(node)?;
-            let ifname = &self.topology.port(node, port).ifname;
-            space.set_link(ifname, up)?;
+            space.set_link(&self.topology.port(node, port).ifname, up)?;
+        }
+        for (node, port) in [link.a, link.b] {
             if up && self.topology.node(node).role == ofan_topology::Role::Host {
-                space.set_route(
-                    std::net::Ipv4Addr::UNSPECIFIED,
-                    0,
-                    &[(ifname, plan::host_gateway(&self.topology, node))],
-                )?;
+                let mut space = self.open(node)?;
+                let ifname = &self.topology.port(node, port).ifname;
+                let gateway = plan::host_gateway(&self.topology, node);
+                space.set_route(std::net::Ipv4Addr::UNSPECIFIED, 0, &[(ifname, gateway)])?;
+                space.keep_neighbor(ifname, gateway)?;
             }
         }
         Ok(())
