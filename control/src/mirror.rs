@@ -517,7 +517,7 @@ impl Follower {
     /// ordinary entry the data path alone uses is deleted by the kernel's garbage collection).
     fn resolve(&mut self, notes: &BuildNotes) {
         let now = Instant::now();
-        self.pending = None;
+        let mut left = false;
         for hop in &notes.neighbors {
             let (ifindex, name, gateway) = hop;
             let key = (*ifindex, *gateway);
@@ -530,7 +530,7 @@ impl Follower {
                 .get(&key)
                 .is_some_and(|asked| now.duration_since(*asked) < Duration::from_secs(1))
             {
-                self.pending = Some(notes.clone());
+                left = true;
                 continue;
             }
             self.resolving.insert(key, now);
@@ -554,5 +554,6 @@ impl Follower {
                 }
             }
         }
+        self.pending = left.then(|| notes.clone());
     }
 }

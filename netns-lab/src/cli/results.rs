@@ -208,7 +208,7 @@ fn rerouted(fidelity: &ofan_model::report::Fidelity) -> String {
 }
 
 /// `, lost N frames to the emulation (switch.neighbor_unresolved 726, …)` when the lab lost
-/// frames the fabric under test would not have ([`EMULATION_DROPS`]), at most three names.
+/// frames the fabric under test would not have ([`emulation_drops`]), at most three names.
 fn emulation_lost(drops: &Drops) -> String {
     let found = emulation_drops(drops);
     if found.is_empty() {

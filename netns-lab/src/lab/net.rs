@@ -308,17 +308,20 @@ impl Namespace {
 
     /// Makes the neighbour entry of `gateway` on `ifname` a *managed* one: the kernel resolves it
     /// now, re-probes it and leaves it out of its garbage collection, which otherwise deletes
-    /// ordinary entries not confirmed for 5 s whenever the machine's neighbour table (shared
-    /// by every namespace) holds more than `gc_thresh2` (512) entries and a new one is made —
-    /// in a k = 8 lab, every few seconds, each deletion holding a host's next frame for an
-    /// ARP round trip. A kernel without managed entries (before 5.16) is left to resolve it
-    /// on demand: `false`.
-    pub fn keep_neighbor(&mut self, ifname: &str, gateway: Ipv4Addr) -> Result<bool, NetError> {
+    /// entries it has not used or confirmed lately once the machine's neighbour table (shared by
+    /// every namespace) holds more than `gc_thresh1` / `gc_thresh2` (128 / 512) entries — 115
+    /// hosts' entries within two minutes of a k = 8 lab, each to be resolved again by its host's
+    /// next frame. A kernel without managed entries (before 5.16) refuses; the host then
+    /// resolves its gateway on demand, as before.
+    ///
+    /// # Errors
+    /// No interface `ifname`.
+    pub fn keep_neighbor(&mut self, ifname: &str, gateway: Ipv4Addr) -> Result<(), NetError> {
         let ifindex = self.ifindex(ifname)?;
-        Ok(self
+        let _refused = self
             .rtnl
-            .request(|seq| netlink::managed_neighbor_request(seq, ifindex, gateway.into()))
-            .is_ok())
+            .request(|seq| netlink::managed_neighbor_request(seq, ifindex, gateway.into()));
+        Ok(())
     }
 
     /// Removes the route to `dst/prefix_len` if there is one.

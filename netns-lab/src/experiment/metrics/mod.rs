@@ -49,8 +49,8 @@ pub const FAITHFUL_AGENT_RATE: f64 = 0.99;
 pub const FAITHFUL_RECEIVER_WINDOW: f64 = 0.99;
 
 /// Whether drops by report name `name` are ones the fabric under test would not have had, so
-/// that a run with any of them is not faithful unless it injected a fault: the emulator fell behind — a
-/// worker's inbox (`switch.handoff`) or an AF_XDP socket's rings (`xsk.*`) full, a veth that
+/// that a run with any of them is not faithful unless it injected a fault: the emulator fell
+/// behind — a worker's inbox (`switch.handoff`) or an AF_XDP socket's rings (`xsk.*`) full, a veth that
 /// dropped (`kernel.*`), a host socket's receive buffer full or another UDP input error — or
 /// the control plane failed the run: no route (`switch.no_route`), a next hop whose neighbour
 /// was not resolved (`switch.neighbor_unresolved`: once, on a 2-CPU VM at k = 8, 726 of them
