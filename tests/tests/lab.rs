@@ -609,6 +609,93 @@ fn down_after_kill_9_of_every_switch_and_of_up_itself() {
     }
 }
 
+/// The machine's neighbour-table thresholds (`net.ipv4.neigh.default.gc_thresh1..3`), put
+/// back as they were when dropped (the test lowers them).
+struct NeighbourThresholds([String; 3]);
+
+const GC_THRESH: [&str; 3] = [
+    "/proc/sys/net/ipv4/neigh/default/gc_thresh1",
+    "/proc/sys/net/ipv4/neigh/default/gc_thresh2",
+    "/proc/sys/net/ipv4/neigh/default/gc_thresh3",
+];
+
+impl NeighbourThresholds {
+    fn read() -> [String; 3] {
+        GC_THRESH.map(|path| std::fs::read_to_string(path).unwrap().trim().to_owned())
+    }
+
+    /// The hard limit first when it falls last, so the lower two never exceed it.
+    fn write(values: &[String; 3]) {
+        for index in [2, 1, 0] {
+            std::fs::write(GC_THRESH[index], &values[index]).unwrap();
+        }
+    }
+
+    fn lower_to(values: [&str; 3]) -> Self {
+        let original = Self::read();
+        Self::write(&values.map(str::to_owned));
+        Self(original)
+    }
+}
+
+impl Drop for NeighbourThresholds {
+    fn drop(&mut self) {
+        for index in [2, 1, 0] {
+            let _ = std::fs::write(GC_THRESH[index], &self.0[index]);
+        }
+    }
+}
+
+/// The kernel's refusals of new neighbour entries ("neighbor table overflow"): the last
+/// column of `/proc/net/stat/arp_cache`, summed over the CPUs.
+fn neighbour_table_fulls() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/stat/arp_cache").unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let column = header.iter().position(|h| *h == "table_fulls").unwrap();
+    lines
+        .map(|line| u64::from_str_radix(line.split_whitespace().nth(column).unwrap(), 16).unwrap())
+        .sum()
+}
+
+/// The machine's neighbour table (one for every namespace) is given room for a lab while it
+/// runs and put back by its `down`: with the thresholds lowered below a k = 4 lab's 96
+/// entries (hard limit 64), the kernel would refuse a third of them and `pingall` fail.
+fn neighbour_table_holds_the_lab_and_is_put_back() {
+    let _machine = serial();
+    let others = std::fs::read_dir("/run/ofan/labs").map_or(0, |dir| dir.count());
+    assert_eq!(
+        others, 0,
+        "another lab runs on this machine: only the last lab's down puts the table back"
+    );
+    let low = ["16", "24", "64"];
+    let _thresholds = NeighbourThresholds::lower_to(low);
+    let refused = neighbour_table_fulls();
+    let lab = LabGuard::new("n");
+    let output = lab.lab(&["up", "--k", "4"]);
+    let up = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "up failed:\n{up}");
+    pingall_passes(&lab, 240);
+    assert_eq!(
+        neighbour_table_fulls(),
+        refused,
+        "the kernel refused neighbour entries"
+    );
+    let raised: Vec<u32> = NeighbourThresholds::read()
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(
+        raised[0] >= 96 && raised[1] >= 96 && raised[2] > raised[1],
+        "{raised:?}\n{up}"
+    );
+    assert!(up.contains("neighbour table raised"), "{up}");
+    let pids = lab.switch_pids();
+    lab.down_and_check(&pids);
+    assert_eq!(NeighbourThresholds::read(), low.map(str::to_owned));
+    assert!(!std::path::Path::new("/run/ofan/neighbour-table.json").exists());
+}
+
 /// Two labs with different names at once: both work; removing one leaves the other intact.
 fn two_labs_at_once() {
     let _machine = serial();
@@ -2344,6 +2431,7 @@ ofan_tests::root_tests!(
     spliced_links_carry_data_and_stop_at_a_link_down_or_blackhole,
     down_after_kill_9_of_every_switch_and_of_up_itself,
     two_labs_at_once,
+    neighbour_table_holds_the_lab_and_is_put_back,
     small_permutation_produces_a_complete_result_file,
     ecmp_lab_lights_every_core_link,
     fan_in_drops_are_recovered_and_every_frame_is_accounted,

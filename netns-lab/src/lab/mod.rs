@@ -19,6 +19,8 @@
 //! - `ping`: `pingall` with raw ICMP sockets inside the host namespaces.
 //! - `blackhole`: the drops of `link A B blackhole` (switch XDP flag, host tc filter).
 //! - [`mod@up`], [`mod@down`], [`loaded`], [`status`], [`ops`]: the API above, one job each.
+//! - [`neighbours`], [`softirq`]: the machine-wide settings labs need while they run (the
+//!   neighbour table's room, `ksoftirqd`'s priority), recorded and put back by the last `down`.
 //! - `sys`: the module's only `unsafe` (setns, setsid, umount, ethtool, kill).
 //!
 //! Naming: lab `L`'s namespaces are `ofan-L-<node>` (lab names are lowercase letters and
@@ -30,6 +32,7 @@ mod blackhole;
 pub mod down;
 pub mod group;
 pub mod loaded;
+pub mod neighbours;
 mod net;
 pub mod ops;
 mod ping;

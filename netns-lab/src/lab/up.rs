@@ -13,7 +13,7 @@ use ofan_topology::{FailedLinks, Node, NodeId, Role, Topology};
 
 use super::net::{self, Namespace, NsKind, Rtnl};
 use super::state::{LabState, Phase, StateDir};
-use super::{bgp, down, plan, procs, LabSpec, Observer, Routing};
+use super::{bgp, down, neighbours, plan, procs, LabSpec, Observer, Routing};
 
 fn namespaces_of(topology: &Topology, lab: &str) -> Vec<String> {
     topology
@@ -75,6 +75,18 @@ fn build(
     let lab = state.name.clone();
     let mtu = state.params.mtu;
     let step = |observer: &mut dyn Observer, what: &str| observer.step(started.elapsed(), what);
+
+    // Room in the machine's neighbour table for the lab's entries (one at each end of each
+    // link), before the first is made.
+    let room = neighbours::make_room(neighbours::lab_entries(topology.links().len()))?;
+    if room.to != room.from {
+        let (from, to) = (room.from, room.to);
+        observer.note(&format!(
+            "ofan-lab: the machine's neighbour table raised to hold the lab's entries \
+             (net.ipv4.neigh.default.gc_thresh1/2/3 {}/{}/{} -> {}/{}/{}, until the last lab goes down)",
+            from.gc_thresh1, from.gc_thresh2, from.gc_thresh3, to.gc_thresh1, to.gc_thresh2, to.gc_thresh3
+        ));
+    }
 
     // Namespaces: recorded first, then created all at once.
     let names = namespaces_of(topology, &lab);

@@ -1,0 +1,264 @@
+//! The machine's neighbour table while labs run: room for every lab's entries.
+//!
+//! Linux keeps **one** IPv4 neighbour table for the whole machine: the entries of every
+//! namespace count against its garbage-collection thresholds `gc_thresh1`, `gc_thresh2` and
+//! `gc_thresh3` (`net.ipv4.neigh.default.*`, 128 / 512 / 1024 unless changed; writable only
+//! from the initial namespace). A lab holds two entries per link — each end knows its peer —:
+//! 96 at k = 4, 768 at k = 8, 1 500 at k = 10, 6 144 at k = 16. What the kernel does as the
+//! table fills (`net/core/neighbour.c`):
+//! - **at `gc_thresh3`** it refuses new entries ("neighbor table overflow"): the switches and
+//!   hosts cannot resolve their neighbours and every frame to one is dropped. Measured with the
+//!   build before this module (2026-12-03): a k = 10 lab came up in 36 s with the table stuck
+//!   at 1 024 entries, 964 refusals, and `pingall` reached **21 344 of 62 250** pairs; with the
+//!   thresholds raised, 1 500 entries, no refusal, 62 250 of 62 250, up in 17 s;
+//! - **above `gc_thresh2`**, a new entry more than 5 s after the last forced collection starts
+//!   one, which deletes entries nothing holds and nothing updated for 5 s. The lab's entries
+//!   are managed ([`super::net`], the switches' FIB mirror), which the kernel keeps probing:
+//!   measured on a k = 4 lab with the thresholds lowered to 32 / 64, a link flap started a
+//!   forced collection that deleted none of them;
+//! - **above `gc_thresh1`**, the periodic collection deletes entries unused for
+//!   `gc_stale_time` (60 s) outside the kernel's timer states: ordinary entries a switch's data
+//!   path uses, never its kernel, went that way (115 hosts' gateways within two minutes of a
+//!   k = 8 lab before they were managed).
+//!
+//! So `up` raises the three thresholds, where they are lower, to hold the entries the machine
+//! has now plus the new lab's, with room to spare ([`Thresholds::room_for`]) — recording first,
+//! once while any lab runs, what it found in `/run/ofan/neighbour-table.json`; `down` of the
+//! last lab (and `down --all`, `reset`) puts that back, as for `ksoftirqd`
+//! ([`super::softirq`]). The thresholds are the machine's: anything else on it profits from
+//! the room while labs run; nothing is ever lowered.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// Where the three thresholds live (the initial namespace's: the table's).
+const SYSCTL_DIR: &str = "/proc/sys/net/ipv4/neigh/default";
+/// The table's statistics: the first column of every line is its number of entries (hex).
+const ARP_CACHE_STAT: &str = "/proc/net/stat/arp_cache";
+const RECORD: &str = "/run/ofan/neighbour-table.json";
+
+/// Entries beyond the count that `up` leaves room for, as a share of it (1 / `SPARE_SHARE`)
+/// plus [`SPARE_MIN`]: the switches' kernels learn a few more (BGP daemons, a traceroute's
+/// replies), and the machine's own table grows beside the labs.
+const SPARE_SHARE: u32 = 4;
+const SPARE_MIN: u32 = 256;
+
+/// The IPv4 neighbour table's garbage-collection thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thresholds {
+    /// Below this many entries the periodic collection deletes nothing.
+    pub gc_thresh1: u32,
+    /// Above it, a new entry starts a forced collection (at most every 5 s).
+    pub gc_thresh2: u32,
+    /// The most entries the kernel keeps: above it, new ones are refused.
+    pub gc_thresh3: u32,
+}
+
+impl Thresholds {
+    /// The thresholds, raised where they are lower, that hold `entries` without a collection:
+    /// the two lower ones at `entries` and a spare share above them, the hard limit twice that
+    /// (as the kernel's defaults are 512 and 1024).
+    #[must_use]
+    pub fn room_for(self, entries: u32) -> Self {
+        let wanted = entries.saturating_add((entries / SPARE_SHARE).max(SPARE_MIN));
+        Self {
+            gc_thresh1: self.gc_thresh1.max(wanted),
+            gc_thresh2: self.gc_thresh2.max(wanted),
+            gc_thresh3: self.gc_thresh3.max(wanted.saturating_mul(2)),
+        }
+    }
+
+    /// The machine's thresholds now.
+    ///
+    /// # Errors
+    /// A sysctl cannot be read or holds no number.
+    pub fn read() -> anyhow::Result<Self> {
+        Ok(Self {
+            gc_thresh1: read_sysctl("gc_thresh1")?,
+            gc_thresh2: read_sysctl("gc_thresh2")?,
+            gc_thresh3: read_sysctl("gc_thresh3")?,
+        })
+    }
+
+    /// Sets the machine's thresholds; the hard limit first when it rises, last when it falls,
+    /// so that the table never holds fewer than the lower two.
+    fn write(self) -> anyhow::Result<()> {
+        let all = [
+            ("gc_thresh3", self.gc_thresh3),
+            ("gc_thresh2", self.gc_thresh2),
+            ("gc_thresh1", self.gc_thresh1),
+        ];
+        let rising = Self::read().map_or(true, |now| self.gc_thresh3 >= now.gc_thresh3);
+        let ordered: Vec<_> = if rising {
+            all.to_vec()
+        } else {
+            all.into_iter().rev().collect()
+        };
+        for (key, value) in ordered {
+            let path = Path::new(SYSCTL_DIR).join(key);
+            std::fs::write(&path, value.to_string())
+                .with_context(|| format!("cannot write {} = {value}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+fn read_sysctl(key: &str) -> anyhow::Result<u32> {
+    let path = Path::new(SYSCTL_DIR).join(key);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("{}: not a number: {text:?}", path.display()))
+}
+
+/// The entries of the machine's IPv4 neighbour table now.
+///
+/// # Errors
+/// The statistics cannot be read or parsed.
+pub fn entries() -> anyhow::Result<u32> {
+    let text = std::fs::read_to_string(ARP_CACHE_STAT)
+        .with_context(|| format!("cannot read {ARP_CACHE_STAT}"))?;
+    parse_entries(&text).with_context(|| format!("cannot parse {ARP_CACHE_STAT}"))
+}
+
+/// The first column of the first line after the header (every line holds the same count; the
+/// other columns are per CPU).
+fn parse_entries(text: &str) -> anyhow::Result<u32> {
+    let first = text
+        .lines()
+        .nth(1)
+        .and_then(|line| line.split_whitespace().next())
+        .context("no line after the header")?;
+    u32::from_str_radix(first, 16).with_context(|| format!("entries {first:?} is not hex"))
+}
+
+/// The neighbour entries a lab with `links` links holds: one at each end of each.
+#[must_use]
+pub fn lab_entries(links: usize) -> u32 {
+    u32::try_from(links.saturating_mul(2)).unwrap_or(u32::MAX)
+}
+
+/// What [`make_room`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Raised {
+    /// The thresholds found.
+    pub from: Thresholds,
+    /// The thresholds set (equal to `from`: nothing to raise).
+    pub to: Thresholds,
+}
+
+/// Raises the machine's thresholds to hold its entries now and `more` (a new lab's),
+/// recording first (once, while any lab runs) what it found.
+///
+/// # Errors
+/// The table cannot be read, the record cannot be written, a threshold cannot be set.
+pub fn make_room(more: u32) -> anyhow::Result<Raised> {
+    let from = Thresholds::read()?;
+    let to = from.room_for(entries()?.saturating_add(more));
+    if to == from {
+        return Ok(Raised { from, to });
+    }
+    let record = Path::new(RECORD);
+    if !record.exists() {
+        if let Some(parent) = record.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(record, serde_json::to_string(&from)? + "\n")
+            .with_context(|| format!("cannot write {RECORD}"))?;
+    }
+    to.write()?;
+    Ok(Raised { from, to })
+}
+
+/// Puts the recorded thresholds back if no lab is left; returns them if it did.
+///
+/// # Errors
+/// The record cannot be read or removed, a threshold cannot be set.
+pub fn restore_if_no_lab() -> anyhow::Result<Option<Thresholds>> {
+    if super::softirq::labs_running() > 0 {
+        return Ok(None);
+    }
+    let text = match std::fs::read_to_string(RECORD) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error).context(RECORD),
+    };
+    let original: Thresholds =
+        serde_json::from_str(&text).with_context(|| format!("bad {RECORD}"))?;
+    original.write()?;
+    std::fs::remove_file(RECORD).with_context(|| format!("cannot remove {RECORD}"))?;
+    Ok(Some(original))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULTS: Thresholds = Thresholds {
+        gc_thresh1: 128,
+        gc_thresh2: 512,
+        gc_thresh3: 1024,
+    };
+
+    #[test]
+    fn a_small_lab_fits_the_defaults_and_larger_ones_raise_them() {
+        // k = 4: 48 links, 96 entries (+ a few of the machine's): the defaults hold them, but
+        // not above gc_thresh1 with the spare: raised to 96 + 256.
+        let k4 = DEFAULTS.room_for(lab_entries(48));
+        assert_eq!(k4.gc_thresh1, 352);
+        assert_eq!((k4.gc_thresh2, k4.gc_thresh3), (512, 1024));
+        // k = 8: 384 links, 768 entries: above gc_thresh2 — a forced collection per new entry.
+        let k8 = DEFAULTS.room_for(lab_entries(384));
+        assert_eq!(k8.gc_thresh2, 1024);
+        assert_eq!(k8.gc_thresh1, 1024);
+        assert_eq!(k8.gc_thresh3, 2048);
+        // k = 16: 3 072 links, 6 144 entries: far above the hard limit.
+        let k16 = DEFAULTS.room_for(lab_entries(3072));
+        assert_eq!(k16.gc_thresh2, 6144 + 1536);
+        assert!(k16.gc_thresh3 > k16.gc_thresh2);
+    }
+
+    #[test]
+    fn thresholds_are_never_lowered() {
+        let generous = Thresholds {
+            gc_thresh1: 8192,
+            gc_thresh2: 32768,
+            gc_thresh3: 65536,
+        };
+        assert_eq!(generous.room_for(768), generous);
+        assert_eq!(generous.room_for(0), generous);
+        let mixed = Thresholds {
+            gc_thresh1: 0,
+            gc_thresh2: 4096,
+            gc_thresh3: 1024,
+        };
+        assert_eq!(
+            mixed.room_for(768),
+            Thresholds {
+                gc_thresh1: 1024,
+                gc_thresh2: 4096,
+                gc_thresh3: 2048
+            }
+        );
+        assert_eq!(DEFAULTS.room_for(u32::MAX).gc_thresh3, u32::MAX);
+    }
+
+    #[test]
+    fn the_entries_are_the_first_column_in_hex() {
+        let stat = "entries  allocs   destroys hash_grows lookups\n\
+                    00000300 00000001 00000000 00000000   00000004\n\
+                    00000300 00000007 00000000 00000000   00000009\n";
+        assert_eq!(parse_entries(stat).unwrap(), 768);
+        assert!(parse_entries("entries allocs\n").is_err());
+        assert!(parse_entries("entries\nzz 1\n").is_err());
+    }
+
+    #[test]
+    fn the_record_round_trips() {
+        let text = serde_json::to_string(&DEFAULTS).unwrap();
+        assert_eq!(serde_json::from_str::<Thresholds>(&text).unwrap(), DEFAULTS);
+    }
+}
