@@ -70,6 +70,14 @@ impl Thresholds {
         }
     }
 
+    /// Whether the kernel creates `entries` entries under these thresholds without refusing
+    /// one: it refuses a new entry once it holds `gc_thresh3` and a forced collection frees
+    /// none (the lab's entries are in use: none is freed).
+    #[must_use]
+    pub fn holds(self, entries: u32) -> bool {
+        entries <= self.gc_thresh3
+    }
+
     /// The machine's thresholds now.
     ///
     /// # Errors
@@ -142,35 +150,79 @@ pub fn lab_entries(links: usize) -> u32 {
 }
 
 /// What [`make_room`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Raised {
     /// The thresholds found.
     pub from: Thresholds,
-    /// The thresholds set (equal to `from`: nothing to raise).
+    /// The thresholds set (equal to `from`: nothing raised).
     pub to: Thresholds,
+    /// Why they could not be raised although the lab fits under the hard limit as it is
+    /// (e.g. `/proc/sys` read-only in a container): the lab runs, its entries at the mercy of
+    /// the collections.
+    pub refused: Option<String>,
 }
 
 /// Raises the machine's thresholds to hold its entries now and `more` (a new lab's),
 /// recording first (once, while any lab runs) what it found.
 ///
 /// # Errors
-/// The table cannot be read, the record cannot be written, a threshold cannot be set.
+/// The table cannot be read or the record written; the thresholds cannot be raised and the
+/// entries would not fit under `gc_thresh3` as it is (the kernel would refuse some: the lab
+/// could not work), with what to do.
 pub fn make_room(more: u32) -> anyhow::Result<Raised> {
     let from = Thresholds::read()?;
-    let to = from.room_for(entries()?.saturating_add(more));
+    let now = entries()?;
+    let needed = now.saturating_add(more);
+    let to = from.room_for(needed);
     if to == from {
-        return Ok(Raised { from, to });
+        return Ok(Raised {
+            from,
+            to,
+            refused: None,
+        });
     }
     let record = Path::new(RECORD);
-    if !record.exists() {
+    let recorded_here = !record.exists();
+    if recorded_here {
         if let Some(parent) = record.parent() {
             std::fs::create_dir_all(parent)?;
         }
         std::fs::write(record, serde_json::to_string(&from)? + "\n")
             .with_context(|| format!("cannot write {RECORD}"))?;
     }
-    to.write()?;
-    Ok(Raised { from, to })
+    match to.write() {
+        Ok(()) => Ok(Raised {
+            from,
+            to,
+            refused: None,
+        }),
+        Err(error) => {
+            // Put back what was raised before the failure; nothing to restore then.
+            let _ = from.write();
+            if recorded_here {
+                let _ = std::fs::remove_file(record);
+            }
+            if !from.holds(needed) {
+                anyhow::bail!(
+                    "the machine's neighbour table holds at most {} entries \
+                     (net.ipv4.neigh.default.gc_thresh3); it holds {now} and the lab needs {more} \
+                     more, and raising the limit failed ({error:#}). Raise it as root in the \
+                     initial namespace (sysctl -w net.ipv4.neigh.default.gc_thresh3={} \
+                     net.ipv4.neigh.default.gc_thresh2={} net.ipv4.neigh.default.gc_thresh1={}) \
+                     or build a smaller lab",
+                    from.gc_thresh3,
+                    to.gc_thresh3,
+                    to.gc_thresh2,
+                    to.gc_thresh1
+                );
+            }
+            Ok(Raised {
+                from,
+                to: from,
+                refused: Some(format!("{error:#}")),
+            })
+        }
+    }
 }
 
 /// Puts the recorded thresholds back if no lab is left; returns them if it did.
@@ -219,6 +271,16 @@ mod tests {
         let k16 = DEFAULTS.room_for(lab_entries(3072));
         assert_eq!(k16.gc_thresh2, 6144 + 1536);
         assert!(k16.gc_thresh3 > k16.gc_thresh2);
+    }
+
+    #[test]
+    fn a_lab_that_fits_under_the_hard_limit_can_run_without_raising_it() {
+        // k = 4 (96) and k = 8 (768) fit the defaults; k = 10 (1 500) does not.
+        assert!(DEFAULTS.holds(lab_entries(48)));
+        assert!(DEFAULTS.holds(lab_entries(384) + 2));
+        assert!(DEFAULTS.holds(1024));
+        assert!(!DEFAULTS.holds(1025));
+        assert!(!DEFAULTS.holds(lab_entries(750)));
     }
 
     #[test]

@@ -79,6 +79,13 @@ fn build(
     // Room in the machine's neighbour table for the lab's entries (one at each end of each
     // link), before the first is made.
     let room = neighbours::make_room(neighbours::lab_entries(topology.links().len()))?;
+    if let Some(refused) = &room.refused {
+        observer.note(&format!(
+            "ofan-lab: warning: could not raise the machine's neighbour table for the lab's \
+             entries ({refused}); it fits under gc_thresh3, but the kernel's garbage collection \
+             may delete entries (see docs/lab.md, The machine's neighbour table)"
+        ));
+    }
     if room.to != room.from {
         let (from, to) = (room.from, room.to);
         observer.note(&format!(
