@@ -495,15 +495,16 @@ pub(crate) fn storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow() 
         + forwarded_storm
         + ring_drops
         + oversized_dropped;
-    // The kernel's own IGMP reports (checked above to be at most the slack) are no frame of
-    // the storm's.
+    // The kernels' own IGMP reports and ARP probes (checked above to be at most their
+    // slacks) are no frames of the storm's.
     let kernel_multicast = delta("pass_multicast") - kind("ip_broadcast");
+    let kernel_arp = delta("pass_arp") - kind("arp_broadcast");
     eprintln!(
         "census: {total} sent, {counted} counted ({ring_drops} in p0's socket drops, \
-         {kernel_multicast} IGMP reports of the hosts' kernels)"
+         {kernel_multicast} IGMP reports and {kernel_arp} ARP probes of the kernels)"
     );
     assert_eq!(
-        counted - kernel_multicast,
+        counted - kernel_multicast - kernel_arp,
         total,
         "census: sent = sum of the counters they landed in"
     );
