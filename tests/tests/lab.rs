@@ -624,25 +624,23 @@ impl NeighbourThresholds {
         GC_THRESH.map(|path| std::fs::read_to_string(path).unwrap().trim().to_owned())
     }
 
-    /// The hard limit first when it falls last, so the lower two never exceed it.
-    fn write(values: &[String; 3]) {
-        for index in [2, 1, 0] {
-            std::fs::write(GC_THRESH[index], &values[index]).unwrap();
+    fn write(values: &[String; 3]) -> std::io::Result<()> {
+        for (path, value) in GC_THRESH.iter().zip(values) {
+            std::fs::write(path, value)?;
         }
+        Ok(())
     }
 
     fn lower_to(values: [&str; 3]) -> Self {
         let original = Self::read();
-        Self::write(&values.map(str::to_owned));
+        Self::write(&values.map(str::to_owned)).unwrap();
         Self(original)
     }
 }
 
 impl Drop for NeighbourThresholds {
     fn drop(&mut self) {
-        for index in [2, 1, 0] {
-            let _ = std::fs::write(GC_THRESH[index], &self.0[index]);
-        }
+        let _ = Self::write(&self.0);
     }
 }
 

@@ -90,21 +90,13 @@ impl Thresholds {
         })
     }
 
-    /// Sets the machine's thresholds; the hard limit first when it rises, last when it falls,
-    /// so that the table never holds fewer than the lower two.
+    /// Sets the machine's thresholds (the kernel checks none against another).
     fn write(self) -> anyhow::Result<()> {
-        let all = [
-            ("gc_thresh3", self.gc_thresh3),
-            ("gc_thresh2", self.gc_thresh2),
+        for (key, value) in [
             ("gc_thresh1", self.gc_thresh1),
-        ];
-        let rising = Self::read().map_or(true, |now| self.gc_thresh3 >= now.gc_thresh3);
-        let ordered: Vec<_> = if rising {
-            all.to_vec()
-        } else {
-            all.into_iter().rev().collect()
-        };
-        for (key, value) in ordered {
+            ("gc_thresh2", self.gc_thresh2),
+            ("gc_thresh3", self.gc_thresh3),
+        ] {
             let path = Path::new(SYSCTL_DIR).join(key);
             std::fs::write(&path, value.to_string())
                 .with_context(|| format!("cannot write {} = {value}", path.display()))?;
@@ -230,7 +222,7 @@ pub fn make_room(more: u32) -> anyhow::Result<Raised> {
 /// # Errors
 /// The record cannot be read or removed, a threshold cannot be set.
 pub fn restore_if_no_lab() -> anyhow::Result<Option<Thresholds>> {
-    if super::softirq::labs_running() > 0 {
+    if !super::state::StateDir::all_labs().is_empty() {
         return Ok(None);
     }
     let text = match std::fs::read_to_string(RECORD) {

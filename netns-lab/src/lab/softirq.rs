@@ -84,19 +84,12 @@ pub fn raise(priority: u8) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Labs with a state directory (running, or being built or removed).
-pub(crate) fn labs_running() -> usize {
-    std::fs::read_dir(super::state::LABS_DIR)
-        .map(|entries| entries.filter_map(Result::ok).count())
-        .unwrap_or(0)
-}
-
 /// Puts every recorded `ksoftirqd` back as it was, if no lab is left; returns how many.
 ///
 /// # Errors
 /// The record cannot be read or removed.
 pub fn restore_if_no_lab() -> anyhow::Result<usize> {
-    if labs_running() > 0 {
+    if !super::state::StateDir::all_labs().is_empty() {
         return Ok(0);
     }
     let text = match std::fs::read_to_string(RECORD) {
