@@ -1720,41 +1720,108 @@ fn a_run_whose_routes_flapped_is_not_faithful() {
     // brought every switch's routes back to the plan, then measures the fabric it means to — no
     // route changes under it (without the wait it would start on the degraded fabric and count
     // the routes coming back).
-    assert_eq!(
-        kernel_hops(&lab, "a-p0-0", POD1_EDGE0),
-        2,
-        "a-p0-0 before the flap"
-    );
-    send_signal(bfdd, libc::SIGSTOP);
-    let stopped = Stopped(bfdd);
-    let withdrawn = Instant::now();
-    while kernel_hops(&lab, "a-p0-0", POD1_EDGE0) > 1 {
-        assert!(
-            withdrawn.elapsed() < Duration::from_secs(10),
-            "a-p0-0 kept its route through c-0 10 s after c-0's bfdd stopped"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    eprintln!(
-        "a-p0-0 withdrew its route through c-0 {:.2} s after c-0's bfdd stopped",
-        withdrawn.elapsed().as_secs_f64()
-    );
-    let after = std::thread::scope(|scope| {
-        scope.spawn(move || {
-            // Still starved for a second after the run starts.
-            let _stopped = stopped;
-            std::thread::sleep(Duration::from_millis(1000));
-        });
-        run_results(&lab, "after", &["permutation", "--size", "256KB"])
-    });
-    let fidelity = &after.results["runs"][0]["fidelity"];
-    assert_eq!(fidelity["route_changes"], 0, "{fidelity}");
-    drop(after);
+    //
+    // The machine can starve another switch's bfdd during that run as it starves c-0's on
+    // purpose here (CI once saw a-p0-1's sessions drop: 14 route changes, every one in the
+    // other plane). Such a run rightly counts its routes changing, and says nothing about the
+    // wait: it is tried again (at most three times) when one of the fabric's BFD sessions
+    // apart from c-0's went down during it. Route changes in a run without such a flap fail.
     drop(output);
+    let c0 = c0_addresses(&lab);
+    for attempt in 1..=3 {
+        while kernel_hops(&lab, "a-p0-0", POD1_EDGE0) < 2 {
+            // The last attempt's outage is still being repaired.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        send_signal(bfdd, libc::SIGSTOP);
+        let stopped = Stopped(bfdd);
+        let withdrawn = Instant::now();
+        while kernel_hops(&lab, "a-p0-0", POD1_EDGE0) > 1 {
+            assert!(
+                withdrawn.elapsed() < Duration::from_secs(10),
+                "a-p0-0 kept its route through c-0 10 s after c-0's bfdd stopped"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!(
+            "a-p0-0 withdrew its route through c-0 {:.2} s after c-0's bfdd stopped",
+            withdrawn.elapsed().as_secs_f64()
+        );
+        let flaps_before = bfd_downs_apart_from(&lab, &c0);
+        let after = std::thread::scope(|scope| {
+            scope.spawn(move || {
+                // Still starved for a second after the run starts.
+                let _stopped = stopped;
+                std::thread::sleep(Duration::from_millis(1000));
+            });
+            run_results(&lab, "after", &["permutation", "--size", "256KB"])
+        });
+        let fidelity = &after.results["runs"][0]["fidelity"];
+        if fidelity["route_changes"] == 0 {
+            break;
+        }
+        let flaps = bfd_downs_apart_from(&lab, &c0) - flaps_before;
+        assert!(
+            flaps > 0 && attempt < 3,
+            "attempt {attempt}: routes changed under a run that waited for the plan, \
+             {flaps} BFD sessions apart from c-0's down during it: {fidelity}"
+        );
+        eprintln!(
+            "attempt {attempt}: {flaps} BFD sessions apart from c-0's went down during the run \
+             (the machine starved their bfdd): its route changes are not the outage's; again"
+        );
+    }
 
     let mut pids = lab.member_pids();
     pids.extend(daemon_pids(&lab));
     lab.down_and_check(&pids);
+}
+
+/// The addresses of `c-0`'s ports.
+fn c0_addresses(lab: &LabGuard) -> Vec<String> {
+    let addresses = lab.ok(&["exec", "c-0", "--", "ip", "-4", "-br", "addr"]);
+    addresses
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(2))
+        .filter_map(|cidr| cidr.split('/').next())
+        .filter(|address| *address != "127.0.0.1")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// BFD session-down events so far at the lab's switches (FRR's counters), apart from those of
+/// sessions to or at an address in `apart` and `c-0`'s own.
+fn bfd_downs_apart_from(lab: &LabGuard, apart: &[String]) -> u64 {
+    Topology::fat_tree(4)
+        .unwrap()
+        .switches()
+        .iter()
+        .filter(|switch| switch.name != "c-0")
+        .map(|switch| {
+            let namespace = format!("{}{}", lab.prefix(), switch.name);
+            let peers = lab.ok(&[
+                "exec",
+                &switch.name,
+                "--",
+                "vtysh",
+                "-N",
+                &namespace,
+                "-c",
+                "show bfd peers counters json",
+            ]);
+            // vtysh may say it has no configuration file before the JSON.
+            let json = &peers[peers.find('[').unwrap_or(0)..];
+            let peers: Value = serde_json::from_str(json)
+                .unwrap_or_else(|error| panic!("{}'s BFD counters: {error}: {peers}", switch.name));
+            peers
+                .as_array()
+                .expect("BFD peers")
+                .iter()
+                .filter(|peer| !apart.iter().any(|address| peer["peer"] == address.as_str()))
+                .map(|peer| peer["session-down"].as_u64().expect("session-down"))
+                .sum::<u64>()
+        })
+        .sum()
 }
 
 /// A named counter of the data path or the steering program.
