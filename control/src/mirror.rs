@@ -106,6 +106,28 @@ pub struct MirrorStatus {
     /// to its kernel already in the XDP program (BFD, ping).
     #[serde(default)]
     pub local_addresses: Vec<IpAddr>,
+    /// How long the routes have been still, milliseconds as of this report: since the last
+    /// table published for a route change, `None` if none was since the first table. The lab
+    /// starts a repetition only when every switch's routes have been still for a while.
+    #[serde(default)]
+    pub routes_still_ms: Option<u64>,
+    /// When the last table for a route change was published.
+    #[serde(skip)]
+    last_route_change: Option<Instant>,
+}
+
+impl MirrorStatus {
+    /// The status as of now, for a report: [`Self::routes_still_ms`] filled in.
+    #[must_use]
+    pub fn report(&self) -> Self {
+        let still = self
+            .last_route_change
+            .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX));
+        Self {
+            routes_still_ms: still,
+            ..self.clone()
+        }
+    }
 }
 
 /// Dumps everything the mirror reads.
@@ -392,7 +414,7 @@ impl Mirror {
 
     /// The mirror's current status.
     pub fn status(&self) -> MirrorStatus {
-        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+        self.status.lock().map(|s| s.report()).unwrap_or_default()
     }
 
     /// Stops the thread.
@@ -473,6 +495,7 @@ impl Follower {
                 if state.routes_differ(&self.last_state) {
                     if let Ok(mut status) = self.status.lock() {
                         status.route_changes += 1;
+                        status.last_route_change = Some(Instant::now());
                     }
                 }
                 self.note(&notes, None);
@@ -555,5 +578,24 @@ impl Follower {
             }
         }
         self.pending = left.then(|| notes.clone());
+    }
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_still_until_they_change_and_then_for_as_long_as_they_do_not() {
+        let mut status = MirrorStatus::default();
+        assert_eq!(status.report().routes_still_ms, None);
+        status.last_route_change = Some(Instant::now() - Duration::from_millis(1500));
+        let still = status
+            .report()
+            .routes_still_ms
+            .expect("a change was published");
+        assert!((1500..60_000).contains(&still), "{still}");
+        // The report is computed when asked, not stored.
+        assert_eq!(status.routes_still_ms, None);
     }
 }

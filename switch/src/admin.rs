@@ -139,7 +139,7 @@ impl AdminState {
             uptime_s: self.started.elapsed().as_secs_f64(),
             data_path: self.telemetry.snapshot(monotonic_ns()),
             steering: self.steering.lock().map(|s| s.clone()).unwrap_or_default(),
-            fib: self.mirror.lock().map(|s| s.clone()).unwrap_or_default(),
+            fib: self.mirror.lock().map(|s| s.report()).unwrap_or_default(),
             paths: paths::report(
                 &self.fib.load(),
                 &self.paths.learned.load(),

@@ -66,6 +66,10 @@ pub const fn default_agent_spin_us(catch_up: bool) -> u64 {
 /// The longest a repetition waits for a BGP fabric to be the plan again before it starts
 /// (sessions re-established and routes re-learnt take a few seconds with the lab's timers).
 pub const CONVERGE_BEFORE_REPETITION: Duration = Duration::from_secs(30);
+/// How long every switch's routes must have been still before a repetition starts under BGP
+/// ([`lab::Loaded::settle`]): late changes of a recovery came up to 1.5 s after the plan's routes
+/// were back (measured beside two busy loops); twice that.
+pub const ROUTES_STILL_BEFORE_REPETITION: Duration = Duration::from_secs(3);
 /// A wait for BGP before a repetition longer than this is noted to the user.
 const CONVERGE_NOTED: Duration = Duration::from_millis(500);
 
@@ -349,11 +353,15 @@ impl Experiment {
                 // or its fault, may still be coming back; the repetition would count the routes
                 // returning, or run without them).
                 let waiting = Instant::now();
-                lab.converge(waiting, CONVERGE_BEFORE_REPETITION, &[])
-                    .context("before the repetition")?;
+                lab.settle(
+                    waiting,
+                    ROUTES_STILL_BEFORE_REPETITION,
+                    waiting + CONVERGE_BEFORE_REPETITION,
+                )
+                .context("before the repetition")?;
                 if waiting.elapsed() > CONVERGE_NOTED {
                     observer.note(&format!(
-                        "waited {:.1} s for BGP to bring every switch's routes back to the plan",
+                        "waited {:.1} s for BGP to bring every switch's routes back to the plan and keep them still",
                         waiting.elapsed().as_secs_f64()
                     ));
                 }

@@ -210,6 +210,58 @@ impl Loaded {
         Ok(Some(Reconvergence { fibs, ends }))
     }
 
+    /// Under BGP, waits (until `deadline`) until every running switch's FIB is the plan
+    /// ([`Loaded::converge`]) **and** its routes have been still for `still`: a fabric at rest.
+    /// The plan alone can hold for a moment in the middle of a recovery — measured beside two
+    /// busy loops, c-0's neighbours' routes came back after its starved bfdd resumed and
+    /// changed 2–3 times more within 1.5 s (c-0's daemons acting late on the sessions'
+    /// failure); a run started at the first moment counted those changes. Returns at once on a fabric
+    /// whose routes last changed longer than `still` ago.
+    ///
+    /// # Errors
+    /// As [`Loaded::converge`]; routes still changing at `deadline`.
+    pub(crate) fn settle(
+        &self,
+        since: Instant,
+        still: Duration,
+        deadline: Instant,
+    ) -> anyhow::Result<()> {
+        if self.state.params.routing != Routing::Bgp.name() {
+            return Ok(());
+        }
+        loop {
+            self.converge(
+                since,
+                deadline.saturating_duration_since(Instant::now()),
+                &[],
+            )?;
+            let mut restless = None;
+            for switch in self.running_switches() {
+                let still_for = up::switch_client(&self.dir, &switch.name)
+                    .stats()
+                    .with_context(|| format!("cannot read the stats of {}", switch.name))?
+                    .fib
+                    .routes_still_ms
+                    .map(Duration::from_millis);
+                if let Some(short) = still_for.and_then(|ms| still.checked_sub(ms)) {
+                    if restless
+                        .as_ref()
+                        .is_none_or(|(_, longest)| short > *longest)
+                    {
+                        restless = Some((switch.name.clone(), short));
+                    }
+                }
+            }
+            let Some((switch, left)) = restless else {
+                return Ok(());
+            };
+            if Instant::now() + left > deadline {
+                bail!("the routes of {switch} were still changing when the wait for BGP ended");
+            }
+            std::thread::sleep(left);
+        }
+    }
+
     /// The switches not stopped by `node stop`.
     fn running_switches(&self) -> Vec<&Node> {
         self.topology
