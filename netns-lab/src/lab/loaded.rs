@@ -215,8 +215,9 @@ impl Loaded {
     /// The plan alone can hold for a moment in the middle of a recovery — measured beside two
     /// busy loops, c-0's neighbours' routes came back after its starved bfdd resumed and
     /// changed 2–3 times more within 1.5 s (c-0's daemons acting late on the sessions'
-    /// failure); a run started at the first moment counted those changes. Returns at once on a fabric
-    /// whose routes last changed longer than `still` ago.
+    /// failure); a run started at the first moment counted those changes. Returns at once on a
+    /// fabric whose routes last changed longer than `still` ago. A switch whose stats cannot be
+    /// read is not waited for (the run reports it).
     ///
     /// # Errors
     /// As [`Loaded::converge`]; routes still changing at `deadline`.
@@ -239,11 +240,11 @@ impl Loaded {
             for switch in self.running_switches() {
                 let still_for = up::switch_client(&self.dir, &switch.name)
                     .stats()
-                    .with_context(|| format!("cannot read the stats of {}", switch.name))?
-                    .fib
-                    .routes_still_ms
+                    .ok()
+                    .and_then(|stats| stats.fib.routes_still_ms)
                     .map(Duration::from_millis);
-                if let Some(short) = still_for.and_then(|ms| still.checked_sub(ms)) {
+                let short = still_for.and_then(|ms| still.checked_sub(ms));
+                if let Some(short) = short.filter(|short| !short.is_zero()) {
                     if restless
                         .as_ref()
                         .is_none_or(|(_, longest)| short > *longest)
