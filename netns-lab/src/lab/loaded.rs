@@ -236,24 +236,21 @@ impl Loaded {
                 deadline.saturating_duration_since(Instant::now()),
                 &[],
             )?;
-            let mut restless = None;
-            for switch in self.running_switches() {
-                let still_for = up::switch_client(&self.dir, &switch.name)
-                    .stats()
-                    .ok()
-                    .and_then(|stats| stats.fib.routes_still_ms)
-                    .map(Duration::from_millis);
-                let short = still_for.and_then(|ms| still.checked_sub(ms));
-                if let Some(short) = short.filter(|short| !short.is_zero()) {
-                    if restless
-                        .as_ref()
-                        .is_none_or(|(_, longest)| short > *longest)
-                    {
-                        restless = Some((switch.name.clone(), short));
-                    }
-                }
-            }
-            let Some((switch, left)) = restless else {
+            // The switch whose routes need the longest to have been still for `still`.
+            let restless = self
+                .running_switches()
+                .into_iter()
+                .filter_map(|switch| {
+                    let still_for = up::switch_client(&self.dir, &switch.name)
+                        .stats()
+                        .ok()?
+                        .fib
+                        .routes_still_ms?;
+                    let left = still.checked_sub(Duration::from_millis(still_for))?;
+                    (!left.is_zero()).then_some((left, &switch.name))
+                })
+                .max();
+            let Some((left, switch)) = restless else {
                 return Ok(());
             };
             if Instant::now() + left > deadline {
