@@ -48,6 +48,8 @@ pub struct PortTelemetry {
     rx_packets: AtomicU64,
     rx_bytes: AtomicU64,
     rx_spliced: AtomicU64,
+    rx_host_link: AtomicU64,
+    drops_host_link: AtomicU64,
     enqueued_packets: AtomicU64,
     tx_packets: AtomicU64,
     tx_bytes: AtomicU64,
@@ -96,6 +98,13 @@ impl PortTelemetry {
         self.rx_packets.store(packets, Relaxed);
         self.rx_bytes.store(bytes, Relaxed);
         self.rx_spliced.store(spliced, Relaxed);
+    }
+
+    /// Publishes the host link's counters (cumulative): frames received over it, and frames
+    /// lost on it ([`PortSnapshot::drops_host_link`]).
+    pub fn publish_host_link(&self, received: u64, lost: u64) {
+        self.rx_host_link.store(received, Relaxed);
+        self.drops_host_link.store(lost, Relaxed);
     }
 
     /// Publishes the kernel's statistics of the port's AF_XDP sockets (summed over queues):
@@ -192,6 +201,8 @@ impl PortTelemetry {
             rx_packets: self.rx_packets.load(Relaxed),
             rx_bytes: self.rx_bytes.load(Relaxed),
             rx_spliced: self.rx_spliced.load(Relaxed),
+            rx_host_link: self.rx_host_link.load(Relaxed),
+            drops_host_link: self.drops_host_link.load(Relaxed),
             enqueued_packets: self.enqueued_packets.load(Relaxed),
             tx_packets: self.tx_packets.load(Relaxed),
             tx_bytes: self.tx_bytes.load(Relaxed),
@@ -585,6 +596,14 @@ pub struct PortSnapshot {
     /// `ofan-switch group` (`--splice`), not through the port's veth.
     #[serde(default)]
     pub rx_spliced: u64,
+    /// Of `rx_packets`, frames that came over the port's shared-memory link from the host's
+    /// agent (`ofan-switch group --host-links`), not through the veth.
+    #[serde(default)]
+    pub rx_host_link: u64,
+    /// Frames lost on the port's host link: to the agent with its ring full (it fell
+    /// behind), or from it with no free frame — the emulation's, like a full socket.
+    #[serde(default)]
+    pub drops_host_link: u64,
     /// Frames accepted into the egress queue.
     pub enqueued_packets: u64,
     /// Frames sent.

@@ -259,6 +259,9 @@ fn record(stats: &Stats) {
         metrics::counter!("ofan_port_rx_packets_total", &labels).absolute(port.rx_packets);
         metrics::counter!("ofan_port_rx_bytes_total", &labels).absolute(port.rx_bytes);
         metrics::counter!("ofan_port_rx_spliced_total", &labels).absolute(port.rx_spliced);
+        metrics::counter!("ofan_port_rx_host_link_total", &labels).absolute(port.rx_host_link);
+        metrics::counter!("ofan_port_drops_host_link_total", &labels)
+            .absolute(port.drops_host_link);
         metrics::counter!("ofan_port_tx_packets_total", &labels).absolute(port.tx_packets);
         metrics::counter!("ofan_port_tx_bytes_total", &labels).absolute(port.tx_bytes);
         metrics::counter!("ofan_port_drops_buffer_total", &labels).absolute(port.drops_buffer);

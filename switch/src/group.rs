@@ -29,7 +29,7 @@ use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
 use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
 use ofan_switch::config;
-use ofan_topology::Topology;
+use ofan_topology::{Role, Topology};
 use serde::Serialize;
 
 use super::{init_logging, run_switch_until, stop_on_signals, RunArgs};
@@ -90,6 +90,13 @@ pub struct GroupArgs {
     /// the veth. The veths' counters and tcpdump on them do not see spliced frames.
     #[arg(long)]
     splice: bool,
+    /// Link each member's ports that lead to a host (needs --topology) to the host's traffic
+    /// agent through shared memory: the file `DIR/HOST.link` (made here, with its wake-up FIFOs
+    /// `HOST.link-up` and `HOST.link-down`). While an agent is attached, the frames it sends
+    /// arrive through the link and the UDP datagrams to its port leave through it, without the
+    /// veth and the host's kernel; everything else (ARP, ping, TCP, other ports) keeps the veth.
+    #[arg(long, value_name = "DIR")]
+    host_links: Option<PathBuf>,
     /// Every member's configuration (--admin-socket must contain `{node}` when there are
     /// several members).
     #[command(flatten)]
@@ -125,6 +132,31 @@ struct Blueprint {
     pool: Arc<WorkerPool>,
     /// With --splice: each member's in-process links, by port name.
     splices: BTreeMap<String, BTreeMap<String, SplicePort>>,
+    /// With --host-links: each member's host links' files, by port name.
+    host_links: BTreeMap<String, BTreeMap<String, PathBuf>>,
+}
+
+/// The host links of `members` of `topology` in `dir`: for each member, by the name of each
+/// port that leads to a host, the file `dir/HOST.link`.
+fn host_links_of(
+    topology: &Topology,
+    members: &[String],
+    dir: &std::path::Path,
+) -> BTreeMap<String, BTreeMap<String, PathBuf>> {
+    let mut links: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for link in topology.links() {
+        for (this, other) in [(link.a, link.b), (link.b, link.a)] {
+            let (node, host) = (topology.node(this.0), topology.node(other.0));
+            if host.role != Role::Host || !members.contains(&node.name) {
+                continue;
+            }
+            links.entry(node.name.clone()).or_default().insert(
+                topology.port(this.0, this.1).ifname.clone(),
+                dir.join(format!("{}.link", host.name)),
+            );
+        }
+    }
+    links
 }
 
 /// The in-process links between `members` of `topology` (both ends members): for each member,
@@ -186,6 +218,7 @@ impl Blueprint {
             .map(|pattern| PathBuf::from(pattern.display().to_string().replace("{node}", node)));
         let config_file = self.args.run.config.clone();
         let splices = self.splices.get(node).cloned().unwrap_or_default();
+        let host_links = self.host_links.get(node).cloned().unwrap_or_default();
         let threads = Threads::Pool {
             pool: Arc::clone(&self.pool),
             first: self.thread_of(node),
@@ -206,6 +239,14 @@ impl Blueprint {
                         .ports
                         .iter()
                         .map(|port| splices.get(&port.name).cloned())
+                        .collect();
+                }
+                if !host_links.is_empty() {
+                    config.runtime.host_links = config
+                        .runtime
+                        .ports
+                        .iter()
+                        .map(|port| host_links.get(&port.name).cloned())
                         .collect();
                 }
                 let result = run_switch_until(config, &member_stop, Some(&member_crash), threads);
@@ -262,25 +303,37 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
     let listener = UnixListener::bind(&args.control)
         .with_context(|| format!("cannot listen on {}", args.control.display()))?;
     listener.set_nonblocking(true)?;
-    let splices = if args.splice {
-        let path = args
-            .run
-            .overrides
-            .topology
-            .as_ref()
-            .context("--splice needs --topology: the links between members come from it")?;
+    let topology = if args.splice || args.host_links.is_some() {
+        let path = args.run.overrides.topology.as_ref().context(
+            "--splice and --host-links need --topology: the links between members and to \
+             hosts come from it",
+        )?;
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let topology = Topology::from_json(&text)
-            .with_context(|| format!("{}: not a topology", path.display()))?;
-        splices_between(&topology, &args.members)
+        Some(
+            Topology::from_json(&text)
+                .with_context(|| format!("{}: not a topology", path.display()))?,
+        )
     } else {
-        BTreeMap::new()
+        None
+    };
+    let splices = match &topology {
+        Some(topology) if args.splice => splices_between(topology, &args.members),
+        _ => BTreeMap::new(),
+    };
+    let host_links = match (&topology, &args.host_links) {
+        (Some(topology), Some(dir)) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("--host-links: cannot create {}", dir.display()))?;
+            host_links_of(topology, &args.members, dir)
+        }
+        _ => BTreeMap::new(),
     };
     let blueprint = Blueprint {
         args: args.clone(),
         pool,
         splices,
+        host_links,
     };
     let members: Mutex<BTreeMap<String, Member>> = Mutex::new(BTreeMap::new());
     for node in &args.members {
@@ -604,6 +657,7 @@ mod tests {
             args: args(&argv),
             pool: Arc::new(pool),
             splices: BTreeMap::new(),
+            host_links: BTreeMap::new(),
         };
         let threads: Vec<usize> = members.iter().map(|m| blueprint.thread_of(m)).collect();
         assert_eq!(threads[..10], [0; 10]);

@@ -1271,6 +1271,144 @@ fn chaos_run_accounts_for_every_repetition_or_names_its_fault() {
     lab.down_and_check(&pids);
 }
 
+/// Shared-memory host links (`up --host-links shared`): every frame the agents send reaches
+/// the edge switches through their links (the switches count exactly the runs' frames there),
+/// the run is exactly once with every frame accounted, ping and traceroute still take the
+/// veths, a switch killed and restarted mid-run serves its links again, and `down` leaves
+/// nothing (the link files live in the lab's state directory).
+fn shared_host_links_carry_every_agent_frame_and_survive_a_switch_kill() {
+    let _machine = serial();
+    let lab = LabGuard::new("h");
+    // Only a group shares memory with the agents.
+    let refused = lab.lab(&[
+        "up",
+        "--k",
+        "4",
+        "--switches",
+        "process",
+        "--host-links",
+        "shared",
+    ]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("--switches group"),
+        "{said}"
+    );
+    lab.ok(&[
+        "up",
+        "--k",
+        "4",
+        "--host-links",
+        "shared",
+        "--buffer",
+        "2MB",
+    ]);
+    assert_eq!(lab.state()["params"]["host_links"], "shared");
+    pingall_passes(&lab, 240);
+    traceroute_crosses_pods(&lab);
+    let topology = lab_topology(&lab);
+    let host_ports: Vec<(String, String)> = topology
+        .links()
+        .iter()
+        .filter(|link| topology.role(link.a.0) == Role::Host)
+        .map(|link| {
+            (
+                topology.node(link.b.0).name.clone(),
+                topology.port(link.b.0, link.b.1).ifname.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(host_ports.len(), 16);
+    let through_links = |lab: &LabGuard| -> u64 {
+        host_ports
+            .iter()
+            .map(|(node, ifname)| {
+                port_stats(lab, node, ifname)["rx_host_link"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(through_links(&lab), 0, "pings took the veths");
+
+    let output = run_results(
+        &lab,
+        "shared",
+        &["permutation", "--size", "256KB", "--repeat", "1"],
+    );
+    let run = &output.results["runs"][0];
+    assert_eq!(run["delivery"]["exactly_once"], true, "{run}");
+    assert_eq!(run["census"]["unaccounted"], 0, "{run}");
+    assert_eq!(run["drops"]["total"], 0, "{run}");
+    let sent = run["census"]["frames_sent"].as_u64().unwrap();
+    assert!(sent > 16 * 180, "{sent} frames sent");
+    assert_eq!(
+        through_links(&lab),
+        sent,
+        "every DATA and ACK frame of the run crossed a host link, nothing else did"
+    );
+
+    // Seed 1 of chaos 1 kills a switch mid-run and restarts it (see the chaos test): its
+    // links are served again, and both repetitions are accounted or name their fault.
+    let output = run_results(
+        &lab,
+        "shared-chaos",
+        &[
+            "permutation",
+            "--size",
+            "128KB",
+            "--repeat",
+            "2",
+            "--chaos",
+            "1",
+        ],
+    );
+    for run in output.results["runs"].as_array().expect("runs") {
+        let chaos = &run["chaos"];
+        match chaos["outcome"].as_str() {
+            Some("accounted") => {
+                assert_eq!(run["delivery"]["exactly_once"], true, "{run}");
+                assert_eq!(run["census"]["unaccounted"], 0, "{run}");
+            }
+            Some("voided") => assert!(chaos["reason"].is_string(), "{chaos}"),
+            other => panic!("outcome {other:?}: {chaos}"),
+        }
+    }
+    // An edge switch killed like a crash and started again serves its hosts' links again.
+    lab.ok(&["node", "e-p0-0", "kill"]);
+    lab.ok(&["node", "e-p0-0", "start"]);
+    pingall_passes(&lab, 240);
+    let before = through_links(&lab);
+    let output = run_results(
+        &lab,
+        "shared-after",
+        &["permutation", "--size", "128KB", "--repeat", "1"],
+    );
+    let run = &output.results["runs"][0];
+    assert_eq!(run["delivery"]["exactly_once"], true, "{run}");
+    assert_eq!(
+        through_links(&lab) - before,
+        run["census"]["frames_sent"].as_u64().unwrap(),
+        "after the restart every frame crossed a host link again"
+    );
+    assert!(
+        port_stats(&lab, "e-p0-0", "p0")["rx_host_link"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "the restarted edge switch did not serve its host's link"
+    );
+    assert!(lab.state_dir().join("hostlinks").is_dir());
+    let pids = lab.member_pids();
+    lab.down_and_check(&pids);
+}
+
+/// The lab's topology, as `state.json` keeps it.
+fn lab_topology(lab: &LabGuard) -> Topology {
+    let text = std::fs::read_to_string(lab.state_dir().join("topo.json")).expect("topo.json");
+    Topology::from_json(&text).expect("a topology")
+}
+
 /// What `ofan-lab run` printed and wrote; its results directory is removed on drop.
 struct RunOutput {
     /// The table (stdout).
@@ -1324,8 +1462,7 @@ fn link_reconverges(lab: &LabGuard, state: &str, expected: &str) -> String {
 /// next hops. Returns how long it took.
 fn path_tables_match(lab: &LabGuard, failed: &[(&str, &str)]) -> Duration {
     use ofan_lab::lab::bgp::{expected_paths, reported_paths};
-    let text = std::fs::read_to_string(lab.state_dir().join("topo.json")).expect("topo.json");
-    let topology = Topology::from_json(&text).expect("topology");
+    let topology = lab_topology(lab);
     let id = |name: &str| topology.nodes().iter().find(|n| n.name == name).unwrap().id;
     let failures: ofan_topology::FailedLinks = failed
         .iter()
@@ -2501,6 +2638,7 @@ ofan_tests::root_tests!(
     jumbo_lab_delivers_full_frames_exactly_once,
     link_down_is_routed_around_and_its_counters_stop,
     spliced_links_carry_data_and_stop_at_a_link_down_or_blackhole,
+    shared_host_links_carry_every_agent_frame_and_survive_a_switch_kill,
     down_after_kill_9_of_every_switch_and_of_up_itself,
     two_labs_at_once,
     neighbour_table_holds_the_lab_and_is_put_back,

@@ -20,6 +20,7 @@
 pub mod awake;
 pub mod bench;
 mod frames;
+pub mod hostlink;
 mod inbox;
 pub mod pool;
 pub mod redirect;
@@ -258,6 +259,9 @@ pub struct RuntimeConfig {
     /// In-process links, by port (`ports` order; empty: none): for a port whose link leads to
     /// another switch of the process, the slots of its two ends ([`splice`]).
     pub splices: Vec<Option<splice::SplicePort>>,
+    /// Shared-memory host links, by port (`ports` order; empty: none): for a port whose link
+    /// leads to a host, the file of its link to the host's agent ([`hostlink`]).
+    pub host_links: Vec<Option<std::path::PathBuf>>,
 }
 
 /// Why the runtime could not start.
@@ -291,6 +295,9 @@ pub enum RuntimeError {
     /// The steering program failed.
     #[error(transparent)]
     Steer(#[from] steer::SteerError),
+    /// A host link could not be served.
+    #[error(transparent)]
+    HostLink(#[from] hostlink::HostLinkError),
     /// The balancer configuration is invalid.
     #[error(transparent)]
     Lb(#[from] crate::lb::LbError),
@@ -500,6 +507,7 @@ impl Runtime {
 
         let mut rings_by_port: Vec<Option<Vec<QueueRings>>> =
             port_rings.into_iter().map(Some).collect();
+        let mut host_links = serve_host_links(&config, &fib, &layout)?;
         let mut workers = Vec::new();
         for (index, ports) in config.pipes.iter().enumerate() {
             let owned = ports
@@ -523,6 +531,9 @@ impl Runtime {
                         .get(usize::from(id.0))
                         .and_then(Option::as_ref)
                         .map(|splice| Arc::clone(&splice.peer)),
+                    host_link: host_links[usize::from(id.0)].take(),
+                    rx_host_link: 0,
+                    drops_host_link: 0,
                 })
                 .collect();
             let worker = Worker {
@@ -773,6 +784,41 @@ fn port_frame_layout(config: &RuntimeConfig) -> Result<FrameLayout, RuntimeError
         .frame_size
         .resolve(mtus)
         .map_err(RuntimeError::Config)
+}
+
+/// The host links of `config`'s ports, served (made or reopened), by port.
+fn serve_host_links(
+    config: &RuntimeConfig,
+    fib: &SharedFib,
+    layout: &FrameLayout,
+) -> Result<Vec<Option<hostlink::HostLink>>, RuntimeError> {
+    let mut links: Vec<Option<hostlink::HostLink>> =
+        (0..config.ports.len()).map(|_| None).collect();
+    let fib = fib.load();
+    for (index, path) in config.host_links.iter().enumerate() {
+        let Some(path) = path else {
+            continue;
+        };
+        let port = &config.ports[index];
+        if layout.buffers == Buffers::Multi {
+            return Err(RuntimeError::Config(format!(
+                "port {}: a host link carries single-frame packets only (its MTU needs several)",
+                port.name
+            )));
+        }
+        let mac = fib
+            .port(PortId(index as u16))
+            .map(|fib_port| fib_port.mac)
+            .ok_or_else(|| {
+                RuntimeError::Config(format!(
+                    "port {}: not in the forwarding table, so its host link has no MAC",
+                    port.name
+                ))
+            })?;
+        let slot = hostlink::slot_size_for(layout.frame_size);
+        links[index] = Some(hostlink::HostLink::serve(path, slot, mac)?);
+    }
+    Ok(links)
 }
 
 fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {

@@ -441,10 +441,9 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                     }
                 } else if token == TOKEN_POOL {
                     shared.waker.drain();
-                } else if let Some(member) =
-                    members.iter().find(|m| m.worker.wake_fd() as u64 == token)
-                {
-                    member.worker.clear_wake();
+                } else if let Ok(fd) = std::os::fd::RawFd::try_from(token) {
+                    // A member's wake-up eventfd or the FIFO of one of its host links.
+                    let _ = members.iter().any(|m| m.worker.clear_ready(fd));
                 }
             }
         }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use xdpilone::{DeviceQueue, RingRx, RingTx, User};
 
 use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
+use super::hostlink::{self, HostLink, Pop, Push, RingId};
 use super::inbox::Inboxes;
 use super::splice::{self, Offer, SpliceSlot};
 use super::sys::{self, monotonic_ns, Assembly, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
@@ -109,6 +110,14 @@ pub struct OwnedPort {
     pub rx_spliced: u64,
     /// The slot of the link's other end, when it leads to a switch of this process.
     pub splice: Option<Arc<SpliceSlot>>,
+    /// The shared-memory link to the host's agent, when the port leads to a host
+    /// ([`super::hostlink`]).
+    pub host_link: Option<HostLink>,
+    /// Of `rx_packets`, those that came over the host link.
+    pub rx_host_link: u64,
+    /// Frames lost on the host link: for the agent, with its ring full (it fell behind); from
+    /// it, with no free frame.
+    pub drops_host_link: u64,
 }
 
 /// Everything one worker owns or shares.
@@ -231,6 +240,8 @@ const SOCKET_STATS_EVERY_NS: u64 = 100_000_000;
 /// `SETTLE_AFTER` in `netns-lab`'s `experiment::runner`).
 const IDLE_WAKE_MS: i32 = 100;
 const TOKEN_SOCKET: u64 = 0;
+/// The largest frame a host link's slot holds for the largest single-buffer UMEM frame.
+const HOST_FRAME_MAX: usize = 4096 + 64;
 
 impl Worker {
     /// Runs on its own thread until a stop is requested, then drains and reports.
@@ -377,7 +388,10 @@ impl Worker {
     pub fn has_input(&self) -> bool {
         self.has_handoffs()
             || self.ports.iter().any(|port| {
-                !port.tx_rest.is_empty()
+                port.host_link
+                    .as_ref()
+                    .is_some_and(|link| RingId::UP.iter().any(|&ring| link.pending(ring)))
+                    || !port.tx_rest.is_empty()
                     || port.queues.iter().any(|queue| {
                         queue.tx_outstanding > 0
                             || queue.rx.available() > 0
@@ -386,14 +400,31 @@ impl Worker {
             })
     }
 
-    /// Whether frames wait in its inbox (checked after announcing a sleep).
+    /// Whether frames wait in its inbox or come from a host link (checked after announcing
+    /// a sleep).
     pub fn has_handoffs(&self) -> bool {
         !self.inboxes.is_empty(self.index)
+            || self
+                .host_links()
+                .any(|link| RingId::UP.iter().any(|&ring| link.pending(ring)))
     }
 
-    /// Announces that its thread sleeps (other workers then wake it for a hand-off) or runs.
+    /// Announces that its thread sleeps (other workers then wake it for a hand-off, agents for
+    /// a frame on a host link) or runs.
     pub fn set_sleeping(&self, sleeping: bool) {
         self.sleeping[self.index].store(sleeping, Ordering::SeqCst);
+        for link in self.host_links() {
+            if sleeping {
+                // What raced with the announcement `has_handoffs` sees after it.
+                link.sleep(&RingId::UP);
+            } else {
+                link.woke(&RingId::UP);
+            }
+        }
+    }
+
+    fn host_links(&self) -> impl Iterator<Item = &HostLink> {
+        self.ports.iter().filter_map(|port| port.host_link.as_ref())
     }
 
     /// The descriptors whose readability means work: its sockets and its wake-up eventfd.
@@ -405,7 +436,30 @@ impl Worker {
             .map(|queue| queue.rx.as_raw_fd())
             .collect();
         fds.push(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[self.index]));
+        fds.extend(
+            self.host_links()
+                .map(|link| std::os::fd::AsRawFd::as_raw_fd(&link.wake_fd(RingId::UpData))),
+        );
         fds
+    }
+
+    /// Clears what woke it through `fd` if `fd` is its wake-up eventfd or a host link's FIFO
+    /// (`false`: not one of its own).
+    pub fn clear_ready(&self, fd: std::os::fd::RawFd) -> bool {
+        if fd == self.wake_fd() {
+            self.clear_wake();
+            return true;
+        }
+        match self
+            .host_links()
+            .find(|link| std::os::fd::AsRawFd::as_raw_fd(&link.wake_fd(RingId::UpData)) == fd)
+        {
+            Some(link) => {
+                link.clear_wake(RingId::UpData);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Its wake-up eventfd (a pool drains it when epoll reports it).
@@ -449,6 +503,9 @@ impl Worker {
         self.set_sleeping(false);
         timer.drain();
         self.clear_wake();
+        for link in self.host_links() {
+            link.clear_wake(RingId::UpData);
+        }
     }
 
     fn drain_inbox(&mut self) -> usize {
@@ -520,8 +577,63 @@ impl Worker {
             for queue_index in 0..self.ports[port_index].queues.len() {
                 total += self.receive(port_index, queue_index);
             }
+            if self.ports[port_index].host_link.is_some() {
+                for ring in RingId::UP {
+                    total += self.receive_host_link(port_index, ring);
+                }
+            }
         }
         total
+    }
+
+    /// Receives a batch from a host link's up ring: each frame copied into a free frame and
+    /// decided as one its RX ring delivered.
+    fn receive_host_link(&mut self, port_index: usize, ring: RingId) -> usize {
+        let port = &mut self.ports[port_index];
+        let Some(link) = port.host_link.as_ref() else {
+            return 0;
+        };
+        if !link.pending(ring) {
+            return 0;
+        }
+        let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
+        let mut buf = [0u8; HOST_FRAME_MAX];
+        let (mut received, mut popped, mut bytes) = (0, 0, 0u64);
+        while received < MAX_BATCH {
+            let len = match link.pop(ring, &mut buf) {
+                Pop::Empty => break,
+                Pop::Malformed => {
+                    popped += 1;
+                    self.rx_drops[RxDropReason::BadDescriptor.as_index()] += 1;
+                    continue;
+                }
+                Pop::Frame(len) => len,
+            };
+            popped += 1;
+            let Some(free) = self.cache.take(&self.pool) else {
+                port.drops_host_link += 1;
+                continue;
+            };
+            match self.umem.fill_free_frame(free, &buf[..len]) {
+                Some(frame) => {
+                    frames[received] = Some(frame);
+                    received += 1;
+                    bytes += len as u64;
+                }
+                None => {
+                    self.cache.give(free, &self.pool);
+                    self.rx_drops[RxDropReason::BadDescriptor.as_index()] += 1;
+                }
+            }
+        }
+        port.rx_packets += received as u64;
+        port.rx_bytes += bytes;
+        port.rx_host_link += received as u64;
+        let ingress = port.id;
+        if received > 0 {
+            self.decide(&mut frames, &[ingress; MAX_BATCH], received);
+        }
+        popped
     }
 
     fn receive(&mut self, port_index: usize, queue_index: usize) -> usize {
@@ -707,6 +819,7 @@ impl Worker {
             let room = self.tx_ring_size.saturating_sub(queue.tx_outstanding);
             let mut sent = 0u32;
             let mut spliced = 0u32;
+            let mut diverted = 0u32;
             if room > 0 && (!port.egress.is_empty() || !port.tx_rest.is_empty()) {
                 let mut writer = tx.transmit(room.min(MAX_BATCH as u32));
                 let mut capacity = writer.capacity();
@@ -722,7 +835,36 @@ impl Worker {
                     .as_ref()
                     .filter(|_| self.buffers == Buffers::Single)
                     .and_then(|slot| splice::sending(slot, &self.fib, port.id));
+                // The agent's frames go through the host link while it is attached.
+                let agent = port
+                    .host_link
+                    .as_ref()
+                    .and_then(|link| Some((link, link.agent_port()?)));
                 match (self.buffers, &splice) {
+                    (Buffers::Single, None) if agent.is_some() => {
+                        let (link, agent_port) = agent.expect("matched");
+                        let lost = &mut port.drops_host_link;
+                        port.egress
+                            .dequeue(now, capacity as usize, |mut frame, _len| {
+                                let data = umem.data(&mut frame);
+                                if !hostlink::is_for_agent(data, agent_port) {
+                                    frame.into_tx(&mut insert);
+                                    return;
+                                }
+                                match link.push(RingId::Down, data) {
+                                    Push::TooLarge => {
+                                        frame.into_tx(&mut insert);
+                                        return;
+                                    }
+                                    Push::Queued => {}
+                                    Push::Full => *lost += 1,
+                                }
+                                diverted += 1;
+                                for frame in frame.into_frames(frame_size) {
+                                    cache.give(frame, pool);
+                                }
+                            });
+                    }
                     (Buffers::Single, None) => {
                         port.egress.dequeue(now, capacity as usize, |frame, _len| {
                             frame.into_tx(&mut insert);
@@ -774,10 +916,10 @@ impl Worker {
                     }
                 }
                 // Every frame written or spliced left the egress queue or `tx_rest`.
-                port.egress_frames -= u64::from(sent) + u64::from(spliced);
+                port.egress_frames -= u64::from(sent) + u64::from(spliced) + u64::from(diverted);
                 writer.commit();
             }
-            total += spliced as usize;
+            total += spliced as usize + diverted as usize;
             queue.tx_outstanding += sent;
             // Frames still to write count as work: the worker comes back for them at once.
             total += sent as usize + port.tx_rest.len();
@@ -868,6 +1010,9 @@ impl Worker {
             port.egress.integrate(monotonic_ns());
             let telemetry = self.telemetry.port(usize::from(port.id.0));
             telemetry.publish_rx(port.rx_packets, port.rx_bytes, port.rx_spliced);
+            if port.host_link.is_some() {
+                telemetry.publish_host_link(port.rx_host_link, port.drops_host_link);
+            }
             if sockets {
                 let mut drops = SocketDrops::default();
                 for queue in &port.queues {

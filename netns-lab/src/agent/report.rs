@@ -179,6 +179,10 @@ pub struct PacingReport {
     pub realtime: bool,
     /// Sends retried because the kernel had no buffer.
     pub send_retries: u64,
+    /// DATA frames lost because the host's shared-memory link to its switch was full (the
+    /// switch did not read it: stopped, or far behind): counted by the run as `host.link_full`.
+    #[serde(default)]
+    pub host_link_drops: u64,
 }
 
 /// Entropy (source port) use.

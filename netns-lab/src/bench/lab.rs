@@ -26,7 +26,7 @@ use crate::experiment::stalls::{self, Stalls};
 use crate::experiment::summary::{Summarized, Variant};
 use crate::experiment::Observer;
 use crate::experiment::{Cell, Experiment, LabChoice, LabSession, Traffic};
-use crate::lab::{self, LabSpec, Shaping, Switches, TopologySource};
+use crate::lab::{self, HostLinks, LabSpec, Shaping, Switches, TopologySource};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -55,6 +55,8 @@ pub struct Options {
     pub switches: Vec<Switches>,
     /// Whether groups splice their links (`up --splice`).
     pub splice: bool,
+    /// What carries the agents' frames in groups (`up --host-links`; processes: the veths).
+    pub host_links: HostLinks,
     /// How long to probe the machine's stalls before each rate's runs (zero: not at all).
     pub probe: std::time::Duration,
     /// The agents make up for late sends ([`Traffic::agent_catch_up`]).
@@ -74,6 +76,8 @@ pub struct RateRow {
     pub switches: &'static str,
     /// Whether the group spliced its links (`up --splice`; never for processes).
     pub splice: bool,
+    /// What carried the agents' frames (`up --host-links`: `veth` or `shared`).
+    pub host_links: &'static str,
     /// Repetitions.
     pub runs: usize,
     /// Repetitions with every packet delivered exactly once.
@@ -220,6 +224,11 @@ fn one_rate(
         shaping: Shaping::CatchUp,
         switches,
         splice: options.splice,
+        host_links: if switches == Switches::Group {
+            options.host_links
+        } else {
+            HostLinks::Veth
+        },
         ..LabSpec::new(&options.name)
     };
     observer.note(&format!(
@@ -273,6 +282,11 @@ fn measure(
     Ok(RateRow {
         stalls,
         splice: options.splice && switches == Switches::Group,
+        host_links: if switches == Switches::Group {
+            options.host_links.name()
+        } else {
+            HostLinks::Veth.name()
+        },
         ..row(
             rate,
             options.mtu,
@@ -467,6 +481,7 @@ fn row(
         mtu,
         switches: switches.name(),
         splice: false,
+        host_links: HostLinks::Veth.name(),
         runs: labs.len(),
         exactly_once: labs.iter().filter(|lab| lab.delivery.exactly_once).count(),
         faithful: labs.iter().filter(|lab| lab.fidelity.faithful).count(),
@@ -579,6 +594,7 @@ mod tests {
             mtu: 1500,
             switches: switches.name(),
             splice: switches == Switches::Group,
+            host_links: "veth",
             runs: 1,
             exactly_once: 1,
             faithful: 1,

@@ -182,6 +182,12 @@ struct RunArgs {
     /// that no peer is left retransmitting to a closed port.
     #[arg(long, value_name = "FILE")]
     stop_file: Option<PathBuf>,
+    /// Send and receive through each host's shared-memory link to its edge switch,
+    /// DIR/<host>.link (made by `ofan-switch group --host-links DIR`), instead of the host's
+    /// UDP sockets: the agent writes whole frames (Ethernet, IPv4, UDP) the switch reads as
+    /// received on the host's port, and reads the datagrams the switch sends to --port.
+    #[arg(long, value_name = "DIR")]
+    host_links: Option<PathBuf>,
 }
 
 /// `ofan-lab agent plan`.
@@ -375,6 +381,7 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
                 .as_nanos(),
         )
         .unwrap_or(u64::MAX),
+        host_link: None,
     };
     let configs: Vec<AgentConfig> = hosts
         .iter()
@@ -388,6 +395,10 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
                     Some(dir) => Some(dir.join(format!("{name}.done"))),
                     None => config.done_file.clone(),
                 },
+                host_link: args
+                    .host_links
+                    .as_ref()
+                    .map(|dir| dir.join(format!("{name}.link"))),
                 ..config.clone()
             }
         })

@@ -214,6 +214,9 @@ pub struct LabArgs {
     /// default); `false`: over the veths (the group of earlier measurements).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub splice: bool,
+    /// What carries the agents' frames in groups, as `up --host-links` (processes: veth).
+    #[arg(long, value_enum, default_value = "veth")]
+    pub host_links: super::lab::HostLinksArg,
     /// Directory of the runs' results (default: ./ofan-results/bench-lab-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -274,6 +277,7 @@ impl LabArgs {
             out,
             switches: self.switches.iter().map(|s| s.switches()).collect(),
             splice: self.splice,
+            host_links: self.host_links.host_links(),
             probe,
             agent_catch_up: self.agent_catch_up,
             agent_spin_us: self.agent_spin_us.unwrap_or(
@@ -506,7 +510,7 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
     let options = args.options()?;
     let rows = lab_bench::run(&options, &mut super::Stderr)?;
     println!(
-        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {} (spin {} µs), groups {}",
+        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {} (spin {} µs), groups {}, host links {}",
         options.k,
         args.size,
         options.lb,
@@ -522,7 +526,8 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
             "splice"
         } else {
             "over the veths"
-        }
+        },
+        options.host_links.name()
     );
     print!("{}", lab_table(&rows));
     for &switches in &options.switches {

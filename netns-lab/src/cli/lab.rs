@@ -9,8 +9,8 @@ use anyhow::bail;
 use ofan_dataplane::lb::Algorithm;
 use ofan_lab::lab::ops::{self, NodeChange};
 use ofan_lab::lab::{
-    self, Bfd, BgpDaemon, LabSpec, LinkState, Reconvergence, Removed, Routing, Shaping, Switches,
-    TopologySource, DEFAULT_SWITCH_RT_PRIORITY,
+    self, Bfd, BgpDaemon, HostLinks, LabSpec, LinkState, Reconvergence, Removed, Routing, Shaping,
+    Switches, TopologySource, DEFAULT_SWITCH_RT_PRIORITY,
 };
 use ofan_lab::units::parse_rate;
 
@@ -154,11 +154,39 @@ pub struct UpArgs {
     /// switches see only those. false: every frame crosses its veth (to watch it there).
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub splice: Option<bool>,
+    /// What carries the traffic agents' frames between the hosts and their edge switches.
+    /// veth: the agents' UDP sockets, through each host's kernel and its veth. shared: shared
+    /// memory between the agents and the group (needs --switches group and --mtu ≤ 3506) —
+    /// the agents write and read whole Ethernet frames, the hosts' kernels do no work per
+    /// frame; ping, TCP, ARP and traceroute from a host still take its veth
+    /// (docs/lab.md, Host links).
+    #[arg(long, value_enum, default_value = "veth")]
+    pub host_links: HostLinksArg,
     /// Log filter of the switches (`ofan-switch --log`: info, debug, ofan_dataplane=debug,info
     /// …), kept for switches restarted by `node start`; their logs are under the lab's state
     /// directory, `logs/` (a group's in `group.log`). Default: the switches' own (info).
     #[arg(long, value_name = "FILTER")]
     pub switch_log: Option<String>,
+}
+
+/// `--host-links`: a [`HostLinks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HostLinksArg {
+    /// The hosts' veths and kernels.
+    Veth,
+    /// Shared memory between the agents and the switch group.
+    Shared,
+}
+
+impl HostLinksArg {
+    /// The library's value.
+    #[must_use]
+    pub const fn host_links(self) -> HostLinks {
+        match self {
+            Self::Veth => HostLinks::Veth,
+            Self::Shared => HostLinks::Shared,
+        }
+    }
 }
 
 /// `--switches`: a [`Switches`].
@@ -581,6 +609,7 @@ impl UpArgs {
                 ),
                 (splice, _) => splice.unwrap_or(true),
             },
+            host_links: self.host_links.host_links(),
             switch_log: self.switch_log.clone(),
         };
         spec.validate()?;

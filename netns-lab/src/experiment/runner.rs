@@ -180,6 +180,9 @@ pub fn run_repetition(
         if options.catch_up {
             command.arg("--catch-up");
         }
+        if lab.state.params.host_links == crate::lab::HostLinks::Shared {
+            command.arg("--host-links").arg(lab.dir.host_links());
+        }
         Ok(())
     };
     for host in &plan.hosts {

@@ -51,12 +51,12 @@ use crate::sys::lab as sys;
 
 pub use down::{down, down_all, Removed, RemovedAll};
 pub use loaded::{exists, find_node, load, Loaded, Reconvergence};
-pub use net::{RouteWidth, NETNS_DIR};
+pub use net::{RouteWidth, Rtnl, NETNS_DIR};
 pub use ping::PairResult;
 pub use rate::{link_rate, RateChange};
 pub use spec::{
-    check_name, default_link_rate_bps, Bfd, BgpDaemon, LabSpec, Routing, Shaping, Switches,
-    TopologySource, DEFAULT_BUFFER_BYTES, DEFAULT_LINK_RATE_BPS, DEFAULT_RATE_HOSTS,
+    check_name, default_link_rate_bps, Bfd, BgpDaemon, HostLinks, LabSpec, Routing, Shaping,
+    Switches, TopologySource, DEFAULT_BUFFER_BYTES, DEFAULT_LINK_RATE_BPS, DEFAULT_RATE_HOSTS,
     DEFAULT_SWITCH_RT_PRIORITY, EXPERIMENT_BUFFER_BYTES,
 };
 pub use state::LinkState;

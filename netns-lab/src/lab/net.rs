@@ -85,6 +85,42 @@ impl Rtnl {
         Ok(links)
     }
 
+    /// Dumps the addresses of the socket's namespace.
+    ///
+    /// # Errors
+    /// The socket error.
+    pub fn addresses(&mut self) -> io::Result<Vec<netlink::Address>> {
+        let mut addresses = Vec::new();
+        self.socket.query(
+            |seq| netlink::dump_request(Dump::Addresses, seq),
+            NETLINK_TIMEOUT,
+            |message| {
+                if message.kind == netlink::RTM_NEWADDR {
+                    addresses.extend(netlink::parse_address(message.payload));
+                }
+            },
+        )?;
+        Ok(addresses)
+    }
+
+    /// The MAC of the interface that has `address`, in the socket's namespace.
+    ///
+    /// # Errors
+    /// The socket error, or no interface with that address.
+    pub fn mac_of_address(&mut self, address: std::net::IpAddr) -> io::Result<[u8; 6]> {
+        let index = self
+            .addresses()?
+            .into_iter()
+            .find(|found| found.addr == address)
+            .map(|found| found.index)
+            .ok_or_else(|| io::Error::other(format!("no interface here has {address}")))?;
+        self.links()?
+            .into_iter()
+            .find(|link| link.index == index)
+            .map(|link| link.mac)
+            .ok_or_else(|| io::Error::other(format!("interface {index} vanished")))
+    }
+
     /// The IPv4 routes of the main table that forward (unicast), as
     /// `((destination, prefix length), next hops)`.
     ///

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use ofan_dataplane::lb::Algorithm;
-use ofan_topology::{Node, NodeId};
+use ofan_topology::{Node, NodeId, Role};
 
 use super::bgp::{self, BgpDaemon, Sessions};
 use super::loaded::Reconvergence;
@@ -503,9 +503,24 @@ pub fn capture(
     let spliced = port.is_some_and(|port| {
         lab.state.params.splice && node.role.is_switch() && lab.topology.role(port.peer).is_switch()
     });
+    let host_link = lab.state.params.host_links == super::spec::HostLinks::Shared
+        && port.is_some_and(|port| {
+            node.role == Role::Host || lab.topology.role(port.peer) == Role::Host
+        });
     if spliced {
         observer.note(
-            "note: this link joins two switches of the lab's group, which carry data frames              between them in the process: neither end's veth sees them, only what their kernels              send or receive (ARP, BGP, ICMP, TTL expiry). To capture the data, build the lab              with `up --splice false`",
+            "note: this link joins two switches of the lab's group, which carry data frames \
+             between them in the process: neither end's veth sees them, only what their kernels \
+             send or receive (ARP, BGP, ICMP, TTL expiry). To capture the data, build the lab \
+             with `up --splice false`",
+        );
+    } else if host_link {
+        observer.note(
+            "note: this link joins a host to its edge switch, and the lab's traffic agents \
+             exchange their frames with the switch through shared memory (`up --host-links \
+             shared`): the veth sees only what the host's kernel sends or receives (ARP, ping, \
+             TCP, traceroute). To capture the agents' traffic, build the lab with \
+             `--host-links veth`",
         );
     } else if node.role.is_switch() {
         if let Some(port) = port {

@@ -184,6 +184,9 @@ pub fn start_group(
     if state.params.splice {
         command.arg("--splice");
     }
+    if state.params.host_links == super::spec::HostLinks::Shared {
+        command.arg("--host-links").arg(dir.host_links());
+    }
     if state.params.rt_priority > 0 {
         // The pool serves every switch: above their own workers' priority, below the host
         // agents and the kernel's ksoftirqd (see `spec::GROUP_RT_PRIORITY`).

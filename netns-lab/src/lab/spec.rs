@@ -189,6 +189,10 @@ pub const GROUP_RT_PRIORITY: u8 = 40;
 /// faithful 3/3 at 1, 2 and 5 Mbit/s (without: 1/3, 0/3, 1/3 in the same session).
 pub const GROUP_KEEP_AWAKE_US: u64 = 2_000;
 
+/// The largest MTU a shared host link carries: a packet in one 4096-byte UMEM frame (above
+/// it the switches take several frames per packet, `docs/switch.md`, jumbo frames).
+pub const MAX_HOST_LINK_MTU: u32 = 3506;
+
 /// How the lab runs its switches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -210,6 +214,32 @@ impl Switches {
         match self {
             Self::Group => "group",
             Self::Process => "process",
+        }
+    }
+}
+
+/// What carries the hosts' traffic agents' frames to and from their edge switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostLinks {
+    /// The veths: the agents' UDP sockets, through each host's kernel. Labs recorded before
+    /// host links existed ran this way.
+    #[default]
+    Veth,
+    /// Shared memory between the agents and the switch group
+    /// (`ofan-switch group --host-links`, `ofan_dataplane::afxdp::hostlink`): the agents write
+    /// and read whole frames, without the hosts' kernels; everything else a host does (ARP,
+    /// ping, TCP, traceroute) keeps its veth. Only with switches in a group.
+    Shared,
+}
+
+impl HostLinks {
+    /// The name in `state.json`, `status` and `--host-links`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Veth => "veth",
+            Self::Shared => "shared",
         }
     }
 }
@@ -340,6 +370,8 @@ pub struct LabSpec {
     /// In a group, carry frames between switches in the process instead of over the veths
     /// (`ofan-switch group --splice`): the kernel's cost per hop gone. Ignored for processes.
     pub splice: bool,
+    /// What carries the agents' frames between the hosts and their edge switches.
+    pub host_links: HostLinks,
     /// The switches' log filter (`ofan-switch --log`, tracing's `EnvFilter` syntax); `None`:
     /// theirs (`info`).
     pub switch_log: Option<String>,
@@ -368,6 +400,7 @@ impl LabSpec {
             switch_bin: None,
             switches: Switches::Group,
             splice: true,
+            host_links: HostLinks::Veth,
             switch_log: None,
         }
     }
@@ -392,6 +425,21 @@ impl LabSpec {
                      ofan_dataplane=debug,info …)"
                 )
             })?;
+        }
+        if self.host_links == HostLinks::Shared {
+            if self.switches != Switches::Group {
+                bail!(
+                    "--host-links shared needs --switches group: the agents share memory with \
+                     the group's process"
+                );
+            }
+            if self.mtu > MAX_HOST_LINK_MTU {
+                bail!(
+                    "--host-links shared carries packets of one UMEM frame: --mtu {} is above \
+                     {MAX_HOST_LINK_MTU}",
+                    self.mtu
+                );
+            }
         }
         if self.bfd.is_some() && self.routing != Routing::Bgp {
             bail!(
@@ -428,6 +476,7 @@ impl LabSpec {
             switch_bin,
             switches: self.switches,
             splice: self.splice && self.switches == Switches::Group,
+            host_links: self.host_links,
             switch_log: self.switch_log.clone(),
         }
     }

@@ -62,6 +62,10 @@ pub struct Params {
     /// (`ofan-switch group --splice`; labs recorded before: no).
     #[serde(default)]
     pub splice: bool,
+    /// What carries the agents' frames between hosts and edge switches (labs recorded
+    /// before: the veths).
+    #[serde(default)]
+    pub host_links: super::spec::HostLinks,
     /// The switches' log filter (`up --switch-log`; absent: the switches' default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch_log: Option<String>,
@@ -244,6 +248,11 @@ impl StateDir {
     /// The admin socket of switch `node`.
     pub fn socket(&self, node: &str) -> PathBuf {
         self.root.join("sock").join(format!("{node}.sock"))
+    }
+
+    /// The directory of the hosts' shared-memory links (`ofan-switch group --host-links`).
+    pub fn host_links(&self) -> PathBuf {
+        self.root.join("hostlinks")
     }
 
     /// The control socket of the lab's `ofan-switch group`.

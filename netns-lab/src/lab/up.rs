@@ -268,7 +268,7 @@ fn build(
     state.up_seconds = Some(started.elapsed().as_secs_f64());
     dir.save(state)?;
     observer.note(&format!(
-        "lab `{lab}` up in {:.1} s: {} hosts, {} switches, {} links ({}, lb {}, link rate {}, MTU {}, {})",
+        "lab `{lab}` up in {:.1} s: {} hosts, {} switches, {} links ({}, lb {}, link rate {}, MTU {}, {}{})",
         started.elapsed().as_secs_f64(),
         topology.hosts().len(),
         topology.switches().len(),
@@ -281,6 +281,10 @@ fn build(
             (super::spec::Switches::Group, true) => "one group, links spliced",
             (super::spec::Switches::Group, false) => "one group, links over veths",
             (super::spec::Switches::Process, _) => "a process per switch",
+        },
+        match state.params.host_links {
+            super::spec::HostLinks::Shared => ", host links in shared memory",
+            super::spec::HostLinks::Veth => "",
         }
     ));
     Ok(())

@@ -174,7 +174,7 @@ pub fn render(topology: &Topology, sample: &Sample) -> String {
                 ("port", port.name.as_str()),
                 ("peer", peer),
             ];
-            let counters: [(&'static str, &'static str, u64); 8] = [
+            let counters: [(&'static str, &'static str, u64); 10] = [
                 (
                     "ofan_port_rx_packets_total",
                     "Frames received on the port.",
@@ -189,6 +189,16 @@ pub fn render(topology: &Topology, sample: &Sample) -> String {
                     "ofan_port_rx_spliced_total",
                     "Of the frames received, those from a switch of the same group over a spliced link.",
                     port.rx_spliced,
+                ),
+                (
+                    "ofan_port_rx_host_link_total",
+                    "Of the frames received, those from the host's agent over a shared-memory host link.",
+                    port.rx_host_link,
+                ),
+                (
+                    "ofan_port_drops_host_link_total",
+                    "Frames lost on a shared-memory host link (the agent fell behind, or no free frame).",
+                    port.drops_host_link,
                 ),
                 (
                     "ofan_port_tx_packets_total",

@@ -612,8 +612,10 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         } else {
             Forwarding::Lookup
         },
-        // Only a group wires in-process links (`ofan-switch group --splice`).
+        // Only a group wires in-process links (`ofan-switch group --splice`) and host links
+        // (`--host-links`).
         splices: Vec::new(),
+        host_links: Vec::new(),
     };
     if runtime.rt_priority.is_some() && runtime.poll == PollMode::Busy {
         return Err(error(

@@ -31,10 +31,13 @@ use super::wire::{self, Flags, Header, Kind, ECN_ECT0, HEADER_LEN};
 mod receiver;
 mod reporting;
 mod sender;
+mod shared;
 
+use ofan_dataplane::afxdp::hostlink::RingId;
 use receiver::{receive_loop, HostReceiver};
 use reporting::report;
-use sender::{send_loop, HostSender};
+use sender::{send_loop, Endpoints, HostSender};
+use shared::SharedLink;
 
 /// Receive buffer of the agent's socket: room for bursts of DATA and ACKs.
 const RECV_BUFFER: usize = 8 << 20;
@@ -83,6 +86,9 @@ pub struct AgentConfig {
     pub max_round_trip_ns: u64,
     /// Created when the agent completes.
     pub done_file: Option<std::path::PathBuf>,
+    /// The host's shared-memory link to its edge switch (`None`: its UDP sockets carry the
+    /// traffic; see [`shared`]).
+    pub host_link: Option<std::path::PathBuf>,
 }
 
 /// How long an agent that completed keeps receiving and ACKing: a peer whose last ACK was lost
@@ -100,6 +106,8 @@ pub enum Linger {
 struct OutFlow {
     id: u32,
     dst: SockAddr,
+    /// `dst`, as the host link's frames carry it.
+    dst_v4: SocketAddrV4,
     packets: u32,
     /// UDP payload of the last packet.
     last_payload: u32,
@@ -153,6 +161,8 @@ struct SenderStats {
     first_ns: Option<u64>,
     last_ns: Option<u64>,
     send_retries: u64,
+    /// DATA frames lost at a full host link (the switch did not read it).
+    host_link_drops: u64,
     /// Time spent in DATA send calls (retries' waits included), ns.
     send_ns: u64,
     realtime: bool,
@@ -227,6 +237,8 @@ pub(super) struct HostSetup<'a> {
     /// The entropy pool and its source ports.
     pool: Vec<Socket>,
     ports: Vec<u16>,
+    /// The shared-memory link that carries DATA and ACKs instead of the sockets.
+    shared: Option<SharedLink>,
     link: HostLink,
     ready_ns: u64,
     deadline_ns: u64,
@@ -265,6 +277,7 @@ impl<'a> HostSetup<'a> {
                 OutFlow {
                     id: id as u32,
                     dst: SocketAddrV4::new(dst, config.port).into(),
+                    dst_v4: SocketAddrV4::new(dst, config.port),
                     packets,
                     last_payload,
                 }
@@ -316,6 +329,14 @@ impl<'a> HostSetup<'a> {
             pool.push(socket);
         }
 
+        // Attached last: the switch diverts the agent's port to the link from now on.
+        let shared = config
+            .host_link
+            .as_deref()
+            .map(|path| SharedLink::attach(path, config.port, own))
+            .transpose()
+            .context("host link")?;
+
         let ready_ns = sys::monotonic_ns();
         if ready_ns > config.start_at_ns {
             eprintln!(
@@ -333,6 +354,7 @@ impl<'a> HostSetup<'a> {
             receiver,
             pool,
             ports,
+            shared,
             link: HostLink::new(config.link_rate_bps as f64),
             ready_ns,
             deadline_ns: config
@@ -410,7 +432,11 @@ pub fn run_agents(
             HostSender::new(
                 host.config,
                 &host.out_flows,
-                &host.pool,
+                Endpoints {
+                    pool: &host.pool,
+                    ports: &host.ports,
+                    shared: host.shared.as_ref(),
+                },
                 &host.link,
                 host.deadline_ns,
             )

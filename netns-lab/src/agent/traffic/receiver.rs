@@ -22,6 +22,11 @@ pub(super) struct HostReceiver<'a> {
     config: &'a AgentConfig,
     roles: &'a [Role],
     socket: &'a Socket,
+    /// The host link that carries DATA and ACKs instead of the socket, and the frame ACKs are
+    /// built in (and arrivals read into) for it.
+    shared: Option<&'a SharedLink>,
+    frame: Box<[u8; shared::FRAME_MAX]>,
+    ident: u16,
     link: &'a HostLink,
     deadline_ns: u64,
     stats: ReceiverStats,
@@ -57,6 +62,9 @@ impl<'a> HostReceiver<'a> {
             config: host.config,
             roles: &host.roles,
             socket: &host.receiver,
+            shared: host.shared.as_ref(),
+            frame: shared::frame_buffer(),
+            ident: 0,
             link: &host.link,
             deadline_ns: host.deadline_ns,
             outs_done: stats.acked.iter().filter(|s| s.complete()).count(),
@@ -149,7 +157,19 @@ impl<'a> HostReceiver<'a> {
                 let mut ack = [0u8; HEADER_LEN];
                 header.ack(datagram.tos).write(&mut ack);
                 let to = SocketAddrV4::new(*datagram.from.ip(), self.config.port);
-                if self.socket.send_to(&ack, &to.into()).is_err() {
+                let sent = match self.shared {
+                    Some(shared) => {
+                        self.ident = self.ident.wrapping_add(1);
+                        let datagram = shared::Datagram {
+                            src_port: self.config.port,
+                            dst: to,
+                            tos: 0,
+                        };
+                        shared.send(RingId::UpAck, &mut self.frame, datagram, self.ident, &ack)
+                    }
+                    None => self.socket.send_to(&ack, &to.into()).map(drop),
+                };
+                if sent.is_err() {
                     stats.ignored.ack_send_errors += 1;
                 } else {
                     stats.acks_sent += 1;
@@ -207,12 +227,21 @@ impl<'a> HostReceiver<'a> {
         }
     }
 
-    /// Handles everything waiting in the socket.
+    /// Handles everything waiting in the socket (or the host link).
     fn drain(
         &mut self,
         buf: &mut [u8],
         feedback: &mpsc::Sender<(usize, Feedback)>,
     ) -> anyhow::Result<()> {
+        if let Some(shared) = self.shared {
+            while let Some(datagram) =
+                shared.recv(&mut self.frame, buf, &mut self.stats.ignored.malformed)
+            {
+                let now = sys::monotonic_ns();
+                self.on_datagram(&buf[..datagram.len], datagram, now, feedback);
+            }
+            return Ok(());
+        }
         loop {
             let datagram = match sys::recv_with_tos(self.socket, buf) {
                 Ok(datagram) => datagram,
@@ -229,9 +258,25 @@ impl<'a> HostReceiver<'a> {
     /// it is read and counted.
     fn close(&mut self, buf: &mut [u8]) {
         self.finished = true;
+        if let Some(shared) = self.shared {
+            shared.detach();
+            let mut malformed = 0;
+            while shared.recv(&mut self.frame, buf, &mut malformed).is_some() {
+                self.stats.ignored.drained += 1;
+            }
+            self.stats.ignored.malformed += malformed;
+        }
         while sys::recv_with_tos(self.socket, buf).is_ok() {
             self.stats.ignored.drained += 1;
         }
+    }
+
+    /// Stops watching the host's input.
+    fn unwatch(&self, epoll: &sys::Epoll) {
+        let _ = match self.shared {
+            Some(shared) => epoll.remove(&shared.wake_fd()),
+            None => epoll.remove(self.socket),
+        };
     }
 
     /// What this host's receiver measured.
@@ -280,7 +325,10 @@ pub(super) fn receive_loop(
     for (index, host) in hosts.iter().enumerate() {
         host.socket
             .set_nonblocking(true)
-            .and_then(|()| epoll.add(host.socket, index as u64))
+            .and_then(|()| match host.shared {
+                Some(shared) => epoll.add(&shared.wake_fd(), index as u64),
+                None => epoll.add(host.socket, index as u64),
+            })
             .with_context(|| format!("host {}: watching the receive socket", host.name()))?;
     }
     // Only the header is read; the rest of a DATA packet is truncated away.
@@ -297,7 +345,7 @@ pub(super) fn receive_loop(
                     .check(now, stop, Some(&mut release))
                     .with_context(|| format!("host {}", host.name()))?
                 {
-                    let _ = epoll.remove(host.socket);
+                    host.unwatch(&epoll);
                     host.close(&mut buf);
                 }
             }
@@ -306,12 +354,29 @@ pub(super) fn receive_loop(
             }
         }
         // Whole milliseconds (what epoll takes), rounded up: a wait cut to 0 would spin.
-        let until_sweep = next_sweep
+        let mut until_sweep = next_sweep
             .saturating_sub(sys::monotonic_ns())
             .div_ceil(1_000_000);
+        // Host links: announce the sleep, and do not sleep on a frame that came meanwhile.
+        for host in hosts.iter().filter(|host| !host.finished) {
+            if host.shared.is_some_and(|shared| !shared.sleep()) {
+                until_sweep = 0;
+            }
+        }
         epoll
             .wait(&mut ready, Duration::from_millis(until_sweep))
             .context("epoll_wait")?;
+        for (index, host) in hosts.iter().enumerate() {
+            if let (Some(shared), false) = (host.shared, host.finished) {
+                // The FIFO is read only when it woke the thread (a read per host per wake-up
+                // would cost as much as the datagrams saved).
+                let woken = ready.contains(&(index as u64));
+                shared.woke(woken);
+                if shared.pending() && !woken {
+                    ready.push(index as u64);
+                }
+            }
+        }
         for &index in &ready {
             let Some(host) = hosts.get_mut(index as usize) else {
                 continue;
@@ -326,7 +391,7 @@ pub(super) fn receive_loop(
                 .check(sys::monotonic_ns(), stop, None)
                 .with_context(|| format!("host {}", host.name()))?
             {
-                let _ = epoll.remove(host.socket);
+                host.unwatch(&epoll);
                 host.close(&mut buf);
             }
         }

@@ -126,6 +126,7 @@ pub(super) fn report(
             catch_up: config.catch_up,
             realtime: sent.realtime,
             send_retries: sent.send_retries,
+            host_link_drops: sent.host_link_drops,
         },
         entropy: EntropyReport {
             pool: ports.len() as u16,

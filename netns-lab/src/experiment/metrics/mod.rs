@@ -48,9 +48,15 @@ pub const FAITHFUL_AGENT_RATE: f64 = 0.99;
 /// their link carries them).
 pub const FAITHFUL_RECEIVER_WINDOW: f64 = 0.99;
 
+/// DATA frames an agent lost at its full shared-memory host link (the switch did not read it):
+/// the agents' reports' `pacing.host_link_drops`.
+pub const HOST_LINK_FULL: &str = "host.link_full";
+
 /// Whether drops by report name `name` are ones the fabric under test would not have had, so
 /// that a run with any of them is not faithful unless it injected a fault: the emulator fell
-/// behind — a worker's inbox (`switch.handoff`) or an AF_XDP socket's rings (`xsk.*`) full, a veth that
+/// behind — a worker's inbox (`switch.handoff`), a host link either way (`switch.host_link`,
+/// `host.link_full`) or an AF_XDP
+/// socket's rings (`xsk.*`) full, a veth that
 /// dropped (`kernel.*`), a host socket's receive buffer full or another UDP input error — or
 /// the control plane failed the run: no route (`switch.no_route`), a next hop whose neighbour
 /// was not resolved (`switch.neighbor_unresolved`: once, on a 2-CPU VM at k = 8, 726 of them
@@ -62,7 +68,11 @@ pub const FAITHFUL_RECEIVER_WINDOW: f64 = 0.99;
 pub fn is_emulation_drop(name: &str) -> bool {
     matches!(
         name,
-        "switch.handoff" | "switch.no_route" | "switch.neighbor_unresolved"
+        "switch.handoff"
+            | "switch.host_link"
+            | HOST_LINK_FULL
+            | "switch.no_route"
+            | "switch.neighbor_unresolved"
     ) || name.starts_with("xsk.")
         || (KERNEL_COUNTERS.contains(&name) && name != LATE_DATAGRAMS)
 }
@@ -298,6 +308,7 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
             let delta = PortDelta::new(before, after);
             drops.add("switch.buffer", delta.drops_buffer);
             drops.add("switch.handoff", delta.drops_handoff);
+            drops.add("switch.host_link", delta.drops_host_link);
             drops.add("xsk.rx_dropped", delta.xsk_rx_dropped);
             drops.add("xsk.rx_ring_full", delta.xsk_rx_ring_full);
             drops.add("xsk.invalid_descs", delta.xsk_invalid_descs);
@@ -327,6 +338,9 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
         for (name, count) in sample.before.delta(&sample.after).0 {
             drops.add(name, count);
         }
+    }
+    for report in input.reports {
+        drops.add(HOST_LINK_FULL, report.pacing.host_link_drops);
     }
 
     let cct_for_means = cct_ns.or_else(|| collective_cct_ns(input.reports));
@@ -422,6 +436,7 @@ struct PortDelta {
     depth_byte_ns: u64,
     drops_buffer: u64,
     drops_handoff: u64,
+    drops_host_link: u64,
     xsk_rx_dropped: u64,
     xsk_rx_ring_full: u64,
     xsk_invalid_descs: u64,
@@ -440,6 +455,7 @@ impl PortDelta {
             depth_byte_ns: after.depth_byte_ns.saturating_sub(before.depth_byte_ns),
             drops_buffer: after.drops_buffer.saturating_sub(before.drops_buffer),
             drops_handoff: after.drops_handoff.saturating_sub(before.drops_handoff),
+            drops_host_link: after.drops_host_link.saturating_sub(before.drops_host_link),
             xsk_rx_dropped: a.rx_dropped.saturating_sub(b.rx_dropped),
             xsk_rx_ring_full: a.rx_ring_full.saturating_sub(b.rx_ring_full),
             xsk_invalid_descs: a.invalid_descs.saturating_sub(b.invalid_descs),

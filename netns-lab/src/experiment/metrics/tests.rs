@@ -100,6 +100,7 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
             catch_up: false,
             realtime: true,
             send_retries: 0,
+            host_link_drops: 0,
         },
         entropy: EntropyReport {
             pool: 1,
@@ -356,6 +357,8 @@ fn the_emulations_drops_are_its_rings_veths_sockets_routes_and_neighbours() {
     let mut counted: Vec<String> = [
         "switch.buffer",
         "switch.handoff",
+        "switch.host_link",
+        "host.link_full",
         "xsk.rx_dropped",
         "xsk.rx_ring_full",
         "xsk.invalid_descs",
@@ -375,6 +378,7 @@ fn the_emulations_drops_are_its_rings_veths_sockets_routes_and_neighbours() {
     assert_eq!(
         counted,
         [
+            "host.link_full",
             "host.udp_in_errors",
             "host.udp_rcvbuf",
             "kernel.rx_dropped",
@@ -382,6 +386,7 @@ fn the_emulations_drops_are_its_rings_veths_sockets_routes_and_neighbours() {
             "kernel.tx_dropped",
             "kernel.tx_fifo",
             "switch.handoff",
+            "switch.host_link",
             "switch.neighbor_unresolved",
             "switch.no_route",
             "xsk.invalid_descs",
