@@ -171,9 +171,18 @@ impl HostLink {
             .mode(0o600)
             .open(path)
             .map_err(io_error)?;
-        let fresh = file.metadata().map_err(io_error)?.len() == 0;
+        let size = file.metadata().map_err(io_error)?.len();
+        let fresh = size == 0;
         if fresh {
             file.set_len(len as u64).map_err(io_error)?;
+        } else if size != len as u64 {
+            // Mapped as it is, a shorter file would fault where its rings should be.
+            return Err(HostLinkError::Invalid {
+                path: path.to_owned(),
+                reason: format!(
+                    "{size} bytes, not the {len} of {slot_size}-byte slots (remove it to start over)"
+                ),
+            });
         }
         let map = SharedMap::new(&file, len).map_err(io_error)?;
         if fresh {

@@ -139,17 +139,16 @@ impl SharedLink {
         self.link.detach();
     }
 
-    /// Announces that the receiver sleeps (`false`: a frame waits — do not).
-    pub(super) fn sleep(&self) -> bool {
+    /// Arms the link: the switch wakes the receiver (through [`Self::wake_fd`]) for the next
+    /// frame, and clears the arming as it does, so the receiver looks at this host's link only
+    /// when woken for it. `false`: a frame came meanwhile — drain and arm again.
+    pub(super) fn arm(&self) -> bool {
         self.link.sleep(&[RingId::Down])
     }
 
-    /// The receiver is awake (and empties the FIFO if it was `woken` through it).
-    pub(super) fn woke(&self, woken: bool) {
-        self.link.woke(&[RingId::Down]);
-        if woken {
-            self.link.clear_wake(RingId::Down);
-        }
+    /// Empties the FIFO after it woke the receiver.
+    pub(super) fn clear_wake(&self) {
+        self.link.clear_wake(RingId::Down);
     }
 
     /// Whether frames wait.
@@ -166,4 +165,96 @@ impl SharedLink {
 /// A zeroed frame buffer.
 pub(super) fn frame_buffer() -> Box<[u8; FRAME_MAX]> {
     Box::new([0u8; FRAME_MAX])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ofan_dataplane::wire;
+
+    /// A link served in a fresh directory, removed on drop.
+    struct Served {
+        dir: std::path::PathBuf,
+        switch: HostLink,
+    }
+
+    impl Served {
+        fn new(tag: &str) -> Self {
+            let dir =
+                std::env::temp_dir().join(format!("ofan-shared-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let switch =
+                HostLink::serve(&dir.join("h.link"), 2048 + 64, [2, 0, 0, 0, 0, 9]).unwrap();
+            Self { dir, switch }
+        }
+    }
+
+    impl Drop for Served {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    #[test]
+    fn a_datagram_crosses_as_the_kernel_would_have_sent_and_received_it() {
+        let served = Served::new("udp");
+        // The loopback address: its interface (lo) exists in every namespace.
+        let agent = SharedLink::attach(&served.dir.join("h.link"), 7000, Ipv4Addr::LOCALHOST)
+            .expect("attach");
+        assert_eq!(served.switch.agent_port(), Some(7000));
+        let mut frame = frame_buffer();
+        let dst = SocketAddrV4::new(Ipv4Addr::new(10, 3, 1, 2), 7000);
+        let datagram = Datagram {
+            src_port: 40_001,
+            dst,
+            tos: 0x02,
+        };
+        agent
+            .send(RingId::UpData, &mut frame, datagram, 5, b"hello, switch")
+            .unwrap();
+
+        // What the switch reads: a frame its parser takes, addressed to its port's MAC.
+        let mut out = [0u8; 256];
+        let Pop::Frame(len) = served.switch.pop(RingId::UpData, &mut out) else {
+            panic!("nothing in the up ring");
+        };
+        let parsed = wire::parse(&out[..len]).expect("a valid frame");
+        assert_eq!(out[..6], [2, 0, 0, 0, 0, 9]);
+        assert_eq!(parsed.src, std::net::IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(parsed.dst, std::net::IpAddr::V4(*dst.ip()));
+        assert_eq!(parsed.ports.map(|p| (p.src, p.dst)), Some((40_001, 7000)));
+        assert_eq!(out[wire::ETHERNET_HEADER_LEN + 1], 0x02, "ECT(0)");
+        assert_eq!(&out[UDP4_HEADERS..len], b"hello, switch");
+
+        // What the agent reads back: source, TOS, the payload cut to its buffer.
+        assert_eq!(served.switch.push(RingId::Down, &out[..len]), Push::Queued);
+        let mut garbage = out;
+        garbage[wire::ETHERNET_HEADER_LEN + 10] ^= 0xff;
+        assert_eq!(
+            served.switch.push(RingId::Down, &garbage[..len]),
+            Push::Queued
+        );
+        let mut payload = [0u8; 5];
+        let mut malformed = 0;
+        let received = agent
+            .recv(&mut frame, &mut payload, &mut malformed)
+            .expect("a datagram");
+        assert_eq!(
+            received.from,
+            SocketAddrV4::new(Ipv4Addr::LOCALHOST, 40_001)
+        );
+        assert_eq!((received.len, received.tos), (5, Some(0x02)));
+        assert_eq!(&payload, b"hello");
+        assert!(agent
+            .recv(&mut frame, &mut payload, &mut malformed)
+            .is_none());
+        assert_eq!(
+            malformed, 1,
+            "a bad header checksum is dropped, as a kernel would"
+        );
+
+        agent.detach();
+        assert_eq!(served.switch.agent_port(), None);
+    }
 }
