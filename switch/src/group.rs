@@ -192,6 +192,20 @@ fn splices_between(
     splices
 }
 
+/// `by_name`'s values in `ports` order (`None` for a port it lacks); empty when it is.
+fn by_port<T: Clone>(
+    ports: &[ofan_dataplane::afxdp::PortSpec],
+    by_name: &BTreeMap<String, T>,
+) -> Vec<Option<T>> {
+    if by_name.is_empty() {
+        return Vec::new();
+    }
+    ports
+        .iter()
+        .map(|port| by_name.get(&port.name).cloned())
+        .collect()
+}
+
 impl Blueprint {
     /// The pool thread of member `node`'s first pipe: members are spread over the threads in
     /// blocks of consecutive names (the lab lists them pod by pod), so that switches that
@@ -233,22 +247,9 @@ impl Blueprint {
                 enter_network_namespace(&netns)
                     .with_context(|| format!("cannot enter network namespace `{netns}`"))?;
                 let mut config = config::load(config_file.as_deref(), &overrides)?;
-                if !splices.is_empty() {
-                    config.runtime.splices = config
-                        .runtime
-                        .ports
-                        .iter()
-                        .map(|port| splices.get(&port.name).cloned())
-                        .collect();
-                }
-                if !host_links.is_empty() {
-                    config.runtime.host_links = config
-                        .runtime
-                        .ports
-                        .iter()
-                        .map(|port| host_links.get(&port.name).cloned())
-                        .collect();
-                }
+                let ports = &config.runtime.ports;
+                config.runtime.splices = by_port(ports, &splices);
+                config.runtime.host_links = by_port(ports, &host_links);
                 let result = run_switch_until(config, &member_stop, Some(&member_crash), threads);
                 if let Err(error) = &result {
                     tracing::error!("{error:#}");

@@ -611,33 +611,28 @@ mod tests {
 
     use super::*;
 
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new(name: &str) -> Self {
-            let dir =
-                std::env::temp_dir().join(format!("ofan-hostlink-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Self(dir)
-        }
+    fn temp_dir() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("ofan-hostlink-")
+            .tempdir()
+            .unwrap()
     }
 
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    /// A switch's end served in a fresh directory, and an agent attached for `port`.
+    fn linked(port: u16) -> (tempfile::TempDir, HostLink, HostLink) {
+        let dir = temp_dir();
+        let path = dir.path().join("h0.link");
+        let switch = HostLink::serve(&path, slot_size_for(2048), MAC).unwrap();
+        assert_eq!(switch.agent_port(), None, "no agent yet");
+        let agent = HostLink::attach(&path, port).unwrap();
+        (dir, switch, agent)
     }
 
     const MAC: MacAddr = [2, 0, 0, 0, 0, 7];
 
     #[test]
     fn frames_cross_in_order_and_a_full_ring_refuses() {
-        let dir = TempDir::new("order");
-        let path = dir.0.join("h0.link");
-        let switch = HostLink::serve(&path, slot_size_for(2048), MAC).unwrap();
-        assert_eq!(switch.agent_port(), None, "no agent yet");
-        let agent = HostLink::attach(&path, 4791).unwrap();
+        let (_dir, switch, agent) = linked(4791);
         assert_eq!(switch.agent_port(), Some(4791));
         assert_eq!(agent.switch_mac(), MAC);
 
@@ -670,10 +665,7 @@ mod tests {
 
     #[test]
     fn a_sleeping_consumer_is_woken_once_and_an_awake_one_not_at_all() {
-        let dir = TempDir::new("wake");
-        let path = dir.0.join("h0.link");
-        let switch = HostLink::serve(&path, slot_size_for(2048), MAC).unwrap();
-        let agent = HostLink::attach(&path, 1).unwrap();
+        let (_dir, switch, agent) = linked(1);
         assert_eq!(switch.push(RingId::Down, &[1]), Push::Queued);
         assert!(!woken(&agent, RingId::Down), "awake: no byte written");
         assert!(!agent.sleep(&[RingId::Down]), "a frame waits: do not sleep");
@@ -698,8 +690,8 @@ mod tests {
 
     #[test]
     fn a_restarted_switch_discards_what_waited_and_keeps_the_attachment() {
-        let dir = TempDir::new("restart");
-        let path = dir.0.join("h0.link");
+        let dir = temp_dir();
+        let path = dir.path().join("h0.link");
         let first = HostLink::serve(&path, slot_size_for(2048), MAC).unwrap();
         let agent = HostLink::attach(&path, 7).unwrap();
         assert_eq!(agent.push(RingId::UpData, &[1]), Push::Queued);
@@ -719,13 +711,13 @@ mod tests {
             HostLink::serve(&path, slot_size_for(4096), MAC),
             Err(HostLinkError::Invalid { .. })
         ));
-        std::fs::write(dir.0.join("junk.link"), vec![0u8; 8192]).unwrap();
+        std::fs::write(dir.path().join("junk.link"), vec![0u8; 8192]).unwrap();
         assert!(matches!(
-            HostLink::attach(&dir.0.join("junk.link"), 1),
+            HostLink::attach(&dir.path().join("junk.link"), 1),
             Err(HostLinkError::Invalid { .. })
         ));
         assert!(matches!(
-            HostLink::attach(&dir.0.join("none.link"), 1),
+            HostLink::attach(&dir.path().join("none.link"), 1),
             Err(HostLinkError::Io { .. })
         ));
     }

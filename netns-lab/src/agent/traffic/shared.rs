@@ -172,36 +172,31 @@ mod tests {
     use super::*;
     use ofan_dataplane::wire;
 
-    /// A link served in a fresh directory, removed on drop.
+    /// A link served in a fresh directory (removed on drop).
     struct Served {
-        dir: std::path::PathBuf,
+        dir: tempfile::TempDir,
         switch: HostLink,
     }
 
     impl Served {
-        fn new(tag: &str) -> Self {
-            let dir =
-                std::env::temp_dir().join(format!("ofan-shared-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
+        fn new() -> Self {
+            let dir = tempfile::Builder::new()
+                .prefix("ofan-shared-")
+                .tempdir()
+                .unwrap();
             let switch =
-                HostLink::serve(&dir.join("h.link"), 2048 + 64, [2, 0, 0, 0, 0, 9]).unwrap();
+                HostLink::serve(&dir.path().join("h.link"), 2048 + 64, [2, 0, 0, 0, 0, 9]).unwrap();
             Self { dir, switch }
-        }
-    }
-
-    impl Drop for Served {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
 
     #[test]
     fn a_datagram_crosses_as_the_kernel_would_have_sent_and_received_it() {
-        let served = Served::new("udp");
+        let served = Served::new();
         // The loopback address: its interface (lo) exists in every namespace.
-        let agent = SharedLink::attach(&served.dir.join("h.link"), 7000, Ipv4Addr::LOCALHOST)
-            .expect("attach");
+        let agent =
+            SharedLink::attach(&served.dir.path().join("h.link"), 7000, Ipv4Addr::LOCALHOST)
+                .expect("attach");
         assert_eq!(served.switch.agent_port(), Some(7000));
         let mut frame = frame_buffer();
         let dst = SocketAddrV4::new(Ipv4Addr::new(10, 3, 1, 2), 7000);
