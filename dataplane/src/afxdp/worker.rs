@@ -427,7 +427,8 @@ impl Worker {
         self.ports.iter().filter_map(|port| port.host_link.as_ref())
     }
 
-    /// The descriptors whose readability means work: its sockets and its wake-up eventfd.
+    /// The descriptors whose readability means work: its sockets, its wake-up eventfd and its
+    /// host links' FIFOs.
     pub fn wait_fds(&self) -> Vec<std::os::fd::RawFd> {
         let mut fds: Vec<_> = self
             .ports
