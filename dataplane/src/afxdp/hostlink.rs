@@ -380,18 +380,6 @@ impl HostLink {
             != self.counter(ring, TAIL).load(Ordering::Relaxed)
     }
 
-    /// Frames waiting in `ring`.
-    pub fn len(&self, ring: RingId) -> u32 {
-        self.counter(ring, HEAD)
-            .load(Ordering::Acquire)
-            .wrapping_sub(self.counter(ring, TAIL).load(Ordering::Acquire))
-    }
-
-    /// Whether `ring` is empty.
-    pub fn is_empty(&self, ring: RingId) -> bool {
-        self.len(ring) == 0
-    }
-
     /// Produces `frame` into `ring` (its producer only) and wakes its consumer if it sleeps.
     pub fn push(&self, ring: RingId, frame: &[u8]) -> Push {
         if frame.len() > self.max_frame() {

@@ -72,17 +72,7 @@ impl Rtnl {
     /// # Errors
     /// The socket error.
     pub fn links(&mut self) -> io::Result<Vec<netlink::Link>> {
-        let mut links = Vec::new();
-        self.socket.query(
-            |seq| netlink::dump_request(Dump::Links, seq),
-            NETLINK_TIMEOUT,
-            |message| {
-                if message.kind == RTM_NEWLINK {
-                    links.extend(netlink::parse_link(message.payload));
-                }
-            },
-        )?;
-        Ok(links)
+        self.dump(Dump::Links, RTM_NEWLINK, netlink::parse_link)
     }
 
     /// Dumps the addresses of the socket's namespace.
@@ -90,17 +80,31 @@ impl Rtnl {
     /// # Errors
     /// The socket error.
     pub fn addresses(&mut self) -> io::Result<Vec<netlink::Address>> {
-        let mut addresses = Vec::new();
+        self.dump(
+            Dump::Addresses,
+            netlink::RTM_NEWADDR,
+            netlink::parse_address,
+        )
+    }
+
+    /// Dumps `what`: every message of `kind` that `parse` reads.
+    fn dump<T>(
+        &mut self,
+        what: Dump,
+        kind: u16,
+        parse: fn(&[u8]) -> Option<T>,
+    ) -> io::Result<Vec<T>> {
+        let mut found = Vec::new();
         self.socket.query(
-            |seq| netlink::dump_request(Dump::Addresses, seq),
+            |seq| netlink::dump_request(what, seq),
             NETLINK_TIMEOUT,
             |message| {
-                if message.kind == netlink::RTM_NEWADDR {
-                    addresses.extend(netlink::parse_address(message.payload));
+                if message.kind == kind {
+                    found.extend(parse(message.payload));
                 }
             },
         )?;
-        Ok(addresses)
+        Ok(found)
     }
 
     /// The MAC of the interface that has `address`, in the socket's namespace.
