@@ -7,8 +7,8 @@
 //! and rebuilds whenever one arrives (after a 2 ms pause that lets a burst of changes settle),
 //! and dumps again without one every [`RESYNC_RESOLVING`] while some next hop waits for its MAC
 //! address, every [`RESYNC_QUIET`] otherwise (a safety net: a lost notification shows as an
-//! error on the socket, which rebuilds at once). Whoever writes the kernel FIB — `ip route`, the lab, FRR's zebra
-//! for BGP — is thereby the data path's routing source.
+//! error on the socket, which rebuilds at once). Whoever writes the kernel FIB — `ip route`, the
+//! lab, FRR's zebra for BGP — is thereby the data path's routing source.
 //!
 //! Next hops whose MAC address the kernel does not know yet are resolved through the kernel: the
 //! mirror asks for a *managed* neighbour entry (the kernel resolves it and keeps it fresh) and, if
@@ -446,10 +446,11 @@ pub const RESYNC_RESOLVING: Duration = Duration::from_secs(1);
 /// ... and while every next hop is resolved. Not once a second: six dumps of a namespace cost
 /// about a millisecond, and a k = 8 lab's 80 mirrors took 8.1 % of a CPU with nothing changing
 /// (81 ticks of their threads in 10 s; 51 with this: the rest is the notifications of managed
-/// neighbours the kernel re-probes, and the receive timeouts). While a lab's real-time threads hold the CPUs, that
-/// work queues and the kernel then runs it in one block ahead of them
-/// (`dataplane::afxdp::awake::Starvation`): 38 ms of mirror dumps stopped a k = 8 lab's agents
-/// and shapers at 1 Mbit/s per link (`perf record -e sched:sched_switch`, 2026-12-03).
+/// neighbours the kernel re-probes, and the receive timeouts). While a lab's real-time threads
+/// hold the CPUs, that work queues and the kernel then runs it in one block ahead of them
+/// (`dataplane::afxdp::awake::Starvation`): 38 ms of the control threads' work stopped a k = 8
+/// lab's agents and shapers at 1 Mbit/s per link (`perf record -e sched:sched_switch`,
+/// 2026-12-03).
 pub const RESYNC_QUIET: Duration = Duration::from_secs(10);
 
 struct Follower {

@@ -544,7 +544,7 @@ fn watch_hidden(stop: &AtomicBool, origin_ns: u64, beside: Option<&std::fs::File
 }
 
 /// Sleeps for [`STARVED_BACKOFF_MS`] or until `stop`, whichever comes first (it looks every
-/// 10 ms: a stopped watch is joined at once).
+/// 10 ms: a stopped watch is joined within that).
 fn back_off(stop: &AtomicBool) {
     let end = sys::agent::monotonic_ns() + u64::from(STARVED_BACKOFF_MS.unsigned_abs()) * 1_000_000;
     while !stop.load(Ordering::Relaxed) {
