@@ -81,8 +81,8 @@ impl KeepAwake {
         let mut starvation = Starvation::new(monotonic_ns(), sys::thread_cpu_ns());
         let mut judged_at = 0;
         while !self.stop.load(Ordering::Relaxed) {
-            let now = monotonic_ns();
-            if now < self.last_work.load(Ordering::SeqCst) + self.linger_ns {
+            if self.flowing() {
+                let now = monotonic_ns();
                 if now - judged_at >= STARVED_READ_NS {
                     judged_at = now;
                     if starvation.starved(now, sys::thread_cpu_ns()) {
