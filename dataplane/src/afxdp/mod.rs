@@ -564,6 +564,7 @@ impl Runtime {
                 tx_ring_size: config.ring_size,
                 rx_drops: RxDrops::default(),
                 counter_scratch: Vec::new(),
+                host_scratch: Box::new([0; worker::HOST_FRAME_MAX]),
                 forwarding: config.forwarding,
                 queue_loads: QueueLoads::of(config.lb.algorithm),
                 pace: Pace::default(),

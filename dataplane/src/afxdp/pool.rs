@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 
 use super::awake::{KeepAwake, KeepAwakeThreads};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
-use super::worker::{Worker, WorkerExit};
+use super::worker::{RxRings, Worker, WorkerExit};
 
 /// How near a departure must be for a thread to spin to it rather than sleep, ns, while its
 /// wake-ups come in time: a sleep shorter than this costs more than it saves.
@@ -110,6 +110,9 @@ struct Adopted {
     /// When it next needs a step although no frame arrives ([`Worker::wake_at`] after its
     /// last step: only a step changes it).
     wake_at: Option<u64>,
+    /// The thread's epoll reported one of its descriptors since its last step: an RX ring
+    /// with frames, or a wake-up (eventfd, host link FIFO) — step it, reading its RX rings.
+    ready: bool,
 }
 
 impl WorkerPool {
@@ -196,6 +199,7 @@ impl WorkerPool {
                 exit,
                 busy: true,
                 wake_at: None,
+                ready: true,
             });
         shared.waker.notify();
         receiver
@@ -294,6 +298,9 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         .add(std::os::fd::AsRawFd::as_raw_fd(&shared.waker), TOKEN_POOL)
         .expect("eventfd in epoll");
     let mut members: Vec<Adopted> = Vec::new();
+    // Which member each descriptor in the epoll belongs to.
+    let mut owners = Owners::default();
+    let mut tokens: Vec<u64> = Vec::with_capacity(64);
     let mut next_full_pass = 0;
     let mut spin = SpinWindow::new();
     // The fastest shaped link of its workers ([`Worker::fastest_link_bps`]), as of the last
@@ -315,24 +322,36 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        for mut member in adopted {
-            member.worker.prepare();
-            // Tokens: the descriptor, so that a wake-up eventfd epoll reports is drained (and
-            // only then: a read per member per wake-up cost 3 % of a lab's CPU).
-            for fd in member.worker.wait_fds() {
-                if let Err(error) = epoll.add(fd, fd as u64) {
-                    tracing::error!(%error, "cannot watch a worker's socket");
+        if !adopted.is_empty() {
+            for mut member in adopted {
+                member.worker.prepare();
+                // Tokens: the descriptor, so that a wake-up eventfd epoll reports is drained
+                // (and only then: a read per member per wake-up cost 3 % of a lab's CPU).
+                for fd in member.worker.wait_fds() {
+                    if let Err(error) = epoll.add(fd, fd as u64) {
+                        tracing::error!(%error, "cannot watch a worker's socket");
+                    }
                 }
+                members.push(member);
             }
-            members.push(member);
+            owners.index(&members);
+        }
+
+        // What became ready since the last pass: RX rings with frames (the kernel wakes a
+        // socket's waiters for every batch it delivers), wake-ups. One system call (≈ 0.2 µs
+        // here with nothing ready) instead of reading every RX ring of every member.
+        tokens.clear();
+        epoll.wait_with(0, |token| tokens.push(token));
+        for &token in &tokens {
+            absorb(token, &mut members, &owners, shared, &timer);
         }
 
         // Only workers with something to do are stepped; an idle one costs a few loads
-        // ([`Worker::has_input`]) instead of a step's clock reads, telemetry epochs and
+        // ([`Worker::has_local_input`]) instead of a step's clock reads, telemetry epochs and
         // publication checks (`Worker::step` and the clock were 9.5 % of a k = 4 lab's CPU at
         // 10 Mbit/s per link when every worker was stepped on every pass). Every
-        // `FULL_PASS_NS` all are, for what arrives without a frame (a telemetry reset, a new
-        // link rate, the depth of a frame whose slot ended).
+        // `FULL_PASS_NS` all are, RX rings read, for what arrives without a frame (a telemetry
+        // reset, a new link rate, the depth of a frame whose slot ended).
         let now = monotonic_ns();
         let full = now >= next_full_pass;
         if full {
@@ -340,6 +359,7 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         }
         let mut work = 0;
         let mut index = 0;
+        let count = members.len();
         while index < members.len() {
             if members[index].worker.stopping() {
                 let member = members.swap_remove(index);
@@ -351,14 +371,21 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
             let member = &mut members[index];
             if !(full
                 || member.busy
+                || member.ready
                 || member.wake_at.is_some_and(|at| at <= now)
-                || member.worker.has_input())
+                || member.worker.has_local_input())
             {
                 index += 1;
                 continue;
             }
+            let rx = if full || member.ready {
+                RxRings::Read
+            } else {
+                RxRings::Skip
+            };
+            member.ready = false;
             let worker = AssertUnwindSafe(&mut member.worker);
-            match std::panic::catch_unwind(move || { worker }.0.step()) {
+            match std::panic::catch_unwind(move || { worker }.0.step_with(rx)) {
                 Ok(moved) => {
                     work += moved;
                     member.busy = moved > 0;
@@ -375,6 +402,9 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                 }
             }
             index += 1;
+        }
+        if members.len() != count {
+            owners.index(&members);
         }
         if full {
             fastest_bps = members
@@ -423,11 +453,10 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
             if let Some(deadline) = deadline {
                 timer.arm_at(deadline);
             }
-            let mut ready = Vec::new();
-            epoll.wait_with(IDLE_WAKE_MS, |token| ready.push(token));
-            for token in ready {
+            tokens.clear();
+            epoll.wait_with(IDLE_WAKE_MS, |token| tokens.push(token));
+            for &token in &tokens {
                 if token == TOKEN_TIMER {
-                    timer.drain();
                     if let Some(deadline) = deadline {
                         let before = spin.ns(fastest_bps);
                         spin.woke(monotonic_ns().saturating_sub(deadline));
@@ -439,17 +468,69 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                             );
                         }
                     }
-                } else if token == TOKEN_POOL {
-                    shared.waker.drain();
-                } else if let Ok(fd) = std::os::fd::RawFd::try_from(token) {
-                    // A member's wake-up eventfd or the FIFO of one of its host links.
-                    let _ = members.iter().any(|m| m.worker.clear_ready(fd));
                 }
+                absorb(token, &mut members, &owners, shared, &timer);
             }
         }
         for member in &members {
             member.worker.set_sleeping(false);
         }
+    }
+}
+
+/// Takes in what epoll reported under `token`: the timer or the thread's eventfd are drained; a
+/// member's descriptor marks it ready (and its eventfd or host link FIFO is drained).
+fn absorb(
+    token: u64,
+    members: &mut [Adopted],
+    owners: &Owners,
+    shared: &ThreadShared,
+    timer: &TimerFd,
+) {
+    if token == TOKEN_TIMER {
+        timer.drain();
+    } else if token == TOKEN_POOL {
+        shared.waker.drain();
+    } else if let Some(member) = owners.of(token).and_then(|index| members.get_mut(index)) {
+        let fd = std::os::fd::RawFd::try_from(token).expect("member tokens are descriptors");
+        member.worker.clear_ready(fd);
+        member.ready = true;
+    }
+}
+
+/// The member each descriptor a pool thread watches belongs to, by descriptor (descriptors are
+/// small integers: a table, not a map). Rebuilt when members come or go.
+#[derive(Debug, Default)]
+struct Owners {
+    by_fd: Vec<u32>,
+}
+
+impl Owners {
+    const NONE: u32 = u32::MAX;
+
+    fn index(&mut self, members: &[Adopted]) {
+        self.index_fds(members.iter().map(|member| member.worker.wait_fds()));
+    }
+
+    /// Member i's descriptors are the i-th item of `members`.
+    fn index_fds(&mut self, members: impl IntoIterator<Item = Vec<std::os::fd::RawFd>>) {
+        self.by_fd.clear();
+        for (index, fds) in members.into_iter().enumerate() {
+            for fd in fds {
+                let Ok(fd) = usize::try_from(fd) else {
+                    continue;
+                };
+                if self.by_fd.len() <= fd {
+                    self.by_fd.resize(fd + 1, Self::NONE);
+                }
+                self.by_fd[fd] = u32::try_from(index).expect("fewer than 2^32 members");
+            }
+        }
+    }
+
+    fn of(&self, token: u64) -> Option<usize> {
+        let index = *self.by_fd.get(usize::try_from(token).ok()?)?;
+        (index != Self::NONE).then_some(index as usize)
     }
 }
 
@@ -471,6 +552,25 @@ mod tests {
             spin.woke(ns);
         }
         spin
+    }
+
+    #[test]
+    fn a_descriptor_names_its_member_until_the_members_change() {
+        let mut owners = Owners::default();
+        owners.index_fds([vec![7, 9], vec![3], vec![12]]);
+        assert_eq!(owners.of(7), Some(0));
+        assert_eq!(owners.of(9), Some(0));
+        assert_eq!(owners.of(3), Some(1));
+        assert_eq!(owners.of(12), Some(2));
+        for unknown in [0, 8, 13, TOKEN_TIMER, TOKEN_POOL] {
+            assert_eq!(owners.of(unknown), None, "token {unknown}");
+        }
+        // Member 0 left (the last took its place): its descriptors name no one now.
+        owners.index_fds([vec![12], vec![3]]);
+        assert_eq!(owners.of(7), None);
+        assert_eq!(owners.of(9), None);
+        assert_eq!(owners.of(12), Some(0));
+        assert_eq!(owners.of(3), Some(1));
     }
 
     #[test]

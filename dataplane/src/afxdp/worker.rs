@@ -162,6 +162,9 @@ pub struct Worker {
     pub rx_drops: RxDrops,
     /// Reused buffer for publishing the counters.
     pub counter_scratch: Vec<u64>,
+    /// Reused buffer a host link's frame is read into (zeroing a fresh one for every batch
+    /// was a memset of 4 KB per frame at low rates).
+    pub host_scratch: Box<[u8; HOST_FRAME_MAX]>,
     /// Forward by lookup, or bare port to port.
     pub forwarding: Forwarding,
     /// Whether the balancer reads queue lengths, and so whether the worker gathers and shares
@@ -219,6 +222,15 @@ impl std::fmt::Debug for Worker {
     }
 }
 
+/// Whether a step reads its sockets' RX rings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxRings {
+    /// Read every one (a worker on a thread of its own: a load or two each).
+    Read,
+    /// Leave them: none has frames (a pool thread knows which have from its epoll).
+    Skip,
+}
+
 /// What a worker leaves behind: its frame census once its rings have been drained.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WorkerExit {
@@ -241,7 +253,7 @@ const SOCKET_STATS_EVERY_NS: u64 = 100_000_000;
 const IDLE_WAKE_MS: i32 = 100;
 const TOKEN_SOCKET: u64 = 0;
 /// The largest frame a host link's slot holds for the largest single-buffer UMEM frame.
-const HOST_FRAME_MAX: usize = 4096 + 64;
+pub(super) const HOST_FRAME_MAX: usize = 4096 + 64;
 
 impl Worker {
     /// Runs on its own thread until a stop is requested, then drains and reports.
@@ -288,8 +300,13 @@ impl Worker {
     /// One iteration: hand-offs, receive and decide, transmit what the shapers allow,
     /// completions, refill, telemetry. Returns the frames moved (0: nothing to do now).
     pub fn step(&mut self) -> usize {
+        self.step_with(RxRings::Read)
+    }
+
+    /// [`Self::step`], reading its sockets' RX rings only if `rx` says so.
+    pub fn step_with(&mut self, rx: RxRings) -> usize {
         let mut work = self.drain_inbox();
-        work += self.receive_all();
+        work += self.receive_all(rx);
         work += self.transmit_all();
         work += self.complete_all();
         self.refill_all();
@@ -333,16 +350,16 @@ impl Worker {
         {
             self.pace.unpublished = true;
         }
-        // Publish at most every millisecond while busy, and always before going idle, so
-        // readers never see stale counters of a quiet switch. The sockets' drop counters
-        // cost a system call per socket: they are read at most every `SOCKET_STATS_EVERY_NS`
-        // (`wake_at` brings an idle worker back for the last reading).
+        // Publish at most every `PUBLISH_EVERY_NS`, busy or idle, and what changed at most
+        // that long after (`wake_at` brings an idle worker back for what it owes), so that
+        // readers never see counters of a quiet switch staler than that. (Publishing whenever
+        // a step found nothing more to do was a publication per frame per switch at low rates:
+        // a k = 8 lab's pool spent a tenth of its time there, eight clock reads each.) The
+        // sockets' drop counters cost a system call per socket: they are read at most every
+        // `SOCKET_STATS_EVERY_NS` (here too `wake_at` brings an idle worker back).
         let sockets =
             self.pace.sockets_unread && now - self.pace.last_socket_read >= SOCKET_STATS_EVERY_NS;
-        if sockets
-            || (self.pace.unpublished
-                && (work == 0 || now - self.pace.last_publish >= PUBLISH_EVERY_NS))
-        {
+        if sockets || (self.pace.unpublished && now - self.pace.last_publish >= PUBLISH_EVERY_NS) {
             self.publish(sockets);
             self.pace.last_publish = now;
             self.pace.unpublished = false;
@@ -355,21 +372,23 @@ impl Worker {
     }
 
     /// When the worker next needs to run although no frame arrives: the earliest shaper
-    /// departure of its ports, or the reading of its sockets' drop counters it still owes.
+    /// departure of its ports, or a publication or a reading of its sockets' drop counters it
+    /// still owes.
     pub fn wake_at(&self) -> Option<u64> {
         let departure = self
             .ports
             .iter()
             .filter_map(|port| port.egress.next_departure_ns())
             .min();
+        let publish = self
+            .pace
+            .unpublished
+            .then_some(self.pace.last_publish + PUBLISH_EVERY_NS);
         let sockets = self
             .pace
             .sockets_unread
             .then_some(self.pace.last_socket_read + SOCKET_STATS_EVERY_NS);
-        match (departure, sockets) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [departure, publish, sockets].into_iter().flatten().min()
     }
 
     /// The rate of its fastest shaped port, bit/s (0: none is shaped): how long a frame's
@@ -383,20 +402,16 @@ impl Worker {
     }
 
     /// Whether a step would find something to do now besides a due departure (see
-    /// [`Self::wake_at`]): frames in its inbox or an RX ring, or TX descriptors not kicked or
-    /// not completed. A few loads; a pool thread asks it instead of stepping an idle worker.
-    pub fn has_input(&self) -> bool {
+    /// [`Self::wake_at`]) and frames in its sockets' RX rings: frames in its inbox or from a
+    /// host link, or TX descriptors not all sent or not completed (a descriptor not kicked yet
+    /// counts in `tx_outstanding` too). A pool thread asks it instead of stepping an idle
+    /// worker; which RX rings have frames it learns from its epoll (a ring lives on a page of
+    /// its own in the kernel's memory: reading every ring of 40 switches on every pass was
+    /// most of a k = 8 lab's pool time).
+    pub fn has_local_input(&self) -> bool {
         self.has_handoffs()
             || self.ports.iter().any(|port| {
-                port.host_link
-                    .as_ref()
-                    .is_some_and(|link| RingId::UP.iter().any(|&ring| link.pending(ring)))
-                    || !port.tx_rest.is_empty()
-                    || port.queues.iter().any(|queue| {
-                        queue.tx_outstanding > 0
-                            || queue.rx.available() > 0
-                            || queue.tx.as_ref().is_some_and(|tx| tx.pending() > 0)
-                    })
+                !port.tx_rest.is_empty() || port.queues.iter().any(|queue| queue.tx_outstanding > 0)
             })
     }
 
@@ -572,11 +587,13 @@ impl Worker {
         }
     }
 
-    fn receive_all(&mut self) -> usize {
+    fn receive_all(&mut self, rx: RxRings) -> usize {
         let mut total = 0;
         for port_index in 0..self.ports.len() {
-            for queue_index in 0..self.ports[port_index].queues.len() {
-                total += self.receive(port_index, queue_index);
+            if rx == RxRings::Read {
+                for queue_index in 0..self.ports[port_index].queues.len() {
+                    total += self.receive(port_index, queue_index);
+                }
             }
             if self.ports[port_index].host_link.is_some() {
                 for ring in RingId::UP {
@@ -598,10 +615,10 @@ impl Worker {
             return 0;
         }
         let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
-        let mut buf = [0u8; HOST_FRAME_MAX];
+        let buf = &mut *self.host_scratch;
         let (mut received, mut popped, mut bytes) = (0, 0, 0u64);
         while received < MAX_BATCH {
-            let len = match link.pop(ring, &mut buf) {
+            let len = match link.pop(ring, buf) {
                 Pop::Empty => break,
                 Pop::Malformed => {
                     popped += 1;
@@ -638,8 +655,8 @@ impl Worker {
     }
 
     fn receive(&mut self, port_index: usize, queue_index: usize) -> usize {
-        // An empty ring costs one load: a pool thread polls every socket of its switches on
-        // every iteration.
+        // An empty ring costs two loads (a worker on its own thread reads every ring at every
+        // iteration; a pool thread only those its epoll reported).
         if self.ports[port_index].queues[queue_index].rx.available() == 0 {
             return 0;
         }
@@ -797,14 +814,14 @@ impl Worker {
     }
 
     fn transmit_all(&mut self) -> usize {
-        // Nothing queued and nothing waiting for a kick: no clock read, no system call.
+        // Nothing queued and nothing waiting for a kick: no clock read, no system call (and no
+        // read of a TX ring, which the kernel's page holds, while nothing is outstanding).
         if self.ports.iter().all(|port| {
+            let queue = &port.queues[0];
             port.egress.is_empty()
                 && port.tx_rest.is_empty()
-                && port.queues[0]
-                    .tx
-                    .as_ref()
-                    .is_none_or(|tx| tx.pending() == 0)
+                && (queue.tx_outstanding == 0
+                    || queue.tx.as_ref().is_none_or(|tx| tx.pending() == 0))
         }) {
             return 0;
         }
@@ -821,7 +838,11 @@ impl Worker {
             let mut sent = 0u32;
             let mut spliced = 0u32;
             let mut diverted = 0u32;
-            if room > 0 && (!port.egress.is_empty() || !port.tx_rest.is_empty()) {
+            // Only a port with a frame due looks up where it goes (its peer's end and FIB, the
+            // agent): a queue its shaper holds cost a k = 8 lab a fifth of its stepping in
+            // those lookups, on every step of its switch.
+            let due = port.egress.next_departure_ns().is_some_and(|at| at <= now);
+            if room > 0 && (due || !port.tx_rest.is_empty()) {
                 let mut writer = tx.transmit(room.min(MAX_BATCH as u32));
                 let mut capacity = writer.capacity();
                 let mut insert = |desc| {
@@ -926,7 +947,7 @@ impl Worker {
             total += sent as usize + port.tx_rest.len();
             // Copy mode needs a kick for every 32 descriptors (one sendto sends at most 32).
             let mut kicks = 0;
-            while tx.pending() > 0 && kicks < 8 {
+            while queue.tx_outstanding > 0 && tx.pending() > 0 && kicks < 8 {
                 tx.wake();
                 kicks += 1;
             }
@@ -1007,8 +1028,9 @@ impl Worker {
     /// Publishes the counters, queues and frames; with `sockets`, the sockets' drop counters
     /// too (a system call per socket).
     fn publish(&mut self, sockets: bool) {
+        let now = monotonic_ns();
         for port in &mut self.ports {
-            port.egress.integrate(monotonic_ns());
+            port.egress.integrate(now);
             let telemetry = self.telemetry.port(usize::from(port.id.0));
             telemetry.publish_rx(port.rx_packets, port.rx_bytes, port.rx_spliced);
             if port.host_link.is_some() {

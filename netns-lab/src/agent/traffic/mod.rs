@@ -44,6 +44,8 @@ const RECV_BUFFER: usize = 8 << 20;
 /// How often the receiver checks the stop flag, lingering and the deadlines when no socket has
 /// input.
 const RECV_POLL: Duration = Duration::from_millis(10);
+/// How often the receiver reads the host links (see `receiver::receive_loop`).
+const LINK_POLL: Duration = Duration::from_micros(200);
 /// Wait before retrying a send the kernel had no buffer for.
 const SEND_RETRY_WAIT: Duration = Duration::from_micros(20);
 

@@ -139,26 +139,9 @@ impl SharedLink {
         self.link.detach();
     }
 
-    /// Arms the link: the switch wakes the receiver (through [`Self::wake_fd`]) for the next
-    /// frame, and clears the arming as it does, so the receiver looks at this host's link only
-    /// when woken for it. `false`: a frame came meanwhile — drain and arm again.
-    pub(super) fn arm(&self) -> bool {
-        self.link.sleep(&[RingId::Down])
-    }
-
-    /// Empties the FIFO after it woke the receiver.
-    pub(super) fn clear_wake(&self) {
-        self.link.clear_wake(RingId::Down);
-    }
-
     /// Whether frames wait.
     pub(super) fn pending(&self) -> bool {
         self.link.pending(RingId::Down)
-    }
-
-    /// The FIFO whose readability means frames came while the receiver slept.
-    pub(super) fn wake_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.link.wake_fd(RingId::Down)
     }
 }
 
