@@ -960,12 +960,14 @@ impl Worker {
         let mut total = 0;
         for port_index in 0..self.ports.len() {
             for queue_index in 0..self.ports[port_index].queues.len() {
+                // Checked before the buffer exists: zeroing it for every queue of every step
+                // was 3 % of a k = 8 lab's pool time, with nothing outstanding.
+                if self.ports[port_index].queues[queue_index].tx_outstanding == 0 {
+                    continue;
+                }
                 let mut completed = [FrameAddr(0); MAX_BATCH * 2];
                 let count = {
                     let queue = &mut self.ports[port_index].queues[queue_index];
-                    if queue.tx_outstanding == 0 {
-                        continue;
-                    }
                     let mut reader = queue.device.complete(completed.len() as u32);
                     let mut count = 0;
                     while let Some(addr) = reader.read() {

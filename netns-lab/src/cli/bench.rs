@@ -15,6 +15,7 @@ use ofan_lab::bench::lab as lab_bench;
 use ofan_lab::bench::report::{self, Interval, Outcome, Row, Sample};
 use ofan_lab::experiment::stalls;
 use ofan_lab::lab::TopologySource;
+use ofan_lab::lab::{HostLinks, Switches};
 use ofan_lab::units::{parse_rate, parse_size};
 use ofan_topology::TopologyKind;
 use serde_json::{json, Value};
@@ -215,8 +216,9 @@ pub struct LabArgs {
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub splice: bool,
     /// What carries the agents' frames in groups, as `up --host-links` (processes: veth).
-    #[arg(long, value_enum, default_value = "veth")]
-    pub host_links: super::lab::HostLinksArg,
+    /// Default: as `up`'s — shared with --mtu ≤ 3506, veth above.
+    #[arg(long, value_enum)]
+    pub host_links: Option<super::lab::HostLinksArg>,
     /// Directory of the runs' results (default: ./ofan-results/bench-lab-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -277,7 +279,10 @@ impl LabArgs {
             out,
             switches: self.switches.iter().map(|s| s.switches()).collect(),
             splice: self.splice,
-            host_links: self.host_links.host_links(),
+            host_links: self.host_links.map_or_else(
+                || HostLinks::for_lab(Switches::Group, self.mtu),
+                super::lab::HostLinksArg::host_links,
+            ),
             probe,
             agent_catch_up: self.agent_catch_up,
             agent_spin_us: self.agent_spin_us.unwrap_or(

@@ -159,9 +159,11 @@ pub struct UpArgs {
     /// memory between the agents and the group (needs --switches group and --mtu ≤ 3506) —
     /// the agents write and read whole Ethernet frames, the hosts' kernels do no work per
     /// frame; ping, TCP, ARP and traceroute from a host still take its veth
-    /// (docs/lab.md, Host links).
-    #[arg(long, value_enum, default_value = "veth")]
-    pub host_links: HostLinksArg,
+    /// (docs/lab.md, Host links). Default: shared where it can be (a group, --mtu ≤ 3506),
+    /// veth otherwise. Use veth to watch the agents' frames on a host's veth (tcpdump,
+    /// `capture`).
+    #[arg(long, value_enum)]
+    pub host_links: Option<HostLinksArg>,
     /// Log filter of the switches (`ofan-switch --log`: info, debug, ofan_dataplane=debug,info
     /// …), kept for switches restarted by `node start`; their logs are under the lab's state
     /// directory, `logs/` (a group's in `group.log`). Default: the switches' own (info).
@@ -609,7 +611,10 @@ impl UpArgs {
                 ),
                 (splice, _) => splice.unwrap_or(true),
             },
-            host_links: self.host_links.host_links(),
+            host_links: self.host_links.map_or_else(
+                || HostLinks::for_lab(self.switches.switches(), self.mtu),
+                HostLinksArg::host_links,
+            ),
             switch_log: self.switch_log.clone(),
         };
         spec.validate()?;

@@ -234,6 +234,19 @@ pub enum HostLinks {
 }
 
 impl HostLinks {
+    /// What `up` builds without `--host-links`: shared memory where it can — switches in a
+    /// group, an MTU whose packets fit one UMEM frame — the veths otherwise. Shared links cost
+    /// the hosts' kernels nothing per frame: with them k = 4 at 20 Mbit/s and k = 8 at 1 Mbit/s
+    /// came closer to their bounds than over the veths (docs/lab.md, Host links).
+    #[must_use]
+    pub fn for_lab(switches: Switches, mtu: u32) -> Self {
+        if switches == Switches::Group && mtu <= MAX_HOST_LINK_MTU {
+            Self::Shared
+        } else {
+            Self::Veth
+        }
+    }
+
     /// The name in `state.json`, `status` and `--host-links`.
     #[must_use]
     pub const fn name(self) -> &'static str {
@@ -380,7 +393,7 @@ pub struct LabSpec {
 impl LabSpec {
     /// Lab `name` with every default: a k=4 fat tree of pofan switches at
     /// [`DEFAULT_LINK_RATE_BPS`], [`DEFAULT_BUFFER_BYTES`] per port, MTU 1500, seed 1,
-    /// catch-up shapers, static routes.
+    /// catch-up shapers, static routes, one group, spliced links, shared host links.
     #[must_use]
     pub fn new(name: &str) -> Self {
         Self {
@@ -400,7 +413,7 @@ impl LabSpec {
             switch_bin: None,
             switches: Switches::Group,
             splice: true,
-            host_links: HostLinks::Veth,
+            host_links: HostLinks::for_lab(Switches::Group, 1500),
             switch_log: None,
         }
     }
@@ -511,6 +524,31 @@ mod tests {
     }
 
     #[test]
+    fn a_lab_shares_host_links_by_default_only_where_a_spec_may() {
+        for (switches, mtu) in [
+            (Switches::Group, 1500),
+            (Switches::Group, MAX_HOST_LINK_MTU),
+            (Switches::Group, MAX_HOST_LINK_MTU + 1),
+            (Switches::Process, 1500),
+        ] {
+            let host_links = HostLinks::for_lab(switches, mtu);
+            let spec = LabSpec {
+                switches,
+                mtu,
+                host_links,
+                ..LabSpec::new("lab")
+            };
+            assert!(spec.validate().is_ok(), "{switches:?} at MTU {mtu}");
+            let shareable = switches == Switches::Group && mtu <= MAX_HOST_LINK_MTU;
+            assert_eq!(
+                host_links == HostLinks::Shared,
+                shareable,
+                "{switches:?} {mtu}"
+            );
+        }
+    }
+
+    #[test]
     fn topology_sources_and_validation() {
         assert_eq!(
             TopologySource::parse("fat-tree", 6),
@@ -532,6 +570,13 @@ mod tests {
         let mut spec = LabSpec::new("lab1");
         assert!(spec.validate().is_ok());
         spec.mtu = 9216;
+        // Shared host links carry one UMEM frame per packet; the veths take any MTU.
+        assert!(spec
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--mtu 9216"));
+        spec.host_links = HostLinks::Veth;
         assert!(spec.validate().is_ok());
         spec.mtu = 9217;
         assert!(spec
