@@ -255,6 +255,27 @@ impl<'a> HostReceiver<'a> {
         }
     }
 
+    /// Handles what waits in the socket or the host link, then notes completion (and creates
+    /// the done file) as soon as it is all read, and closes the host once it has finished.
+    fn take_input(
+        &mut self,
+        buf: &mut [u8],
+        feedback: &mpsc::Sender<(usize, Feedback)>,
+        stop: &AtomicBool,
+        epoll: &sys::Epoll,
+    ) -> anyhow::Result<()> {
+        self.drain(buf, feedback)
+            .with_context(|| format!("host {}", self.name()))?;
+        if self
+            .check(sys::monotonic_ns(), stop, None)
+            .with_context(|| format!("host {}", self.name()))?
+        {
+            self.unwatch(epoll);
+            self.close(buf);
+        }
+        Ok(())
+    }
+
     /// The host finished: what is still in the socket would be dropped silently with it, so
     /// it is read and counted.
     fn close(&mut self, buf: &mut [u8]) {
@@ -352,16 +373,7 @@ pub(super) fn receive_loop(
                 if !host.shared.is_some_and(SharedLink::pending) {
                     continue;
                 }
-                host.drain(&mut buf, feedback)
-                    .with_context(|| format!("host {}", host.name()))?;
-                // Completion is noted (and the done file created) as soon as it is read.
-                if host
-                    .check(sys::monotonic_ns(), stop, None)
-                    .with_context(|| format!("host {}", host.name()))?
-                {
-                    host.unwatch(&epoll);
-                    host.close(&mut buf);
-                }
+                host.take_input(&mut buf, feedback, stop, &epoll)?;
             }
         }
         if now >= next_sweep {
@@ -403,16 +415,7 @@ pub(super) fn receive_loop(
             if host.finished {
                 continue;
             }
-            host.drain(&mut buf, feedback)
-                .with_context(|| format!("host {}", host.name()))?;
-            // Completion is noted (and the done file created) as soon as the socket is empty.
-            if host
-                .check(sys::monotonic_ns(), stop, None)
-                .with_context(|| format!("host {}", host.name()))?
-            {
-                host.unwatch(&epoll);
-                host.close(&mut buf);
-            }
+            host.take_input(&mut buf, feedback, stop, &epoll)?;
         }
     }
 }
