@@ -406,8 +406,8 @@ impl Worker {
     /// host link, or TX descriptors not all sent or not completed (a descriptor not kicked yet
     /// counts in `tx_outstanding` too). A pool thread asks it instead of stepping an idle
     /// worker; which RX rings have frames it learns from its epoll (a ring lives on a page of
-    /// its own in the kernel's memory: reading every ring of 40 switches on every pass was
-    /// most of a k = 8 lab's pool time).
+    /// its own in the kernel's memory: reading every ring of 40 switches on every pass, 320
+    /// rings, was 9 % of a k = 8 lab's CPU samples at 1 Mbit/s, an eighth of its pool's).
     pub fn has_local_input(&self) -> bool {
         self.has_handoffs()
             || self.ports.iter().any(|port| {
@@ -839,8 +839,8 @@ impl Worker {
             let mut spliced = 0u32;
             let mut diverted = 0u32;
             // Only a port with a frame due looks up where it goes (its peer's end and FIB, the
-            // agent): a queue its shaper holds cost a k = 8 lab a fifth of its stepping in
-            // those lookups, on every step of its switch.
+            // agent): for queues their shapers held, those lookups were a third of a k = 8
+            // lab's time in `Worker::step`, on every step of every switch.
             let due = port.egress.next_departure_ns().is_some_and(|at| at <= now);
             if room > 0 && (due || !port.tx_rest.is_empty()) {
                 let mut writer = tx.transmit(room.min(MAX_BATCH as u32));

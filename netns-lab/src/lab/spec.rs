@@ -525,13 +525,16 @@ mod tests {
 
     #[test]
     fn a_lab_shares_host_links_by_default_only_where_a_spec_may() {
-        for (switches, mtu) in [
-            (Switches::Group, 1500),
-            (Switches::Group, MAX_HOST_LINK_MTU),
-            (Switches::Group, MAX_HOST_LINK_MTU + 1),
-            (Switches::Process, 1500),
+        for (switches, mtu, expected) in [
+            (Switches::Group, 1500, HostLinks::Shared),
+            (Switches::Group, 3506, HostLinks::Shared),
+            (Switches::Group, 3507, HostLinks::Veth),
+            (Switches::Group, 9000, HostLinks::Veth),
+            (Switches::Process, 1500, HostLinks::Veth),
         ] {
             let host_links = HostLinks::for_lab(switches, mtu);
+            assert_eq!(host_links, expected, "{switches:?} at MTU {mtu}");
+            // The default is one the lab accepts.
             let spec = LabSpec {
                 switches,
                 mtu,
@@ -539,13 +542,8 @@ mod tests {
                 ..LabSpec::new("lab")
             };
             assert!(spec.validate().is_ok(), "{switches:?} at MTU {mtu}");
-            let shareable = switches == Switches::Group && mtu <= MAX_HOST_LINK_MTU;
-            assert_eq!(
-                host_links == HostLinks::Shared,
-                shareable,
-                "{switches:?} {mtu}"
-            );
         }
+        assert_eq!(LabSpec::new("lab").host_links, HostLinks::Shared);
     }
 
     #[test]
