@@ -173,6 +173,11 @@ pub struct PacingReport {
     pub send_mean_ns: u64,
     /// The spin window before each departure.
     pub spin_ns: u64,
+    /// The step of the grid the sender's passes fall on (an eighth of a full frame's wire
+    /// time with `--catch-up`; 0: a pass at each departure): each departure is up to one step
+    /// late, which catch-up makes up.
+    #[serde(default)]
+    pub grid_ns: u64,
     /// Late sends were compensated (`--catch-up`).
     pub catch_up: bool,
     /// The sender thread ran SCHED_FIFO (`--rt-priority`).

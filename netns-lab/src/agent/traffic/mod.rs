@@ -36,7 +36,7 @@ mod shared;
 use ofan_dataplane::afxdp::hostlink::RingId;
 use receiver::{receive_loop, HostReceiver};
 use reporting::report;
-use sender::{send_loop, Endpoints, HostSender};
+use sender::{departure_grid_ns, send_loop, Endpoints, HostSender};
 use shared::SharedLink;
 
 /// Receive buffer of the agent's socket: room for bursts of DATA and ACKs.
@@ -453,7 +453,15 @@ pub fn run_agents(
     let (realtime, received) = std::thread::scope(|scope| {
         let (stop, senders) = (&stop, &mut senders);
         let sender = scope.spawn(move || {
-            let result = send_loop(senders, &feedback_rx, stop, first.spin_ns, first.realtime);
+            let grid_ns = departure_grid_ns(first);
+            let result = send_loop(
+                senders,
+                &feedback_rx,
+                stop,
+                first.spin_ns,
+                grid_ns,
+                first.realtime,
+            );
             if result.is_err() {
                 stop.store(true, Ordering::Relaxed);
             }

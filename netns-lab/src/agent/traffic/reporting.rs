@@ -123,6 +123,7 @@ pub(super) fn report(
             late_mean_ns: lateness.mean_ns,
             send_mean_ns: sent.send_ns.checked_div(sent.packets).unwrap_or(0),
             spin_ns: config.spin_ns,
+            grid_ns: sender::departure_grid_ns(config),
             catch_up: config.catch_up,
             realtime: sent.realtime,
             send_retries: sent.send_retries,

@@ -7,6 +7,17 @@
 //! thread ([`send_loop`]) sleeps until the earliest host's wake-up minus the spin window,
 //! spins, and steps every host that is due in one pass, earliest first; which hosts those are
 //! is decided by the pure [`earliest`] and [`due_hosts`].
+//!
+//! With catch-up, the passes fall on a grid ([`departure_grid_ns`], [`on_grid`]): a pass
+//! wakes at the first grid point at or after the earliest departure and serves every host due
+//! by then. One wake-up serves the departures of all hosts that fall within a grid step, each
+//! late by less than the step — an eighth of a frame's wire time, which the next gap makes up
+//! (catch-up shortens it by up to half a wire time), so no host's rate changes and a host's
+//! own departures are never sent together. Without the grid, a shared agent woke for each
+//! departure that came due alone, preempting the switches' pool each time: in a 512 KB
+//! permutation at k = 8 and 2 Mbit/s (128 hosts, ≈ 21 000 departures a second) `perf sched`
+//! counted 13 596 context switches of the sender and 853 ms of its CPU, against 2 732–3 286 and
+//! 179–214 ms with the grid.
 
 use super::*;
 
@@ -22,6 +33,29 @@ pub(super) fn wait_until(due_ns: u64, spin_ns: u64) -> u64 {
         } else {
             std::hint::spin_loop();
         }
+    }
+}
+
+/// How many grid steps a full DATA frame's wire time spans ([`departure_grid_ns`]).
+pub(super) const GRID_STEPS_PER_FRAME: u64 = 8;
+
+/// The step of the grid the passes fall on, ns: an eighth of a full DATA frame's wire time at
+/// the link rate — with catch-up only (0: no grid; a strict pacer would lose each step's
+/// lateness).
+pub(super) fn departure_grid_ns(config: &AgentConfig) -> u64 {
+    if !config.catch_up || config.link_rate_bps == 0 {
+        return 0;
+    }
+    let wire_bits = wire::wire_bytes(u64::from(config.payload)) * 8;
+    wire_bits * 1_000_000_000 / config.link_rate_bps / GRID_STEPS_PER_FRAME
+}
+
+/// The first point of a grid of step `grid_ns` at or after `at` (`at` itself without a grid).
+pub(super) fn on_grid(at: u64, grid_ns: u64) -> u64 {
+    if grid_ns == 0 {
+        at
+    } else {
+        at.div_ceil(grid_ns).saturating_mul(grid_ns)
     }
 }
 
@@ -309,9 +343,10 @@ impl<'a> HostSender<'a> {
     }
 }
 
-/// Runs every host's sender until each is done or `stop` is set: sleeps until the earliest
-/// wake-up less `spin_ns`, spins, and steps every host due. ACKs (tagged with their host's
-/// index) are applied before each pass. Returns whether the thread ran real-time.
+/// Runs every host's sender until each is done or `stop` is set: sleeps until the grid point
+/// at or after the earliest wake-up ([`on_grid`], step `grid_ns`; 0: the wake-up itself) less
+/// `spin_ns`, spins, and steps every host due. ACKs (tagged with their host's index) are
+/// applied before each pass. Returns whether the thread ran real-time.
 ///
 /// # Errors
 /// A host's send error, naming the host.
@@ -320,6 +355,7 @@ pub(super) fn send_loop(
     feedback: &mpsc::Receiver<(usize, Feedback)>,
     stop: &AtomicBool,
     spin_ns: u64,
+    grid_ns: u64,
     realtime: Option<i32>,
 ) -> anyhow::Result<bool> {
     // Wake-ups as close to the asked time as the kernel allows (the default slack is 50 µs).
@@ -338,9 +374,10 @@ pub(super) fn send_loop(
         for (wake, host) in wakes.iter_mut().zip(hosts.iter_mut()) {
             *wake = host.next_wake();
         }
-        let Some((_, at)) = earliest(&wakes) else {
+        let Some((_, earliest_at)) = earliest(&wakes) else {
             break;
         };
+        let at = on_grid(earliest_at, grid_ns);
         // Never sleep longer than IDLE_POLL: the stop flag is checked that often.
         let poll_end = sys::monotonic_ns() + IDLE_POLL.as_nanos() as u64;
         if at > poll_end {
@@ -410,6 +447,61 @@ mod tests {
         assert!(!is_due(None, u64::MAX));
         assert_eq!(earliest(&[None, None]), None);
         assert_eq!(earliest(&[]), None);
+    }
+
+    #[test]
+    fn passes_fall_on_a_grid_of_an_eighth_of_a_frame_time_with_catch_up_only() {
+        let mut config = loopback_config(1, Duration::from_millis(5));
+        assert_eq!(departure_grid_ns(&config), 0, "strict pacing: no grid");
+        config.catch_up = true;
+        // 1538 wire bytes at 10 Mbit/s: 1.2304 ms, an eighth of it.
+        assert_eq!(departure_grid_ns(&config), 153_800);
+        assert_eq!(on_grid(1_000_001, 0), 1_000_001);
+        assert_eq!(on_grid(153_800, 153_800), 153_800);
+        assert_eq!(on_grid(153_801, 153_800), 307_600);
+        // One pass at the grid point serves every host due by then, earliest first.
+        let wakes = [Some(260), Some(150), Some(101), None];
+        let (_, at) = earliest(&wakes).unwrap();
+        let mut due = Vec::new();
+        due_hosts(&wakes, on_grid(at, 100), &mut due);
+        assert_eq!(due, [2, 1]);
+    }
+
+    #[test]
+    fn a_departure_late_by_its_grid_step_keeps_the_host_on_its_schedule() {
+        let mut config = loopback_config(1, Duration::from_millis(10));
+        config.catch_up = true;
+        let grid = departure_grid_ns(&config);
+        let flows: Vec<OutFlow> = vec![OutFlow {
+            id: 0,
+            dst: SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 9).into(),
+            dst_v4: SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 9),
+            packets: 3,
+            last_payload: 1472,
+        }];
+        let socket = udp_socket().unwrap();
+        socket
+            .bind(&SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0).into())
+            .unwrap();
+        let pool = [socket];
+        let link = HostLink::new(1e7);
+        let endpoints = Endpoints {
+            pool: &pool,
+            ports: &[0],
+            shared: None,
+        };
+        let deadline = config.start_at_ns + 10_000_000;
+        let mut host = HostSender::new(&config, &flows, endpoints, &link, deadline);
+        host.step(1_000_000).unwrap();
+        assert_eq!(host.next_wake(), Some(2_230_400));
+        // Served at the next grid point, 76.6 µs late: the next departure is still due one
+        // frame time after the first was, not after this one.
+        let served = on_grid(2_230_400, grid);
+        assert_eq!(served, 2_307_000);
+        host.step(served).unwrap();
+        assert_eq!(host.next_wake(), Some(3_460_800));
+        let stats = host.finish(false);
+        assert_eq!(stats.lateness.summary().max_ns, 76_600);
     }
 
     fn loopback_config(flows: usize, timeout: Duration) -> AgentConfig {

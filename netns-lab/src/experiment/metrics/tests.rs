@@ -97,6 +97,7 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
             late_mean_ns: 400,
             send_mean_ns: 20_000,
             spin_ns: 50_000,
+            grid_ns: 0,
             catch_up: false,
             realtime: true,
             send_retries: 0,
