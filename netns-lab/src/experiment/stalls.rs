@@ -47,7 +47,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ofan_dataplane::afxdp::awake::{Starvation, STARVED_BACKOFF_MS};
+use ofan_dataplane::afxdp::awake::{step_aside, Starvation, STARVED_BACKOFF_MS};
 use ofan_model::report::MachineStalls;
 use serde::Serialize;
 
@@ -388,7 +388,7 @@ impl StallWatch {
                         sys::cpu::pin_to_cpu(cpu)
                             .and_then(|()| sys::cpu::set_idle_policy())
                             .ok()
-                            .map(|()| watch_hidden(&stop, origin, beside.as_ref()))
+                            .map(|()| watch_hidden(&stop, cpu, origin, beside.as_ref()))
                     })?,
             );
         }
@@ -489,7 +489,12 @@ pub fn machine_stalls(
 /// A watching thread's loop until `stop`: the stalls of at least [`WATCH_GAP_NS`] hidden from
 /// the scheduler, the CPU time it ran (stalls included), and when it or the keep-awake thread
 /// beside it on its CPU (`beside`, its `schedstat`) ran, in windows from `origin_ns`.
-fn watch_hidden(stop: &AtomicBool, origin_ns: u64, beside: Option<&std::fs::File>) -> Watched {
+fn watch_hidden(
+    stop: &AtomicBool,
+    cpu: usize,
+    origin_ns: u64,
+    beside: Option<&std::fs::File>,
+) -> Watched {
     let cpu_start = sys::cpu::thread_cpu_ns();
     let mut gaps = Gaps::default();
     let mut windows = RanWindows::new(origin_ns);
@@ -531,7 +536,10 @@ fn watch_hidden(stop: &AtomicBool, origin_ns: u64, beside: Option<&std::fs::File
         // sleep is a gap in its clock reads during which its CPU clock stands still: no
         // hidden stall.)
         if read_at == now && starvation.starved(now, cpu_at) {
-            back_off(stop);
+            step_aside(cpu, || {
+                back_off(stop);
+                !stop.load(Ordering::Relaxed)
+            });
             starvation.resumed(sys::agent::monotonic_ns(), sys::cpu::thread_cpu_ns());
         }
     }
