@@ -467,31 +467,54 @@ mod tests {
         assert_eq!(due, [2, 1]);
     }
 
+    /// One host with one 3-packet flow to a port nobody listens on (the sends go nowhere), a
+    /// socket of its own and a 10 Mbit/s link.
+    struct OneFlow {
+        config: AgentConfig,
+        flows: Vec<OutFlow>,
+        pool: [Socket; 1],
+        link: HostLink,
+    }
+
+    impl OneFlow {
+        fn new(config: AgentConfig, last_payload: u32) -> Self {
+            let to = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 9);
+            let socket = udp_socket().unwrap();
+            socket
+                .bind(&SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0).into())
+                .unwrap();
+            Self {
+                config,
+                flows: vec![OutFlow {
+                    id: 0,
+                    dst: to.into(),
+                    dst_v4: to,
+                    packets: 3,
+                    last_payload,
+                }],
+                pool: [socket],
+                link: HostLink::new(1e7),
+            }
+        }
+
+        /// Its sender, done at `deadline`.
+        fn sender(&self, deadline: u64) -> HostSender<'_> {
+            let endpoints = Endpoints {
+                pool: &self.pool,
+                ports: &[0],
+                shared: None,
+            };
+            HostSender::new(&self.config, &self.flows, endpoints, &self.link, deadline)
+        }
+    }
+
     #[test]
     fn a_departure_late_by_its_grid_step_keeps_the_host_on_its_schedule() {
         let mut config = loopback_config(1, Duration::from_millis(10));
         config.catch_up = true;
         let grid = departure_grid_ns(&config);
-        let flows: Vec<OutFlow> = vec![OutFlow {
-            id: 0,
-            dst: SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 9).into(),
-            dst_v4: SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 9),
-            packets: 3,
-            last_payload: 1472,
-        }];
-        let socket = udp_socket().unwrap();
-        socket
-            .bind(&SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0).into())
-            .unwrap();
-        let pool = [socket];
-        let link = HostLink::new(1e7);
-        let endpoints = Endpoints {
-            pool: &pool,
-            ports: &[0],
-            shared: None,
-        };
-        let deadline = config.start_at_ns + 10_000_000;
-        let mut host = HostSender::new(&config, &flows, endpoints, &link, deadline);
+        let host = OneFlow::new(config, 1472);
+        let mut host = host.sender(host.config.start_at_ns + 10_000_000);
         host.step(1_000_000).unwrap();
         assert_eq!(host.next_wake(), Some(2_230_400));
         // Served at the next grid point, 76.6 µs late: the next departure is still due one
@@ -537,28 +560,10 @@ mod tests {
 
     #[test]
     fn a_host_paces_its_departures_and_stops_at_its_deadline() {
-        let config = loopback_config(1, Duration::from_millis(5));
-        let flows: Vec<OutFlow> = vec![OutFlow {
-            id: 0,
-            // Nobody listens there: the sends go nowhere.
-            dst: SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 9).into(),
-            dst_v4: SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), 9),
-            packets: 3,
-            last_payload: 100,
-        }];
-        let socket = udp_socket().unwrap();
-        socket
-            .bind(&SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0).into())
-            .unwrap();
-        let pool = [socket];
-        let link = HostLink::new(1e7);
+        let fixture = OneFlow::new(loopback_config(1, Duration::from_millis(5)), 100);
+        let config = &fixture.config;
         let deadline = config.start_at_ns + 5_000_000;
-        let endpoints = Endpoints {
-            pool: &pool,
-            ports: &[0],
-            shared: None,
-        };
-        let mut host = HostSender::new(&config, &flows, endpoints, &link, deadline);
+        let mut host = fixture.sender(deadline);
         assert_eq!(
             host.next_wake(),
             Some(1_000_000),
