@@ -258,9 +258,10 @@ pub fn step_aside(cpu: usize, mut back_off: impl FnMut() -> bool) {
 ///
 /// A spinner back from its back-off has no history to judge itself by for a window, and the
 /// kernel may be in the middle of that block: on 2026-12-04 (k = 8, 2 Mbit/s, `perf sched
-/// timehist`) a keep-awake thread woke from its 200 ms and spun 47.9 ms of a 48-ms stop in which
-/// every agent waited (their sender, woken on that CPU, was not moved to the other, where only
-/// the pool ran). So a starved spinner goes back to spinning only after a back-off in which its
+/// timehist`) the run's watch on CPU 0 woke from its 200 ms and spun 47.9 ms of a 50-ms stop in
+/// which every agent waited (their sender, woken on that CPU, was not moved to the other, where
+/// only the pool ran), and a second earlier this CPU's keep-awake thread had done the same for
+/// 47.9 ms to the agents' receiver. So a starved spinner goes back to spinning only after a back-off in which its
 /// CPU had room ([`step_aside`]): k = 8 at 2 Mbit/s was then faithful in 6 of 6 alternating
 /// runs, against 2 of 6 with the agents' grid alone (their worst departures 1.5–18 ms late
 /// against 12–47 ms).
