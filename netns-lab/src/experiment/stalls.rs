@@ -47,7 +47,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ofan_dataplane::afxdp::awake::{step_aside, Starvation, STARVED_BACKOFF_MS};
+use ofan_dataplane::afxdp::awake::{cpu_idle_ns, step_aside, Starvation, STARVED_BACKOFF_MS};
 use ofan_model::report::MachineStalls;
 use serde::Serialize;
 
@@ -531,13 +531,23 @@ fn watch_hidden(
         }
         previous = now;
         // Other work holds the CPU: a watch ready to run would take the share the kernel keeps
-        // for ordinary tasks in one block, stopping the lab ([`Starvation`]). It steps aside;
-        // the windows of the back-off count as full, which they were when it began. (The
-        // sleep is a gap in its clock reads during which its CPU clock stands still: no
-        // hidden stall.)
+        // for ordinary tasks in one block, stopping the lab ([`Starvation`]). It steps aside
+        // (for as many back-offs as its CPU stays full, [`step_aside`]); the windows of a
+        // back-off count as full but for the time its CPU idled meanwhile (its cpuidle
+        // residency), which had time to spare — where in the back-off is not known, so at its
+        // end, as the keep-awake thread's spinning. (The sleep is a gap in its clock reads
+        // during which its CPU clock stands still: no hidden stall.)
         if read_at == now && starvation.starved(now, cpu_at) {
             step_aside(cpu, || {
+                let (from, idle_before) = (sys::agent::monotonic_ns(), cpu_idle_ns(cpu));
                 back_off(stop);
+                let idle_after = cpu_idle_ns(cpu);
+                record_idle(
+                    &mut windows,
+                    from,
+                    sys::agent::monotonic_ns(),
+                    idle_before.zip(idle_after),
+                );
                 !stop.load(Ordering::Relaxed)
             });
             starvation.resumed(sys::agent::monotonic_ns(), sys::cpu::thread_cpu_ns());
@@ -548,6 +558,18 @@ fn watch_hidden(
         gaps,
         ran_ns: sys::cpu::thread_cpu_ns() - cpu_start,
         windows,
+    }
+}
+
+/// Records the time a CPU idled during a watch's back-off from `from_ns` to `end_ns` (its
+/// cpuidle residency before and after, `None` without cpuidle) as time to spare, at the
+/// back-off's end (where in it is not known); at most the back-off itself.
+fn record_idle(windows: &mut RanWindows, from_ns: u64, end_ns: u64, idle: Option<(u64, u64)>) {
+    if let Some((before, after)) = idle {
+        let idle = after
+            .saturating_sub(before)
+            .min(end_ns.saturating_sub(from_ns));
+        windows.record(end_ns - idle, end_ns);
     }
 }
 
@@ -613,6 +635,27 @@ fn cpu_ticks(stat: &str, cpu: usize) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_back_off_counts_the_time_its_cpu_idled_as_time_to_spare_at_its_end() {
+        let w = FULL_WINDOW_NS;
+        let mut windows = RanWindows::new(0);
+        // 200 ms of back-off from 0, the CPU idle 30 ms of them: the last three windows.
+        record_idle(&mut windows, 0, 20 * w, Some((1_000, 1_000 + 3 * w)));
+        assert_eq!(windows.ran_in(16), 0);
+        assert_eq!(windows.ran_in(17), w);
+        assert_eq!(windows.ran_in(19), w);
+        // Never more than the back-off; nothing without cpuidle figures.
+        let mut windows = RanWindows::new(0);
+        record_idle(&mut windows, 5 * w, 7 * w, Some((0, 100 * w)));
+        assert_eq!(
+            (windows.ran_in(4), windows.ran_in(5), windows.ran_in(6)),
+            (0, w, w)
+        );
+        let mut windows = RanWindows::new(0);
+        record_idle(&mut windows, 0, 20 * w, None);
+        assert_eq!(windows, RanWindows::new(0));
+    }
 
     #[test]
     fn short_gaps_are_not_lost_and_long_ones_are_counted() {
