@@ -87,11 +87,15 @@ impl KeepAwake {
                     judged_at = now;
                     if starvation.starved(now, sys::thread_cpu_ns()) {
                         // Not `sleeping`: frames do not wake it before the back-off is over.
-                        step_aside(index, || {
-                            epoll.wait(STARVED_BACKOFF_MS);
-                            self.wakers[index].drain();
-                            !self.stop.load(Ordering::Relaxed)
-                        });
+                        step_aside(
+                            index,
+                            || {
+                                epoll.wait(STARVED_BACKOFF_MS);
+                                self.wakers[index].drain();
+                                !self.stop.load(Ordering::Relaxed)
+                            },
+                            |_, _, _| {},
+                        );
                         starvation.resumed(monotonic_ns(), sys::thread_cpu_ns());
                         continue;
                     }
@@ -216,17 +220,24 @@ pub fn room_after_back_off(idle_ns: Option<u64>, span_ns: u64) -> bool {
 
 /// Steps a starved spinner on CPU `cpu` aside: `back_off` (which sleeps about
 /// [`STARVED_BACKOFF_MS`] and says whether to go on) until a back-off in which the CPU had
-/// room ([`room_after_back_off`]), or until `back_off` says stop.
-pub fn step_aside(cpu: usize, mut back_off: impl FnMut() -> bool) {
+/// room ([`room_after_back_off`]), or until `back_off` says stop. Each back-off's span and the
+/// time its CPU idled meanwhile (`None` without cpuidle) go to `idled(from_ns, end_ns,
+/// idle_ns)`, for a caller that accounts for them (the lab's stall watch) without reading
+/// cpuidle again.
+pub fn step_aside(
+    cpu: usize,
+    mut back_off: impl FnMut() -> bool,
+    mut idled: impl FnMut(u64, u64, Option<u64>),
+) {
     loop {
         let (from, idle_from) = (monotonic_ns(), cpu_idle_ns(cpu));
-        if !back_off() {
-            return;
-        }
-        let idle = cpu_idle_ns(cpu)
+        let go_on = back_off();
+        let (end, idle_end) = (monotonic_ns(), cpu_idle_ns(cpu));
+        let idle = idle_end
             .zip(idle_from)
             .map(|(now, from)| now.saturating_sub(from));
-        if room_after_back_off(idle, monotonic_ns() - from) {
+        idled(from, end, idle);
+        if !go_on || room_after_back_off(idle, end - from) {
             return;
         }
     }

@@ -47,7 +47,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ofan_dataplane::afxdp::awake::{cpu_idle_ns, step_aside, Starvation, STARVED_BACKOFF_MS};
+use ofan_dataplane::afxdp::awake::{step_aside, Starvation, STARVED_BACKOFF_MS};
 use ofan_model::report::MachineStalls;
 use serde::Serialize;
 
@@ -538,18 +538,14 @@ fn watch_hidden(
         // end, as the keep-awake thread's spinning. (The sleep is a gap in its clock reads
         // during which its CPU clock stands still: no hidden stall.)
         if read_at == now && starvation.starved(now, cpu_at) {
-            step_aside(cpu, || {
-                let (from, idle_before) = (sys::agent::monotonic_ns(), cpu_idle_ns(cpu));
-                back_off(stop);
-                let idle_after = cpu_idle_ns(cpu);
-                record_idle(
-                    &mut windows,
-                    from,
-                    sys::agent::monotonic_ns(),
-                    idle_before.zip(idle_after),
-                );
-                !stop.load(Ordering::Relaxed)
-            });
+            step_aside(
+                cpu,
+                || {
+                    back_off(stop);
+                    !stop.load(Ordering::Relaxed)
+                },
+                |from, end, idle| record_idle(&mut windows, from, end, idle),
+            );
             starvation.resumed(sys::agent::monotonic_ns(), sys::cpu::thread_cpu_ns());
         }
     }
@@ -561,14 +557,12 @@ fn watch_hidden(
     }
 }
 
-/// Records the time a CPU idled during a watch's back-off from `from_ns` to `end_ns` (its
-/// cpuidle residency before and after, `None` without cpuidle) as time to spare, at the
-/// back-off's end (where in it is not known); at most the back-off itself.
-fn record_idle(windows: &mut RanWindows, from_ns: u64, end_ns: u64, idle: Option<(u64, u64)>) {
-    if let Some((before, after)) = idle {
-        let idle = after
-            .saturating_sub(before)
-            .min(end_ns.saturating_sub(from_ns));
+/// Records the time a CPU idled during a watch's back-off from `from_ns` to `end_ns` (from its
+/// cpuidle residency, `None` without cpuidle) as time to spare, at the back-off's end (where in
+/// it is not known); at most the back-off itself.
+fn record_idle(windows: &mut RanWindows, from_ns: u64, end_ns: u64, idle_ns: Option<u64>) {
+    if let Some(idle) = idle_ns {
+        let idle = idle.min(end_ns.saturating_sub(from_ns));
         windows.record(end_ns - idle, end_ns);
     }
 }
@@ -641,13 +635,13 @@ mod tests {
         let w = FULL_WINDOW_NS;
         let mut windows = RanWindows::new(0);
         // 200 ms of back-off from 0, the CPU idle 30 ms of them: the last three windows.
-        record_idle(&mut windows, 0, 20 * w, Some((1_000, 1_000 + 3 * w)));
+        record_idle(&mut windows, 0, 20 * w, Some(3 * w));
         assert_eq!(windows.ran_in(16), 0);
         assert_eq!(windows.ran_in(17), w);
         assert_eq!(windows.ran_in(19), w);
         // Never more than the back-off; nothing without cpuidle figures.
         let mut windows = RanWindows::new(0);
-        record_idle(&mut windows, 5 * w, 7 * w, Some((0, 100 * w)));
+        record_idle(&mut windows, 5 * w, 7 * w, Some(100 * w));
         assert_eq!(
             (windows.ran_in(4), windows.ran_in(5), windows.ran_in(6)),
             (0, w, w)
