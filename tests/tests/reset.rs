@@ -10,7 +10,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial};
+use ofan_tests::{
+    binary, kernel_has_fair_server, namespaces_with_prefix, ofan_xdp_programs, rt_runtime_us,
+    serial,
+};
 
 const LABS: &str = "/run/ofan/labs";
 
@@ -119,6 +122,7 @@ fn reset_returns_the_machine_to_clean() {
     let _machine = serial();
     let pid = std::process::id();
     let softirq_before = ksoftirqd_policies();
+    let rt_runtime_before = rt_runtime_us();
     let (kept, lost, stray) = (
         format!("t{pid}r1"),
         format!("t{pid}r2"),
@@ -154,6 +158,14 @@ fn reset_returns_the_machine_to_clean() {
         ksoftirqd_policies()
     );
 
+    if kernel_has_fair_server() {
+        assert_eq!(
+            rt_runtime_us(),
+            -1,
+            "while labs run on a kernel with the fair server, real-time throttling is lifted"
+        );
+    }
+
     let said = lab(&["reset"]);
     eprintln!("{said}");
     let left = ofan_objects();
@@ -173,6 +185,11 @@ fn reset_returns_the_machine_to_clean() {
         ksoftirqd_policies(),
         softirq_before,
         "reset puts ksoftirqd back as it ran"
+    );
+    assert_eq!(
+        rt_runtime_us(),
+        rt_runtime_before,
+        "reset puts the real-time throttling back"
     );
     let living: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
     assert!(living.is_empty(), "switch processes left: {living:?}");

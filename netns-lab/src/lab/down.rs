@@ -82,6 +82,7 @@ pub fn down(name: &str) -> anyhow::Result<Removed> {
     }
     dir.remove()?;
     super::softirq::restore_if_no_lab()?;
+    super::rt_throttle::restore_if_no_lab()?;
     super::neighbours::restore_if_no_lab()?;
     Ok(Removed {
         had_state: state.is_some(),
@@ -125,6 +126,7 @@ pub fn down_all() -> anyhow::Result<RemovedAll> {
         }
     }
     super::softirq::restore_if_no_lab()?;
+    super::rt_throttle::restore_if_no_lab()?;
     super::neighbours::restore_if_no_lab()?;
     let mut root = Rtnl::open()?;
     let links: Vec<_> = root

@@ -19,8 +19,9 @@
 //! - `ping`: `pingall` with raw ICMP sockets inside the host namespaces.
 //! - `blackhole`: the drops of `link A B blackhole` (switch XDP flag, host tc filter).
 //! - [`mod@up`], [`mod@down`], [`loaded`], [`status`], [`ops`]: the API above, one job each.
-//! - [`neighbours`], [`softirq`]: the machine-wide settings labs need while they run (the
-//!   neighbour table's room, `ksoftirqd`'s priority), recorded and put back by the last `down`.
+//! - [`neighbours`], [`softirq`], [`rt_throttle`]: the machine-wide settings labs need while
+//!   they run (the neighbour table's room, `ksoftirqd`'s priority, the kernel's real-time
+//!   throttling), recorded and put back by the last `down`.
 //! - `sys`: the module's only `unsafe` (setns, setsid, umount, ethtool, kill).
 //!
 //! Naming: lab `L`'s namespaces are `ofan-L-<node>` (lab names are lowercase letters and
@@ -39,6 +40,7 @@ mod ping;
 pub mod plan;
 pub(crate) mod procs;
 mod rate;
+pub mod rt_throttle;
 pub mod softirq;
 pub mod spec;
 pub mod state;

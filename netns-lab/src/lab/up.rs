@@ -186,6 +186,20 @@ fn build(
     // The kernel's network processing must not wait behind the lab's real-time threads.
     if state.params.rt_priority > 0 {
         super::softirq::raise(super::softirq::KSOFTIRQD_RT_PRIORITY)?;
+        // Nor stop for the rest of a second once real-time work filled the CPUs for 95 % of it.
+        match super::rt_throttle::lift()? {
+            super::rt_throttle::Lifted::Lifted { from } => observer.note(&format!(
+                "ofan-lab: the kernel's real-time throttling lifted (kernel.sched_rt_runtime_us \
+                 {from} -> -1; its fair server still keeps 5 % of each CPU for ordinary tasks), \
+                 until the last lab goes down"
+            )),
+            super::rt_throttle::Lifted::Refused { error } => observer.note(&format!(
+                "ofan-lab: warning: could not lift the kernel's real-time throttling ({error}); \
+                 a run that fills the CPUs for over 0.95 s stops for the rest of that second \
+                 (see docs/lab.md, Real-time throttling)"
+            )),
+            super::rt_throttle::Lifted::AlreadyOff | super::rt_throttle::Lifted::Kept { .. } => {}
+        }
     }
     // Switches.
     if state.params.switches == super::spec::Switches::Group {
