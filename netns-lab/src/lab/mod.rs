@@ -21,7 +21,7 @@
 //! - [`mod@up`], [`mod@down`], [`loaded`], [`status`], [`ops`]: the API above, one job each.
 //! - [`neighbours`], [`softirq`], [`rt_throttle`]: the machine-wide settings labs need while
 //!   they run (the neighbour table's room, `ksoftirqd`'s priority, the kernel's real-time
-//!   throttling), recorded and put back by the last `down`.
+//!   throttling), recorded and put back by the last `down` (`machine`: the record they share).
 //! - `sys`: the module's only `unsafe` (setns, setsid, umount, ethtool, kill).
 //!
 //! Naming: lab `L`'s namespaces are `ofan-L-<node>` (lab names are lowercase letters and
@@ -33,6 +33,7 @@ mod blackhole;
 pub mod down;
 pub mod group;
 pub mod loaded;
+mod machine;
 pub mod neighbours;
 mod net;
 pub mod ops;

@@ -33,11 +33,13 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::machine::Record;
+
 /// Where the three thresholds live (the initial namespace's: the table's).
 const SYSCTL_DIR: &str = "/proc/sys/net/ipv4/neigh/default";
 /// The table's statistics: the first column of every line is its number of entries (hex).
 const ARP_CACHE_STAT: &str = "/proc/net/stat/arp_cache";
-const RECORD: &str = "/run/ofan/neighbour-table.json";
+const RECORD: Record = Record("/run/ofan/neighbour-table.json");
 
 /// Entries beyond the count that `up` leaves room for, as a share of it (1 / `SPARE_SHARE`)
 /// plus [`SPARE_MIN`]: the switches' kernels learn a few more (BGP daemons, a traceroute's
@@ -173,15 +175,7 @@ pub fn make_room(more: u32) -> anyhow::Result<Raised> {
             refused: None,
         });
     }
-    let record = Path::new(RECORD);
-    let recorded_here = !record.exists();
-    if recorded_here {
-        if let Some(parent) = record.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(record, serde_json::to_string(&from)? + "\n")
-            .with_context(|| format!("cannot write {RECORD}"))?;
-    }
+    let recorded_here = RECORD.keep(&from)?;
     match to.write() {
         Ok(()) => Ok(Raised {
             from,
@@ -192,7 +186,7 @@ pub fn make_room(more: u32) -> anyhow::Result<Raised> {
             // Put back what was raised before the failure; nothing to restore then.
             let _ = from.write();
             if recorded_here {
-                let _ = std::fs::remove_file(record);
+                RECORD.forget();
             }
             if !from.holds(needed) {
                 anyhow::bail!(
@@ -222,19 +216,10 @@ pub fn make_room(more: u32) -> anyhow::Result<Raised> {
 /// # Errors
 /// The record cannot be read or removed, a threshold cannot be set.
 pub fn restore_if_no_lab() -> anyhow::Result<Option<Thresholds>> {
-    if !super::state::StateDir::all_labs().is_empty() {
-        return Ok(None);
-    }
-    let text = match std::fs::read_to_string(RECORD) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error).context(RECORD),
-    };
-    let original: Thresholds =
-        serde_json::from_str(&text).with_context(|| format!("bad {RECORD}"))?;
-    original.write()?;
-    std::fs::remove_file(RECORD).with_context(|| format!("cannot remove {RECORD}"))?;
-    Ok(Some(original))
+    RECORD.put_back_if_no_lab(|original: Thresholds| {
+        original.write()?;
+        Ok(original)
+    })
 }
 
 #[cfg(test)]

@@ -22,14 +22,14 @@
 //! task (routing daemons, the lab's control threads, a shell). Labs built with
 //! `--rt-priority 0` run nothing real-time and leave it alone.
 
-use std::path::Path;
-
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::machine::Record;
+
 const SYSCTL: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 const OS_RELEASE: &str = "/proc/sys/kernel/osrelease";
-const RECORD: &str = "/run/ofan/rt-runtime.json";
+const RECORD: Record = Record("/run/ofan/rt-runtime.json");
 
 /// `sched_rt_runtime_us` without a limit.
 const UNLIMITED: i64 = -1;
@@ -103,23 +103,14 @@ pub fn lift() -> anyhow::Result<Lifted> {
     if from == UNLIMITED {
         return Ok(Lifted::AlreadyOff);
     }
-    let record = Path::new(RECORD);
-    let recorded_here = !record.exists();
-    if recorded_here {
-        if let Some(parent) = record.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let original = Original {
-            sched_rt_runtime_us: from,
-        };
-        std::fs::write(record, serde_json::to_string(&original)? + "\n")
-            .with_context(|| format!("cannot write {RECORD}"))?;
-    }
+    let recorded_here = RECORD.keep(&Original {
+        sched_rt_runtime_us: from,
+    })?;
     match write_runtime(UNLIMITED) {
         Ok(()) => Ok(Lifted::Lifted { from }),
         Err(error) => {
             if recorded_here {
-                let _ = std::fs::remove_file(record);
+                RECORD.forget();
             }
             Ok(Lifted::Refused {
                 error: format!("{error:#}"),
@@ -133,19 +124,10 @@ pub fn lift() -> anyhow::Result<Lifted> {
 /// # Errors
 /// The record cannot be read or removed, the setting cannot be written.
 pub fn restore_if_no_lab() -> anyhow::Result<Option<i64>> {
-    if !super::state::StateDir::all_labs().is_empty() {
-        return Ok(None);
-    }
-    let text = match std::fs::read_to_string(RECORD) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error).context(RECORD),
-    };
-    let original: Original =
-        serde_json::from_str(&text).with_context(|| format!("bad {RECORD}"))?;
-    write_runtime(original.sched_rt_runtime_us)?;
-    std::fs::remove_file(RECORD).with_context(|| format!("cannot remove {RECORD}"))?;
-    Ok(Some(original.sched_rt_runtime_us))
+    RECORD.put_back_if_no_lab(|original: Original| {
+        write_runtime(original.sched_rt_runtime_us)?;
+        Ok(original.sched_rt_runtime_us)
+    })
 }
 
 #[cfg(test)]

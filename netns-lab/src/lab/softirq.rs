@@ -15,18 +15,17 @@
 //! `down --all`/`reset` — puts back what was recorded. Labs built with `--rt-priority 0` leave
 //! the kernel's threads alone.
 
-use std::path::Path;
-
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::machine::Record;
 use crate::sys::lab as sys;
 
 /// SCHED_FIFO priority of `ksoftirqd` while labs run: above the switch group's pool
 /// ([`super::spec::GROUP_RT_PRIORITY`]) and the agents' senders.
 pub const KSOFTIRQD_RT_PRIORITY: u8 = 45;
 
-const RECORD: &str = "/run/ofan/ksoftirqd.json";
+const RECORD: Record = Record("/run/ofan/ksoftirqd.json");
 
 /// One `ksoftirqd` thread as it was before the first lab raised it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,9 +55,8 @@ fn ksoftirqd_pids() -> Vec<u32> {
 /// # Errors
 /// The record cannot be written; a thread's policy cannot be read or set.
 pub fn raise(priority: u8) -> anyhow::Result<()> {
-    let record = Path::new(RECORD);
     let pids = ksoftirqd_pids();
-    if !record.exists() {
+    if !RECORD.exists() {
         let originals = pids
             .iter()
             .map(|&pid| {
@@ -71,11 +69,7 @@ pub fn raise(priority: u8) -> anyhow::Result<()> {
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        if let Some(parent) = record.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(record, serde_json::to_string(&originals)? + "\n")
-            .with_context(|| format!("cannot write {RECORD}"))?;
+        RECORD.keep(&originals)?;
     }
     for pid in pids {
         sys::set_scheduler(pid, libc::SCHED_FIFO, i32::from(priority))
@@ -89,25 +83,16 @@ pub fn raise(priority: u8) -> anyhow::Result<()> {
 /// # Errors
 /// The record cannot be read or removed.
 pub fn restore_if_no_lab() -> anyhow::Result<usize> {
-    if !super::state::StateDir::all_labs().is_empty() {
-        return Ok(0);
-    }
-    let text = match std::fs::read_to_string(RECORD) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(error) => return Err(error).context(RECORD),
-    };
-    let originals: Vec<Original> =
-        serde_json::from_str(&text).with_context(|| format!("bad {RECORD}"))?;
-    let mut restored = 0;
-    for original in &originals {
+    let restored = RECORD.put_back_if_no_lab(|originals: Vec<Original>| {
         // A thread gone since (a CPU taken offline) has nothing to restore.
-        if sys::set_scheduler(original.pid, original.policy, original.priority).is_ok() {
-            restored += 1;
-        }
-    }
-    std::fs::remove_file(RECORD).with_context(|| format!("cannot remove {RECORD}"))?;
-    Ok(restored)
+        Ok(originals
+            .iter()
+            .filter(|original| {
+                sys::set_scheduler(original.pid, original.policy, original.priority).is_ok()
+            })
+            .count())
+    })?;
+    Ok(restored.unwrap_or(0))
 }
 
 #[cfg(test)]
