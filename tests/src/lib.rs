@@ -45,34 +45,6 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The kernel's real-time throttling now: `kernel.sched_rt_runtime_us` (-1: lifted).
-///
-/// # Panics
-/// The setting cannot be read or is not a number.
-#[must_use]
-pub fn rt_runtime_us() -> i64 {
-    std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
-        .expect("read sched_rt_runtime_us")
-        .trim()
-        .parse()
-        .expect("sched_rt_runtime_us is a number")
-}
-
-/// Whether this kernel has the fair class's deadline server (6.12 on): there labs lift the
-/// real-time throttling while they run (`netns-lab`'s `lab::rt_throttle`).
-///
-/// # Panics
-/// The kernel's release cannot be read.
-#[must_use]
-pub fn kernel_has_fair_server() -> bool {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
-    let mut numbers = release
-        .trim()
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|n| n.parse::<u32>().unwrap_or(0));
-    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0)) >= (6, 12)
-}
-
 /// Whether this process runs as root (effective uid 0), which the root suites need to create
 /// network namespaces and attach XDP programs.
 pub fn is_root() -> bool {

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use ofan_tests::{binary, kernel_has_fair_server, namespaces_with_prefix, rt_runtime_us, serial};
+use ofan_lab::lab::rt_throttle;
+use ofan_tests::{binary, namespaces_with_prefix, serial};
 use ofan_topology::{Role, Topology};
 use serde_json::Value;
 
@@ -701,27 +702,39 @@ fn neighbour_table_holds_the_lab_and_is_put_back() {
 fn two_labs_at_once() {
     let _machine = serial();
     let alone = std::fs::read_dir("/run/ofan/labs").map_or(0, |dir| dir.count()) == 0;
-    let lifts = alone && kernel_has_fair_server();
-    let rt_before = rt_runtime_us();
+    let lifts = alone && rt_throttle::kernel_has_fair_server().expect("the kernel's release");
+    let rt_before = rt_throttle::runtime_us().expect("sched_rt_runtime_us");
     let first = LabGuard::new("d");
     let second = LabGuard::new("e");
     first.ok(&["up", "--topo", "leaf-spine", "--k", "4"]);
     second.ok(&["up", "--topo", "fat-tree", "--k", "4", "--lb", "ecmp"]);
     if lifts {
-        assert_eq!(rt_runtime_us(), -1, "labs run without real-time throttling");
+        assert_eq!(
+            rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
+            -1,
+            "labs run without real-time throttling"
+        );
     }
     pingall_passes(&first, 56);
     pingall_passes(&second, 240);
     let pids = first.switch_pids();
     first.down_and_check(&pids);
     if lifts {
-        assert_eq!(rt_runtime_us(), -1, "lifted while a lab runs");
+        assert_eq!(
+            rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
+            -1,
+            "lifted while a lab runs"
+        );
     }
     pingall_passes(&second, 240);
     let pids = second.switch_pids();
     second.down_and_check(&pids);
     if alone {
-        assert_eq!(rt_runtime_us(), rt_before, "the last down puts it back");
+        assert_eq!(
+            rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
+            rt_before,
+            "the last down puts it back"
+        );
         assert!(!std::path::Path::new("/run/ofan/rt-runtime.json").exists());
     }
 }

@@ -10,10 +10,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ofan_tests::{
-    binary, kernel_has_fair_server, namespaces_with_prefix, ofan_xdp_programs, rt_runtime_us,
-    serial,
-};
+use ofan_lab::lab::rt_throttle;
+use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial};
 
 const LABS: &str = "/run/ofan/labs";
 
@@ -122,7 +120,7 @@ fn reset_returns_the_machine_to_clean() {
     let _machine = serial();
     let pid = std::process::id();
     let softirq_before = ksoftirqd_policies();
-    let rt_runtime_before = rt_runtime_us();
+    let rt_runtime_before = rt_throttle::runtime_us().expect("sched_rt_runtime_us");
     let (kept, lost, stray) = (
         format!("t{pid}r1"),
         format!("t{pid}r2"),
@@ -158,9 +156,9 @@ fn reset_returns_the_machine_to_clean() {
         ksoftirqd_policies()
     );
 
-    if kernel_has_fair_server() {
+    if rt_throttle::kernel_has_fair_server().expect("the kernel's release") {
         assert_eq!(
-            rt_runtime_us(),
+            rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
             -1,
             "while labs run on a kernel with the fair server, real-time throttling is lifted"
         );
@@ -187,7 +185,7 @@ fn reset_returns_the_machine_to_clean() {
         "reset puts ksoftirqd back as it ran"
     );
     assert_eq!(
-        rt_runtime_us(),
+        rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
         rt_runtime_before,
         "reset puts the real-time throttling back"
     );

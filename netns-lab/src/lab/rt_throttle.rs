@@ -50,8 +50,8 @@ pub enum Lifted {
     Lifted { from: i64 },
     /// Already off (a lab before, or the machine's own setting).
     AlreadyOff,
-    /// Kept: the kernel has no fair server (its release is given).
-    Kept { release: String },
+    /// Kept: the kernel has no fair server.
+    Kept,
     /// The kernel refused (e.g. `/proc/sys` read-only in a container): the lab runs throttled.
     Refused { error: String },
 }
@@ -73,7 +73,21 @@ fn parse_runtime(text: &str) -> anyhow::Result<i64> {
         .with_context(|| format!("{SYSCTL}: not a number: {text:?}"))
 }
 
-fn read_runtime() -> anyhow::Result<i64> {
+/// Whether the running kernel has the fair server, where labs lift the throttling.
+///
+/// # Errors
+/// The kernel's release cannot be read.
+pub fn kernel_has_fair_server() -> anyhow::Result<bool> {
+    let release =
+        std::fs::read_to_string(OS_RELEASE).with_context(|| format!("cannot read {OS_RELEASE}"))?;
+    Ok(has_fair_server(release.trim()))
+}
+
+/// `kernel.sched_rt_runtime_us` now (-1: no throttling).
+///
+/// # Errors
+/// The setting cannot be read or holds no number.
+pub fn runtime_us() -> anyhow::Result<i64> {
     parse_runtime(
         &std::fs::read_to_string(SYSCTL).with_context(|| format!("cannot read {SYSCTL}"))?,
     )
@@ -91,15 +105,10 @@ fn write_runtime(value: i64) -> anyhow::Result<()> {
 /// The setting or the kernel's release cannot be read, or the record cannot be written. A
 /// refused write is not an error ([`Lifted::Refused`]).
 pub fn lift() -> anyhow::Result<Lifted> {
-    let release =
-        std::fs::read_to_string(OS_RELEASE).with_context(|| format!("cannot read {OS_RELEASE}"))?;
-    let release = release.trim();
-    if !has_fair_server(release) {
-        return Ok(Lifted::Kept {
-            release: release.to_owned(),
-        });
+    if !kernel_has_fair_server()? {
+        return Ok(Lifted::Kept);
     }
-    let from = read_runtime()?;
+    let from = runtime_us()?;
     if from == UNLIMITED {
         return Ok(Lifted::AlreadyOff);
     }

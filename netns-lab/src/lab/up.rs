@@ -198,7 +198,7 @@ fn build(
                  a run that fills the CPUs for over 0.95 s stops for the rest of that second \
                  (see docs/lab.md, Real-time throttling)"
             )),
-            super::rt_throttle::Lifted::AlreadyOff | super::rt_throttle::Lifted::Kept { .. } => {}
+            super::rt_throttle::Lifted::AlreadyOff | super::rt_throttle::Lifted::Kept => {}
         }
     }
     // Switches.
