@@ -262,6 +262,10 @@ pub struct EgressStats {
     /// Link time lost to lateness, ns: Σ (lateness − catch-up credit) over departures. A
     /// backlogged port carries `rate × (elapsed − lost)`; this is the fidelity cost in rate.
     pub lost_link_ns: u64,
+    /// Time the port had a frame queued or on the wire, ns (integrated with the depth). A
+    /// shaped port carries `rate × (busy − lost)`: the link's own measure of its rate, whatever
+    /// the load offered to it.
+    pub busy_link_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -538,6 +542,9 @@ impl<D> EgressQueue<D> {
         let elapsed = u128::from(now_ns.saturating_sub(stats.last_change_ns));
         stats.depth_packet_ns += u128::from(stats.depth_packets) * elapsed;
         stats.depth_byte_ns += u128::from(stats.depth_bytes) * elapsed;
+        if stats.depth_packets != 0 {
+            stats.busy_link_ns += elapsed as u64;
+        }
         stats.last_change_ns = stats.last_change_ns.max(now_ns);
     }
 }
@@ -680,6 +687,27 @@ mod tests {
         assert_eq!(queue.next_departure_ns(), Some(5_000_000));
         queue.dequeue(5_000_010, 1, |_, _| {});
         assert_eq!(queue.stats().max_lateness_ns, 10);
+    }
+
+    #[test]
+    fn busy_time_less_lost_time_is_what_the_link_carried() {
+        let mut queue = shaped(100 * MBIT);
+        // Two frames at t = 0: the first on time, the second 50 µs late (lost).
+        queue.enqueue(1, 1500, false, 0);
+        queue.enqueue(2, 1500, false, 0);
+        queue.dequeue(0, 1, |_, _| {});
+        queue.dequeue(121_600 + 50_000, 1, |_, _| {});
+        // Idle from the end of the second slot (293.2 µs) until a third frame at 1 ms, sent on
+        // time; the queue is looked at again after its slot ended.
+        queue.enqueue(3, 1500, false, 1_000_000);
+        queue.dequeue(1_000_000, 1, |_, _| {});
+        queue.integrate(2_000_000);
+        let stats = queue.stats();
+        assert_eq!(stats.lost_link_ns, 50_000);
+        // Busy: 0 – 293.2 µs and 1 – 1.1216 ms; the idle 706.8 µs and the time after the last
+        // slot are not.
+        assert_eq!(stats.busy_link_ns, 293_200 + 121_600);
+        assert_eq!(stats.busy_link_ns - stats.lost_link_ns, 3 * 121_600);
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub struct PortTelemetry {
     integrated_until_ns: AtomicU64,
     max_lateness_ns: AtomicU64,
     lost_link_ns: AtomicU64,
+    busy_link_ns: AtomicU64,
     xsk_rx_dropped: AtomicU64,
     xsk_rx_ring_full: AtomicU64,
     xsk_fill_ring_empty: AtomicU64,
@@ -147,6 +148,7 @@ impl PortTelemetry {
             .store(stats.last_change_ns, Relaxed);
         self.max_lateness_ns.store(stats.max_lateness_ns, Relaxed);
         self.lost_link_ns.store(stats.lost_link_ns, Relaxed);
+        self.busy_link_ns.store(stats.busy_link_ns, Relaxed);
         self.arrival_depth.store(&stats.arrival_depth);
         self.lateness_ns.store(&stats.lateness_ns);
     }
@@ -228,6 +230,7 @@ impl PortTelemetry {
             lateness_p999_ns: lateness.quantile_upper_bound(0.999),
             max_lateness_ns: self.max_lateness_ns.load(Relaxed),
             lost_link_ns: self.lost_link_ns.load(Relaxed),
+            busy_link_ns: self.busy_link_ns.load(Relaxed),
             lateness_histogram_ns: used_buckets(&lateness),
             link_rate_bps: self.link_rate_bps.load(Relaxed),
         }
@@ -647,6 +650,10 @@ pub struct PortSnapshot {
     /// `rate × (elapsed − lost)`.
     #[serde(default)]
     pub lost_link_ns: u64,
+    /// Time the port had a frame queued or on the wire, ns (a counter, integrated like the
+    /// depth up to `integrated_until_ns`): a shaped port carried `rate × (busy − lost)` in it.
+    #[serde(default)]
+    pub busy_link_ns: u64,
     /// Histogram of shaper lateness, ns: counts per bucket of [`Histogram`], up to the last
     /// non-empty one.
     pub lateness_histogram_ns: Vec<u64>,

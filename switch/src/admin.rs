@@ -274,6 +274,7 @@ fn record(stats: &Stats) {
             .set(port.lateness_p99_ns as f64 / 1e9);
         metrics::counter!("ofan_port_shaper_lost_nanoseconds_total", &labels)
             .absolute(port.lost_link_ns);
+        metrics::counter!("ofan_port_busy_nanoseconds_total", &labels).absolute(port.busy_link_ns);
     }
     for (name, value) in &stats.data_path.counters {
         metrics::counter!("ofan_forward_total", "reason" => name.clone()).absolute(*value);

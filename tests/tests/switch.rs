@@ -217,10 +217,12 @@ fn shaped_port_runs_at_the_link_rate_and_queues_build_under_contention() {
     assert!(ping(&lab, "h1", "10.0.1.1", 2));
 
     // One UDP sender at 130 Mbit/s offered for 3 s into a 100 Mbit/s port: the port sends at
-    // the link rate, measured at the switch (so a receiver that drops in its socket under CPU
-    // contention does not count against the shaper) over the sender's duration. A shaper that
-    // is woken late loses that time (without catch-up) and says so in `lost_link_ns`: the
-    // port must carry the link rate in the time it did not report lost, and report little.
+    // the link rate whenever it has a frame to send, measured at the switch (so a receiver that
+    // drops in its socket under CPU contention does not count against the shaper). The port
+    // counts the time it had a frame queued or on the wire (`busy_link_ns`) and the link time a
+    // late shaper lost (`lost_link_ns`, without catch-up): in `busy − lost` it must have carried
+    // the link rate. Time without a frame — a sender or a receive path that fell behind on a
+    // slow machine (a CI machine once offered 65 Mbit/s) — is no fault of the shaper's.
     lab.spawn("h2", "iperf-server", &["iperf3", "-s", "-1"]);
     std::thread::sleep(Duration::from_millis(300));
     let before = stats(&lab, "sw");
@@ -239,17 +241,18 @@ fn shaped_port_runs_at_the_link_rate_and_queues_build_under_contention() {
     let delta = |name: &str| counter(&after, name) - counter(&before, name);
     // The shaper counts 20 bytes of preamble and gap per frame on the emulated wire.
     let wire_bits = (delta("tx_bytes") + 20 * delta("tx_packets")) as f64 * 8.0;
+    let busy = delta("busy_link_ns") as f64 / 1e9;
     let lost = delta("lost_link_ns") as f64 / 1e9;
-    let wire_bps = wire_bits / (seconds - lost);
+    let wire_bps = wire_bits / (busy - lost);
     let goodput = udp["end"]["sum"]["bytes"].as_f64().unwrap_or(0.0)
         * (1.0 - udp["end"]["sum"]["lost_percent"].as_f64().unwrap_or(0.0) / 100.0)
         * 8.0
         / seconds;
     let p1 = port(&after, "p1");
     eprintln!(
-        "shaped port: {:.2} Mbit/s on the wire over {seconds:.3} s less {:.1} ms lost to \
-         lateness ({:.2} Mbit/s over the whole time; receiver goodput {:.2}); lateness p50 {} ns, \
-         p99 {} ns, max {} ns",
+        "shaped port: {:.2} Mbit/s on the wire over {busy:.3} s busy less {:.1} ms lost to \
+         lateness ({:.2} Mbit/s over the sender's {seconds:.3} s; receiver goodput {:.2}); \
+         lateness p50 {} ns, p99 {} ns, max {} ns",
         wire_bps / 1e6,
         lost * 1e3,
         wire_bits / seconds / 1e6,
@@ -258,17 +261,19 @@ fn shaped_port_runs_at_the_link_rate_and_queues_build_under_contention() {
         p1["lateness_p99_ns"],
         p1["max_lateness_ns"]
     );
-    // The queue (≤ 100 KB) drains after the sender stops: at most 0.27 % more bits than the
-    // sender's duration holds, inside the tolerance.
+    // How long the port was backlogged and how much a late shaper lost depend on the machine
+    // (lost ≈ 2 % on a quiet 2-core VM, 21 % beside two compilers); with less than a second
+    // of link time carried, or more than half the busy time lost, the rate below would be
+    // measured over too little time to mean much.
+    assert!(
+        busy - lost >= 1.0 && lost <= 0.5 * busy,
+        "the port carried {:.3} s of link time ({busy:.3} s busy, {lost:.3} s lost to lateness) \
+         of the sender's {seconds:.3} s: the machine is overloaded",
+        busy - lost
+    );
     assert!(
         (wire_bps - 100e6).abs() <= 2e6,
         "{wire_bps} bit/s is not within 2 % of 100 Mbit/s"
-    );
-    // How much is lost depends on the machine (≈ 2 % on a quiet 2-core VM, 21 % beside two
-    // compilers); beyond half, the rate above was measured over too little time to mean much.
-    assert!(
-        lost <= 0.5 * seconds,
-        "the shaper lost {lost:.3} s of {seconds:.3} s to lateness: the machine is overloaded"
     );
 
     // Two senders share the 100 Mbit/s egress port, each at ~67 Mbit/s: the queue builds up
