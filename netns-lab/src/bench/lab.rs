@@ -157,6 +157,24 @@ pub fn run(options: &Options, observer: &mut dyn Observer) -> anyhow::Result<Vec
     Ok(rows)
 }
 
+/// The span over which the kernel keeps its once-a-second budgets — real-time throttling
+/// (`kernel.sched_rt_runtime_us` of every `sched_rt_period_us`) and the fair class's share
+/// (its deadline server) — seconds. A run shorter than that can fall between two of their
+/// interventions and pass where a longer one at the same rate stops.
+pub const KERNEL_BUDGET_PERIOD_S: f64 = 1.0;
+
+/// The rates (bit/s) at which a flow of `bytes` lasts less than [`KERNEL_BUDGET_PERIOD_S`] at
+/// the link rate (its payload alone: the run lasts a little longer), with that duration,
+/// seconds.
+#[must_use]
+pub fn sub_second_rates(rates: &[u64], bytes: u64) -> Vec<(u64, f64)> {
+    rates
+        .iter()
+        .map(|&rate| (rate, bytes as f64 * 8.0 / rate as f64))
+        .filter(|&(_, seconds)| seconds < KERNEL_BUDGET_PERIOD_S)
+        .collect()
+}
+
 /// How far a rate's median CCT over the bound may exceed the lowest rate's and still count as
 /// kept: one percentage point. A run's own verdict judges the emulation (shapers, agents,
 /// windows), not the CCT: a run that lost one frame waits 20–40 s for its retransmission and
@@ -637,6 +655,15 @@ mod tests {
         assert_eq!(highest_faithful(&rows, process), Some(1_000_000));
         assert_eq!(highest_faithful(&[row(1_000_000, group, 1)], group), None);
         assert_eq!(highest_faithful(&rows[..1], process), None);
+    }
+
+    #[test]
+    fn runs_shorter_than_the_kernels_budget_period_are_named() {
+        const MBIT: u64 = 1_000_000;
+        // 1 MB: 8 s at 1 Mbit/s, 0.4 s at 20.
+        let short = sub_second_rates(&[MBIT, 8 * MBIT, 20 * MBIT], 1_000_000);
+        assert_eq!(short, [(20 * MBIT, 0.4)]);
+        assert!(sub_second_rates(&[20 * MBIT], 4_000_000).is_empty());
     }
 
     #[test]
