@@ -27,7 +27,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::awake::{KeepAwake, KeepAwakeThreads};
+use super::awake::{KeepAwake, KeepAwakeBy, KeepAwakeThreads};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
 use super::worker::{RxRings, Worker, WorkerExit};
 
@@ -69,6 +69,8 @@ pub struct PoolConfig {
     /// Keep the CPUs awake this long after the last frame moved, ns (0: never). See
     /// [`KeepAwake`].
     pub keep_awake_ns: u64,
+    /// How ([`KeepAwakeBy`]).
+    pub keep_awake_by: KeepAwakeBy,
 }
 
 /// Threads serving the workers of many switches.
@@ -122,7 +124,7 @@ impl WorkerPool {
     /// An eventfd or a thread cannot be created.
     pub fn start(config: PoolConfig) -> std::io::Result<Self> {
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let awake = KeepAwakeThreads::start(config.keep_awake_ns)?;
+        let awake = KeepAwakeThreads::start(config.keep_awake_ns, config.keep_awake_by)?;
         let mut threads = Vec::new();
         for index in 0..config.threads.max(1) {
             let shared = Arc::new(ThreadShared {
