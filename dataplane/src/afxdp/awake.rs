@@ -70,10 +70,11 @@ const NO_LATENCY_CONSTRAINT: i32 = -1;
 /// interrupt (the CPU is seen polling) and, in a VM, no exit to the hypervisor. It keeps the
 /// CPUs awake as [spinning threads](KeepAwake) do without being a task: the kernel's share for
 /// ordinary tasks (its fair server) is never handed to a spinner ahead of the real-time data
-/// path, and the idle time stays idle in `/proc/stat`. Measured on 2026-12-04 (k = 4, pofan,
-/// alternating fresh labs, six runs each): at 20 Mbit/s with 4 MB messages faithful in 6 of 6
-/// runs, CCT +1.5 to +2.1 % over the bound, against 5 of 6 and +2.0 to +7.7 % with the spinning
-/// threads; at 30 Mbit/s 2 of 5 against 0 of 5 (its CPUs' limit); at 8 Mbit/s 1 MB 7 of 8 each.
+/// path, and the idle time stays idle in `/proc/stat`. Measured on 2026-12-04 against the
+/// spinning threads (k = 4, pofan, alternating fresh labs; `docs/lab.md`): at 8 Mbit/s with
+/// 1 MB messages faithful in 8 of 8 runs against 5 of 8; at 20 Mbit/s with 4 MB 8 of 8 each,
+/// CCT median +1.7 % over the bound against +2.0 %; at 30 Mbit/s, past the CPUs' limit, none
+/// faithful either way, but the CCT lower in each of 6 pairs (median +4.0 % against +5.6 %).
 #[derive(Debug)]
 pub struct LatencyRequest<W: Write = std::fs::File> {
     device: W,
