@@ -69,7 +69,7 @@ over the lower bound, the agents' lowest achieved/requested rate, the worst shap
 lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %, no route changed, no frame lost to the emulation), \
 the CPUs' busy share over the runs (/proc/stat), the part of it the switches' keep-awake \
 threads and the runs' stall watches spun (`awake`: idle time they filled, see `ofan-switch \
-group --keep-awake-us`), the part a group's pool threads spun to departures too near to sleep \
+group --keep-awake-by`; a group whose idle CPUs poll has no such threads), the part a group's pool threads spun to departures too near to sleep \
 for with nothing to forward (`spin`: the price of punctual departures), CPU time per frame the \
 switches forwarded (agents and kernel included, both kinds of spinning not) and `CPUs full`: \
 the median over the runs of the share of the traffic's 10-ms windows in which no CPU had time \

@@ -39,7 +39,9 @@
 //! 128 hosts sent at once. The group's keep-awake threads spin through idle time too, at the
 //! same priority, and share it with the watch (18 % of the samples to the watch's 13 % in a
 //! k = 4 lab at 10 Mbit/s): given them ([`keep_awake_threads`]), a watching thread counts the
-//! time its CPU's keep-awake thread ran as its own (idle) time.
+//! time its CPU's keep-awake thread ran as its own (idle) time. A group that keeps its CPUs
+//! awake by idle polling (the default where the kernel can) has no such threads: the idle
+//! task polls, and the watch preempts it like any task.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
