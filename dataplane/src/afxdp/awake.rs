@@ -229,10 +229,26 @@ impl KeepAwake {
         self.last_work.load(Ordering::SeqCst) + self.linger_ns
     }
 
-    /// The way it keeps the CPUs awake.
-    #[must_use]
-    pub fn method(&self) -> Method {
-        self.method
+    /// An epoll on thread `index`'s waker.
+    fn waker_epoll(&self, index: usize) -> Epoll {
+        let epoll = Epoll::new().expect("epoll for a keep-awake thread");
+        epoll
+            .add(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[index]), 0)
+            .expect("eventfd in epoll");
+        epoll
+    }
+
+    /// Thread `index` sleeps until a frame moves (or [`IDLE_WAKE_MS`], to see its stop flag);
+    /// false, without sleeping, if one moved since it last looked.
+    fn sleep_until_frames(&self, epoll: &Epoll, index: usize) -> bool {
+        self.sleeping.store(true, Ordering::SeqCst);
+        // A frame that moved after the caller's check but before the flag was seen: go on.
+        if self.flowing() {
+            return false;
+        }
+        epoll.wait(IDLE_WAKE_MS);
+        self.wakers[index].drain();
+        true
     }
 
     /// The latency-request thread's loop: holds `request` from the first frame until the
@@ -240,10 +256,7 @@ impl KeepAwake {
     /// write to the device per change, a check per linger while frames flow. A request the
     /// device refuses is logged once and given up (the CPUs may halt, as without it).
     fn hold_while_flowing<W: Write>(&self, request: &mut LatencyRequest<W>) {
-        let epoll = Epoll::new().expect("epoll for the keep-awake thread");
-        epoll
-            .add(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[0]), 0)
-            .expect("eventfd in epoll");
+        let epoll = self.waker_epoll(0);
         while !self.stop.load(Ordering::Relaxed) {
             let (now, until) = (monotonic_ns(), self.flowing_until());
             if now < until {
@@ -258,22 +271,13 @@ impl KeepAwake {
                 tracing::warn!(%error, "the CPU-latency request could not be released: closing it");
                 return;
             }
-            self.sleeping.store(true, Ordering::SeqCst);
-            // A frame that moved after the check above but before the flag was seen: go on.
-            if self.flowing() {
-                continue;
-            }
-            epoll.wait(IDLE_WAKE_MS);
-            self.wakers[0].drain();
+            self.sleep_until_frames(&epoll, 0);
         }
     }
 
     /// Thread `index`'s loop, on CPU `index`.
     fn run(&self, index: usize) {
-        let epoll = Epoll::new().expect("epoll for a keep-awake thread");
-        epoll
-            .add(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[index]), 0)
-            .expect("eventfd in epoll");
+        let epoll = self.waker_epoll(index);
         let mut starvation = Starvation::new(monotonic_ns(), sys::thread_cpu_ns());
         let mut judged_at = 0;
         while !self.stop.load(Ordering::Relaxed) {
@@ -299,14 +303,9 @@ impl KeepAwake {
                 std::hint::spin_loop();
                 continue;
             }
-            self.sleeping.store(true, Ordering::SeqCst);
-            // A frame that moved after the check above but before the flag was seen: go on.
-            if self.flowing() {
-                continue;
+            if self.sleep_until_frames(&epoll, index) {
+                starvation.resumed(monotonic_ns(), sys::thread_cpu_ns());
             }
-            epoll.wait(IDLE_WAKE_MS);
-            self.wakers[index].drain();
-            starvation.resumed(monotonic_ns(), sys::thread_cpu_ns());
         }
     }
 }
