@@ -414,6 +414,16 @@ pub struct Fidelity {
     pub agent_rate_ratio_min: f64,
     /// Largest p99 lateness of an agent's departures, ns.
     pub agent_late_p99_ns_max: u64,
+    /// What lateness cost the agent of the lowest rate: the time its departures fell behind
+    /// their schedule (lateness catch-up did not make up), ns, and the sends that cost it. A
+    /// few sends and milliseconds each: the agents' sender was stalled (the machine, not the
+    /// lab's load); many small ones: it could not keep up. Absent (0) in reports from before
+    /// 2026-12-04.
+    #[serde(default)]
+    pub slowest_agent_lost_ns: u64,
+    /// See [`slowest_agent_lost_ns`](Self::slowest_agent_lost_ns).
+    #[serde(default)]
+    pub slowest_agent_lost_sends: u64,
     /// Smallest ratio over the receivers of their observed delivery window to the time their
     /// link needs at line rate for what they received: below 1, frames arrived faster than the
     /// emulated link can carry them (a shaper catching up after a stall).

@@ -31,6 +31,10 @@ pub struct Pacer {
     next_ps: u128,
     /// Shorten the gap after a late send (see the module documentation).
     catch_up: bool,
+    /// What late sends cost the schedule: the lateness catch-up did not make up (all of it
+    /// without catch-up), picoseconds, and the sends that cost any.
+    lost_ps: u128,
+    lost_sends: u64,
 }
 
 impl Pacer {
@@ -42,6 +46,8 @@ impl Pacer {
             paced_bps,
             next_ps: u128::from(start_ns) * 1000,
             catch_up: false,
+            lost_ps: 0,
+            lost_sends: 0,
         }
     }
 
@@ -87,12 +93,24 @@ impl Pacer {
             return;
         }
         let sent_ps = u128::from(sent_ns) * 1000;
-        let credit = if self.catch_up {
-            (sent_ps - self.next_ps).min(wire / 2)
-        } else {
-            0
-        };
+        let late = sent_ps.saturating_sub(self.next_ps);
+        let credit = if self.catch_up { late.min(wire / 2) } else { 0 };
+        if late > credit {
+            self.lost_ps += late - credit;
+            self.lost_sends += 1;
+        }
         self.next_ps = sent_ps + wire - credit;
+    }
+
+    /// What late sends cost the schedule so far: the time by which the departures fell behind
+    /// the exact schedule (lateness catch-up did not make up), nanoseconds, and how many sends
+    /// cost any. A sender's rate falls short of ρ·R by this time over its duration.
+    #[must_use]
+    pub fn lost(&self) -> (u64, u64) {
+        (
+            u64::try_from(self.lost_ps / 1000).unwrap_or(u64::MAX),
+            self.lost_sends,
+        )
     }
 }
 
@@ -258,6 +276,7 @@ mod tests {
         );
         pacer.sent(600, 50);
         assert_eq!(pacer.due_ns(), 650, "shorter packets take shorter");
+        assert_eq!(pacer.lost(), (400, 1), "the 400 ns are lost for good");
     }
 
     #[test]
@@ -266,8 +285,10 @@ mod tests {
         pacer.sent(0, 100);
         pacer.sent(130, 100); // 30 ns late: the next gap is 70 ns
         assert_eq!(pacer.due_ns(), 200, "back on the original schedule");
+        assert_eq!(pacer.lost(), (0, 0), "caught up entirely");
         pacer.sent(500, 100); // 300 ns late: at most 50 ns credit
         assert_eq!(pacer.due_ns(), 550);
+        assert_eq!(pacer.lost(), (250, 1), "the schedule fell 250 ns behind");
     }
 
     #[test]

@@ -165,6 +165,15 @@ pub struct PacingReport {
     /// Mean lateness: the time a strict pacer lost per send on average.
     #[serde(default)]
     pub late_mean_ns: u64,
+    /// What late sends cost the schedule: the time the departures fell behind it, lateness
+    /// catch-up did not make up (all lateness without catch-up), ns. The rate falls short of
+    /// ρ·R by this over the sending time; a handful of stalls or many small delays —
+    /// `late_lost_sends` tells which.
+    #[serde(default)]
+    pub late_lost_ns: u64,
+    /// Sends that cost the schedule any time (late beyond catch-up's half a wire time).
+    #[serde(default)]
+    pub late_lost_sends: u64,
     /// Mean time a DATA send call took (`sendto`; for a veth it includes the peer's XDP
     /// program and the copy into a switch's UMEM, which run in the sender's softirq). A shared
     /// agent's one sender thread serves every host: hosts due closer together than this wait

@@ -244,10 +244,19 @@ fn unfaithful_links(fidelity: &ofan_model::report::Fidelity) -> String {
         ));
     }
     if fidelity.agent_rate_ratio_min < FAITHFUL_AGENT_RATE {
-        why.push(format!(
-            "agents at {:.3} of their rate",
-            fidelity.agent_rate_ratio_min
-        ));
+        why.push(match fidelity.slowest_agent_lost_sends {
+            0 => format!(
+                "agents at {:.3} of their rate",
+                fidelity.agent_rate_ratio_min
+            ),
+            sends => format!(
+                "agents at {:.3} of their rate, the slowest {:.1} ms behind its schedule after \
+                 {sends} late send{}",
+                fidelity.agent_rate_ratio_min,
+                fidelity.slowest_agent_lost_ns as f64 / 1e6,
+                if sends == 1 { "" } else { "s" }
+            ),
+        });
     }
     if fidelity.receiver_window_ratio_min < FAITHFUL_RECEIVER_WINDOW {
         why.push(format!(
@@ -365,6 +374,19 @@ mod tests {
             " (shapers late: p99 0.43 packet times at e-p1-0:p1; agents at 0.946 of their rate; \
              receivers fed 2.0 % faster than their link)"
         );
+        // What the slowest agent's late sends cost: a stall or two, milliseconds each.
+        fidelity.receiver_window_ratio_min = 1.0;
+        fidelity.shaper_late_p99_packet_times = 0.1;
+        fidelity.agent_rate_ratio_min = 0.978;
+        fidelity.slowest_agent_lost_ns = 25_600_000;
+        fidelity.slowest_agent_lost_sends = 2;
+        assert_eq!(
+            unfaithful_links(&fidelity),
+            " (agents at 0.978 of their rate, the slowest 25.6 ms behind its schedule after 2 \
+             late sends)"
+        );
+        fidelity.slowest_agent_lost_sends = 1;
+        assert!(unfaithful_links(&fidelity).ends_with("after 1 late send)"));
     }
 
     #[test]

@@ -152,6 +152,9 @@ struct SenderStats {
     last_send: Vec<Option<u64>>,
     retransmits: Vec<u64>,
     lateness: Lateness,
+    /// What late sends cost the schedule ([`Pacer::lost`]): ns, and sends.
+    lost_ns: u64,
+    lost_sends: u64,
     packets: u64,
     wire_bytes: u64,
     wire_bytes_but_last: u64,

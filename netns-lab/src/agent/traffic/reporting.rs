@@ -121,6 +121,8 @@ pub(super) fn report(
             late_p99_ns: lateness.p99_ns,
             late_max_ns: lateness.max_ns,
             late_mean_ns: lateness.mean_ns,
+            late_lost_ns: sent.lost_ns,
+            late_lost_sends: sent.lost_sends,
             send_mean_ns: sent.send_ns.checked_div(sent.packets).unwrap_or(0),
             spin_ns: config.spin_ns,
             grid_ns: sender::departure_grid_ns(config),

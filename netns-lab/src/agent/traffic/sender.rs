@@ -339,6 +339,7 @@ impl<'a> HostSender<'a> {
         self.stats.recycled = self.selector.recycled;
         self.stats.fresh = self.selector.fresh;
         self.stats.recovery = self.recovery.stats();
+        (self.stats.lost_ns, self.stats.lost_sends) = self.pacer.lost();
         self.stats
     }
 }

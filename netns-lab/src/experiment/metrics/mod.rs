@@ -363,7 +363,7 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
 
     let (packets, delivery) = delivery(input.reports);
     let census = census(input.reports, &drops, frames_queued);
-    let agent_rate_ratio_min = agent_rate_ratio(input.reports);
+    let (agent_rate_ratio_min, slowest_agent) = agent_rate_ratio(input.reports);
     let (utilization, receiver_window_ratio_min) =
         receiver_utilization(input.reports, full_frame, rate);
     let rerouted: Vec<&SwitchSample> = input
@@ -394,6 +394,8 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
             .map(|r| r.pacing.late_p99_ns)
             .max()
             .unwrap_or(0),
+        slowest_agent_lost_ns: slowest_agent.map_or(0, |r| r.pacing.late_lost_ns),
+        slowest_agent_lost_sends: slowest_agent.map_or(0, |r| r.pacing.late_lost_sends),
     };
     let cct_ps = cct_ns.map(|ns| ns.saturating_mul(1000));
     let switch_queues = queues.iter().filter(|q| q.stage.is_switch());
@@ -663,17 +665,13 @@ fn receiver_utilization(reports: &[AgentReport], full_frame: u64, rate: f64) -> 
 
 /// The lowest link rate an agent achieved over what it should have (DATA at ρ·R plus its ACKs,
 /// at most R).
-fn agent_rate_ratio(reports: &[AgentReport]) -> f64 {
-    let ratio = reports
+fn agent_rate_ratio(reports: &[AgentReport]) -> (f64, Option<&AgentReport>) {
+    reports
         .iter()
         .filter(|r| r.pacing.expected_link_bps > 0.0)
-        .filter_map(|r| Some(r.pacing.link_bps? / r.pacing.expected_link_bps))
-        .fold(f64::INFINITY, f64::min);
-    if ratio.is_finite() {
-        ratio
-    } else {
-        1.0
-    }
+        .filter_map(|r| Some((r.pacing.link_bps? / r.pacing.expected_link_bps, r)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or((1.0, None), |(ratio, report)| (ratio, Some(report)))
 }
 
 #[cfg(test)]

@@ -95,6 +95,8 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
             late_p99_ns: 5_000,
             late_max_ns: 9_000,
             late_mean_ns: 400,
+            late_lost_ns: 0,
+            late_lost_sends: 0,
             send_mean_ns: 20_000,
             spin_ns: 50_000,
             grid_ns: 0,
@@ -252,6 +254,29 @@ fn stages_queues_and_drops_come_from_the_right_ports() {
     assert_eq!(fidelity.worst_port, "c-0:p0");
     assert!((fidelity.shaper_late_p99_packet_times - 0.4889).abs() < 1e-3);
     assert!(!fidelity.faithful);
+}
+
+/// The agent of the lowest rate decides `agent_rate_ratio_min`, and what its late sends cost
+/// is reported beside it — not another agent's.
+#[test]
+fn the_slowest_agents_lost_time_is_reported_with_its_rate() {
+    let mut s = quiet_scenario();
+    // Host 3: 0.978 of its rate after two stalls; host 5 lost more sends but kept its rate.
+    s.reports[3].pacing.link_bps = Some(RATE as f64 * 0.978);
+    s.reports[3].pacing.late_lost_ns = 25_600_000;
+    s.reports[3].pacing.late_lost_sends = 2;
+    s.reports[5].pacing.late_lost_ns = 900_000;
+    s.reports[5].pacing.late_lost_sends = 40;
+    let report = evaluate_scenario(&s);
+    let fidelity = &lab_of(&report).fidelity;
+    assert!((fidelity.agent_rate_ratio_min - 0.978).abs() < 1e-12);
+    assert_eq!(fidelity.slowest_agent_lost_ns, 25_600_000);
+    assert_eq!(fidelity.slowest_agent_lost_sends, 2);
+    assert!(!fidelity.faithful);
+    // Without agents' reports nothing is slow.
+    s.reports.clear();
+    let (ratio, slowest) = super::agent_rate_ratio(&s.reports);
+    assert_eq!((ratio, slowest.is_none()), (1.0, true));
 }
 
 /// A run the links emulated faithfully is still not faithful when routes changed under it (a
