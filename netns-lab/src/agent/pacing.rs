@@ -32,9 +32,11 @@ pub struct Pacer {
     /// Shorten the gap after a late send (see the module documentation).
     catch_up: bool,
     /// What late sends cost the schedule: the lateness catch-up did not make up (all of it
-    /// without catch-up), picoseconds, and the sends that cost any.
+    /// without catch-up), picoseconds, and the sends that cost any. A late first send is not
+    /// counted: the rate is measured from the first departure.
     lost_ps: u128,
     lost_sends: u64,
+    started: bool,
 }
 
 impl Pacer {
@@ -48,6 +50,7 @@ impl Pacer {
             catch_up: false,
             lost_ps: 0,
             lost_sends: 0,
+            started: false,
         }
     }
 
@@ -88,6 +91,7 @@ impl Pacer {
     pub fn sent(&mut self, sent_ns: u64, wire_bytes: u64) {
         // A send within the due nanosecond is on time: keep the exact (sub-ns) schedule.
         let wire = self.wire_ps(wire_bytes);
+        let started = std::mem::replace(&mut self.started, true);
         if sent_ns <= self.due_ns() {
             self.next_ps += wire;
             return;
@@ -95,7 +99,7 @@ impl Pacer {
         let sent_ps = u128::from(sent_ns) * 1000;
         let late = sent_ps.saturating_sub(self.next_ps);
         let credit = if self.catch_up { late.min(wire / 2) } else { 0 };
-        if late > credit {
+        if late > credit && started {
             self.lost_ps += late - credit;
             self.lost_sends += 1;
         }
@@ -104,7 +108,9 @@ impl Pacer {
 
     /// What late sends cost the schedule so far: the time by which the departures fell behind
     /// the exact schedule (lateness catch-up did not make up), nanoseconds, and how many sends
-    /// cost any. A sender's rate falls short of ρ·R by this time over its duration.
+    /// cost any. A sender's rate from its first departure falls short of ρ·R by this time over
+    /// its duration (a late first departure delays the schedule but costs no rate: not
+    /// counted).
     #[must_use]
     pub fn lost(&self) -> (u64, u64) {
         (
@@ -267,6 +273,7 @@ mod tests {
     fn a_late_send_continues_from_now_without_burst() {
         let mut pacer = Pacer::new(8e9, 0); // 1 ns per byte
         pacer.sent(0, 100);
+        assert_eq!(pacer.lost(), (0, 0));
         assert_eq!(pacer.due_ns(), 100);
         pacer.sent(500, 100); // woke 400 ns late
         assert_eq!(
@@ -289,6 +296,20 @@ mod tests {
         pacer.sent(500, 100); // 300 ns late: at most 50 ns credit
         assert_eq!(pacer.due_ns(), 550);
         assert_eq!(pacer.lost(), (250, 1), "the schedule fell 250 ns behind");
+    }
+
+    #[test]
+    fn a_late_first_send_costs_no_rate() {
+        let mut pacer = Pacer::new(8e9, 0); // 1 ns per byte
+        pacer.sent(700, 100); // started 700 ns late
+        assert_eq!(pacer.due_ns(), 800);
+        assert_eq!(
+            pacer.lost(),
+            (0, 0),
+            "the rate counts from the first departure"
+        );
+        pacer.sent(900, 100); // 100 ns late, no catch-up
+        assert_eq!(pacer.lost(), (100, 1));
     }
 
     #[test]
