@@ -87,6 +87,13 @@ pub struct GroupArgs {
     /// can, else spin (the log says which).
     #[arg(long, value_name = "HOW", value_enum, default_value_t = KeepAwakeHow::Auto)]
     keep_awake_by: KeepAwakeHow,
+    /// A pool thread that has run 1 ms without sleeping (it never ran out of work) rests this
+    /// long, so that the machine's ordinary tasks get the CPU in short slices — otherwise the
+    /// kernel's fair server gives them their 5 % in blocks of up to 50 ms ahead of every
+    /// real-time task, agents included (0: never rest). Frames wait in the rings meanwhile:
+    /// a departure due then is up to the rest late.
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    fair_share_us: u64,
     /// The group's control socket.
     #[arg(long, value_name = "PATH", default_value = "/run/ofan/ofan-group.sock")]
     control: PathBuf,
@@ -320,6 +327,7 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
             pin: false,
             keep_awake_ns: args.keep_awake_us.saturating_mul(1000),
             keep_awake_by: args.keep_awake_by.into(),
+            fair_share_rest_ns: args.fair_share_us.saturating_mul(1000),
         })
         .context("cannot start the worker pool")?,
     );
@@ -489,6 +497,10 @@ struct PoolState {
     /// Nanoseconds the threads have spun to departures with nothing to forward
     /// ([`WorkerPool::spun_ns`]): busy CPU time a lab's CPU per frame leaves out.
     spun_ns: u64,
+    /// Rests the threads took for the machine's ordinary tasks and their time, ns
+    /// ([`WorkerPool::rests`], `--fair-share-us`).
+    rests: u64,
+    rested_ns: u64,
 }
 
 fn serve(
@@ -543,6 +555,8 @@ fn answer(
             pool: PoolState {
                 threads: blueprint.pool.threads(),
                 spun_ns: blueprint.pool.spun_ns(),
+                rests: blueprint.pool.rests().0,
+                rested_ns: blueprint.pool.rests().1,
             },
         })),
         "stop" | "kill" => {
@@ -680,6 +694,7 @@ mod tests {
             pin: false,
             keep_awake_ns: 0,
             keep_awake_by: KeepAwakeBy::Auto,
+            fair_share_rest_ns: 0,
         })
         .expect("pool");
         let blueprint = Blueprint {

@@ -57,6 +57,67 @@ const FULL_PASS_NS: u64 = 10_000_000;
 /// The longest a pool thread sleeps with nothing due (as a worker of its own does).
 const IDLE_WAKE_MS: i32 = 100;
 
+/// How long a pool thread may run without sleeping before it rests ([`FairShare`]).
+pub const FAIR_SHARE_PERIOD_NS: u64 = 1_000_000;
+
+/// When a real-time pool thread that never runs out of work rests, so that the machine's
+/// ordinary tasks get the CPU in short slices instead of in the kernel's fair-server blocks.
+///
+/// The kernel guarantees ordinary (fair-class) tasks 50 ms of each CPU per second even under
+/// real-time load: its *fair server*, a deadline reservation that, when they have not had that
+/// share by 50 ms before the end of the second, runs them ahead of every real-time task —
+/// for up to 50 ms at once. `perf sched` on a k = 4 lab at 8 Mbit/s (2026-12-04) caught the
+/// agents' sender (real-time, above the pool) 4.6–8.4 ms late behind such blocks: one CPU ran
+/// `kdamond` and `perf`, or the group's control threads and a kworker, for milliseconds while
+/// the sender waited on it — and the kernel did not move it to the other CPU, where only the
+/// pool (below it) ran. A pool thread that rests `rest_ns` in every [`FAIR_SHARE_PERIOD_NS`]
+/// it runs without sleeping gives them their share in slices of `rest_ns`; what they do not
+/// need is idle (or polled) time. A rest never exceeds a [`REST_SHARE`]th of a full frame's
+/// wire time at the fastest link the thread serves, so that the departures it delays stay
+/// well within a shaper's tolerance: 75 µs at 8 Mbit/s, 30 µs at 20.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FairShare {
+    /// The rest, ns (0: never rest).
+    pub rest_ns: u64,
+    /// When the thread last slept or rested.
+    awake_since: u64,
+}
+
+impl FairShare {
+    /// Rests of `rest_ns` (0: none), awake from `now`.
+    #[must_use]
+    pub fn new(rest_ns: u64, now: u64) -> Self {
+        Self {
+            rest_ns,
+            awake_since: now,
+        }
+    }
+
+    /// Whether the thread, awake since its last sleep or rest, should rest at `now`.
+    #[must_use]
+    pub fn due(&self, now: u64) -> bool {
+        self.rest_ns > 0 && now.saturating_sub(self.awake_since) >= FAIR_SHARE_PERIOD_NS
+    }
+
+    /// The thread slept or rested until `now`.
+    pub fn slept(&mut self, now: u64) {
+        self.awake_since = now;
+    }
+
+    /// How long to rest with links of at most `fastest_bps` (0: unshaped), ns.
+    #[must_use]
+    pub fn rest_for(&self, fastest_bps: u64) -> u64 {
+        if fastest_bps == 0 {
+            return self.rest_ns;
+        }
+        let frame_ns = FULL_FRAME_WIRE_BYTES * 8 * 1_000_000_000 / fastest_bps;
+        self.rest_ns.min(frame_ns / REST_SHARE)
+    }
+}
+
+/// A rest is at most this share (1 / `REST_SHARE`) of a full frame's wire time ([`FairShare`]).
+pub const REST_SHARE: u64 = 20;
+
 /// How the pool's threads run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolConfig {
@@ -71,6 +132,9 @@ pub struct PoolConfig {
     pub keep_awake_ns: u64,
     /// How ([`KeepAwakeBy`]).
     pub keep_awake_by: KeepAwakeBy,
+    /// Rest this long in every [`FAIR_SHARE_PERIOD_NS`] a thread runs without sleeping, ns
+    /// (0: never). See [`FairShare`].
+    pub fair_share_rest_ns: u64,
 }
 
 /// Threads serving the workers of many switches.
@@ -101,6 +165,11 @@ struct ThreadShared {
     /// Nanoseconds it has spun with nothing to forward, waiting for a departure nearer than
     /// its [`SpinWindow`] (published when a spin ends: at work, or at a sleep).
     spun_ns: AtomicU64,
+    /// Rests it took for the machine's ordinary tasks ([`FairShare`]), and their length, ns.
+    rests: AtomicU64,
+    rested_ns: AtomicU64,
+    /// The rest of [`PoolConfig::fair_share_rest_ns`].
+    rest_ns: u64,
 }
 
 #[derive(Debug)]
@@ -133,6 +202,9 @@ impl WorkerPool {
                 stop: AtomicBool::new(false),
                 load: AtomicUsize::new(0),
                 spun_ns: AtomicU64::new(0),
+                rests: AtomicU64::new(0),
+                rested_ns: AtomicU64::new(0),
+                rest_ns: config.fair_share_rest_ns,
             });
             let thread_shared = Arc::clone(&shared);
             let thread_awake = awake.as_ref().map(KeepAwakeThreads::handle);
@@ -174,6 +246,18 @@ impl WorkerPool {
             .iter()
             .map(|thread| thread.shared.spun_ns.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// Rests its threads took for the machine's ordinary tasks, and their time, ns, summed
+    /// ([`FairShare`]).
+    #[must_use]
+    pub fn rests(&self) -> (u64, u64) {
+        self.threads.iter().fold((0, 0), |(n, ns), thread| {
+            (
+                n + thread.shared.rests.load(Ordering::Relaxed),
+                ns + thread.shared.rested_ns.load(Ordering::Relaxed),
+            )
+        })
     }
 
     /// Gives `worker` to thread `hint` modulo the threads (the caller groups switches that
@@ -305,6 +389,7 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
     let mut tokens: Vec<u64> = Vec::with_capacity(64);
     let mut next_full_pass = 0;
     let mut spin = SpinWindow::new();
+    let mut fair = FairShare::new(shared.rest_ns, monotonic_ns());
     // The fastest shaped link of its workers ([`Worker::fastest_link_bps`]), as of the last
     // full pass (a new link rate reaches a worker at a step).
     let mut fastest_bps = 0;
@@ -354,7 +439,19 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         // 10 Mbit/s per link when every worker was stepped on every pass). Every
         // `FULL_PASS_NS` all are, RX rings read, for what arrives without a frame (a telemetry
         // reset, a new link rate, the depth of a frame whose slot ended).
-        let now = monotonic_ns();
+        let mut now = monotonic_ns();
+        if fair.due(now) {
+            // Frames wait in the rings meanwhile, and departures are up to the rest late.
+            std::thread::sleep(std::time::Duration::from_nanos(fair.rest_for(fastest_bps)));
+            let woke = monotonic_ns();
+            shared.rests.fetch_add(1, Ordering::Relaxed);
+            shared
+                .rested_ns
+                .fetch_add(woke.saturating_sub(now), Ordering::Relaxed);
+            end_spin(now, &mut spinning_since);
+            fair.slept(woke);
+            now = woke;
+        }
         let full = now >= next_full_pass;
         if full {
             next_full_pass = now + FULL_PASS_NS;
@@ -456,7 +553,13 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                 timer.arm_at(deadline);
             }
             tokens.clear();
+            let before = monotonic_ns();
             epoll.wait_with(IDLE_WAKE_MS, |token| tokens.push(token));
+            let after = monotonic_ns();
+            // A sleep as long as a rest gave the CPU away as a rest would.
+            if after.saturating_sub(before) >= fair.rest_for(fastest_bps) {
+                fair.slept(after);
+            }
             for &token in &tokens {
                 if token == TOKEN_TIMER {
                     if let Some(deadline) = deadline {
@@ -554,6 +657,31 @@ mod tests {
             spin.woke(ns);
         }
         spin
+    }
+
+    #[test]
+    fn a_thread_rests_after_a_millisecond_awake_and_not_before() {
+        let mut fair = FairShare::new(75_000, 1_000);
+        assert!(!fair.due(1_000));
+        assert!(!fair.due(1_000 + FAIR_SHARE_PERIOD_NS - 1));
+        assert!(fair.due(1_000 + FAIR_SHARE_PERIOD_NS));
+        // A rest (or a sleep) starts the next millisecond.
+        fair.slept(2_000_000);
+        assert!(!fair.due(2_500_000));
+        assert!(fair.due(3_000_000));
+        // Off: never.
+        assert!(!FairShare::new(0, 0).due(u64::MAX));
+    }
+
+    #[test]
+    fn a_rest_is_at_most_a_twentieth_of_a_frame_time_at_the_fastest_link() {
+        let fair = FairShare::new(75_000, 0);
+        // 1538 wire bytes: 1.538 ms at 8 Mbit/s (a twentieth: 76.9 µs), 615.2 µs at 20.
+        assert_eq!(fair.rest_for(8 * MBIT), 75_000);
+        assert_eq!(fair.rest_for(20 * MBIT), 30_760);
+        assert_eq!(fair.rest_for(100 * MBIT), 6_152);
+        // Unshaped links: the rest as configured.
+        assert_eq!(fair.rest_for(0), 75_000);
     }
 
     #[test]

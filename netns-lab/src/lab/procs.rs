@@ -194,6 +194,12 @@ pub fn start_group(
             "--pool-rt-priority",
             &super::spec::GROUP_RT_PRIORITY.to_string(),
         ]);
+        // A real-time pool that never runs out of work leaves the CPUs to ordinary tasks in
+        // short rests (see `spec::GROUP_FAIR_SHARE_US`).
+        command.args([
+            "--fair-share-us",
+            &super::spec::GROUP_FAIR_SHARE_US.to_string(),
+        ]);
     }
     // A VM's CPUs kept awake while frames flow (see `spec::GROUP_KEEP_AWAKE_US`).
     command.args([

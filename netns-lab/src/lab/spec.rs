@@ -189,6 +189,16 @@ pub const GROUP_RT_PRIORITY: u8 = 40;
 /// faithful 3/3 at 1, 2 and 5 Mbit/s (without: 1/3, 0/3, 1/3 in the same session).
 pub const GROUP_KEEP_AWAKE_US: u64 = 2_000;
 
+/// How long a group's real-time pool thread that ran 1 ms without sleeping rests, so that the
+/// machine's ordinary tasks run in short slices and not in the kernel's fair-server blocks
+/// (`ofan-switch group --fair-share-us`; `dataplane::afxdp::pool::FairShare` explains), µs; a
+/// rest never exceeds a twentieth of a frame time at the lab's fastest link. Measured on
+/// 2026-12-04 (alternating labs with and without, 1 MB permutations at load 1): k = 8 at
+/// 5 Mbit/s faithful in 16 of 20 runs against 10 of 20 (CCT median +2.53 % against +2.86, the
+/// slowest agent behind its schedule by at most 4.5 ms against 16.8); k = 4 at 8 Mbit/s 17/18 against 18/18; k = 4 at 20 Mbit/s
+/// (4 MB) 6/6 against 6/6.
+pub const GROUP_FAIR_SHARE_US: u64 = 75;
+
 /// The largest MTU a shared host link carries: a packet in one 4096-byte UMEM frame (above
 /// it the switches take several frames per packet, `docs/switch.md`, jumbo frames).
 pub const MAX_HOST_LINK_MTU: u32 = 3506;
