@@ -97,6 +97,10 @@ pub struct RateRow {
     pub cct_reference: bool,
     /// Lowest agent rate ratio (achieved / requested) of any repetition.
     pub agent_rate_ratio_min: f64,
+    /// Longest time a repetition's slowest agent fell behind its schedule, ms
+    /// (`fidelity.slowest_agent_lost_ns`): a few ms in a run that missed its rate is a stall
+    /// of the agents' sender, not a rate the lab cannot carry.
+    pub agent_lost_ms_max: f64,
     /// Worst shaper lateness p99 of any repetition, packet times.
     pub shaper_late_p99_packet_times: f64,
     /// Smallest receiver-window ratio of any repetition.
@@ -508,6 +512,7 @@ fn row(
         cct_kept: false,
         cct_reference: false,
         agent_rate_ratio_min: fold(|f| f.agent_rate_ratio_min, true),
+        agent_lost_ms_max: fold(|f| f.slowest_agent_lost_ns as f64 / 1e6, false),
         shaper_late_p99_packet_times: fold(|f| f.shaper_late_p99_packet_times, false),
         receiver_window_ratio_min: fold(|f| f.receiver_window_ratio_min, true),
         cpu_busy,
@@ -621,6 +626,7 @@ mod tests {
             cct_kept: true,
             cct_reference: false,
             agent_rate_ratio_min: 1.0,
+            agent_lost_ms_max: 0.0,
             shaper_late_p99_packet_times: 0.1,
             receiver_window_ratio_min: 1.0,
             cpu_busy: 0.5,

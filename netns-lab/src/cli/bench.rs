@@ -64,7 +64,9 @@ The highest link rate at which a lab stays faithful on this machine, and what it
 For each rate of --rates (in order) it builds a fat tree (--k, named --name: none may exist),
 runs a permutation of --size per host at load 1 through it with --lb (the experiment of \
 `ofan-lab run`, --repeat times), reads each run's fidelity and removes the lab. Per rate: CCT \
-over the lower bound, the agents' lowest achieved/requested rate, the worst shaper lateness p99 \
+over the lower bound, the agents' lowest achieved/requested rate, how far the slowest agent \
+of any run fell behind its schedule (`agent lost`: a few ms where a rate was missed is a stall \
+of the agents' sender, not a rate the lab cannot carry), the worst shaper lateness p99 \
 (packet times), the smallest receiver-window ratio, faithful runs (the run's own verdict: \
 lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %, no route changed, no frame lost to the emulation), \
 the CPUs' busy share over the runs (/proc/stat), the part of it the switches' keep-awake \
@@ -622,13 +624,14 @@ fn stalls_table(stalls: &stalls::Stalls) -> String {
 /// The table of `bench lab`.
 fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     let mut text = format!(
-        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>6} {:>12} {:>9} {:>8} {:>15} {:>10}\n",
+        "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11} {:>11} {:>11} {:>10} {:>9} {:>9} {:>6} {:>6} {:>12} {:>9} {:>8} {:>15} {:>10}\n",
         "rate",
         "switches",
         "runs",
         "CCT median",
         "CCT kept",
         "agent rate",
+        "agent lost",
         "shaper p99",
         "rx window",
         "faithful",
@@ -643,7 +646,7 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
     );
     for row in rows {
         text.push_str(&format!(
-            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>5.0}% {:>12} {:>9} {:>8.1} {:>15} {:>10}\n",
+            "{:>10} {:>8} {:>5} {:>12} {:>9} {:>11.3} {:>11} {:>11.2} {:>10.3} {:>9} {:>8.0}% {:>5.0}% {:>5.0}% {:>12} {:>9} {:>8.1} {:>15} {:>10}\n",
             ofan_topology::units::format_rate(row.rate_bps),
             row.switches,
             row.runs,
@@ -656,6 +659,7 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
                 (false, false) => "no",
             },
             row.agent_rate_ratio_min,
+            format!("{:.1}ms", row.agent_lost_ms_max),
             row.shaper_late_p99_packet_times,
             row.receiver_window_ratio_min,
             format!("{}/{}", row.faithful, row.runs),
