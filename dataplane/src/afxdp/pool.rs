@@ -67,10 +67,10 @@ pub const FAIR_SHARE_PERIOD_NS: u64 = 1_000_000;
 /// real-time load: its *fair server*, a deadline reservation that, when they have not had that
 /// share by 50 ms before the end of the second, runs them ahead of every real-time task —
 /// for up to 50 ms at once. `perf sched` on a k = 4 lab at 8 Mbit/s (2026-12-04) caught the
-/// agents' sender (real-time, above the pool) 4.6–8.4 ms late behind such blocks: one CPU ran
-/// `kdamond` and `perf`, or the group's control threads and a kworker, for milliseconds while
-/// the sender waited on it — and the kernel did not move it to the other CPU, where only the
-/// pool (below it) ran. A pool thread that rests `rest_ns` in every [`FAIR_SHARE_PERIOD_NS`]
+/// agents' sender (real-time, above the pool) 4.6–8.4 ms late behind such blocks: its CPU ran
+/// `kdamond`, or the group's control threads, a kworker and `perf`, for milliseconds while the
+/// sender waited on it, and the kernel did not move it to the other CPU — which ran another
+/// such block, or the pool (below the sender). A pool thread that rests `rest_ns` in every [`FAIR_SHARE_PERIOD_NS`]
 /// it runs without sleeping gives them their share in slices of `rest_ns`; what they do not
 /// need is idle (or polled) time. A rest never exceeds a [`REST_SHARE`]th of a full frame's
 /// wire time at the fastest link the thread serves, so that the departures it delays stay

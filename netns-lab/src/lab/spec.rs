@@ -194,8 +194,8 @@ pub const GROUP_KEEP_AWAKE_US: u64 = 2_000;
 /// (`ofan-switch group --fair-share-us`; `dataplane::afxdp::pool::FairShare` explains), µs; a
 /// rest never exceeds a twentieth of a frame time at the lab's fastest link. Measured on
 /// 2026-12-04 (alternating labs with and without, 1 MB permutations at load 1): k = 8 at
-/// 5 Mbit/s faithful in 16 of 20 runs against 10 of 20 (CCT median +2.53 % against +2.86, the
-/// slowest agent behind its schedule by at most 4.5 ms against 16.8); k = 4 at 8 Mbit/s 17/18 against 18/18; k = 4 at 20 Mbit/s
+/// 5 Mbit/s faithful in 25 of 30 runs against 13 of 30 (CCT median +2.55 % against +2.87, the
+/// slowest agent behind its schedule by at most 6.6 ms against 16.8); k = 4 at 8 Mbit/s 17/18 against 18/18; k = 4 at 20 Mbit/s
 /// (4 MB) 6/6 against 6/6.
 pub const GROUP_FAIR_SHARE_US: u64 = 75;
 
