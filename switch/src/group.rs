@@ -547,17 +547,20 @@ fn answer(
         Ok(node.to_owned())
     };
     match verb {
-        "status" => Ok(Some(Status {
-            members: lock(members)
-                .iter()
-                .map(|(node, member)| (node.clone(), member.state.clone()))
-                .collect(),
-            pool: PoolState {
-                threads: blueprint.pool.threads(),
-                spun_ns: blueprint.pool.spun_ns(),
-                rests: blueprint.pool.rests().0,
-                rested_ns: blueprint.pool.rests().1,
-            },
+        "status" => Ok(Some({
+            let (rests, rested_ns) = blueprint.pool.rests();
+            Status {
+                members: lock(members)
+                    .iter()
+                    .map(|(node, member)| (node.clone(), member.state.clone()))
+                    .collect(),
+                pool: PoolState {
+                    threads: blueprint.pool.threads(),
+                    spun_ns: blueprint.pool.spun_ns(),
+                    rests,
+                    rested_ns,
+                },
+            }
         })),
         "stop" | "kill" => {
             let node = known(node)?;
