@@ -375,11 +375,7 @@ impl Worker {
     /// departure of its ports, or a publication or a reading of its sockets' drop counters it
     /// still owes.
     pub fn wake_at(&self) -> Option<u64> {
-        let departure = self
-            .ports
-            .iter()
-            .filter_map(|port| port.egress.next_departure_ns())
-            .min();
+        let departure = self.next_departure_ns();
         let publish = self
             .pace
             .unpublished
@@ -389,6 +385,25 @@ impl Worker {
             .sockets_unread
             .then_some(self.pace.last_socket_read + SOCKET_STATS_EVERY_NS);
         [departure, publish, sockets].into_iter().flatten().min()
+    }
+
+    /// The earliest shaper departure of its ports (`None`: nothing queued).
+    pub fn next_departure_ns(&self) -> Option<u64> {
+        self.ports
+            .iter()
+            .filter_map(|port| port.egress.next_departure_ns())
+            .min()
+    }
+
+    /// Sends only what its shapers let leave now — no hand-offs, no RX rings, no completions:
+    /// what a pool thread does for it between other workers' steps, so that a departure does
+    /// not wait for other switches' arrivals (see the pool's `depart_due`). Returns the frames
+    /// sent; the next step completes them.
+    pub fn depart(&mut self) -> usize {
+        let sent = self.transmit_all();
+        self.pace.unpublished |= sent > 0;
+        self.pace.sockets_unread |= sent > 0;
+        sent
     }
 
     /// The rate of its fastest shaped port, bit/s (0: none is shaped): how long a frame's
