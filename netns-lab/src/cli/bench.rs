@@ -180,7 +180,7 @@ impl GenName {
 pub struct LabArgs {
     /// Link rates to measure, comma-separated, in order (e.g. 1mbit,5mbit,20mbit). Default:
     /// 0.5, 1, 2.5, 5 and 10 times the lab's default link rate (`up --link-rate`), which
-    /// follows its size: 2mbit,4mbit,10mbit,20mbit,40mbit at k = 4, 250kbit to 5mbit at k = 8.
+    /// follows its size: 4mbit,8mbit,20mbit,40mbit,80mbit at k = 4, 500kbit to 10mbit at k = 8.
     #[arg(long)]
     pub rates: Option<String>,
     /// Fat-tree radix.
@@ -856,11 +856,11 @@ mod tests {
         let rates = |k| default_rates(&TopologySource::Kind(TopologyKind::FatTree { k })).unwrap();
         assert_eq!(
             rates(4),
-            [2_000_000, 4_000_000, 10_000_000, 20_000_000, 40_000_000]
+            [4_000_000, 8_000_000, 20_000_000, 40_000_000, 80_000_000]
         );
         assert_eq!(
             rates(8),
-            [250_000, 500_000, 1_250_000, 2_500_000, 5_000_000]
+            [500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000]
         );
     }
 

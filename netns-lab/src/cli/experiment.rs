@@ -55,7 +55,7 @@ pub struct LabOptions {
     /// Radix of the fat tree to build when the lab does not exist (default 4).
     #[arg(long)]
     pub k: Option<u16>,
-    /// Link rate of a lab built for the run (default: as `up --link-rate`, 4mbit up to k = 4,
+    /// Link rate of a lab built for the run (default: as `up --link-rate`, 8mbit up to k = 4,
     /// less for larger labs).
     #[arg(long, value_name = "RATE")]
     pub link_rate: Option<String>,

@@ -88,8 +88,8 @@ pub struct UpArgs {
     pub pipe_size: Option<u16>,
     /// Emulated rate of every link (e.g. 1mbit, 10mbit; 0 = unshaped). The default is what a
     /// quiet 2-core machine emulates faithfully with switches in a group and spliced links,
-    /// with a margin: 4mbit up to 16 hosts (k = 4), and for larger labs the same traffic in
-    /// total, 4mbit × 16 / hosts (k = 6: 1180kbit, k = 8: 500kbit: what costs CPU is the frames
+    /// with a margin: 8mbit up to 16 hosts (k = 4), and for larger labs the same traffic in
+    /// total, 8mbit × 16 / hosts (k = 6: 2370kbit, k = 8: 1mbit: what costs CPU is the frames
     /// the hosts send). With --splice false use 2mbit at k = 4, with --switches process 1mbit.
     /// `ofan-lab bench lab` measures your machine.
     #[arg(long, value_name = "RATE")]
@@ -731,7 +731,7 @@ mod tests {
                 .link_rate_bps
         };
         assert_eq!(rate(&[]), lab::DEFAULT_LINK_RATE_BPS);
-        assert_eq!(rate(&["--k", "8"]), 500_000);
+        assert_eq!(rate(&["--k", "8"]), 1_000_000);
         assert_eq!(rate(&["--k", "8", "--link-rate", "5mbit"]), 5_000_000);
         assert_eq!(rate(&["--link-rate", "0"]), 0);
     }
