@@ -187,7 +187,8 @@ struct Adopted {
     /// Its earliest shaper departure ([`Worker::next_departure_ns`] after its last step or
     /// departure sweep).
     depart_at: Option<u64>,
-    /// It panicked in a departure sweep: the pass drops it as one that panicked in a step.
+    /// It panicked (in a step or a departure sweep): the pass drops it, and its switch sees
+    /// its exit channel close and stops; the others go on.
     failed: bool,
 }
 
@@ -215,7 +216,6 @@ impl Departing for Adopted {
             self.wake_at = self.worker.wake_at();
             Some(sent)
         } else {
-            tracing::error!("a worker panicked: dropping it (its switch stops)");
             self.failed = true;
             self.depart_at = None;
             None
@@ -526,6 +526,7 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         let count = members.len();
         while index < members.len() {
             if members[index].failed {
+                tracing::error!("a worker panicked: dropping it (its switch stops)");
                 let member = members.swap_remove(index);
                 unwatch(&epoll, &member.worker);
                 shared.load.fetch_sub(1, Ordering::Relaxed);
@@ -577,12 +578,8 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                     }
                 }
                 Err(_) => {
-                    // Its switch sees the exit channel close and stops; the others go on.
-                    tracing::error!("a worker panicked: dropping it (its switch stops)");
-                    let member = members.swap_remove(index);
-                    unwatch(&epoll, &member.worker);
-                    shared.load.fetch_sub(1, Ordering::Relaxed);
-                    drop(member);
+                    // Dropped at the top of the loop, as one that panicked in a sweep.
+                    members[index].failed = true;
                     continue;
                 }
             }
