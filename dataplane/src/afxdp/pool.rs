@@ -527,16 +527,11 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         while index < members.len() {
             if members[index].failed {
                 tracing::error!("a worker panicked: dropping it (its switch stops)");
-                let member = members.swap_remove(index);
-                unwatch(&epoll, &member.worker);
-                shared.load.fetch_sub(1, Ordering::Relaxed);
-                drop(member);
+                drop(leave(&mut members, index, &epoll, shared));
                 continue;
             }
             if members[index].worker.stopping() {
-                let member = members.swap_remove(index);
-                unwatch(&epoll, &member.worker);
-                shared.load.fetch_sub(1, Ordering::Relaxed);
+                let member = leave(&mut members, index, &epoll, shared);
                 let _ = member.exit.send(member.worker.finish());
                 continue;
             }
@@ -722,6 +717,19 @@ impl Owners {
     }
 }
 
+/// Takes member `index` out of the thread: out of its epoll and its load.
+fn leave(
+    members: &mut Vec<Adopted>,
+    index: usize,
+    epoll: &Epoll,
+    shared: &ThreadShared,
+) -> Adopted {
+    let member = members.swap_remove(index);
+    unwatch(epoll, &member.worker);
+    shared.load.fetch_sub(1, Ordering::Relaxed);
+    member
+}
+
 fn unwatch(epoll: &Epoll, worker: &Worker) {
     for fd in worker.wait_fds() {
         let _ = epoll.remove(fd);
@@ -795,8 +803,15 @@ mod tests {
         members[1].panics = true;
         let (sent, soonest) = depart_due(&mut members, 25);
         assert_eq!(sent, 1);
-        assert_eq!(soonest, 30);
-        assert_eq!(members[1].depart_at(), None);
+        assert_eq!(
+            soonest, 30,
+            "the panicked member's departure no longer counts"
+        );
+        assert_eq!(
+            members.iter().map(|m| m.sent).collect::<Vec<_>>(),
+            [1, 0, 0],
+            "the first sent; the third was not due"
+        );
     }
 
     #[test]
