@@ -7,8 +7,8 @@ use std::net::IpAddr;
 
 use ofan_netlink::{
     parse_address, parse_link, parse_neighbor, parse_nexthop, parse_route, Address, Link, Message,
-    NexthopObject, Route, RouteHop, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNEIGH, RTM_NEWNEXTHOP,
-    RTM_NEWROUTE, RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    NeighborKind, NexthopObject, Route, RouteHop, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNEIGH,
+    RTM_NEWNEXTHOP, RTM_NEWROUTE, RT_TABLE_LOCAL, RT_TABLE_MAIN,
 };
 
 /// Everything the mirror reads from the kernel, as of one dump.
@@ -23,7 +23,16 @@ pub struct KernelState {
     /// Next-hop objects by id.
     pub nexthops: BTreeMap<u32, NexthopObject>,
     /// Neighbours by (interface, address).
-    pub neighbors: BTreeMap<(u32, IpAddr), Option<[u8; 6]>>,
+    pub neighbors: BTreeMap<(u32, IpAddr), NeighborEntry>,
+}
+
+/// A neighbour as the kernel holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeighborEntry {
+    /// Its MAC address, when resolved.
+    pub mac: Option<[u8; 6]>,
+    /// Who keeps the entry.
+    pub kind: NeighborKind,
 }
 
 impl KernelState {
@@ -50,8 +59,13 @@ impl KernelState {
             }
             RTM_NEWNEIGH => {
                 if let Some(neighbor) = parse_neighbor(message.payload) {
-                    self.neighbors
-                        .insert((neighbor.ifindex, neighbor.addr), neighbor.mac);
+                    self.neighbors.insert(
+                        (neighbor.ifindex, neighbor.addr),
+                        NeighborEntry {
+                            mac: neighbor.mac,
+                            kind: neighbor.kind,
+                        },
+                    );
                 }
             }
             _ => {}
@@ -153,9 +167,13 @@ mod tests {
 
         // A neighbour learnt or forgotten, an address added: the same routes.
         let mut after = before.clone();
-        after
-            .neighbors
-            .insert((5, IpAddr::V4(Ipv4Addr::new(100, 64, 0, 1))), None);
+        after.neighbors.insert(
+            (5, IpAddr::V4(Ipv4Addr::new(100, 64, 0, 1))),
+            NeighborEntry {
+                mac: None,
+                kind: NeighborKind::Dynamic,
+            },
+        );
         after.addresses.push(Address {
             index: 5,
             addr: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0)),

@@ -19,7 +19,14 @@
 //! neighbour table holds more than `gc_thresh1` entries (128; all namespaces count), and frames
 //! to it are dropped until it is resolved again. A managed entry is re-probed and left alone.
 //! (Seen in a k = 8 lab, 768 entries: each switch's ordinary entries deleted about a minute
-//! after `up`, while its first runs were running.)
+//! after `up`, while its first runs were running.) A *permanent* entry — an administrator's,
+//! with its address — is never aged, probed or deleted, so it is used as it is and never
+//! replaced: a managed entry would have to be resolved again, and a neighbour that does not
+//! answer ARP (the forwarding benchmark's sink drops everything) would then never be.
+//!
+//! A next hop that stays unresolved is said loudly: in the status (`unresolved`, and
+//! `unresolved_for_ms` for the oldest), which `ofan-switch stats` prints as a warning with the
+//! frames dropped for it, and once in the log after [`UNRESOLVED_WARN_AFTER`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
@@ -35,8 +42,8 @@ use ofan_dataplane::fib::{
 use ofan_dataplane::lb::DestKey;
 
 use ofan_netlink::{
-    dump_request, managed_neighbor_request, Dump, Group, IpFamily, QueryError, RouteHop, RouteKind,
-    RouteSocket,
+    dump_request, managed_neighbor_request, Dump, Group, IpFamily, NeighborKind, QueryError,
+    RouteHop, RouteKind, RouteSocket,
 };
 
 use crate::kernel::KernelState;
@@ -98,8 +105,14 @@ pub struct MirrorStatus {
     pub routes: (usize, usize),
     /// Next-hop groups in the current table.
     pub groups: usize,
-    /// Next hops whose MAC address is not known yet.
+    /// Next hops whose MAC address is not known yet (`10.0.1.2 on p1`): frames routed only
+    /// through them are dropped (`neighbor_unresolved`).
     pub unresolved: Vec<String>,
+    /// How long the oldest of them has been unresolved, milliseconds as of this report (`None`
+    /// when every next hop is resolved). A next hop is resolved within milliseconds when its
+    /// neighbour answers ARP or neighbour discovery; seconds mean it does not.
+    #[serde(default)]
+    pub unresolved_for_ms: Option<u64>,
     /// Routes skipped because none of their hops leaves through a port.
     pub routes_not_via_ports: usize,
     /// The last error, if the latest rebuild failed.
@@ -116,17 +129,19 @@ pub struct MirrorStatus {
     /// When the last table for a route change was published.
     #[serde(skip)]
     last_route_change: Option<Instant>,
+    /// Since when the oldest unresolved next hop has been unresolved.
+    #[serde(skip)]
+    unresolved_since: Option<Instant>,
 }
 
 impl MirrorStatus {
     /// The status as of now, for a report: [`Self::routes_still_ms`] filled in.
     #[must_use]
     pub fn report(&self) -> Self {
-        let still = self
-            .last_route_change
-            .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX));
+        let ms_since = |at: Instant| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX);
         Self {
-            routes_still_ms: still,
+            routes_still_ms: self.last_route_change.map(ms_since),
+            unresolved_for_ms: self.unresolved_since.map(ms_since),
             ..self.clone()
         }
     }
@@ -165,9 +180,11 @@ pub fn dump(socket: &mut RouteSocket) -> io::Result<KernelState> {
 pub struct BuildNotes {
     /// `(interface index, interface name, gateway)` of hops without a MAC address.
     pub unresolved: Vec<(u32, String, IpAddr)>,
-    /// The same of every neighbour the table forwards to, resolved or not (a superset of
-    /// `unresolved`), sorted.
-    pub neighbors: Vec<(u32, String, IpAddr)>,
+    /// The same of every neighbour the table forwards to whose entry the kernel's neighbour
+    /// discovery keeps, resolved or not (a superset of `unresolved`), sorted: the entries the
+    /// mirror looks after. A permanent entry is an administrator's, never aged or deleted, and
+    /// is left alone ([`NeighborKind::Permanent`]).
+    pub dynamic_neighbors: Vec<(u32, String, IpAddr)>,
     /// Routes none of whose hops leaves through a port.
     pub routes_not_via_ports: usize,
     /// The namespace's own addresses.
@@ -262,15 +279,16 @@ pub fn build_fib(
                         // host routes below.
                         continue;
                     };
-                    let mac = state
-                        .neighbors
-                        .get(&(hop.ifindex, gateway))
-                        .copied()
-                        .flatten();
+                    let entry = state.neighbors.get(&(hop.ifindex, gateway));
+                    let mac = entry.and_then(|entry| entry.mac);
                     if mac.is_none() {
                         notes.unresolved.push((hop.ifindex, name.clone(), gateway));
                     }
-                    notes.neighbors.push((hop.ifindex, name.clone(), gateway));
+                    if entry.is_none_or(|entry| entry.kind == NeighborKind::Dynamic) {
+                        notes
+                            .dynamic_neighbors
+                            .push((hop.ifindex, name.clone(), gateway));
+                    }
                     next_hops.push(NextHop {
                         port: *port,
                         gateway,
@@ -291,15 +309,17 @@ pub fn build_fib(
         }
     }
     // Neighbours on connected multi-access subnets: host routes, unless a route exists.
-    for (&(ifindex, addr), &mac) in &state.neighbors {
-        let (Some((port, name)), Some(mac)) = (port_of_ifindex.get(&ifindex), mac) else {
+    for (&(ifindex, addr), entry) in &state.neighbors {
+        let (Some((port, name)), Some(mac)) = (port_of_ifindex.get(&ifindex), entry.mac) else {
             continue;
         };
         let prefix = IpPrefix::host(addr);
         if best.contains_key(&prefix) || is_link_local(addr) {
             continue;
         }
-        notes.neighbors.push((ifindex, name.clone(), addr));
+        if entry.kind == NeighborKind::Dynamic {
+            notes.dynamic_neighbors.push((ifindex, name.clone(), addr));
+        }
         let hop = NextHop {
             port: *port,
             gateway: addr,
@@ -315,8 +335,8 @@ pub fn build_fib(
     }
     notes.unresolved.sort();
     notes.unresolved.dedup();
-    notes.neighbors.sort();
-    notes.neighbors.dedup();
+    notes.dynamic_neighbors.sort();
+    notes.dynamic_neighbors.dedup();
     Ok((builder.build()?, notes))
 }
 
@@ -393,7 +413,7 @@ impl Mirror {
             resolving: HashMap::new(),
             managed: HashSet::new(),
             pending: None,
-            unresolved: !notes.unresolved.is_empty(),
+            unresolved: BTreeMap::new(),
             last_refresh: Instant::now(),
         };
         follower.note(&notes, None);
@@ -453,6 +473,22 @@ pub const RESYNC_RESOLVING: Duration = Duration::from_secs(1);
 /// 2026-12-03).
 pub const RESYNC_QUIET: Duration = Duration::from_secs(10);
 
+/// How long a next hop may stay without a MAC address before the mirror logs it: a neighbour
+/// that answers is resolved within a round trip, and the kernel gives up on one that does not
+/// after three probes a second apart (`mcast_solicit`, `retrans_time_ms`).
+pub const UNRESOLVED_WARN_AFTER: Duration = Duration::from_secs(3);
+
+/// A next hop without a MAC address.
+#[derive(Debug)]
+struct UnresolvedHop {
+    /// Its port's name.
+    port: String,
+    /// Since when.
+    since: Instant,
+    /// Whether the log has said so.
+    logged: bool,
+}
+
 struct Follower {
     config: MirrorConfig,
     shared: Arc<SharedFib>,
@@ -469,8 +505,8 @@ struct Follower {
     /// The last build's notes when [`Self::resolve`] left some neighbour for later (it had
     /// asked for it under a second before): the next refresh asks again.
     pending: Option<BuildNotes>,
-    /// The last table has next hops without a MAC address.
-    unresolved: bool,
+    /// The last table's next hops without a MAC address, by (interface index, gateway).
+    unresolved: BTreeMap<(u32, IpAddr), UnresolvedHop>,
     last_refresh: Instant,
 }
 
@@ -479,7 +515,7 @@ impl Follower {
         let mut buffer = vec![0u8; 1 << 16];
         while !stop.load(Ordering::Relaxed) {
             // Wait for a change (or the resync); then let the burst settle.
-            let resync = if self.unresolved || self.pending.is_some() {
+            let resync = if !self.unresolved.is_empty() || self.pending.is_some() {
                 RESYNC_RESOLVING
             } else {
                 RESYNC_QUIET
@@ -511,12 +547,13 @@ impl Follower {
             if let Some(notes) = self.pending.take() {
                 self.resolve(&notes);
             }
+            // A next hop that stays unresolved changes nothing either: say so once it is late.
+            self.warn_unresolved(Instant::now());
             return;
         }
         match build_fib(&state, &self.config) {
             Ok((fib, notes)) => {
                 self.shared.store(Arc::new(fib));
-                self.unresolved = !notes.unresolved.is_empty();
                 if state.routes_differ(&self.last_state) {
                     if let Ok(mut status) = self.status.lock() {
                         status.route_changes += 1;
@@ -526,8 +563,12 @@ impl Follower {
                 self.note(&notes, None);
                 // A neighbour the kernel deleted (a link down flushes them) may come back as
                 // an ordinary entry (learnt from the peer's ARP request): ask again then.
-                self.managed
-                    .retain(|key| state.neighbors.get(key).is_some_and(Option::is_some));
+                self.managed.retain(|key| {
+                    state
+                        .neighbors
+                        .get(key)
+                        .is_some_and(|entry| entry.mac.is_some())
+                });
                 self.resolve(&notes);
                 self.last_state = state;
             }
@@ -538,7 +579,10 @@ impl Follower {
         }
     }
 
-    fn note(&self, notes: &BuildNotes, error: Option<String>) {
+    fn note(&mut self, notes: &BuildNotes, error: Option<String>) {
+        if error.is_none() {
+            self.track_unresolved(&notes.unresolved);
+        }
         let fib = self.shared.load();
         if let Ok(mut status) = self.status.lock() {
             if error.is_none() {
@@ -552,10 +596,60 @@ impl Follower {
                 .map(|(_, name, gateway)| format!("{gateway} on {name}"))
                 .collect();
             status.routes_not_via_ports = notes.routes_not_via_ports;
+            status.unresolved_since = self.unresolved.values().map(|hop| hop.since).min();
             if error.is_none() {
                 status.local_addresses.clone_from(&notes.local_addresses);
             }
             status.last_error = error;
+        }
+    }
+
+    /// Follows which next hops are unresolved (`unresolved`: the latest build's), and says in
+    /// the log when one has been for [`UNRESOLVED_WARN_AFTER`] and when it is resolved again.
+    fn track_unresolved(&mut self, unresolved: &[(u32, String, IpAddr)]) {
+        let now = Instant::now();
+        self.unresolved.retain(|key, hop| {
+            let still = unresolved
+                .iter()
+                .any(|(ifindex, _, gateway)| (*ifindex, *gateway) == *key);
+            if !still && hop.logged {
+                tracing::info!(
+                    gateway = %key.1,
+                    port = %hop.port,
+                    after_s = format!("{:.1}", now.duration_since(hop.since).as_secs_f64()),
+                    "next hop resolved: frames to it are forwarded again"
+                );
+            }
+            still
+        });
+        for (ifindex, port, gateway) in unresolved {
+            self.unresolved
+                .entry((*ifindex, *gateway))
+                .or_insert_with(|| UnresolvedHop {
+                    port: port.clone(),
+                    since: now,
+                    logged: false,
+                });
+        }
+        self.warn_unresolved(now);
+    }
+
+    /// Logs, once per next hop, those unresolved for [`UNRESOLVED_WARN_AFTER`] or longer.
+    fn warn_unresolved(&mut self, now: Instant) {
+        for ((_, gateway), hop) in &mut self.unresolved {
+            let late = now.duration_since(hop.since);
+            if hop.logged || late < UNRESOLVED_WARN_AFTER {
+                continue;
+            }
+            hop.logged = true;
+            tracing::warn!(
+                %gateway,
+                port = %hop.port,
+                for_s = late.as_secs(),
+                "next hop unresolved: its neighbour does not answer ARP/neighbour discovery, and \
+                 every frame routed only through it is dropped (counter neighbor_unresolved); \
+                 check the neighbour, or give it a permanent entry (ip neigh replace … nud permanent)"
+            );
         }
     }
 
@@ -566,7 +660,7 @@ impl Follower {
     fn resolve(&mut self, notes: &BuildNotes) {
         let now = Instant::now();
         let mut left = false;
-        for hop in &notes.neighbors {
+        for hop in &notes.dynamic_neighbors {
             let (ifindex, name, gateway) = hop;
             let key = (*ifindex, *gateway);
             let unresolved = notes.unresolved.binary_search(hop).is_ok();
@@ -603,6 +697,112 @@ impl Follower {
             }
         }
         self.pending = left.then(|| notes.clone());
+    }
+}
+
+#[cfg(test)]
+mod build_tests {
+    use std::net::Ipv4Addr;
+
+    use ofan_netlink::{Link, Route};
+
+    use super::*;
+    use crate::kernel::NeighborEntry;
+
+    const SINK_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+    /// A switch with ports p0 (ifindex 2) and p1 (3), a route to 10.1.0.0/16 via 10.0.1.2 on
+    /// p1, and that neighbour's entry as given.
+    fn state(neighbor: Option<NeighborEntry>) -> (KernelState, MirrorConfig) {
+        let mut state = KernelState::default();
+        for (index, name) in [(2, "p0"), (3, "p1")] {
+            state.links.insert(
+                index,
+                Link {
+                    index,
+                    name: name.into(),
+                    mac: [2, 0, 0, 0, 1, index as u8],
+                    oper_up: true,
+                },
+            );
+        }
+        let gateway = IpAddr::V4(Ipv4Addr::new(10, 0, 1, 2));
+        state.routes.push(Route {
+            dst: IpAddr::V4(Ipv4Addr::new(10, 1, 0, 0)),
+            prefix_len: 16,
+            table: ofan_netlink::RT_TABLE_MAIN,
+            metric: 0,
+            kind: RouteKind::Unicast {
+                hops: vec![RouteHop {
+                    ifindex: 3,
+                    gateway: Some(gateway),
+                }],
+                nh_id: None,
+            },
+        });
+        if let Some(entry) = neighbor {
+            state.neighbors.insert((3, gateway), entry);
+        }
+        let config = MirrorConfig {
+            ports: ["p0", "p1"]
+                .map(|name| PortConfig {
+                    name: name.into(),
+                    role: PortRole::Host,
+                })
+                .into(),
+            keys: Vec::new(),
+            dest_keys: 0,
+        };
+        (state, config)
+    }
+
+    fn next_hop_mac(fib: &Fib) -> Option<[u8; 6]> {
+        let destination = fib.destination(IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3)));
+        let Some(RouteTarget::Group(group)) = destination.route else {
+            panic!("no route: {destination:?}");
+        };
+        fib.group(group)?.hop(0)?.mac
+    }
+
+    #[test]
+    fn a_permanent_neighbour_is_used_and_left_alone() {
+        let (state, config) = state(Some(NeighborEntry {
+            mac: Some(SINK_MAC),
+            kind: NeighborKind::Permanent,
+        }));
+        let (fib, notes) = build_fib(&state, &config).unwrap();
+        assert_eq!(next_hop_mac(&fib), Some(SINK_MAC));
+        assert!(notes.unresolved.is_empty(), "{notes:?}");
+        // Nothing for the mirror to look after: no managed entry replaces it.
+        assert!(notes.dynamic_neighbors.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn dynamic_neighbours_resolved_or_not_are_looked_after() {
+        let gateway = (3, "p1".to_owned(), IpAddr::V4(Ipv4Addr::new(10, 0, 1, 2)));
+        let resolved = NeighborEntry {
+            mac: Some(SINK_MAC),
+            kind: NeighborKind::Dynamic,
+        };
+        let (state_resolved, config) = state(Some(resolved));
+        let (fib, notes) = build_fib(&state_resolved, &config).unwrap();
+        assert_eq!(next_hop_mac(&fib), Some(SINK_MAC));
+        assert_eq!(notes.dynamic_neighbors, std::slice::from_ref(&gateway));
+        assert!(notes.unresolved.is_empty());
+
+        for missing in [
+            None,
+            Some(NeighborEntry {
+                mac: None,
+                kind: NeighborKind::Dynamic,
+            }),
+        ] {
+            let (state, config) = state(missing);
+            let (fib, notes) = build_fib(&state, &config).unwrap();
+            assert_eq!(next_hop_mac(&fib), None);
+            assert_eq!(notes.unresolved, std::slice::from_ref(&gateway));
+            assert_eq!(notes.dynamic_neighbors, std::slice::from_ref(&gateway));
+        }
     }
 }
 

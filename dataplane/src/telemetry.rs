@@ -308,6 +308,11 @@ pub fn worker_counter_names() -> &'static [&'static str] {
     })
 }
 
+/// The name under which workers publish the drops of `reason` (`drop_neighbor_unresolved`).
+pub fn drop_counter_name(reason: DropReason) -> &'static str {
+    worker_counter_names()[Counters::default().totals().len() + reason.as_index()]
+}
+
 /// A worker's counter values into `out`, in [`worker_counter_names`] order.
 pub fn worker_counter_values(forward: &Counters, rx_drops: &RxDrops, out: &mut Vec<u64>) {
     out.clear();
@@ -727,6 +732,17 @@ mod tests {
                 "drop_bad_rx_descriptor",
                 "drop_rx_too_many_frames",
             ]
+        );
+    }
+
+    #[test]
+    fn drop_counters_are_named_from_the_list() {
+        for reason in DropReason::ALL {
+            assert_eq!(drop_counter_name(reason), format!("drop_{}", reason.name()));
+        }
+        assert_eq!(
+            drop_counter_name(DropReason::NeighborUnresolved),
+            "drop_neighbor_unresolved"
         );
     }
 

@@ -62,8 +62,8 @@ pub use frame::{
 };
 pub use parse::{
     parse_address, parse_link, parse_link_xdp, parse_neighbor, parse_nexthop, parse_route, Address,
-    Link, Neighbor, NexthopObject, Route, RouteHop, RouteKind, XdpAttachMode, XdpProgram,
-    RT_TABLE_LOCAL, RT_TABLE_MAIN,
+    Link, Neighbor, NeighborKind, NexthopObject, Route, RouteHop, RouteKind, XdpAttachMode,
+    XdpProgram, RT_TABLE_LOCAL, RT_TABLE_MAIN,
 };
 pub use request::{
     add_address_request, delete_link_request, delete_route_request, dump_request, get_link_request,

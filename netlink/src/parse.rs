@@ -20,6 +20,7 @@ const IFF_LOWER_UP: u32 = 0x10000;
 const NUD_INCOMPLETE: u16 = 0x01;
 pub(crate) const NUD_FAILED: u16 = 0x20;
 const NUD_NOARP: u16 = 0x40;
+const NUD_PERMANENT: u16 = 0x80;
 
 /// Length of `struct ifinfomsg`.
 pub(crate) const IFINFOMSG_LEN: usize = 16;
@@ -363,6 +364,21 @@ pub struct Neighbor {
     pub addr: IpAddr,
     /// Its MAC address, when resolved (not in state incomplete, failed or noarp).
     pub mac: Option<[u8; 6]>,
+    /// Who keeps the entry: an administrator (permanent) or the kernel's resolution.
+    pub kind: NeighborKind,
+}
+
+/// Who keeps a neighbour entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NeighborKind {
+    /// Written by an administrator with its address (`ip neigh add … nud permanent`,
+    /// `NUD_PERMANENT`): the kernel never probes, ages or deletes it, so nobody needs to look
+    /// after it — and replacing it with an entry the kernel must resolve would lose an address
+    /// that ARP may never bring back (a peer that does not answer, as a benchmark's sink).
+    Permanent,
+    /// Resolved, being resolved or failed by the kernel's neighbour discovery (every other
+    /// state, managed entries included).
+    Dynamic,
 }
 
 /// Parses an `RTM_NEWNEIGH` payload.
@@ -385,6 +401,11 @@ pub fn parse_neighbor(payload: &[u8]) -> Option<Neighbor> {
         ifindex,
         addr: addr?,
         mac: mac.filter(|_| usable),
+        kind: if state & NUD_PERMANENT != 0 {
+            NeighborKind::Permanent
+        } else {
+            NeighborKind::Dynamic
+        },
     })
 }
 
@@ -476,6 +497,14 @@ mod tests {
         neighbor.extend(attr(2, &[2, 0, 0, 0, 0, 1]));
         let parsed = parse_neighbor(&neighbor).unwrap();
         assert_eq!(parsed.mac, Some([2, 0, 0, 0, 0, 1]));
+        assert_eq!(parsed.kind, NeighborKind::Dynamic);
+        // The same entry made permanent by an administrator.
+        neighbor[8..10].copy_from_slice(&NUD_PERMANENT.to_ne_bytes());
+        let parsed = parse_neighbor(&neighbor).unwrap();
+        assert_eq!(
+            (parsed.mac, parsed.kind),
+            (Some([2, 0, 0, 0, 0, 1]), NeighborKind::Permanent)
+        );
         // The same entry in FAILED state has no usable MAC.
         neighbor[8..10].copy_from_slice(&NUD_FAILED.to_ne_bytes());
         assert_eq!(parse_neighbor(&neighbor).unwrap().mac, None);

@@ -26,6 +26,8 @@ use ofan_control::mirror::Mirror;
 use ofan_control::paths::{LearnedPaths, PathSource};
 use ofan_dataplane::afxdp::{Runtime, Threads};
 use ofan_dataplane::fib::{Fib, SharedFib};
+use ofan_dataplane::forward::DropReason;
+use ofan_dataplane::telemetry::drop_counter_name;
 use ofan_switch::config;
 
 use admin::PathInfo;
@@ -397,7 +399,35 @@ fn stats(socket: &std::path::Path, json: bool) -> anyhow::Result<()> {
         stats.fib.groups
     );
     if !stats.fib.unresolved.is_empty() {
-        println!("unresolved next hops: {}", stats.fib.unresolved.join(", "));
+        let unresolved_counter = drop_counter_name(DropReason::NeighborUnresolved);
+        let dropped = stats
+            .data_path
+            .counters
+            .iter()
+            .find(|(name, _)| *name == unresolved_counter)
+            .map_or(0, |&(_, value)| value);
+        println!(
+            "WARNING: {} next hop{} unresolved{}: {} — frames routed only through {} are \
+             dropped ({}={dropped}); its neighbour does not answer ARP/neighbour discovery",
+            stats.fib.unresolved.len(),
+            if stats.fib.unresolved.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            stats
+                .fib
+                .unresolved_for_ms
+                .map(|ms| format!(" for {:.1} s", ms as f64 / 1000.0))
+                .unwrap_or_default(),
+            stats.fib.unresolved.join(", "),
+            if stats.fib.unresolved.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            unresolved_counter,
+        );
     }
     println!(
         "{:<8} {:>12} {:>12} {:>10} {:>8} {:>8} {:>10} {:>12}",

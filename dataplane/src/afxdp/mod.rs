@@ -39,6 +39,8 @@ use std::thread::JoinHandle;
 use xdpilone::{IfInfo, Socket, SocketConfig, UmemConfig};
 
 pub use frames::FrameCensus;
+/// The most RX queues per port that can have an AF_XDP socket (the XSKMAP's slots per port).
+pub use ofan_ebpf_common::MAX_QUEUES;
 pub use steer::{Buffers, Steering, XdpMode};
 pub use sys::{enter_network_namespace, ifindex, monotonic_ns, mtu, release_free_memory};
 

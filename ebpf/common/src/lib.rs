@@ -70,6 +70,11 @@ pub const MAX_PORTS: u32 = 64;
 pub const MAX_QUEUES: u32 = 8;
 /// Entries of the XSKMAP: one slot per (port, queue).
 pub const XSKS_ENTRIES: u32 = MAX_PORTS * MAX_QUEUES;
+/// Slot of the benchmark sink's counters (`SINK`) that counts frames other than IPv4; slots
+/// below it count IPv4 frames by the RX queue they arrived on.
+pub const SINK_OTHER_SLOT: u32 = MAX_QUEUES;
+/// Entries of the benchmark sink's per-CPU counter array.
+pub const SINK_SLOTS: u32 = SINK_OTHER_SLOT + 1;
 /// Entries of each of the local-address sets.
 pub const MAX_LOCAL_ADDRS: u32 = 256;
 /// Entries of the `ofan_redirect` devmap.

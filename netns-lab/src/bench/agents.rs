@@ -2,9 +2,10 @@
 //!
 //! Protocol, the same for each: after setting up, an agent prints one line starting with
 //! `ready`. Then, for every line it reads on stdin, it prints `count=<n> ns=<t>` — `n` its
-//! running count (frames sent for `gen`, frames received for `sink`, 0 for `redirect`), `t` the
-//! `CLOCK_MONOTONIC` time of the reading in nanoseconds (one clock for all processes of the
-//! machine). When stdin closes — also when the orchestrator dies — it cleans up (detaching its
+//! running count (frames sent for `gen`, IPv4 frames received for `sink`, 0 for `redirect`),
+//! `t` the `CLOCK_MONOTONIC` time of the reading in nanoseconds (one clock for all processes of
+//! the machine); the sink adds `queues=<q0>,<q1>,…` (its IPv4 frames by RX queue) and
+//! `other=<n>` (frames that are not IPv4: the forwarder's ARP probes). When stdin closes — also when the orchestrator dies — it cleans up (detaching its
 //! XDP program), prints a `done` line and exits.
 //!
 //! Each agent is a function over its typed options and its input and output lines; the
@@ -21,7 +22,7 @@ use ofan_dataplane::afxdp::bench::frame::UdpFlows;
 use ofan_dataplane::afxdp::bench::gen::{GenConfig, TrafficGen};
 use ofan_dataplane::afxdp::bench::live::{LiveConfig, LiveCounter, LiveGen};
 use ofan_dataplane::afxdp::bench::pin_to_cpu;
-use ofan_dataplane::afxdp::bench::sink::XdpSink;
+use ofan_dataplane::afxdp::bench::sink::{SinkCount, XdpSink};
 use ofan_dataplane::afxdp::redirect::XdpRedirect;
 use ofan_dataplane::afxdp::{monotonic_ns, BindMode, XdpMode};
 
@@ -217,18 +218,30 @@ fn say(output: &mut impl Write, line: std::fmt::Arguments<'_>) -> anyhow::Result
     Ok(())
 }
 
-/// Answers `input` lines with `count=<counter()> ns=<now>` until `input` closes.
+/// Answers `input` lines with `<fields()> ns=<now>` until `input` closes (`fields`: `count=<n>`
+/// and what else the agent reports).
 fn serve(
     input: impl BufRead,
     output: &mut impl Write,
-    mut counter: impl FnMut() -> anyhow::Result<u64>,
+    mut fields: impl FnMut() -> anyhow::Result<String>,
 ) -> anyhow::Result<()> {
     for line in input.lines() {
         line.context("reading stdin")?;
-        let count = counter()?;
-        say(output, format_args!("count={count} ns={}", monotonic_ns()))?;
+        let fields = fields()?;
+        say(output, format_args!("{fields} ns={}", monotonic_ns()))?;
     }
     Ok(())
+}
+
+/// The sink's reading: `count=<IPv4 frames> queues=<per RX queue> other=<other frames>`.
+fn sink_fields(count: &SinkCount) -> String {
+    let queues: Vec<String> = count.per_queue.iter().map(u64::to_string).collect();
+    format!(
+        "count={} queues={} other={}",
+        count.ipv4(),
+        queues.join(","),
+        count.other
+    )
 }
 
 /// Runs `bench gen`: sends as `options` say, answering the orchestrator's `input` lines on
@@ -296,9 +309,12 @@ pub fn gen(
             cpu.map_or("any".into(), |c| c.to_string())
         ),
     )?;
-    let served = serve(input, &mut output, || match &counter {
-        Some(counter) => Ok(counter.frames()?),
-        None => Ok(sent.load(Ordering::Relaxed)),
+    let served = serve(input, &mut output, || {
+        let count = match &counter {
+            Some(counter) => counter.frames()?,
+            None => sent.load(Ordering::Relaxed),
+        };
+        Ok(format!("count={count}"))
     });
     stop.store(true, Ordering::Relaxed);
     let report = sender
@@ -318,8 +334,11 @@ pub fn sink(interface: &str, input: impl BufRead, mut output: impl Write) -> any
     let mut sink = XdpSink::load(XdpMode::Native)?;
     sink.attach(interface)?;
     say(&mut output, format_args!("ready interface={interface}"))?;
-    serve(input, &mut output, || Ok(sink.frames()?))?;
-    say(&mut output, format_args!("done frames={}", sink.frames()?))
+    serve(input, &mut output, || Ok(sink_fields(&sink.count()?)))?;
+    say(
+        &mut output,
+        format_args!("done {}", sink_fields(&sink.count()?)),
+    )
 }
 
 /// Runs `bench redirect`: XDP_REDIRECT from `from` to `to` until `input` closes.
@@ -335,7 +354,7 @@ pub fn redirect(
     let mut redirect = XdpRedirect::load(XdpMode::Native)?;
     redirect.forward(from, to)?;
     say(&mut output, format_args!("ready from={from} to={to}"))?;
-    serve(input, &mut output, || Ok(0))?;
+    serve(input, &mut output, || Ok("count=0".to_owned()))?;
     drop(redirect);
     say(&mut output, format_args!("done"))
 }
@@ -361,7 +380,7 @@ mod tests {
         let mut count = 0;
         serve(&b"?\n?\n"[..], &mut output, || {
             count += 5;
-            Ok(count)
+            Ok(format!("count={count}"))
         })
         .unwrap();
         let text = String::from_utf8(output).unwrap();
@@ -371,5 +390,19 @@ mod tests {
             .collect();
         assert_eq!(counts, ["count=5", "count=10"], "{text}");
         assert!(text.lines().all(|line| line.contains(" ns=")), "{text}");
+    }
+
+    #[test]
+    fn the_sink_reports_ipv4_per_queue_and_the_rest_apart() {
+        let mut count = SinkCount {
+            other: 3,
+            ..SinkCount::default()
+        };
+        count.per_queue[0] = 10;
+        count.per_queue[2] = 5;
+        assert_eq!(
+            sink_fields(&count),
+            "count=15 queues=10,0,5,0,0,0,0,0 other=3"
+        );
     }
 }

@@ -189,7 +189,14 @@ pub struct Reading {
     pub count: u64,
     /// `CLOCK_MONOTONIC` in ns.
     pub ns: u64,
+    /// The sink's count by RX queue (zeros for the other agents).
+    pub queues: [u64; QUEUE_SLOTS],
+    /// The sink's count of frames that are not the benchmark's (0 for the other agents).
+    pub other: u64,
 }
+
+/// RX queues a sink reading tells apart.
+pub const QUEUE_SLOTS: usize = ofan_dataplane::afxdp::MAX_QUEUES as usize;
 
 /// An `ofan-lab bench gen|sink|redirect` process (protocol in [`super::agents`]).
 #[derive(Debug)]
@@ -268,9 +275,26 @@ impl Agent {
                 .and_then(|v| v.parse::<u64>().ok())
                 .with_context(|| format!("{} said `{line}`", self.label))
         };
+        let mut queues = [0; QUEUE_SLOTS];
+        if let Some(list) = line
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("queues="))
+        {
+            for (slot, text) in queues.iter_mut().zip(list.split(',')) {
+                *slot = text
+                    .parse()
+                    .with_context(|| format!("{} said `{line}`", self.label))?;
+            }
+        }
         Ok(Reading {
             count: value("count=")?,
             ns: value("ns=")?,
+            queues,
+            other: line
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix("other="))
+                .map_or(Ok(0), str::parse)
+                .with_context(|| format!("{} said `{line}`", self.label))?,
         })
     }
 

@@ -13,6 +13,12 @@ pub struct Sample {
     pub offered_mpps: f64,
     /// Frames per second the device under test says it sent (its own counters), if it has any.
     pub dut_mpps: Option<f64>,
+    /// Frames the sink received per RX queue during the measurement (queue 0 first; trailing
+    /// empty queues left out).
+    pub queues: Vec<u64>,
+    /// The candidate's fault drop counters that grew during the measurement, by name (an
+    /// ofan-switch's `drop_*`; empty for a candidate that forwarded everything it could).
+    pub faults: Vec<(String, u64)>,
 }
 
 /// What became of one candidate.
@@ -155,6 +161,49 @@ pub fn paired_ofan_ratio(rows: &[Row], other: &str) -> Option<f64> {
     ofan_and(rows, other).and_then(|(a, b)| paired_ratio(a, b))
 }
 
+/// A round in which a candidate forwarded less than a floor times what the baseline forwarded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shortfall {
+    /// The candidate.
+    pub candidate: &'static str,
+    /// The round (0-based).
+    pub round: usize,
+    /// Its rate over the baseline's in that round.
+    pub ratio: f64,
+}
+
+/// Every round in which one of `candidates` forwarded less than `floor` × what `baseline`
+/// forwarded in the same round (a candidate or baseline not measured is skipped: the caller
+/// checks that they were). A functional check, not a speed target: run after run, the AF_XDP
+/// switch forwards about as much as the bare port-to-port mode of the same process, so less
+/// than half of it means a switch that drops or stalls.
+pub fn shortfalls(rows: &[Row], candidates: &[&str], baseline: &str, floor: f64) -> Vec<Shortfall> {
+    let Some(base) = rows.iter().find(|row| row.name == baseline) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for row in rows.iter().filter(|row| candidates.contains(&row.name)) {
+        let (Outcome::Measured(samples), Outcome::Measured(base_samples)) =
+            (&row.outcome, &base.outcome)
+        else {
+            continue;
+        };
+        for sample in samples {
+            let paired = base_samples.iter().find(|b| b.round == sample.round);
+            if let Some(ratio) = paired.and_then(|b| ratio(Some(sample.mpps), Some(b.mpps))) {
+                if ratio < floor {
+                    found.push(Shortfall {
+                        candidate: row.name,
+                        round: sample.round,
+                        ratio,
+                    });
+                }
+            }
+        }
+    }
+    found
+}
+
 /// Within this fraction of the offered rate, a candidate forwarded everything it was given.
 const GENERATOR_BOUND: f64 = 0.97;
 
@@ -250,7 +299,45 @@ mod tests {
             mpps,
             offered_mpps: 2.0,
             dut_mpps: Some(mpps),
+            queues: vec![1000],
+            faults: Vec::new(),
         }
+    }
+
+    #[test]
+    fn shortfalls_are_rounds_below_the_floor_against_the_same_rounds_baseline() {
+        let row = |name, rates: &[f64]| Row {
+            name,
+            description: "",
+            outcome: Outcome::Measured(
+                rates
+                    .iter()
+                    .enumerate()
+                    .map(|(round, &mpps)| Sample {
+                        round,
+                        ..sample(mpps)
+                    })
+                    .collect(),
+            ),
+        };
+        let rows = [
+            row("ofan", &[0.9, 0.0, 0.5]),
+            row("bare", &[1.0, 1.0, 1.2]),
+            row("redirect", &[0.1, 0.1, 0.1]),
+        ];
+        // Round 1 forwarded nothing; round 2 is 0.417 of bare. The redirect is not checked.
+        let found = shortfalls(&rows, &["ofan", "xdp", "redirect"][..2], "bare", 0.5);
+        assert_eq!(
+            found
+                .iter()
+                .map(|s| (s.candidate, s.round))
+                .collect::<Vec<_>>(),
+            [("ofan", 1), ("ofan", 2)]
+        );
+        assert!((found[1].ratio - 0.5 / 1.2).abs() < 1e-9);
+        assert!(shortfalls(&rows, &["ofan"], "bare", 0.4).len() == 1);
+        // No baseline, nothing to compare with.
+        assert!(shortfalls(&rows[..1], &["ofan"], "bare", 0.5).is_empty());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
+use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use ofan_dataplane::afxdp::bench::live::LiveConfig;
 use ofan_lab::bench::agents::{self, parse_mac, GenKind, GenOptions};
@@ -370,6 +370,12 @@ pub struct ForwardArgs {
     /// Hugepages (2 MB) to make available for testpmd (restored afterwards).
     #[arg(long, default_value_t = 512)]
     pub hugepages: u32,
+    /// Fail (exit status 1) when in some round an ofan-switch candidate forwarded less than
+    /// half of what `bare` forwarded in the same round — a functional check for CI, not a
+    /// speed target (`bare` must be among the candidates). Runs whose drop counters explain
+    /// the loss fail with or without it.
+    #[arg(long)]
+    pub check: bool,
 }
 
 impl ForwardArgs {
@@ -689,15 +695,44 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
 /// `bench forward`: runs it, printing progress, then the table, and writes the JSON file.
 fn run_forward(args: &ForwardArgs) -> anyhow::Result<()> {
     let me = std::env::current_exe().context("path of ofan-lab")?;
-    let report = forward::run(&args.options(me)?, &mut Progress::default())?;
+    let options = args.options(me)?;
+    if args.check && !options.candidates.contains(&Candidate::Bare) {
+        bail!("--check compares with `bare`: add it to --candidates");
+    }
+    let report = forward::run(&options, &mut Progress::default())?;
     println!("\n{}", report::table(&report.rows));
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&json(&report))? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }
+    if args.check {
+        let names: Vec<&str> = Candidate::SWITCHES.iter().map(|c| c.name()).collect();
+        let found = report::shortfalls(&report.rows, &names, Candidate::Bare.name(), CHECK_FLOOR);
+        if !found.is_empty() {
+            let list: Vec<String> = found
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} in round {} at {:.2} × bare",
+                        s.candidate,
+                        s.round + 1,
+                        s.ratio
+                    )
+                })
+                .collect();
+            bail!(
+                "check failed: forwarded less than {CHECK_FLOOR} × bare in the same round: {}",
+                list.join("; ")
+            );
+        }
+        println!("check passed: every ofan-switch candidate forwarded at least {CHECK_FLOOR} × bare in every round");
+    }
     Ok(())
 }
+
+/// `--check`'s floor: an ofan-switch candidate forwards at least this times `bare`.
+const CHECK_FLOOR: f64 = 0.5;
 
 /// Prints a run's header and one line per measurement, to stdout.
 #[derive(Debug, Clone, Copy, Default)]
@@ -754,8 +789,21 @@ fn progress_line(round: usize, rounds: usize, candidate: Candidate, sample: &Sam
         sample
             .dut_mpps
             .map(|m| format!(", DUT counted {m:.3}"))
-            .unwrap_or_default()
-    )
+            .unwrap_or_default(),
+    ) + &queue_shares(&sample.queues)
+}
+
+/// `; per RX queue 50 % 50 %` when the sink saw frames on more than one queue.
+fn queue_shares(queues: &[u64]) -> String {
+    let total: u64 = queues.iter().sum();
+    if queues.len() < 2 || total == 0 {
+        return String::new();
+    }
+    let shares: Vec<String> = queues
+        .iter()
+        .map(|&frames| format!("{:.0} %", frames as f64 * 100.0 / total as f64))
+        .collect();
+    format!("; per RX queue {}", shares.join(" "))
 }
 
 /// The JSON document of a run: its settings, the machine, every sample, the ratios.
@@ -798,6 +846,7 @@ fn json(report: &Report) -> Value {
                     "mpps": s.mpps,
                     "offered_mpps": s.offered_mpps,
                     "dut_mpps": s.dut_mpps,
+                    "queues": s.queues,
                 })).collect::<Vec<_>>(),
             }),
             Outcome::Unavailable(reason) => json!({

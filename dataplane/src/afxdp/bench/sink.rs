@@ -1,4 +1,5 @@
-//! [`XdpSink`]: loads `ofan_sink` (count per CPU, drop) and reads its counter.
+//! [`XdpSink`]: loads `ofan_sink` (count per CPU, drop) and reads its counters: IPv4 frames per
+//! RX queue, and every other frame apart.
 //!
 //! The program and map names are those of `ebpf/programs/src/sink.rs`.
 #![forbid(unsafe_code)]
@@ -9,14 +10,30 @@ use aya::{
     Ebpf, EbpfError,
 };
 
+use ofan_ebpf_common::{MAX_QUEUES, SINK_OTHER_SLOT};
+
 use crate::afxdp::steer::{XdpMode, EBPF_OBJECT};
 
 /// Kernel name of the sink program.
 pub const SINK_PROGRAM: &str = "ofan_sink";
-/// Name of its per-CPU counter array (slot [`SINK_FRAMES`] counts frames).
+/// Name of its per-CPU counter array (slots: IPv4 frames per RX queue, then other frames).
 pub const SINK_MAP: &str = "SINK";
-/// Slot of [`SINK_MAP`] that counts frames.
-const SINK_FRAMES: u32 = 0;
+
+/// What the sink has counted so far, summed over the CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SinkCount {
+    /// IPv4 frames by the RX queue they arrived on (the last entry also counts higher queues).
+    pub per_queue: [u64; MAX_QUEUES as usize],
+    /// Every other frame (ARP, IPv6: a forwarder's own control traffic).
+    pub other: u64,
+}
+
+impl SinkCount {
+    /// IPv4 frames on every queue: the benchmark's frames.
+    pub fn ipv4(&self) -> u64 {
+        self.per_queue.iter().sum()
+    }
+}
 
 /// What went wrong while loading, attaching or reading `ofan_sink`.
 #[derive(Debug, thiserror::Error)]
@@ -109,16 +126,23 @@ impl XdpSink {
         Ok(())
     }
 
-    /// Frames counted so far, summed over the CPUs.
+    /// What it counted so far, summed over the CPUs.
     ///
     /// # Errors
     /// [`SinkError::Read`].
-    pub fn frames(&self) -> Result<u64, SinkError> {
-        let per_cpu = self
-            .counters
-            .get(&SINK_FRAMES, 0)
-            .map_err(SinkError::Read)?;
-        Ok(per_cpu.iter().sum())
+    pub fn count(&self) -> Result<SinkCount, SinkError> {
+        let slot = |index: u32| -> Result<u64, SinkError> {
+            let per_cpu = self.counters.get(&index, 0).map_err(SinkError::Read)?;
+            Ok(per_cpu.iter().sum())
+        };
+        let mut count = SinkCount {
+            other: slot(SINK_OTHER_SLOT)?,
+            ..SinkCount::default()
+        };
+        for (queue, frames) in (0..).zip(&mut count.per_queue) {
+            *frames = slot(queue)?;
+        }
+        Ok(count)
     }
 }
 

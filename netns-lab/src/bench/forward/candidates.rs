@@ -103,8 +103,8 @@ impl Dut {
         }
     }
 
-    /// Frames the candidate itself counts as sent out of p1, if it counts.
-    pub(super) fn sent(&mut self) -> anyhow::Result<Option<u64>> {
+    /// What the candidate itself counts, if it counts (an ofan-switch).
+    pub(super) fn counters(&mut self) -> anyhow::Result<Option<DutCounters>> {
         let Self::Switch { daemon, socket } = self else {
             return Ok(None);
         };
@@ -112,12 +112,26 @@ impl Dut {
         let stats = Client::new(socket.as_path())
             .stats()
             .context("ofan-switch stats")?;
-        Ok(stats
+        let sent = stats
             .data_path
             .ports
             .iter()
             .find(|port| port.name == "p1")
-            .map(|port| port.tx_packets))
+            .map_or(0, |port| port.tx_packets);
+        let faults = stats
+            .data_path
+            .counters
+            .iter()
+            .chain(&stats.steering)
+            .filter(|(name, _)| name.starts_with("drop_"))
+            .cloned()
+            .collect();
+        Ok(Some(DutCounters {
+            sent,
+            faults,
+            unresolved: stats.fib.unresolved,
+            unresolved_for_ms: stats.fib.unresolved_for_ms,
+        }))
     }
 
     /// Fails if the candidate's process has exited.
@@ -134,6 +148,71 @@ impl Dut {
             Self::Switch { daemon, .. } | Self::Testpmd(daemon) => Ok(daemon.stop()),
             Self::Redirect(agent) => agent.finish(),
         }
+    }
+}
+
+/// What an ofan-switch candidate counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct DutCounters {
+    /// Frames sent out of p1.
+    pub sent: u64,
+    /// Its drop counters (`drop_*`: the data path's and the XDP program's), by name. The
+    /// generator sends well-formed UDP frames to a routed address, so every one of them counts
+    /// a fault — a frame the switch should have forwarded — not a frame it had no room for
+    /// (those are its ports' buffer drops and its sockets' ring drops).
+    pub faults: Vec<(String, u64)>,
+    /// Next hops without a MAC address (`10.0.1.2 on p1`).
+    pub unresolved: Vec<String>,
+    /// How long the oldest of them has been unresolved.
+    pub unresolved_for_ms: Option<u64>,
+}
+
+impl DutCounters {
+    /// The fault counters that grew since `before`, with how much, largest first.
+    pub fn faults_since(&self, before: &Self) -> Vec<(String, u64)> {
+        let mut grown: Vec<(String, u64)> = self
+            .faults
+            .iter()
+            .map(|(name, value)| {
+                let old = before
+                    .faults
+                    .iter()
+                    .find(|(other, _)| other == name)
+                    .map_or(0, |(_, old)| *old);
+                (name.clone(), value.saturating_sub(old))
+            })
+            .filter(|(_, grown)| *grown > 0)
+            .collect();
+        grown.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        grown
+    }
+
+    /// What the switch says about frames it did not forward, in a sentence (empty when it has
+    /// nothing to say): the fault counters that grew since `before`, and its unresolved next
+    /// hops.
+    pub fn diagnosis(&self, before: &Self) -> String {
+        let mut parts = Vec::new();
+        let grown = self.faults_since(before);
+        if !grown.is_empty() {
+            let list: Vec<String> = grown.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            parts.push(format!("the switch dropped {}", list.join(" ")));
+        }
+        if !self.unresolved.is_empty() {
+            parts.push(format!(
+                "its next hop{} {} {} unresolved{}",
+                if self.unresolved.len() == 1 { "" } else { "s" },
+                self.unresolved.join(", "),
+                if self.unresolved.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
+                self.unresolved_for_ms
+                    .map(|ms| format!(" (for {:.1} s)", ms as f64 / 1000.0))
+                    .unwrap_or_default()
+            ));
+        }
+        parts.join("; ")
     }
 }
 

@@ -48,6 +48,10 @@ pub enum Candidate {
 }
 
 impl Candidate {
+    /// The candidates that are ofan-switch forwarding by lookup: what `--check` holds against
+    /// `bare`.
+    pub const SWITCHES: &'static [Candidate] = &[Self::Ofan];
+
     /// Its short name (the table's and the JSON's).
     #[must_use]
     pub const fn name(self) -> &'static str {

@@ -128,8 +128,10 @@ impl<'a> Rounds<'a> {
         round: usize,
     ) -> anyhow::Result<Sample> {
         let options = self.setup.options;
+        let dut_first = dut.counters()?.unwrap_or_default();
         let mut generator = self.generator(&format!("gen-{}-{round}", candidate.name()))?;
-        // Forwarding has begun once the sink's count moves.
+        // Forwarding has begun once the sink's count of IPv4 frames moves (the forwarder's own
+        // ARP probes do not count).
         let first = self.sink.read()?;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -139,29 +141,104 @@ impl<'a> Rounds<'a> {
                 break;
             }
             if Instant::now() > deadline {
+                let sent = generator.read()?.count;
+                let diagnosis = dut
+                    .counters()?
+                    .map(|now| now.diagnosis(&dut_first))
+                    .filter(|text| !text.is_empty())
+                    .map(|text| format!(": {text}"))
+                    .unwrap_or_default();
                 bail!(
-                    "{} forwarded nothing within 10 s (generator sent {} frames)",
+                    "{} forwarded nothing within 10 s (generator sent {sent} frames){diagnosis}",
                     candidate.name(),
-                    generator.read()?.count
                 );
             }
         }
         pause(options.warmup)?;
-        let (sink0, gen0, dut0) = (self.sink.read()?, generator.read()?, dut.sent()?);
+        let (sink0, gen0, dut0) = (self.sink.read()?, generator.read()?, dut.counters()?);
         pause(options.measurement)?;
-        let (sink1, gen1, dut1) = (self.sink.read()?, generator.read()?, dut.sent()?);
+        let (sink1, gen1, dut1) = (self.sink.read()?, generator.read()?, dut.counters()?);
         generator.finish()?;
         let rate = |a: Reading, b: Reading| {
             (b.count - a.count) as f64 / ((b.ns - a.ns) as f64 / 1e9) / 1e6
         };
         let window_s = (sink1.ns - sink0.ns) as f64 / 1e9;
+        let faults = match (&dut0, &dut1) {
+            (Some(before), Some(after)) => after.faults_since(before),
+            _ => Vec::new(),
+        };
+        let offered = gen1.count.saturating_sub(gen0.count);
+        let forwarded = sink1.count.saturating_sub(sink0.count);
+        if let Some(explained) = loss_explained(offered, forwarded, &faults) {
+            let diagnosis = dut1
+                .as_ref()
+                .zip(dut0.as_ref())
+                .map(|(after, before)| after.diagnosis(before))
+                .unwrap_or_default();
+            bail!(
+                "{} forwarded {forwarded} of {offered} frames offered, and its drop counters \
+                 explain {explained:.0} % of the loss: {diagnosis}",
+                candidate.name(),
+            );
+        }
         Ok(Sample {
             round,
             mpps: rate(sink0, sink1),
             offered_mpps: rate(gen0, gen1),
             dut_mpps: dut0
                 .zip(dut1)
-                .map(|(a, b)| b.saturating_sub(a) as f64 / window_s / 1e6),
+                .map(|(a, b)| b.sent.saturating_sub(a.sent) as f64 / window_s / 1e6),
+            queues: per_queue(sink0, sink1),
+            faults,
         })
+    }
+}
+
+/// The share of the loss (frames offered but not forwarded) that a candidate's fault drop
+/// counters account for, in per cent, when they account for at least half of it and the loss is
+/// more than 1 % of what was offered: then the measurement shows a fault of the candidate (a
+/// neighbour never resolved, frames without a route), not its capacity. `None` otherwise.
+pub(super) fn loss_explained(
+    offered: u64,
+    forwarded: u64,
+    faults: &[(String, u64)],
+) -> Option<f64> {
+    let loss = offered.saturating_sub(forwarded);
+    let dropped: u64 = faults.iter().map(|(_, value)| value).sum();
+    let material = loss > 0 && loss * 100 > offered;
+    (material && dropped * 2 >= loss).then(|| (dropped as f64 * 100.0 / loss as f64).min(100.0))
+}
+
+/// Frames per RX queue the sink counted between two readings.
+fn per_queue(before: Reading, after: Reading) -> Vec<u64> {
+    let mut queues: Vec<u64> = after
+        .queues
+        .iter()
+        .zip(before.queues)
+        .map(|(after, before)| after.saturating_sub(before))
+        .collect();
+    while queues.len() > 1 && queues.last() == Some(&0) {
+        queues.pop();
+    }
+    queues
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_drops_explain_a_loss_only_when_they_are_most_of_a_material_one() {
+        let drops = |n| vec![("drop_neighbor_unresolved".to_owned(), n)];
+        // Nothing forwarded, every frame dropped as unresolved: explained.
+        assert_eq!(loss_explained(1000, 0, &drops(1000)), Some(100.0));
+        assert_eq!(loss_explained(1000, 0, &drops(600)), Some(60.0));
+        // Overload: the loss is at the rings, not in the counters.
+        assert_eq!(loss_explained(3000, 900, &drops(5)), None);
+        assert_eq!(loss_explained(3000, 900, &[]), None);
+        // A loss under 1 % of the offer is noise, whatever explains it.
+        assert_eq!(loss_explained(100_000, 99_950, &drops(50)), None);
+        // Everything forwarded.
+        assert_eq!(loss_explained(1000, 1000, &drops(0)), None);
     }
 }

@@ -477,7 +477,7 @@ pub const STEERING_PREFIX: &str = "steering.";
 /// The name under which a switch publishes the drops of `reason`
 /// ([`ofan_dataplane::telemetry::worker_counter_names`]).
 fn published_name(reason: DropReason) -> String {
-    format!("drop_{}", reason.name())
+    ofan_dataplane::telemetry::drop_counter_name(reason).to_owned()
 }
 
 fn counter(snapshot: &SwitchSnapshot, name: &str) -> u64 {

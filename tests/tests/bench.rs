@@ -1,0 +1,69 @@
+//! Root smoke test of `ofan-lab bench forward`: the benchmark behind README's forwarding table
+//! still measures something — one short round of every candidate that needs nothing beyond the
+//! project (`testpmd` is optional and left out), with `--check`, which fails when an ofan-switch
+//! candidate forwards less than half of what `bare` forwards in the same round, and (with or
+//! without it) when a candidate's drop counters explain its loss (a neighbour never resolved,
+//! frames without a route). A functional check, not a timing target: half of `bare` leaves room
+//! for any machine's noise.
+//!
+//! A root suite (`harness = false`, see [`ofan_tests::root_tests!`]): without root its tests are
+//! reported ignored, and under `CI=true` they fail.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial};
+
+fn bench_forward_smoke_forwards_and_checks_against_bare() {
+    let _machine = serial();
+    let output = Command::new(binary("ofan-lab"))
+        .args([
+            "bench",
+            "forward",
+            "--runs=1",
+            "--seconds=1",
+            "--warmup=0.5",
+            "--candidates=ofan,bare,redirect",
+            "--check",
+        ])
+        .output()
+        .expect("ofan-lab bench forward");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!("{text}");
+    assert!(
+        output.status.success(),
+        "bench forward --check failed:\n{text}"
+    );
+    assert!(text.contains("check passed"), "{text}");
+    // Every candidate measured, none unavailable.
+    for candidate in ["`ofan`", "`bare`", "`redirect`"] {
+        let row = text
+            .lines()
+            .find(|line| line.starts_with(&format!("| {candidate}")))
+            .unwrap_or_else(|| panic!("no row for {candidate}:\n{text}"));
+        assert!(!row.contains("unavailable"), "{row}");
+    }
+    // The run takes away what it built: its namespaces, and with them the XDP programs on
+    // their interfaces (the kernel dismantles a deleted namespace asynchronously: give it 5 s;
+    // another lab's programs, if one is up, cannot be told from the run's).
+    let left = namespaces_with_prefix("ofan-bench-");
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    if namespaces_with_prefix("ofan-").is_empty() {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut programs = ofan_xdp_programs();
+        while !programs.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            programs = ofan_xdp_programs();
+        }
+        assert!(
+            programs.is_empty(),
+            "XDP programs left loaded: {programs:?}"
+        );
+    }
+}
+
+ofan_tests::root_tests!(bench_forward_smoke_forwards_and_checks_against_bare);
