@@ -19,6 +19,7 @@
 
 pub mod awake;
 pub mod bench;
+pub mod fast;
 mod frames;
 pub mod hostlink;
 mod inbox;

@@ -14,9 +14,9 @@
 //! # Stale and foreign programs
 //!
 //! Before attaching to an interface, [`Steering::attach`] looks at the XDP programs already
-//! there. A program named `ofan_steer` is taken to be left over by an earlier run (for example
-//! one whose `Steering` was leaked, or a netlink attachment that outlived its process) and is
-//! detached. Any other program is never touched: the attach fails with
+//! there. A program named `ofan_steer` (or `ofan_steer_sg`, `ofan_fast`) is taken to be left
+//! over by an earlier run (for example one whose `Steering` was leaked, or a netlink attachment
+//! that outlived its process) and is detached. Any other program is never touched: the attach fails with
 //! [`SteerError::ForeignProgram`], naming the interface and the program. (A run killed with
 //! `SIGKILL` usually leaves nothing: on kernels with BPF links, aya attaches through a link, which
 //! the kernel releases with the process's last file descriptor.)
@@ -51,8 +51,8 @@ use aya::{
 };
 pub use ofan_ebpf_common::StatIndex;
 use ofan_ebpf_common::{
-    xsk_index, LocalV4, LocalV6, PortId, LOCAL_V4_MAP, LOCAL_V6_MAP, MAX_PORTS, MAX_QUEUES,
-    PORTS_MAP, PORT_DROP_MAP, STATS_MAP, STEER_PROGRAM, STEER_SG_PROGRAM, XSKS_MAP,
+    fast::FAST_PROGRAM, xsk_index, LocalV4, LocalV6, PortId, LOCAL_V4_MAP, LOCAL_V6_MAP, MAX_PORTS,
+    MAX_QUEUES, PORTS_MAP, PORT_DROP_MAP, STATS_MAP, STEER_PROGRAM, STEER_SG_PROGRAM, XSKS_MAP,
 };
 
 use ofan_netlink::{XdpAttachMode, XdpProgram};
@@ -73,12 +73,36 @@ pub enum Buffers {
 }
 
 impl Buffers {
-    /// The kernel name of the program for these buffers.
+    /// The kernel name of the steering program for these buffers.
     pub fn program(self) -> &'static str {
+        SteerProgram::Steer(self).name()
+    }
+}
+
+/// Which of the object's steering programs a [`Steering`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SteerProgram {
+    /// `ofan_steer`, or `ofan_steer_sg` for multi-buffer packets: data-path frames to the
+    /// AF_XDP sockets.
+    Steer(Buffers),
+    /// `ofan_fast`: the same steering, then the XDP fast path ([`super::fast`]) forwards what it
+    /// can itself (single-buffer packets only).
+    Fast,
+}
+
+impl SteerProgram {
+    /// The program's kernel name.
+    pub fn name(self) -> &'static str {
         match self {
-            Buffers::Single => STEER_PROGRAM,
-            Buffers::Multi => STEER_SG_PROGRAM,
+            Self::Steer(Buffers::Single) => STEER_PROGRAM,
+            Self::Steer(Buffers::Multi) => STEER_SG_PROGRAM,
+            Self::Fast => FAST_PROGRAM,
         }
+    }
+
+    /// Whether a program of this name is one of these (a stale one may be replaced).
+    fn is_ours(name: &str) -> bool {
+        [STEER_PROGRAM, STEER_SG_PROGRAM, FAST_PROGRAM].contains(&name)
     }
 }
 
@@ -236,14 +260,14 @@ pub enum SteerError {
     /// Attaching failed (mode unsupported by the driver, MTU too large for non-frags XDP, …).
     #[error(
         "interface `{interface}`: attaching `{}` in {mode} mode{}",
-        .buffers.program(),
+        .program.name(),
         attach_hint(.source)
     )]
     Attach {
         /// The interface.
         interface: String,
-        /// Which program (`ofan_steer` or `ofan_steer_sg`).
-        buffers: Buffers,
+        /// Which program.
+        program: SteerProgram,
         /// The mode asked for.
         mode: XdpMode,
         /// aya's error, with the errno.
@@ -329,7 +353,7 @@ struct Attachment {
 pub struct Steering {
     ebpf: Ebpf,
     mode: XdpMode,
-    buffers: Buffers,
+    program: SteerProgram,
     program_id: u32,
     ports: HashMap<MapData, u32, PortId>,
     local_v4: HashMap<MapData, LocalV4, u8>,
@@ -370,17 +394,39 @@ impl Steering {
     ///
     /// As [`Steering::load`].
     pub fn load_for(mode: XdpMode, buffers: Buffers) -> Result<Self, SteerError> {
+        let ebpf = Ebpf::load(EBPF_OBJECT).map_err(|error| SteerError::Object(Box::new(error)))?;
+        Self::load_program(ebpf, mode, SteerProgram::Steer(buffers))
+    }
+
+    /// Loads `ofan_fast` (steering and the XDP fast path) and creates its maps: the steering
+    /// program and the fast path's tables, to be filled before it is attached
+    /// ([`super::fast::FastPath::init`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Steering::load`]; [`SteerError::Map`] when a fast-path map is missing.
+    pub fn load_fast(mode: XdpMode) -> Result<(Self, super::fast::FastPath), SteerError> {
         let mut ebpf =
             Ebpf::load(EBPF_OBJECT).map_err(|error| SteerError::Object(Box::new(error)))?;
-        let program = xdp_program(&mut ebpf, buffers)?;
+        let fast = super::fast::FastPath::take_maps(&mut ebpf)?;
+        let steering = Self::load_program(ebpf, mode, SteerProgram::Fast)?;
+        Ok((steering, fast))
+    }
+
+    fn load_program(
+        mut ebpf: Ebpf,
+        mode: XdpMode,
+        which: SteerProgram,
+    ) -> Result<Self, SteerError> {
+        let program = xdp_program(&mut ebpf, which)?;
         program.load().map_err(|source| SteerError::ProgramLoad {
-            program: buffers.program(),
+            program: which.name(),
             source,
         })?;
         let program_id = program
             .info()
             .map_err(|source| SteerError::ProgramLoad {
-                program: buffers.program(),
+                program: which.name(),
                 source,
             })?
             .id();
@@ -393,10 +439,51 @@ impl Steering {
             port_drop: take_map(&mut ebpf, PORT_DROP_MAP)?,
             ebpf,
             mode,
-            buffers,
+            program: which,
             program_id,
             attachments: Vec::new(),
         })
+    }
+
+    /// Runs the program once on `frame` as if it had arrived on RX queue `queue` of the
+    /// interface `ingress` (`BPF_PROG_RUN`; nothing is sent or redirected): the XDP action it
+    /// returns and the frame as it left it. It runs on the calling thread's CPU, with that CPU's
+    /// per-CPU state — how tests hold the program's decisions against the data path's.
+    ///
+    /// # Errors
+    /// [`SteerError::ProgramLoad`] with the kernel's refusal (for example an `ingress` that is
+    /// not an interface of this namespace).
+    pub fn run_once(
+        &mut self,
+        frame: &[u8],
+        ingress: u32,
+        queue: u32,
+    ) -> Result<(u32, Vec<u8>), SteerError> {
+        // `struct xdp_md`: data, data_end, data_meta, ingress_ifindex, rx_queue_index,
+        // egress_ifindex.
+        let fields = [0, frame.len() as u32, 0, ingress, queue, 0];
+        let mut context = [0u8; 24];
+        for (chunk, field) in context.chunks_exact_mut(4).zip(fields) {
+            chunk.copy_from_slice(&field.to_ne_bytes());
+        }
+        let mut out = vec![0u8; frame.len() + 256];
+        let which = self.program;
+        let program = xdp_program(&mut self.ebpf, which)?;
+        let result = aya::programs::TestRun::test_run(
+            &*program,
+            aya::programs::TestRunOptions {
+                data_in: Some(frame),
+                data_out: Some(&mut out),
+                ctx_in: Some(&context),
+                ..aya::programs::TestRunOptions::new()
+            },
+        )
+        .map_err(|source| SteerError::ProgramLoad {
+            program: which.name(),
+            source,
+        })?;
+        out.truncate(result.data_size_out as usize);
+        Ok((result.return_value, out))
     }
 
     /// The kernel id of the loaded program (as `ip -d link` and `bpftool` show it).
@@ -467,13 +554,13 @@ impl Steering {
                 map: PORTS_MAP,
                 source,
             })?;
-        let (mode, buffers) = (self.mode, self.buffers);
-        let attached = xdp_program(&mut self.ebpf, buffers).and_then(|program| {
+        let (mode, which) = (self.mode, self.program);
+        let attached = xdp_program(&mut self.ebpf, which).and_then(|program| {
             program
                 .attach_to_if_index(ifindex, mode.to_aya())
                 .map_err(|source| SteerError::Attach {
                     interface: interface.clone(),
-                    buffers,
+                    program: which,
                     mode,
                     source,
                 })
@@ -510,7 +597,7 @@ impl Steering {
                 .and_then(ProgramInfo::name_as_str)
                 .unwrap_or("?")
                 .to_owned();
-            if name != STEER_PROGRAM && name != STEER_SG_PROGRAM {
+            if !SteerProgram::is_ours(&name) {
                 return Err(SteerError::ForeignProgram {
                     interface: interface.to_owned(),
                     program: name,
@@ -573,7 +660,7 @@ impl Steering {
             ..
         } = attachment;
         let _ignored = self.ports.remove(&ifindex);
-        xdp_program(&mut self.ebpf, self.buffers)?
+        xdp_program(&mut self.ebpf, self.program)?
             .detach(link)
             .map_err(|source| SteerError::Detach { interface, source })
     }
@@ -739,11 +826,11 @@ fn slot(port: u16, queue: u32) -> Result<u32, SteerError> {
     xsk_index(u32::from(port), queue).ok_or(SteerError::QueueOutOfRange { queue })
 }
 
-fn xdp_program(ebpf: &mut Ebpf, buffers: Buffers) -> Result<&mut Xdp, SteerError> {
-    ebpf.program_mut(buffers.program())
+fn xdp_program(ebpf: &mut Ebpf, which: SteerProgram) -> Result<&mut Xdp, SteerError> {
+    ebpf.program_mut(which.name())
         .and_then(|program| program.try_into().ok())
         .ok_or(SteerError::MissingProgram {
-            program: buffers.program(),
+            program: which.name(),
         })
 }
 

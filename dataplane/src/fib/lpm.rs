@@ -180,6 +180,17 @@ impl<A: LpmBits, V: Copy> Lpm<A, V> {
         })
     }
 
+    /// Every entry, as (prefix bits, length, value).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (A, u8, V)> + '_ {
+        self.tables.iter().flat_map(|table| {
+            table
+                .slots
+                .iter()
+                .flatten()
+                .map(move |&(prefix, value)| (prefix, table.len, value))
+        })
+    }
+
     /// The value of exactly this prefix.
     pub(crate) fn get_exact(&self, prefix: A, len: u8) -> Option<V> {
         self.tables

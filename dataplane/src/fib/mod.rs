@@ -207,6 +207,16 @@ impl Group {
         self.hops.get(usize::from(index))
     }
 
+    /// For a northbound group, the index (in [`hops`](Self::hops)) of the hop on up-position
+    /// `port`; `None` if the position is not in the group.
+    #[inline]
+    pub fn hop_index_at_up(&self, port: UpPort) -> Option<u8> {
+        self.hop_at_up
+            .get(usize::from(port.0))
+            .copied()
+            .filter(|&index| index != NO_HOP)
+    }
+
     /// A usable hop chosen by `hash` (uniform over the usable hops for a uniform hash); `None`
     /// if no hop is usable.
     #[inline]
@@ -559,6 +569,18 @@ impl Fib {
             IpAddr::V6(v6) => self.destinations_v6.lookup(v6.to_bits()),
         }
         .unwrap_or_default()
+    }
+
+    /// Every IPv4 entry of the one-walk table [`destination`](Self::destination) reads: each
+    /// route prefix, key prefix and local address with the answer for the addresses whose
+    /// longest entry it is. A longest-prefix match over these entries gives `destination`'s
+    /// answer for every IPv4 address (the XDP fast path loads them into its route trie).
+    pub fn destinations_v4(
+        &self,
+    ) -> impl Iterator<Item = (std::net::Ipv4Addr, u8, Destination)> + '_ {
+        self.destinations_v4
+            .entries()
+            .map(|(bits, len, destination)| (std::net::Ipv4Addr::from_bits(bits), len, destination))
     }
 
     /// Whether `addr` is one of the switch's own addresses.

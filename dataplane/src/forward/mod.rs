@@ -265,7 +265,7 @@ pub struct Forwarder {
 impl Forwarder {
     /// A forwarder that makes its northbound choices with `balancer`.
     pub fn new(balancer: PipeBalancer, config: ForwarderConfig) -> Self {
-        let salt = mix64(balancer.switch().config().seed ^ 0x6f66_616e_6563_6d70);
+        let salt = ecmp_group_salt(balancer.switch().config().seed);
         Self {
             balancer,
             config,
@@ -504,6 +504,12 @@ impl Forwarder {
     fn salted(&self, flow_hash: u32) -> u32 {
         (mix64(u64::from(flow_hash) ^ self.salt) >> 32) as u32
     }
+}
+
+/// The salt of a switch's ECMP groups and ECMP fallback, from its balancer seed: what
+/// [`Forwarder`] mixes into the flow hash (and the XDP fast path with it).
+pub fn ecmp_group_salt(seed: u64) -> u64 {
+    mix64(seed ^ 0x6f66_616e_6563_6d70)
 }
 
 /// Records the chosen hop of a frame, or the drop if there is none.

@@ -136,6 +136,30 @@ impl SwitchBalancer {
         &self.config
     }
 
+    /// The salt of this switch's ECMP choice (`ecmp`'s `mix64(flow_hash ^ salt)`).
+    pub fn ecmp_salt(&self) -> u32 {
+        self.salt
+    }
+
+    /// The port order `π(0), …, π(w−1)` of the pointer of `(key, class)`: the packet that draws
+    /// value `n` goes to the `(n mod v)`-th valid port in this order. `None` for a key past the
+    /// balancer's. For a data path that keeps pointers of its own (the XDP fast path).
+    pub fn pointer_order(&self, key: DestKey, class: SizeClass) -> Option<&[u8]> {
+        let slot = self.slots.get(slot_of(key, class))?;
+        Some(self.table.rows().ports(slot.row))
+    }
+
+    /// The value pipe `pipe`'s pOfan pointer of `(key, class)` starts at ([`Self::pipe`] uses
+    /// the same): for a data path that keeps pOfan pointers of its own, one pipe per CPU.
+    pub fn pofan_start(&self, pipe: u16, key: DestKey, class: SizeClass) -> u64 {
+        pointer_start(
+            self.config.seed,
+            pipe,
+            slot_of(key, class),
+            self.config.up_ports,
+        )
+    }
+
     /// Number of pointers this switch holds in total (shared plus every pipe's own).
     pub fn pointer_count(&self) -> usize {
         let slots = self.config.dest_keys as usize * SizeClass::COUNT as usize;

@@ -28,6 +28,8 @@
 #![no_std]
 #![deny(unsafe_code)]
 
+pub mod fast;
+
 /// Kernel name of the steering program (at most 15 bytes: the kernel keeps 16 with the NUL).
 pub const STEER_PROGRAM: &str = "ofan_steer";
 /// Kernel name of the steering program built for multi-buffer packets (`xdp.frags`).
@@ -208,6 +210,12 @@ stat_indices! {
     /// Received on a port whose [`PORT_DROP_MAP`] flag is set: dropped (`XDP_DROP`), whatever
     /// it is — data, ARP, BGP, BFD alike.
     DropBlackhole = "drop_blackhole",
+    /// The fast path (`ofan_fast`, [`fast`]) forwarded it: rewritten and sent with
+    /// `XDP_REDIRECT` out of its egress port.
+    FastForwarded = "fast_forwarded",
+    /// The fast path decided an egress port the devmap has no interface for (a loader bug):
+    /// dropped, since the frame was already rewritten.
+    DropFastNoEgress = "drop_fast_no_egress",
 }
 
 /// What the steering rules read of a frame: its bytes and whether an address is the switch's.
@@ -355,6 +363,7 @@ fn be16(bytes: Option<[u8; 2]>) -> Result<u16, StatIndex> {
 #[cfg(feature = "user")]
 #[allow(unsafe_code)]
 mod pod {
+    use super::fast::{FastConfig, FastDestination, FastGroup, FastHop, FastRow};
     use super::{GenSettings, LocalV4, LocalV6, PortId};
 
     // SAFETY: `PortId` is `#[repr(C)]` around one `u32`: `Copy`, no padding, every bit pattern
@@ -369,6 +378,21 @@ mod pod {
     // SAFETY: `GenSettings` is `#[repr(C)]`: two `u32`s then a `u64` at offset 8, so no padding;
     // `Copy`, and every bit pattern is a valid value.
     unsafe impl aya::Pod for GenSettings {}
+    // SAFETY: `FastConfig` is `#[repr(C)]`: six `u32`s (24 bytes), then two `u64`s at offsets 24
+    // and 32, so no padding; `Copy`, and every bit pattern is a valid value.
+    unsafe impl aya::Pod for FastConfig {}
+    // SAFETY: `FastDestination` is `#[repr(C)]` around six `u32`s: no padding, `Copy`, every bit
+    // pattern valid.
+    unsafe impl aya::Pod for FastDestination {}
+    // SAFETY: `FastHop` is `#[repr(C)]`: a `u32` then two `[u8; 6]` (16 bytes, alignment 4), no
+    // padding; `Copy`, every bit pattern valid.
+    unsafe impl aya::Pod for FastHop {}
+    // SAFETY: `FastRow` is `#[repr(C)]`: a `u32` then 64 bytes (68 bytes, alignment 4), no
+    // padding; `Copy`, every bit pattern valid.
+    unsafe impl aya::Pod for FastRow {}
+    // SAFETY: `FastGroup` is `#[repr(C)]`: four `u32`s, two 64-byte arrays, then 64 `FastHop`s
+    // at offset 144 (alignment 4): 1168 bytes, no padding; `Copy`, every bit pattern valid.
+    unsafe impl aya::Pod for FastGroup {}
 }
 
 #[cfg(test)]
@@ -509,6 +533,8 @@ mod tests {
             "pass_unknown_port",
             "pass_malformed",
             "drop_blackhole",
+            "fast_forwarded",
+            "drop_fast_no_egress",
         ];
         assert_eq!(StatIndex::ALL.len(), names.len());
         assert_eq!(StatIndex::COUNT as usize, names.len());

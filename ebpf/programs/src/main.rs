@@ -13,6 +13,10 @@
 //!   program without fragment support on such ports (veth above MTU 3506); with it, a veth no
 //!   longer turns its peer's segmentation offloads off, which is why `ofan_steer` stays the
 //!   default.
+//! - `ofan_fast` ([`fast`]): `ofan_steer` with the switch's forwarding in it (`--fast-path
+//!   xdp`): what the data path would get it forwards itself where it can (lookup, balancing,
+//!   rewrite, `XDP_REDIRECT` out of the egress port), the rest goes to the AF_XDP sockets as
+//!   under `ofan_steer`.
 //! - `ofan_redirect`: plain `XDP_REDIRECT` from the ingress ifindex to the egress ifindex of a
 //!   devmap: the no-user-space ceiling for forwarding benchmarks.
 //! - `ofan_sink` ([`sink`]): counts every frame per CPU and drops it: the receiving end of the
@@ -27,6 +31,7 @@
 #![no_main]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod fast;
 mod gen;
 mod raw;
 mod sink;
@@ -59,7 +64,7 @@ static XSKS: XskMap = XskMap::with_max_entries(XSKS_ENTRIES, 0);
 static PORT_DROP: Array<u32> = Array::with_max_entries(MAX_PORTS, 0);
 /// One per-CPU packet counter per [`StatIndex`].
 #[map]
-static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(StatIndex::COUNT, 0);
+pub(crate) static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(StatIndex::COUNT, 0);
 /// `ofan_redirect`: ingress ifindex → egress ifindex.
 #[map]
 static REDIRECT: DevMapHash = DevMapHash::with_max_entries(REDIRECT_ENTRIES, 0);
@@ -92,16 +97,33 @@ pub fn ofan_redirect(ctx: XdpContext) -> u32 {
 /// The XDP action for one frame and the counter that records why.
 #[inline(always)]
 fn steer(ctx: &XdpContext) -> (u32, StatIndex) {
+    match admit(ctx) {
+        Ok(port) => to_socket(ctx, port),
+        Err(decided) => decided,
+    }
+}
+
+/// The switch port of a frame that belongs to the data path, or its action and counter: a
+/// frame of an unknown or blackholed port, and what [`classify`] gives the kernel.
+#[inline(always)]
+pub(crate) fn admit(ctx: &XdpContext) -> Result<u32, (u32, StatIndex)> {
     let ifindex = ctx.ingress_ifindex() as u32;
     let Some(PortId(port)) = raw::lookup(&PORTS, &ifindex) else {
-        return (XDP_PASS, StatIndex::PassUnknownPort);
+        return Err((XDP_PASS, StatIndex::PassUnknownPort));
     };
     if PORT_DROP.get(port).is_some_and(|&flag| flag != 0) {
-        return (XDP_DROP, StatIndex::DropBlackhole);
+        return Err((XDP_DROP, StatIndex::DropBlackhole));
     }
     if let Err(reason) = classify(&Frame(ctx)) {
-        return (XDP_PASS, reason);
+        return Err((XDP_PASS, reason));
     }
+    Ok(port)
+}
+
+/// Redirects a data-path frame that arrived on `port` into the AF_XDP socket of its RX queue
+/// (the kernel when there is none).
+#[inline(always)]
+pub(crate) fn to_socket(ctx: &XdpContext, port: u32) -> (u32, StatIndex) {
     let queue = ctx.rx_queue_index();
     let Some(slot) = xsk_index(port, queue) else {
         return (XDP_PASS, StatIndex::PassNoXskSlot);
@@ -114,7 +136,7 @@ fn steer(ctx: &XdpContext) -> (u32, StatIndex) {
 }
 
 /// The frame of one program run, as the steering rules read it.
-struct Frame<'a>(&'a XdpContext);
+pub(crate) struct Frame<'a>(pub(crate) &'a XdpContext);
 
 impl FrameView for Frame<'_> {
     #[inline(always)]

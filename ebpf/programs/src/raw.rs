@@ -75,6 +75,14 @@ pub(crate) fn update(
     }
 }
 
+/// A pseudo-random 32-bit number (the kernel's per-CPU generator).
+#[inline(always)]
+pub(crate) fn random() -> u32 {
+    // SAFETY: `bpf_get_prandom_u32` takes no arguments and only advances this CPU's generator;
+    // XDP programs may call it.
+    unsafe { aya_ebpf::helpers::bpf_get_prandom_u32() }
+}
+
 /// `CLOCK_MONOTONIC` in nanoseconds.
 #[inline(always)]
 pub(crate) fn now_ns() -> u64 {
