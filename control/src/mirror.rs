@@ -375,11 +375,24 @@ fn gateway_of(state: &KernelState, prefix: &IpPrefix, hop: &RouteHop) -> Option<
 }
 
 /// A running mirror thread.
-#[derive(Debug)]
 pub struct Mirror {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
     status: Arc<Mutex<MirrorStatus>>,
+    shared: Arc<SharedFib>,
+    listener: Arc<Mutex<Option<Listener>>>,
+}
+
+/// What the mirror calls with every table it publishes, on its own thread, right after the
+/// swap: for a data path that keeps a copy of the table of its own (the XDP fast path's maps).
+pub type Listener = Box<dyn Fn(&Fib) + Send>;
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mirror")
+            .field("running", &self.handle.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Mirror {
@@ -403,9 +416,11 @@ impl Mirror {
         let (fib, notes) = build_fib(&state, &config)?;
         shared.store(Arc::new(fib));
         let status = Arc::new(Mutex::new(MirrorStatus::default()));
+        let listener = Arc::new(Mutex::new(None));
         let mut follower = Follower {
             config,
-            shared,
+            shared: Arc::clone(&shared),
+            listener: Arc::clone(&listener),
             requests,
             events,
             status: Arc::clone(&status),
@@ -427,7 +442,21 @@ impl Mirror {
             stop,
             handle: Some(handle),
             status,
+            shared,
+            listener,
         })
+    }
+
+    /// Calls `listener` with the table in use now, and then with every table the mirror
+    /// publishes (on the mirror's thread, after the swap); replaces an earlier listener. No
+    /// table is missed: one published while this runs reaches the listener after it.
+    pub fn on_publish(&self, listener: Listener) {
+        let mut slot = self
+            .listener
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        listener(&self.shared.load());
+        *slot = Some(listener);
     }
 
     /// A handle on the mirror's status that other threads can read.
@@ -492,6 +521,8 @@ struct UnresolvedHop {
 struct Follower {
     config: MirrorConfig,
     shared: Arc<SharedFib>,
+    /// Called with every table published ([`Mirror::on_publish`]).
+    listener: Arc<Mutex<Option<Listener>>>,
     requests: RouteSocket,
     events: RouteSocket,
     status: Arc<Mutex<MirrorStatus>>,
@@ -554,6 +585,11 @@ impl Follower {
         match build_fib(&state, &self.config) {
             Ok((fib, notes)) => {
                 self.shared.store(Arc::new(fib));
+                if let Ok(listener) = self.listener.lock() {
+                    if let Some(listener) = listener.as_ref() {
+                        listener(&self.shared.load());
+                    }
+                }
                 if state.routes_differ(&self.last_state) {
                     if let Ok(mut status) = self.status.lock() {
                         status.route_changes += 1;

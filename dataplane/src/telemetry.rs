@@ -76,6 +76,10 @@ pub struct PortTelemetry {
     link_rate_bps: AtomicU64,
     /// Largest depth published since the adaptive-routing detector last took it, bytes.
     window_max_depth_bytes: AtomicU64,
+    /// Frames the XDP fast path forwarded that came in on the port.
+    fast_rx_packets: AtomicU64,
+    /// Frames the XDP fast path sent out of the port.
+    fast_tx_packets: AtomicU64,
 }
 
 /// What the adaptive-routing detector reads of a port each window ([`PortTelemetry::take_window`]):
@@ -99,6 +103,13 @@ impl PortTelemetry {
         self.rx_packets.store(packets, Relaxed);
         self.rx_bytes.store(bytes, Relaxed);
         self.rx_spliced.store(spliced, Relaxed);
+    }
+
+    /// Publishes the XDP fast path's counters of the port (cumulative): frames it forwarded that
+    /// came in here, and frames it sent out of here.
+    pub fn publish_fast(&self, rx: u64, tx: u64) {
+        self.fast_rx_packets.store(rx, Relaxed);
+        self.fast_tx_packets.store(tx, Relaxed);
     }
 
     /// Publishes the host link's counters (cumulative): frames received over it, and frames
@@ -200,13 +211,15 @@ impl PortTelemetry {
         let lateness = self.lateness_ns.load();
         PortSnapshot {
             name: name.to_owned(),
-            rx_packets: self.rx_packets.load(Relaxed),
+            rx_packets: self.rx_packets.load(Relaxed) + self.fast_rx_packets.load(Relaxed),
+            fast_rx_packets: self.fast_rx_packets.load(Relaxed),
             rx_bytes: self.rx_bytes.load(Relaxed),
             rx_spliced: self.rx_spliced.load(Relaxed),
             rx_host_link: self.rx_host_link.load(Relaxed),
             drops_host_link: self.drops_host_link.load(Relaxed),
             enqueued_packets: self.enqueued_packets.load(Relaxed),
-            tx_packets: self.tx_packets.load(Relaxed),
+            tx_packets: self.tx_packets.load(Relaxed) + self.fast_tx_packets.load(Relaxed),
+            fast_tx_packets: self.fast_tx_packets.load(Relaxed),
             tx_bytes: self.tx_bytes.load(Relaxed),
             drops_buffer: self.drops_buffer.load(Relaxed),
             drops_handoff: self.drops_handoff.load(Relaxed),
@@ -596,8 +609,12 @@ impl SwitchTelemetry {
 pub struct PortSnapshot {
     /// Interface name.
     pub name: String,
-    /// Frames received on the port (handed to the data path).
+    /// Frames received on the port and handed to the data path: the AF_XDP workers' and, with
+    /// `--fast-path xdp`, those the XDP program forwarded itself.
     pub rx_packets: u64,
+    /// Of `rx_packets`, those the XDP fast path forwarded (`rx_bytes` counts the others only).
+    #[serde(default)]
+    pub fast_rx_packets: u64,
     /// Bytes received.
     pub rx_bytes: u64,
     /// Of `rx_packets`, frames that came over an in-process link from a switch of the same
@@ -614,8 +631,11 @@ pub struct PortSnapshot {
     pub drops_host_link: u64,
     /// Frames accepted into the egress queue.
     pub enqueued_packets: u64,
-    /// Frames sent.
+    /// Frames sent: by the AF_XDP workers and, with `--fast-path xdp`, by the XDP program.
     pub tx_packets: u64,
+    /// Of `tx_packets`, those the XDP fast path sent (`tx_bytes` counts the others only).
+    #[serde(default)]
+    pub fast_tx_packets: u64,
     /// Bytes sent.
     pub tx_bytes: u64,
     /// Frames dropped because the egress buffer was full.

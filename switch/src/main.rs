@@ -198,6 +198,15 @@ fn run_switch_until(
     };
     let mut runtime = Runtime::start_on(config.runtime.clone(), Arc::clone(&shared), threads)
         .context("cannot start the data path")?;
+    if let Some(fast) = runtime.fast_path() {
+        // Every table the mirror publishes goes into the XDP program's maps as well.
+        mirror.on_publish(Box::new(move |fib| {
+            let Ok(mut fast) = fast.lock() else { return };
+            if let Err(error) = fast.publish(fib) {
+                tracing::error!(%error, "XDP fast path off until the next table: cannot publish");
+            }
+        }));
+    }
     let arf_stop = Arc::new(AtomicBool::new(false));
     let notifier = match &config.adaptive_routing {
         Some(settings) => Some(
@@ -285,12 +294,9 @@ fn run_switch_until(
         }
         sync_local_addresses(&mut runtime, &state, &mut local_addresses);
         if let Ok(mut steering) = state.steering.lock() {
-            *steering = runtime
-                .steering_counters()
-                .into_iter()
-                .map(|(name, value)| (name.to_owned(), value))
-                .collect();
+            *steering = runtime.steering_counters();
         }
+        runtime.publish_fast_counters();
     }
 
     if crash.is_some_and(|crash| crash.load(Ordering::SeqCst)) {

@@ -39,6 +39,7 @@ use std::thread::JoinHandle;
 
 use xdpilone::{IfInfo, Socket, SocketConfig, UmemConfig};
 
+pub use fast::FastPathMode;
 pub use frames::FrameCensus;
 /// The most RX queues per port that can have an AF_XDP socket (the XSKMAP's slots per port).
 pub use ofan_ebpf_common::MAX_QUEUES;
@@ -265,6 +266,8 @@ pub struct RuntimeConfig {
     /// Shared-memory host links, by port (`ports` order; empty: none): for a port whose link
     /// leads to a host, the file of its link to the host's agent ([`hostlink`]).
     pub host_links: Vec<Option<std::path::PathBuf>>,
+    /// Whether the XDP program forwards what it can itself ([`fast`]).
+    pub fast_path: FastPathMode,
 }
 
 /// Why the runtime could not start.
@@ -304,6 +307,9 @@ pub enum RuntimeError {
     /// The balancer configuration is invalid.
     #[error(transparent)]
     Lb(#[from] crate::lb::LbError),
+    /// The XDP fast path could not be set up.
+    #[error(transparent)]
+    FastPath(#[from] fast::FastPathError),
     /// A thread could not be spawned.
     #[error("cannot spawn worker {index}: {source}")]
     Spawn {
@@ -382,6 +388,8 @@ pub struct Runtime {
     pool: Arc<FramePool>,
     inboxes: Arc<Inboxes>,
     steering: Option<Steering>,
+    /// The XDP fast path's tables, when it is on (the FIB mirror publishes into them).
+    fast_path: Option<fast::SharedFastPath>,
     balancer: Arc<SwitchBalancer>,
     layout: FrameLayout,
     // Dropped last: the sockets (owned by the workers) must be closed before the UMEM goes.
@@ -451,7 +459,20 @@ impl Runtime {
             source: errno(e),
         })?;
 
-        let mut steering = Steering::load_for(config.xdp_mode, layout.buffers)?;
+        let (mut steering, mut fast_path) = match config.fast_path {
+            FastPathMode::Off => (Steering::load_for(config.xdp_mode, layout.buffers)?, None),
+            FastPathMode::Xdp => {
+                if layout.buffers == Buffers::Multi {
+                    return Err(RuntimeError::Config(format!(
+                        "--fast-path xdp: frames of up to {} bytes span several buffers, which the \
+                         fast path does not forward; use an MTU of at most {SINGLE_BUFFER_MAX_MTU}",
+                        layout.max_frame_len()
+                    )));
+                }
+                let (steering, fast) = Steering::load_fast(config.xdp_mode)?;
+                (steering, Some(fast))
+            }
+        };
         let mut port_rings: Vec<Vec<QueueRings>> = Vec::new();
         let mut first = true;
         for (index, port) in config.ports.iter().enumerate() {
@@ -473,6 +494,28 @@ impl Runtime {
             port_rings.push(queues);
         }
         let balancer = SwitchBalancer::new(config.lb.clone())?;
+        if let Some(fast) = &mut fast_path {
+            let ifindexes = config
+                .ports
+                .iter()
+                .map(|port| {
+                    sys::ifindex(&port.name).map_err(|source| RuntimeError::Socket {
+                        port: port.name.clone(),
+                        queue: 0,
+                        step: "look up interface",
+                        source,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            fast.init(
+                &balancer,
+                config.ack_max_frame,
+                layout.max_frame_len(),
+                &ifindexes,
+            )?;
+            fast.publish(&fib.load())?;
+        }
+        let fast_path = fast_path.map(|fast| Arc::new(std::sync::Mutex::new(fast)));
         let worker_count = config.pipes.len();
         let telemetry = Arc::new(SwitchTelemetry::new(
             config.ports.iter().map(|p| p.name.clone()).collect(),
@@ -635,6 +678,7 @@ impl Runtime {
             pool,
             inboxes,
             steering: None,
+            fast_path,
             balancer,
             layout,
             _umem: umem,
@@ -677,12 +721,55 @@ impl Runtime {
         &self.balancer
     }
 
-    /// Counters of the steering program, by name.
-    pub fn steering_counters(&self) -> Vec<(&'static str, u64)> {
-        self.steering
+    /// Counters of the steering program, by name: its decisions, and with the fast path on,
+    /// why frames were left to the AF_XDP path (`fast_miss_<reason>`). Frames the fast path
+    /// forwarded also count in their ports' telemetry (see [`Self::publish_fast_counters`]).
+    pub fn steering_counters(&self) -> Vec<(String, u64)> {
+        let mut counters: Vec<(String, u64)> = self
+            .steering
             .as_ref()
             .map(Steering::stats)
             .unwrap_or_default()
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        if let Some(fast) = self.fast_counters() {
+            counters.extend(
+                fast.misses
+                    .iter()
+                    .map(|(name, value)| (format!("fast_miss_{name}"), *value)),
+            );
+        }
+        counters
+    }
+
+    /// The XDP fast path's tables, to publish every new forwarding table into (the switch hands
+    /// it to its FIB mirror); `None` when the fast path is off.
+    pub fn fast_path(&self) -> Option<fast::SharedFastPath> {
+        self.fast_path.clone()
+    }
+
+    fn fast_counters(&self) -> Option<fast::FastCounters> {
+        let fast = self.fast_path.as_ref()?.lock().ok()?;
+        match fast.counters() {
+            Ok(counters) => Some(counters),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the fast path's counters");
+                None
+            }
+        }
+    }
+
+    /// Copies the frames the fast path forwarded, by port, into the ports' telemetry
+    /// (`fast_rx_packets`, `fast_tx_packets`; `rx_packets` and `tx_packets` include them). The
+    /// switch calls it with the steering counters, every 100 ms.
+    pub fn publish_fast_counters(&self) {
+        let Some(fast) = self.fast_counters() else {
+            return;
+        };
+        for (port, (rx, tx)) in fast.rx.iter().zip(&fast.tx).enumerate() {
+            self.telemetry.port(port).publish_fast(*rx, *tx);
+        }
     }
 
     /// The steering program, to change its tables (local addresses, dropped ports) while the
@@ -874,6 +961,36 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
             config.lb.pipes,
             config.pipes.len()
         ));
+    }
+    if config.fast_path == FastPathMode::Xdp {
+        validate_fast_path(config)?;
+    }
+    Ok(())
+}
+
+/// What the XDP fast path cannot do, refused before anything is set up.
+fn validate_fast_path(config: &RuntimeConfig) -> Result<(), RuntimeError> {
+    let bad = |message: String| Err(RuntimeError::Config(format!("--fast-path xdp: {message}")));
+    if let Some(port) = config.ports.iter().find(|p| p.egress.link_rate_bps > 0) {
+        return bad(format!(
+            "port {} emulates a link (link rate {} bit/s), but the fast path has no shaper — \
+             frames it forwards leave at the interface's own rate; use --link-rate 0, or \
+             --fast-path off to emulate links",
+            port.name, port.egress.link_rate_bps
+        ));
+    }
+    if config.forwarding == Forwarding::Bare {
+        return bad("bare mode forwards port to port in user space; drop --bare".into());
+    }
+    if config.splices.iter().any(Option::is_some) || config.host_links.iter().any(Option::is_some) {
+        return bad(
+            "in-process links (--splice) and host links bypass the XDP program; a fast-path \
+             fabric forwards over its veths"
+                .into(),
+        );
+    }
+    if let Err(reason) = fast::supported(config.lb.algorithm) {
+        return bad(reason);
     }
     Ok(())
 }

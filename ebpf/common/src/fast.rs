@@ -254,8 +254,11 @@ macro_rules! fast_misses {
 fast_misses! {
     /// No table is published yet (or publishing failed).
     Off = "off",
-    /// Not untagged IPv4 (IPv6, an 802.1Q tag).
+    /// Not untagged IPv4 (IPv6, an 802.1Q tag, ARP and other kernel traffic).
     NotIpv4 = "not_ipv4",
+    /// IPv4 that the steering rules give the kernel: options, fragments, TTL ≤ 1, BGP,
+    /// multicast or broadcast, the switch's own addresses.
+    ForTheKernel = "for_the_kernel",
     /// An IPv4 header the AF_XDP path refuses: total length, checksum.
     BadHeader = "bad_header",
     /// Longer than the egress links carry.
@@ -264,7 +267,7 @@ fast_misses! {
     Martian = "martian",
     /// No route.
     NoRoute = "no_route",
-    /// A local route, a blackhole or unreachable route, or one of the switch's addresses.
+    /// A local route, or a blackhole or unreachable route.
     NotForwarded = "not_forwarded",
     /// No usable hop in the group (ports down, neighbours unresolved).
     NoUsableHop = "no_usable_hop",
@@ -323,10 +326,12 @@ const IPV4_HEADER: usize = 20;
 const ETH_P_IP: u16 = 0x0800;
 const IPPROTO_TCP: u8 = 6;
 const IPPROTO_UDP: u8 = 17;
+const BGP_PORT: u16 = 179;
 
-/// Decides a frame that [`crate::classify`] gave the data path: where it leaves, or why the
-/// fast path leaves it to the AF_XDP path. `frame_len` is the frame's length (Ethernet header to
-/// the end). The same decision as the AF_XDP path's for every frame it takes.
+/// Decides a frame: where it leaves, or why the fast path leaves it (to [`crate::classify`] and
+/// the AF_XDP path after it). `frame_len` is the frame's length (Ethernet header to the end).
+/// It forwards no frame that `classify` gives the kernel, and decides every frame it forwards
+/// as the AF_XDP path would.
 ///
 /// # Errors
 /// The [`FastMiss`] that sends the frame to the AF_XDP path.
@@ -351,8 +356,25 @@ pub fn decide(
     let ip = frame
         .bytes::<IPV4_HEADER>(ETH_HEADER)
         .ok_or(FastMiss::BadHeader)?;
-    // What `classify` already held: version 4, no options, not a fragment, TTL above 1, not
-    // local or multicast. What the AF_XDP path checks besides: the lengths and the checksum.
+    // What `classify` gives the kernel, for IPv4: options, fragments, a TTL of 1 or less, BGP,
+    // multicast and broadcast (224/3), the switch's own addresses (below, from the route table,
+    // which has them first). Checked here so that the fast path needs no steering verdict of its
+    // own; a frame left for any of these reasons then goes through `classify` as ever.
+    let fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff;
+    if ip[0] != 0x45 || fragment != 0 || ip[8] <= 1 || ip[16] >= 224 {
+        return Err(FastMiss::ForTheKernel);
+    }
+    if ip[9] == IPPROTO_TCP {
+        let ports = frame
+            .bytes::<4>(ETH_HEADER + IPV4_HEADER)
+            .ok_or(FastMiss::ForTheKernel)?;
+        if u16::from_be_bytes([ports[0], ports[1]]) == BGP_PORT
+            || u16::from_be_bytes([ports[2], ports[3]]) == BGP_PORT
+        {
+            return Err(FastMiss::ForTheKernel);
+        }
+    }
+    // What the AF_XDP path checks besides: the lengths and the checksum.
     let total_len = u32::from(u16::from_be_bytes([ip[2], ip[3]]));
     if total_len < IPV4_HEADER as u32
         || total_len > frame_len.saturating_sub(ETH_HEADER as u32)
@@ -369,7 +391,7 @@ pub fn decide(
         .destination(table, dst.to_be_bytes())
         .ok_or(FastMiss::NoRoute)?;
     if destination.local != 0 {
-        return Err(FastMiss::NotForwarded);
+        return Err(FastMiss::ForTheKernel);
     }
     match destination.route {
         ROUTE_GROUP => {}
@@ -693,6 +715,7 @@ mod tests {
             [
                 "off",
                 "not_ipv4",
+                "for_the_kernel",
                 "bad_header",
                 "too_long",
                 "martian",

@@ -109,9 +109,9 @@ pub const fn xsk_index(port: u32, queue: u32) -> Option<u32> {
     }
 }
 
-/// What `ofan_gen` sends: frame `n` (counted per CPU) gets UDP source port
-/// `first_src_port + n % flows`; frames leave at least `gap_ns` apart on average. The value of
-/// the [`GEN_SETTINGS_MAP`].
+/// What `ofan_gen` sends: frame `n` (counted per CPU) gets the headers `head` and UDP source
+/// port `first_src_port + n % flows`; frames leave at least `gap_ns` apart on average. The value
+/// of the [`GEN_SETTINGS_MAP`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GenSettings {
@@ -122,7 +122,16 @@ pub struct GenSettings {
     /// Nanoseconds between two frames (1e9 / rate); 0: as fast as possible. A copy that comes
     /// too early is dropped (`XDP_DROP`, its page recycled at once) instead of sent.
     pub gap_ns: u64,
+    /// The prebuilt frame's Ethernet and IPv4 headers, written into every copy: live-frames
+    /// mode recycles a page without rewriting it, and a forwarder that rewrites frames in place
+    /// (an XDP one: MACs, TTL, checksum) changes the page the next copy is sent from.
+    pub head: [u8; GEN_HEAD_LEN],
+    /// Padding to a multiple of 8 bytes.
+    pub reserved: [u8; 6],
 }
+
+/// Bytes of [`GenSettings::head`]: an Ethernet header and an IPv4 header without options.
+pub const GEN_HEAD_LEN: usize = 34;
 
 /// The UDP checksum of a datagram whose source port changes from `old_port` to `new_port`,
 /// given its checksum `checksum` before the change (RFC 1624, eqn. 3: `~(~HC + ~m + m')`).
@@ -375,8 +384,9 @@ mod pod {
     // SAFETY: `LocalV6` is `#[repr(C)]` around `[u8; 16]`: `Copy`, no padding, every bit pattern
     // is a valid value.
     unsafe impl aya::Pod for LocalV6 {}
-    // SAFETY: `GenSettings` is `#[repr(C)]`: two `u32`s then a `u64` at offset 8, so no padding;
-    // `Copy`, and every bit pattern is a valid value.
+    // SAFETY: `GenSettings` is `#[repr(C)]`: two `u32`s, a `u64` at offset 8, then 34 + 6 bytes
+    // (56 in all, a multiple of its alignment 8), so no padding; `Copy`, and every bit pattern
+    // is a valid value.
     unsafe impl aya::Pod for GenSettings {}
     // SAFETY: `FastConfig` is `#[repr(C)]`: six `u32`s (24 bytes), then two `u64`s at offsets 24
     // and 32, so no padding; `Copy`, and every bit pattern is a valid value.

@@ -1,9 +1,10 @@
 //! `ofan_fast`: the steering program with the switch's forwarding in it (`ofan-switch
-//! --fast-path xdp`). It steers as `ofan_steer` does — the kernel's frames to the kernel — and
-//! then forwards what it can itself: the decision of [`ofan_ebpf_common::fast::decide`] over
-//! the tables below (see that module for what they hold and how the control thread publishes
-//! them), the rewrite, and `XDP_REDIRECT` through [`FAST_TX`]. What it cannot forward goes to the
-//! AF_XDP socket of its queue, exactly as under `ofan_steer`, with the reason counted.
+//! --fast-path xdp`). It forwards what it can itself — the decision of
+//! [`ofan_ebpf_common::fast::decide`] over the tables below (see that module for what they hold
+//! and how the control thread publishes them), the rewrite, and `XDP_REDIRECT` through
+//! [`FAST_TX`] — and steers the rest exactly as `ofan_steer` does: the kernel's frames to the
+//! kernel, the others to the AF_XDP socket of their queue, with the reason counted. `decide`
+//! forwards no frame that steering would give the kernel.
 
 use aya_ebpf::{
     bindings::xdp_action::XDP_DROP,
@@ -20,7 +21,7 @@ use ofan_ebpf_common::{
     StatIndex, MAX_PORTS,
 };
 
-use crate::{admit, raw, to_socket, Frame, STATS};
+use crate::{port_of, raw, steer_from, Frame, STATS};
 
 /// The balancer's configuration (one entry, written before the program is attached).
 #[map]
@@ -113,7 +114,9 @@ pub fn ofan_fast(ctx: XdpContext) -> u32 {
 
 #[inline(always)]
 fn fast(ctx: &XdpContext) -> (u32, StatIndex) {
-    let port = match admit(ctx) {
+    // The fast path's own checks cover what steering gives the kernel (see `decide`), so a
+    // forwarded frame pays for one lookup of its port and none of the steering rules.
+    let port = match port_of(ctx) {
         Ok(port) => port,
         Err(decided) => return decided,
     };
@@ -134,7 +137,7 @@ fn fast(ctx: &XdpContext) -> (u32, StatIndex) {
         }
         Err(miss) => {
             raw::count(&FAST_COUNTS, miss.index());
-            to_socket(ctx, port)
+            steer_from(ctx, port)
         }
     }
 }

@@ -50,6 +50,8 @@ pub fn ofan_gen(ctx: XdpContext) -> u32 {
         first_src_port,
         flows,
         gap_ns,
+        head,
+        ..
     }) = GEN_SETTINGS.get(0)
     else {
         return XDP_ABORTED;
@@ -77,6 +79,9 @@ pub fn ofan_gen(ctx: XdpContext) -> u32 {
     let Some(sequence) = raw::update(&GEN_COUNT, GEN_FRAMES, |count| count + 1) else {
         return XDP_ABORTED;
     };
+    // The headers as built: a forwarder that rewrote this page in place (MACs, TTL) changed
+    // what the next copy from it would carry.
+    raw::write(&ctx, 0, head);
     if flows > 1 {
         let old_port = u16::from_be_bytes(port);
         let new_port = (first_src_port + (sequence % u64::from(flows)) as u32) as u16;

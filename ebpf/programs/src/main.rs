@@ -106,7 +106,18 @@ fn steer(ctx: &XdpContext) -> (u32, StatIndex) {
 /// The switch port of a frame that belongs to the data path, or its action and counter: a
 /// frame of an unknown or blackholed port, and what [`classify`] gives the kernel.
 #[inline(always)]
-pub(crate) fn admit(ctx: &XdpContext) -> Result<u32, (u32, StatIndex)> {
+fn admit(ctx: &XdpContext) -> Result<u32, (u32, StatIndex)> {
+    let port = port_of(ctx)?;
+    if let Err(reason) = classify(&Frame(ctx)) {
+        return Err((XDP_PASS, reason));
+    }
+    Ok(port)
+}
+
+/// The switch port a frame came in on, or its action and counter: an unknown port's frames go
+/// to the kernel, a blackholed port's are dropped.
+#[inline(always)]
+pub(crate) fn port_of(ctx: &XdpContext) -> Result<u32, (u32, StatIndex)> {
     let ifindex = ctx.ingress_ifindex() as u32;
     let Some(PortId(port)) = raw::lookup(&PORTS, &ifindex) else {
         return Err((XDP_PASS, StatIndex::PassUnknownPort));
@@ -114,10 +125,17 @@ pub(crate) fn admit(ctx: &XdpContext) -> Result<u32, (u32, StatIndex)> {
     if PORT_DROP.get(port).is_some_and(|&flag| flag != 0) {
         return Err((XDP_DROP, StatIndex::DropBlackhole));
     }
-    if let Err(reason) = classify(&Frame(ctx)) {
-        return Err((XDP_PASS, reason));
-    }
     Ok(port)
+}
+
+/// The steering of a frame of `port` that the fast path did not forward: what [`classify`]
+/// gives the kernel to the kernel, the rest to the AF_XDP socket of its queue.
+#[inline(always)]
+pub(crate) fn steer_from(ctx: &XdpContext, port: u32) -> (u32, StatIndex) {
+    match classify(&Frame(ctx)) {
+        Ok(()) => to_socket(ctx, port),
+        Err(reason) => (XDP_PASS, reason),
+    }
 }
 
 /// Redirects a data-path frame that arrived on `port` into the AF_XDP socket of its RX queue

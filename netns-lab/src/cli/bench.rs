@@ -25,6 +25,8 @@ the candidates interleaved:
 
   ofan      ofan-switch --lb pofan (parse, L3 lookup, balancing, TTL/checksum/MAC rewrite,
             egress queue), one busy-polling worker
+  xdp       ofan-switch --lb pofan --fast-path xdp: the same decisions in the XDP program
+            (LPM lookup, pOfan with per-CPU pointers, rewrite, XDP_REDIRECT), no user space
   bare      ofan-switch --bare: port 0 -> port 1 with no lookup, balancing or rewrite
   testpmd   dpdk-testpmd io forwarding with its AF_XDP PMD (only if installed: Debian packages
             dpdk, dpdk-dev, librte-net-af-xdp23; uses hugepages)
@@ -133,6 +135,8 @@ pub enum BenchCommand {
 pub enum CandidateName {
     /// ofan-switch with pOfan, L3 lookup and the egress queue.
     Ofan,
+    /// ofan-switch --fast-path xdp: the switch's decisions in its XDP program.
+    Xdp,
     /// ofan-switch --bare (port 2i ↔ 2i+1, no lookup).
     Bare,
     /// dpdk-testpmd io forwarding with the AF_XDP PMD.
@@ -147,6 +151,7 @@ impl CandidateName {
     pub const fn candidate(self) -> Candidate {
         match self {
             Self::Ofan => Candidate::Ofan,
+            Self::Xdp => Candidate::Xdp,
             Self::Bare => Candidate::Bare,
             Self::Testpmd => Candidate::Testpmd,
             Self::Redirect => Candidate::Redirect,
@@ -333,7 +338,7 @@ pub struct ForwardArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "ofan,bare,testpmd,redirect"
+        default_value = "ofan,xdp,bare,testpmd,redirect"
     )]
     pub candidates: Vec<CandidateName>,
     /// Frame size on the wire, FCS included (64 = minimum-size Ethernet frames).

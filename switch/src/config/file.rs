@@ -91,6 +91,7 @@ pub(super) struct XdpSection {
     pub(super) frame_size: Option<u32>,
     pub(super) frames_per_port: Option<u32>,
     pub(super) ring_size: Option<u32>,
+    pub(super) fast_path: Option<ofan_dataplane::afxdp::FastPathMode>,
 }
 
 /// XDP attach mode as written.

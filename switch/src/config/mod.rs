@@ -12,7 +12,8 @@ use ofan_control::notify::speaker::{Identity, Neighbour, Timing};
 use ofan_control::notify::wire::Quality;
 use ofan_control::paths::LearnedPaths;
 use ofan_dataplane::afxdp::{
-    BindMode, Forwarding, FrameSize, PollMode, PortSpec, RuntimeConfig, XdpMode, FRAME_SIZES,
+    fast, BindMode, FastPathMode, Forwarding, FrameSize, PollMode, PortSpec, RuntimeConfig,
+    XdpMode, FRAME_SIZES,
 };
 use ofan_dataplane::egress::{EgressConfig, Shaping};
 use ofan_dataplane::fib::{IpPrefix, PortId};
@@ -74,6 +75,9 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
                                   frame, else 4096 (jumbo: up to MTU 11506)
   frames_per_port = 8192          UMEM frames per port (default 4 x ring_size)
   ring_size = 2048                fill/completion/RX/TX ring size (power of two)
+  fast_path = "off" | "xdp"       xdp: the XDP program forwards what it can itself (IPv4 with a
+                                  usable route; pofan with one pointer set per CPU, ecmp, rsq),
+                                  the rest goes to the AF_XDP workers; no link emulation
 
   [keys]                          destination prefix -> key (paper 4.1 consolidation)
   count = 8                       number of keys (default: largest key + 1)
@@ -194,6 +198,30 @@ pub struct Overrides {
     /// xdp.rt_priority).
     #[arg(long, value_name = "PRIO")]
     pub rt_priority: Option<u8>,
+    /// Forward in the XDP program too (`xdp`): IPv4 frames with a usable route are looked up,
+    /// balanced (pofan: one pointer set per CPU; ecmp; rsq), rewritten and sent with
+    /// XDP_REDIRECT without reaching user space; the rest go to the AF_XDP workers as with
+    /// `off`. No link emulation (the interface's own rate applies). Overrides xdp.fast_path.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub fast_path: Option<FastPathArg>,
+}
+
+/// The fast path as a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FastPathArg {
+    /// Every data-path frame goes to the AF_XDP workers.
+    Off,
+    /// The XDP program forwards what it can itself.
+    Xdp,
+}
+
+impl From<FastPathArg> for FastPathMode {
+    fn from(arg: FastPathArg) -> Self {
+        match arg {
+            FastPathArg::Off => FastPathMode::Off,
+            FastPathArg::Xdp => FastPathMode::Xdp,
+        }
+    }
 }
 
 /// AF_XDP bind mode as a flag.
@@ -273,6 +301,36 @@ pub struct AdaptiveRouting {
     /// The neighbours the plan names behind the fabric ports (empty without a plan: then they
     /// are the FIB's next hops on fabric ports, named by the path table's ASNs).
     pub plan_neighbours: Vec<Neighbour>,
+}
+
+/// What the XDP fast path cannot be combined with, refused with the key at fault.
+fn check_fast_path(runtime: &RuntimeConfig) -> Result<(), ConfigError> {
+    if let Some(port) = runtime.ports.iter().find(|p| p.egress.link_rate_bps > 0) {
+        return Err(error(
+            "xdp.fast_path",
+            format!(
+                "port {} emulates a link ({}), but the XDP fast path has no shaper: the frames \
+                 it forwards leave at the interface's own rate. Use a link rate of 0 \
+                 (--link-rate 0), or --fast-path off to emulate links",
+                port.name,
+                ofan_topology::units::format_rate(port.egress.link_rate_bps)
+            ),
+        ));
+    }
+    if runtime.forwarding == Forwarding::Bare {
+        return Err(error(
+            "xdp.fast_path",
+            "--bare forwards port to port in user space; it has no fast path",
+        ));
+    }
+    fast::supported(runtime.lb.algorithm)
+        .map(drop)
+        .map_err(|reason| {
+            error(
+                "xdp.fast_path",
+                format!("--lb {}: {reason}", runtime.lb.algorithm),
+            )
+        })
 }
 
 /// Reads and validates the configuration.
@@ -616,7 +674,15 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         // (`--host-links`).
         splices: Vec::new(),
         host_links: Vec::new(),
+        fast_path: flags
+            .fast_path
+            .map(FastPathMode::from)
+            .or(file.xdp.fast_path)
+            .unwrap_or_default(),
     };
+    if runtime.fast_path == FastPathMode::Xdp {
+        check_fast_path(&runtime)?;
+    }
     if runtime.rt_priority.is_some() && runtime.poll == PollMode::Busy {
         return Err(error(
             "xdp.rt_priority",

@@ -25,7 +25,7 @@ use aya::{
     programs::{ProgramError, TestRun, TestRunAttrs, TestRunOptions, Xdp},
     Ebpf, EbpfError,
 };
-use ofan_ebpf_common::{GenSettings, GEN_COUNT_MAP, GEN_PROGRAM, GEN_SETTINGS_MAP};
+use ofan_ebpf_common::{GenSettings, GEN_COUNT_MAP, GEN_HEAD_LEN, GEN_PROGRAM, GEN_SETTINGS_MAP};
 
 use super::frame::{FrameError, UdpFlows};
 use crate::afxdp::steer::EBPF_OBJECT;
@@ -241,6 +241,10 @@ impl LiveGen {
                     gap_ns: config
                         .rate
                         .map_or(0, |rate| (1e9 / rate).round().max(1.0) as u64),
+                    head: frame[..GEN_HEAD_LEN].try_into().map_err(|_| {
+                        LiveError::Config("the frame is shorter than its headers".into())
+                    })?,
+                    reserved: [0; 6],
                 },
                 0,
             )

@@ -31,22 +31,35 @@ impl Dut {
         let options = setup.options;
         let label = format!("{}-{round}", candidate.name());
         match candidate {
-            Candidate::Ofan | Candidate::Bare => {
+            Candidate::Ofan | Candidate::Xdp | Candidate::Bare => {
                 let config = setup.dir.join("switch.toml");
                 std::fs::write(&config, format!("[xdp]\ncpus = [{}]\n", options.dut_cpu))
                     .context("writing switch.toml")?;
                 let socket = setup.dir.join(format!("{label}.sock"));
                 let mut command = child(setup.namespaces, "dut", options.nice, setup.switch);
+                // The fast path forwards in the XDP program, on the CPU that receives: its
+                // workers only see what it leaves them, so they sleep until then.
+                let poll = if candidate == Candidate::Xdp {
+                    "wakeup"
+                } else {
+                    "busy"
+                };
                 command
                     .arg("--config")
                     .arg(&config)
-                    .args(["--port", "p0:host", "--port", "p1:host", "--poll", "busy"])
+                    .args(["--port", "p0:host", "--port", "p1:host", "--poll", poll])
                     .args(["--xdp-mode", "copy", "--log", "warn", "--admin-socket"])
                     .arg(&socket);
-                if candidate == Candidate::Bare {
-                    command.arg("--bare");
-                } else {
-                    command.args(["--lb", "pofan"]);
+                match candidate {
+                    Candidate::Bare => {
+                        command.arg("--bare");
+                    }
+                    Candidate::Xdp => {
+                        command.args(["--lb", "pofan", "--fast-path", "xdp"]);
+                    }
+                    _ => {
+                        command.args(["--lb", "pofan"]);
+                    }
                 }
                 let mut daemon = Daemon::spawn(&label, command, setup.dir)?;
                 let deadline = Instant::now() + Duration::from_secs(10);

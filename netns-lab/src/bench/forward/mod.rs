@@ -39,6 +39,8 @@ use crate::netns::Namespaces;
 pub enum Candidate {
     /// ofan-switch with pOfan, L3 lookup and the egress queue.
     Ofan,
+    /// ofan-switch --fast-path xdp: pOfan and the L3 lookup in the XDP program.
+    Xdp,
     /// ofan-switch --bare (port 2i ↔ 2i+1, no lookup).
     Bare,
     /// dpdk-testpmd io forwarding with the AF_XDP PMD.
@@ -50,13 +52,14 @@ pub enum Candidate {
 impl Candidate {
     /// The candidates that are ofan-switch forwarding by lookup: what `--check` holds against
     /// `bare`.
-    pub const SWITCHES: &'static [Candidate] = &[Self::Ofan];
+    pub const SWITCHES: &'static [Candidate] = &[Self::Ofan, Self::Xdp];
 
     /// Its short name (the table's and the JSON's).
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
             Self::Ofan => "ofan",
+            Self::Xdp => "xdp",
             Self::Bare => "bare",
             Self::Testpmd => "testpmd",
             Self::Redirect => "redirect",
@@ -68,6 +71,7 @@ impl Candidate {
     pub const fn description(self) -> &'static str {
         match self {
             Self::Ofan => "ofan-switch (pofan + L3 lookup + egress queue)",
+            Self::Xdp => "ofan-switch --fast-path xdp (pofan + L3 lookup in XDP)",
             Self::Bare => "ofan-switch --bare (port to port)",
             Self::Testpmd => "dpdk-testpmd io, AF_XDP PMD",
             Self::Redirect => "XDP_REDIRECT devmap (ceiling)",
