@@ -52,7 +52,8 @@ use aya::{
 pub use ofan_ebpf_common::StatIndex;
 use ofan_ebpf_common::{
     fast::FAST_PROGRAM, xsk_index, LocalV4, LocalV6, PortId, LOCAL_V4_MAP, LOCAL_V6_MAP, MAX_PORTS,
-    MAX_QUEUES, PORTS_MAP, PORT_DROP_MAP, STATS_MAP, STEER_PROGRAM, STEER_SG_PROGRAM, XSKS_MAP,
+    MAX_QUEUES, PORTS_MAP, PORT_ARRAY_IFINDEXES, PORT_DROP_MAP, PORT_OF_IFINDEX_MAP, STATS_MAP,
+    STEER_PROGRAM, STEER_SG_PROGRAM, XSKS_MAP,
 };
 
 use ofan_netlink::{XdpAttachMode, XdpProgram};
@@ -356,6 +357,7 @@ pub struct Steering {
     program: SteerProgram,
     program_id: u32,
     ports: HashMap<MapData, u32, PortId>,
+    port_of_ifindex: Array<MapData, u32>,
     local_v4: HashMap<MapData, LocalV4, u8>,
     local_v6: HashMap<MapData, LocalV6, u8>,
     xsks: XskMap<MapData>,
@@ -432,6 +434,7 @@ impl Steering {
             .id();
         Ok(Self {
             ports: take_map(&mut ebpf, PORTS_MAP)?,
+            port_of_ifindex: take_map(&mut ebpf, PORT_OF_IFINDEX_MAP)?,
             local_v4: take_map(&mut ebpf, LOCAL_V4_MAP)?,
             local_v6: take_map(&mut ebpf, LOCAL_V6_MAP)?,
             xsks: take_map(&mut ebpf, XSKS_MAP)?,
@@ -554,6 +557,14 @@ impl Steering {
                 map: PORTS_MAP,
                 source,
             })?;
+        if ifindex < PORT_ARRAY_IFINDEXES {
+            self.port_of_ifindex
+                .set(ifindex, u32::from(port) + 1, 0)
+                .map_err(|source| SteerError::MapUpdate {
+                    map: PORT_OF_IFINDEX_MAP,
+                    source,
+                })?;
+        }
         let (mode, which) = (self.mode, self.program);
         let attached = xdp_program(&mut self.ebpf, which).and_then(|program| {
             program
@@ -576,7 +587,7 @@ impl Steering {
                 Ok(())
             }
             Err(error) => {
-                let _ignored = self.ports.remove(&ifindex);
+                self.forget_port(ifindex);
                 Err(error)
             }
         }
@@ -659,10 +670,18 @@ impl Steering {
             link,
             ..
         } = attachment;
-        let _ignored = self.ports.remove(&ifindex);
+        self.forget_port(ifindex);
         xdp_program(&mut self.ebpf, self.program)?
             .detach(link)
             .map_err(|source| SteerError::Detach { interface, source })
+    }
+
+    /// Removes `ifindex` from the port maps (best effort: the program no longer runs there).
+    fn forget_port(&mut self, ifindex: u32) {
+        let _ignored = self.ports.remove(&ifindex);
+        if ifindex < PORT_ARRAY_IFINDEXES {
+            let _ignored = self.port_of_ifindex.set(ifindex, 0, 0);
+        }
     }
 
     /// The interfaces the program is attached to, with their ports.

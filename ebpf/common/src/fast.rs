@@ -297,10 +297,13 @@ pub const FAST_COUNT_SLOTS: u32 = FastMiss::COUNT + 2 * crate::MAX_PORTS;
 pub struct FastEgress {
     /// The egress switch port.
     pub port: u32,
-    /// The neighbour's MAC (the new destination MAC).
-    pub dst_mac: [u8; 6],
-    /// The egress port's MAC (the new source MAC).
-    pub src_mac: [u8; 6],
+    /// The new Ethernet addresses (bytes 0..12 of the frame): the neighbour's MAC, then the
+    /// egress port's.
+    pub macs: [u8; 12],
+    /// The new bytes 22..26 of the frame (IPv4 TTL, protocol, header checksum): the TTL one
+    /// less and the checksum updated for it (RFC 1624), as the AF_XDP path's
+    /// `wire::forward_rewrite` does.
+    pub ttl_checksum: [u8; 4],
 }
 
 /// What [`decide`] reads besides the frame: the maps, and this CPU's pointers and randomness.
@@ -449,10 +452,21 @@ pub fn decide(
         _ => return Err(FastMiss::NoRoute),
     };
     let hop = group.hops[bounded_index(u64::from(hop))];
+    let mut macs = [0u8; 12];
+    macs[..6].copy_from_slice(&hop.dst_mac);
+    macs[6..].copy_from_slice(&hop.src_mac);
+    let (ttl, protocol) = (ip[8], ip[9]);
+    let new_ttl = ttl.wrapping_sub(1);
+    let checksum = checksum_update(
+        u16::from_be_bytes([ip[10], ip[11]]),
+        u16::from_be_bytes([ttl, protocol]),
+        u16::from_be_bytes([new_ttl, protocol]),
+    )
+    .to_be_bytes();
     Ok(FastEgress {
         port: hop.port,
-        dst_mac: hop.dst_mac,
-        src_mac: hop.src_mac,
+        macs,
+        ttl_checksum: [new_ttl, protocol, checksum[0], checksum[1]],
     })
 }
 
@@ -559,29 +573,14 @@ pub const fn checksum_update(checksum: u16, old: u16, new: u16) -> u16 {
     !fold(sum)
 }
 
-/// The bytes the forwarding rewrite changes in an untagged IPv4 frame, from its Ethernet and IP
-/// headers (`head`, 34 bytes): new MACs, the TTL one less and the header checksum updated, as
-/// the AF_XDP path's `wire::forward_rewrite` does. The caller writes `head` back.
-#[inline(always)]
-pub fn rewrite(head: &mut [u8; ETH_HEADER + IPV4_HEADER], egress: &FastEgress) {
-    let mut index = 0;
-    while index < 6 {
-        head[index] = egress.dst_mac[index];
-        head[6 + index] = egress.src_mac[index];
-        index += 1;
-    }
-    let (ttl, protocol) = (head[22], head[23]);
-    let checksum = u16::from_be_bytes([head[24], head[25]]);
-    let new_ttl = ttl.wrapping_sub(1);
-    let updated = checksum_update(
-        checksum,
-        u16::from_be_bytes([ttl, protocol]),
-        u16::from_be_bytes([new_ttl, protocol]),
-    );
-    head[22] = new_ttl;
-    let [high, low] = updated.to_be_bytes();
-    head[24] = high;
-    head[25] = low;
+/// Offset of [`FastEgress::ttl_checksum`] in the frame.
+pub const TTL_CHECKSUM_OFFSET: usize = ETH_HEADER + 8;
+
+/// Applies `egress`'s rewrite to a frame held in memory (what the XDP program writes into the
+/// packet: the MACs at 0, the TTL and checksum at [`TTL_CHECKSUM_OFFSET`]).
+pub fn rewrite(frame: &mut [u8], egress: &FastEgress) {
+    frame[..12].copy_from_slice(&egress.macs);
+    frame[TTL_CHECKSUM_OFFSET..TTL_CHECKSUM_OFFSET + 4].copy_from_slice(&egress.ttl_checksum);
 }
 
 #[cfg(test)]
@@ -632,10 +631,15 @@ mod tests {
         assert!(header_checksum_ok(&ip));
         let mut head = [0u8; 34];
         head[14..].copy_from_slice(&ip);
+        let updated = checksum_update(
+            checksum,
+            u16::from_be_bytes([64, 17]),
+            u16::from_be_bytes([63, 17]),
+        );
         let egress = FastEgress {
             port: 1,
-            dst_mac: [2, 0, 0, 0, 0, 2],
-            src_mac: [2, 0, 0, 0, 0, 1],
+            macs: [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1],
+            ttl_checksum: [63, 17, updated.to_be_bytes()[0], updated.to_be_bytes()[1]],
         };
         rewrite(&mut head, &egress);
         assert_eq!(&head[..12], &[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);

@@ -9,6 +9,7 @@
 //! | map | kind | key | value |
 //! |---|---|---|---|
 //! | [`PORTS_MAP`] | hash | ingress ifindex (`u32`) | [`PortId`] |
+//! | [`PORT_OF_IFINDEX_MAP`] | array | ingress ifindex below [`PORT_ARRAY_IFINDEXES`] | port + 1 (`u32`; 0: none) |
 //! | [`LOCAL_V4_MAP`] | hash | IPv4 address, network byte order ([`LocalV4`]) | `u8` (1) |
 //! | [`LOCAL_V6_MAP`] | hash | IPv6 address ([`LocalV6`]) | `u8` (1) |
 //! | [`XSKS_MAP`] | XSKMAP | [`xsk_index`]`(port, rx queue)` | AF_XDP socket fd |
@@ -41,6 +42,14 @@ pub const GEN_PROGRAM: &str = "ofan_gen";
 
 /// Name of the map from ingress ifindex to switch port.
 pub const PORTS_MAP: &str = "PORTS";
+/// Name of the array from ingress ifindex to switch port + 1 (0: not a port), for ifindexes
+/// below [`PORT_ARRAY_IFINDEXES`]: what the programs look up first, an array lookup being an
+/// indexed load where a hash lookup hashes and walks a bucket. Larger ifindexes are in
+/// [`PORTS_MAP`] only.
+pub const PORT_OF_IFINDEX_MAP: &str = "PORT_OF_IFINDEX";
+/// Entries of [`PORT_OF_IFINDEX_MAP`]. Interface indices count up per network namespace, so a
+/// switch's ports are below it unless its namespace has made thousands of interfaces.
+pub const PORT_ARRAY_IFINDEXES: u32 = 4096;
 /// Name of the set of the switch's own IPv4 addresses.
 pub const LOCAL_V4_MAP: &str = "LOCAL_V4";
 /// Name of the set of the switch's own IPv6 addresses.

@@ -14,9 +14,9 @@ use aya_ebpf::{
 };
 use ofan_ebpf_common::{
     fast::{
-        decide, fast_rx_slot, fast_tx_slot, rewrite, FastConfig, FastDestination, FastGroup,
+        decide, fast_rx_slot, fast_tx_slot, FastConfig, FastDestination, FastGroup,
         FastRow, FastTables, FAST_COUNT_SLOTS, FAST_SLOTS, MAX_FAST_GROUPS, MAX_FAST_ROUTES,
-        MAX_FAST_ROWS, TABLE_A, TABLE_B,
+        MAX_FAST_ROWS, TABLE_A, TABLE_B, TTL_CHECKSUM_OFFSET,
     },
     StatIndex, MAX_PORTS,
 };
@@ -123,11 +123,8 @@ fn fast(ctx: &XdpContext) -> (u32, StatIndex) {
     let frame_len = (ctx.data_end() - ctx.data()) as u32;
     match decide(&Frame(ctx), frame_len, &Tables) {
         Ok(egress) => {
-            let Some(mut head) = raw::read::<[u8; 34]>(ctx, 0) else {
-                return (XDP_DROP, StatIndex::DropFastNoEgress);
-            };
-            rewrite(&mut head, &egress);
-            raw::write(ctx, 0, head);
+            raw::write(ctx, 0, egress.macs);
+            raw::write(ctx, TTL_CHECKSUM_OFFSET, egress.ttl_checksum);
             raw::count(&FAST_COUNTS, fast_rx_slot(port));
             raw::count(&FAST_COUNTS, fast_tx_slot(egress.port));
             match FAST_TX.redirect(egress.port, 0) {

@@ -44,12 +44,15 @@ use aya_ebpf::{
 };
 use ofan_ebpf_common::{
     classify, xsk_index, FrameView, LocalV4, LocalV6, PortId, StatIndex, MAX_LOCAL_ADDRS,
-    MAX_PORTS, REDIRECT_ENTRIES, XSKS_ENTRIES,
+    MAX_PORTS, PORT_ARRAY_IFINDEXES, REDIRECT_ENTRIES, XSKS_ENTRIES,
 };
 
 /// Ingress ifindex → switch port.
 #[map]
 static PORTS: HashMap<u32, PortId> = HashMap::with_max_entries(MAX_PORTS, 0);
+/// Ingress ifindex (below `PORT_ARRAY_IFINDEXES`) → switch port + 1.
+#[map]
+static PORT_OF_IFINDEX: Array<u32> = Array::with_max_entries(PORT_ARRAY_IFINDEXES, 0);
 /// The switch's own IPv4 addresses (value unused).
 #[map]
 static LOCAL_V4: HashMap<LocalV4, u8> = HashMap::with_max_entries(MAX_LOCAL_ADDRS, 0);
@@ -119,7 +122,14 @@ fn admit(ctx: &XdpContext) -> Result<u32, (u32, StatIndex)> {
 #[inline(always)]
 pub(crate) fn port_of(ctx: &XdpContext) -> Result<u32, (u32, StatIndex)> {
     let ifindex = ctx.ingress_ifindex() as u32;
-    let Some(PortId(port)) = raw::lookup(&PORTS, &ifindex) else {
+    let port = if ifindex < PORT_ARRAY_IFINDEXES {
+        PORT_OF_IFINDEX
+            .get(ifindex)
+            .and_then(|&entry| entry.checked_sub(1))
+    } else {
+        raw::lookup(&PORTS, &ifindex).map(|PortId(port)| port)
+    };
+    let Some(port) = port else {
         return Err((XDP_PASS, StatIndex::PassUnknownPort));
     };
     if PORT_DROP.get(port).is_some_and(|&flag| flag != 0) {
