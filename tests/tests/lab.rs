@@ -2593,6 +2593,74 @@ fn jumbo_lab_delivers_full_frames_exactly_once() {
     lab.down_and_check(&pids);
 }
 
+/// A fabric whose switches forward in their XDP programs (`up --fast-path xdp`): unshaped, over
+/// the veths, pingall and a traceroute across pods answer as on any lab, the programs (not the
+/// workers) forward the data, and a permutation at the hosts' given rate arrives exactly once;
+/// a link rate with the fast path is refused.
+fn fast_path_lab_forwards_in_xdp_pings_traces_and_runs() {
+    let _machine = serial();
+    let lab = LabGuard::new("x");
+    let refused = lab.lab(&["up", "--fast-path", "xdp", "--link-rate", "8mbit"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("no shaper"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    lab.ok(&["up", "--fast-path", "xdp"]);
+    let params = lab.state()["params"].clone();
+    assert_eq!(
+        (
+            &params["fast_path"],
+            &params["link_rate_bps"],
+            &params["splice"],
+            &params["host_links"]
+        ),
+        (
+            &Value::from("xdp"),
+            &Value::from(0),
+            &Value::from(false),
+            &Value::from("veth")
+        ),
+        "{params}"
+    );
+    let pids = lab.switch_pids();
+    pingall_passes(&lab, 240);
+    traceroute_crosses_pods(&lab);
+    // The echoes crossed c-0 and e-p0-0 in their programs: they count them as forwarded
+    // there, and their workers forwarded none of them.
+    for node in ["e-p0-0", "c-0"] {
+        let fast = steering_counter_reaching(&lab, node, "fast_forwarded", 1);
+        assert!(fast > 0, "{node} forwarded nothing in XDP");
+    }
+    let output = run_results(
+        &lab,
+        "fast",
+        &["permutation", "--size", "64KB", "--host-rate", "20mbit"],
+    );
+    let run = &output.results["runs"][0];
+    assert_eq!(run["delivery"]["exactly_once"], true, "{}", run["delivery"]);
+    assert_eq!(run["drops"]["total"], 0, "{}", run["drops"]);
+    let forwarded: u64 = ["e-p0-0", "e-p1-0", "e-p2-0", "e-p3-0"]
+        .iter()
+        .map(|node| steering_counter(&lab, node, "fast_forwarded"))
+        .sum();
+    // 16 flows of 64 KiB (45 frames each) and their ACKs leave and enter through the edges.
+    assert!(
+        forwarded > 16 * 45,
+        "the edges' programs forwarded {forwarded} frames"
+    );
+    let workers: u64 = ["e-p0-0", "c-0"]
+        .iter()
+        .map(|node| counter(&lab.stats(node), "forwarded"))
+        .sum();
+    assert!(
+        workers < forwarded / 10,
+        "the AF_XDP workers forwarded {workers} frames, the programs {forwarded}"
+    );
+    lab.down_and_check(&pids);
+}
+
 /// `bench lab` end to end on one small rate: it builds its own lab under the name given,
 /// probes the machine, runs the permutation, writes a row whose figures come from the run (a
 /// median CCT that is the one run's, frames forwarded, a probe of every CPU) and removes the
@@ -2681,6 +2749,7 @@ fn bench_lab_measures_a_rate_and_probes_the_machine() {
 
 ofan_tests::root_tests!(
     k4_lab_up_pingall_traceroute_down,
+    fast_path_lab_forwards_in_xdp_pings_traces_and_runs,
     jumbo_lab_delivers_full_frames_exactly_once,
     link_down_is_routed_around_and_its_counters_stop,
     spliced_links_carry_data_and_stop_at_a_link_down_or_blackhole,

@@ -145,6 +145,11 @@ pub struct TrafficOptions {
         requires = "chaos"
     )]
     pub chaos_faults: Vec<FaultKindArg>,
+    /// The rate the hosts send at, on a lab whose switches do not shape (`up --link-rate 0`,
+    /// `up --fast-path xdp`): the fabric forwards as fast as the machine can, and the CCT's
+    /// lower bound takes links of this rate. Refused on a shaped lab, whose link rate rules.
+    #[arg(long, value_name = "RATE")]
+    pub host_rate: Option<String>,
 }
 
 /// `--agents`: how the hosts' agents run.
@@ -267,6 +272,7 @@ impl CompareArgs {
                 out: None,
                 chaos: None,
                 chaos_faults: Vec::new(),
+                host_rate: None,
             },
         }
     }
@@ -312,8 +318,8 @@ impl LabOptions {
 }
 
 impl TrafficOptions {
-    fn traffic(&self) -> Traffic {
-        Traffic {
+    fn traffic(&self) -> anyhow::Result<Traffic> {
+        Ok(Traffic {
             load: self.load,
             repeat: self.repeat,
             seed: self.seed,
@@ -329,7 +335,8 @@ impl TrafficOptions {
                 seed,
                 kinds: self.chaos_faults.iter().map(|&k| k.into()).collect(),
             }),
-        }
+            host_rate_bps: self.host_rate.as_deref().map(parse_rate).transpose()?,
+        })
     }
 
     fn collective(&self, name: CollectiveName) -> anyhow::Result<Collective> {
@@ -348,7 +355,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| session.original_lb().to_owned());
     let variant = Variant::new(&lb, args.host_lb.into())?;
     let out = args.traffic.out.clone();
-    let experiment = Experiment::new(collective, args.traffic.traffic(), out, "run")?;
+    let experiment = Experiment::new(collective, args.traffic.traffic()?, out, "run")?;
     let cells = [Cell { variant, bytes }];
     let results = experiment.execute_and_close(session, &cells, &mut observer)?;
     if let Some(path) = &args.json {
@@ -390,7 +397,7 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
     let mut observer = Stderr;
     let session = LabSession::open(&args.lab.choice()?, &mut observer)?;
     let out = args.traffic.out.clone();
-    let experiment = Experiment::new(collective, args.traffic.traffic(), out, "compare")?;
+    let experiment = Experiment::new(collective, args.traffic.traffic()?, out, "compare")?;
     let results = experiment.execute_and_close(session, &cells, &mut observer)?;
     print!("{}", results::table(&results));
     print!("{}", results::chaos_summary(&results));
@@ -423,7 +430,7 @@ mod tests {
 
     /// The agents' settings `run` derives from these flags.
     fn traffic(flags: &[&str]) -> Traffic {
-        run_args(flags).traffic.traffic()
+        run_args(flags).traffic.traffic().unwrap()
     }
 
     #[test]
@@ -444,7 +451,8 @@ mod tests {
         assert_eq!(traffic(&strict_spin_3).agent_spin_us, 3);
         let demo = CompareArgs::for_demo("demo", "pofan", "1MB", 1)
             .traffic
-            .traffic();
+            .traffic()
+            .unwrap();
         assert!(demo.agent_catch_up);
         assert_eq!(demo.agent_spin_us, 0);
     }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::bail;
+use ofan_dataplane::afxdp::FastPathMode;
 use ofan_dataplane::lb::Algorithm;
 use ofan_lab::lab::ops::{self, NodeChange};
 use ofan_lab::lab::{
@@ -169,6 +170,23 @@ pub struct UpArgs {
     /// directory, `logs/` (a group's in `group.log`). Default: the switches' own (info).
     #[arg(long, value_name = "FILTER")]
     pub switch_log: Option<String>,
+    /// xdp: every switch forwards in its XDP program too (`ofan-switch --fast-path xdp`: LPM
+    /// lookup, pofan with one pointer set per CPU (or ecmp, rsq), rewrite, XDP_REDIRECT), the
+    /// AF_XDP workers take only what it leaves. An unshaped fabric over its veths: the link
+    /// rate defaults to 0 (a rate is refused: the fast path has no shaper), --splice to false
+    /// and --host-links to veth. For traffic at the machine's own speed, not for faithful
+    /// emulation.
+    #[arg(long, value_enum, default_value = "off")]
+    pub fast_path: FastPathArg,
+}
+
+/// `--fast-path`: a [`FastPathMode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FastPathArg {
+    /// The AF_XDP workers forward every frame.
+    Off,
+    /// The switches' XDP programs forward what they can.
+    Xdp,
 }
 
 /// `--host-links`: a [`HostLinks`].
@@ -582,9 +600,13 @@ impl UpArgs {
     /// A value that does not parse.
     pub fn spec(&self) -> anyhow::Result<LabSpec> {
         let topology = TopologySource::parse(&self.topo, self.k);
+        let fast = self.fast_path == FastPathArg::Xdp;
         let spec = LabSpec {
             name: self.lab.name.clone(),
-            link_rate_bps: link_rate_or_default(self.link_rate.as_deref(), &topology)?,
+            link_rate_bps: match (&self.link_rate, fast) {
+                (None, true) => 0,
+                (rate, _) => link_rate_or_default(rate.as_deref(), &topology)?,
+            },
             topology,
             algorithm: parse_algorithm(&self.lb)?,
             pipe_size: self.pipe_size,
@@ -609,13 +631,19 @@ impl UpArgs {
                 (Some(true), SwitchesArg::Process) => anyhow::bail!(
                     "--splice true needs --switches group: only switches in one process share memory"
                 ),
-                (splice, _) => splice.unwrap_or(true),
+                (splice, _) => splice.unwrap_or(!fast),
             },
-            host_links: self.host_links.map_or_else(
-                || HostLinks::for_lab(self.switches.switches(), self.mtu),
-                HostLinksArg::host_links,
-            ),
+            host_links: match (self.host_links, fast) {
+                (Some(links), _) => links.host_links(),
+                (None, true) => HostLinks::Veth,
+                (None, false) => HostLinks::for_lab(self.switches.switches(), self.mtu),
+            },
             switch_log: self.switch_log.clone(),
+            fast_path: if fast {
+                FastPathMode::Xdp
+            } else {
+                FastPathMode::Off
+            },
         };
         spec.validate()?;
         Ok(spec)

@@ -167,6 +167,9 @@ pub struct Traffic {
     pub stall_watch: bool,
     /// One fault injected into every repetition (`--chaos SEED`), see [`chaos`].
     pub chaos: Option<chaos::Chaos>,
+    /// The rate the hosts send at on a lab whose switches do not shape (`--link-rate 0`);
+    /// `None` on a shaped lab, whose link rate the hosts use.
+    pub host_rate_bps: Option<u64>,
 }
 
 impl Default for Traffic {
@@ -182,6 +185,7 @@ impl Default for Traffic {
             agents: AgentMode::Shared,
             stall_watch: true,
             chaos: None,
+            host_rate_bps: None,
         }
     }
 }
@@ -292,9 +296,27 @@ impl Experiment {
                 lab.state.params.mtu
             );
         }
-        if lab.state.params.link_rate_bps == 0 {
-            bail!("the lab's links are unshaped (--link-rate 0): experiments need a link rate");
-        }
+        let link_rate_bps = match (lab.state.params.link_rate_bps, traffic.host_rate_bps) {
+            (0, Some(rate)) if rate > 0 => rate,
+            (0, _) => bail!(
+                "lab `{}` does not shape its links (--link-rate 0{}): give --host-rate RATE, the \
+                 rate its hosts send at (the switches forward as fast as the machine can; the \
+                 CCT's lower bound takes links of that rate)",
+                lab.state.name,
+                if lab.state.params.fast_path == ofan_dataplane::afxdp::FastPathMode::Off {
+                    ""
+                } else {
+                    ", --fast-path xdp"
+                }
+            ),
+            (rate, None) => rate,
+            (rate, Some(_)) => bail!(
+                "--host-rate is for labs that do not shape their links; lab `{}` emulates \
+                 {} links, and its hosts send at that rate",
+                lab.state.name,
+                ofan_topology::units::format_rate(rate)
+            ),
+        };
         let chaos = traffic
             .chaos
             .as_ref()
@@ -335,7 +357,7 @@ impl Experiment {
                     host_lb: cell.variant.host_lb_name().to_owned(),
                     message_bytes: cell.bytes,
                     load,
-                    link_rate_bps: lab.state.params.link_rate_bps,
+                    link_rate_bps,
                     payload,
                     buffer: lab.state.params.buffer.clone(),
                     catch_up: lab.state.params.catch_up,

@@ -386,6 +386,16 @@ impl Namespace {
         }
     }
 
+    /// Turns generic receive offload on on `ifname` (`ethtool -K IF gro on`): a veth end
+    /// without an XDP program then takes frames its peer's XDP program redirects to it.
+    ///
+    /// # Errors
+    /// The ioctl error.
+    pub fn gro_on(&self, ifname: &str) -> Result<(), NetError> {
+        sys::gro_on(&self.udp, ifname)
+            .map_err(|e| namespace_error(&self.name, format!("ethtool -K {ifname} gro on: {e}")))
+    }
+
     /// Turns TX checksum offload off on `ifname`.
     ///
     /// # Errors

@@ -118,6 +118,10 @@ fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
     if params.catch_up {
         args.push("--catch-up".to_owned());
     }
+    if params.fast_path != ofan_dataplane::afxdp::FastPathMode::Off {
+        args.push("--fast-path".to_owned());
+        args.push(params.fast_path.name().to_owned());
+    }
     if let Some(filter) = &params.switch_log {
         args.push("--log".to_owned());
         args.push(filter.clone());

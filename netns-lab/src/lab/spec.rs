@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use ofan_dataplane::afxdp::FastPathMode;
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::units::{format_rate, format_size};
 use ofan_topology::{Topology, TopologyKind};
@@ -400,6 +401,9 @@ pub struct LabSpec {
     /// The switches' log filter (`ofan-switch --log`, tracing's `EnvFilter` syntax); `None`:
     /// theirs (`info`).
     pub switch_log: Option<String>,
+    /// Whether the switches forward in their XDP programs too (`ofan-switch --fast-path xdp`):
+    /// an unshaped fabric over its veths (no link emulation, no splices, host links on veths).
+    pub fast_path: FastPathMode,
 }
 
 impl LabSpec {
@@ -427,6 +431,7 @@ impl LabSpec {
             splice: true,
             host_links: HostLinks::for_lab(Switches::Group, 1500),
             switch_log: None,
+            fast_path: FastPathMode::Off,
         }
     }
 
@@ -463,6 +468,29 @@ impl LabSpec {
                     "--host-links shared carries packets of one UMEM frame: --mtu {} is above \
                      {MAX_HOST_LINK_MTU}",
                     self.mtu
+                );
+            }
+        }
+        if self.fast_path == FastPathMode::Xdp {
+            if self.link_rate_bps != 0 {
+                bail!(
+                    "--fast-path xdp forwards in the switches' XDP programs, which have no \
+                     shaper: use --link-rate 0 (the veths' own rate), or --fast-path off to \
+                     emulate links"
+                );
+            }
+            if self.splice && self.switches == Switches::Group {
+                bail!(
+                    "--fast-path xdp forwards over the veths between the switches: use --splice false"
+                );
+            }
+            if self.host_links == HostLinks::Shared {
+                bail!("--fast-path xdp forwards over the hosts' veths: use --host-links veth");
+            }
+            if let Err(reason) = ofan_dataplane::afxdp::fast::supported(self.algorithm) {
+                bail!(
+                    "--fast-path xdp with --lb {}: {reason}",
+                    self.algorithm.name()
                 );
             }
         }
@@ -503,6 +531,7 @@ impl LabSpec {
             splice: self.splice && self.switches == Switches::Group,
             host_links: self.host_links,
             switch_log: self.switch_log.clone(),
+            fast_path: self.fast_path,
         }
     }
 }
@@ -521,6 +550,51 @@ pub fn check_name(name: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fast_path_lab_is_unshaped_over_veths_with_an_algorithm_the_program_runs() {
+        let fast = LabSpec {
+            link_rate_bps: 0,
+            splice: false,
+            host_links: HostLinks::Veth,
+            fast_path: FastPathMode::Xdp,
+            ..LabSpec::new("fp")
+        };
+        fast.validate().unwrap();
+        for (spec, says) in [
+            (
+                LabSpec {
+                    link_rate_bps: 8_000_000,
+                    ..fast.clone()
+                },
+                "no shaper",
+            ),
+            (
+                LabSpec {
+                    splice: true,
+                    ..fast.clone()
+                },
+                "--splice false",
+            ),
+            (
+                LabSpec {
+                    host_links: HostLinks::Shared,
+                    ..fast.clone()
+                },
+                "--host-links veth",
+            ),
+            (
+                LabSpec {
+                    algorithm: Algorithm::Jsq,
+                    ..fast.clone()
+                },
+                "pofan",
+            ),
+        ] {
+            let error = spec.validate().unwrap_err().to_string();
+            assert!(error.contains(says), "{error}");
+        }
+    }
 
     #[test]
     fn a_lab_switch_holds_its_rings_and_a_full_queue_in_its_umem_at_most_four_rings() {

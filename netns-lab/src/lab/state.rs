@@ -69,6 +69,10 @@ pub struct Params {
     /// The switches' log filter (`up --switch-log`; absent: the switches' default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch_log: Option<String>,
+    /// Whether the switches forward in their XDP programs too (`up --fast-path`; labs recorded
+    /// before: off).
+    #[serde(default)]
+    pub fast_path: ofan_dataplane::afxdp::FastPathMode,
 }
 
 /// What a link is, or what `link A B up|down|blackhole` makes of it.

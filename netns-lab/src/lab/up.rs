@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use ofan_control::admin::Client;
+use ofan_dataplane::afxdp::FastPathMode;
 use ofan_topology::{FailedLinks, Node, NodeId, Role, Topology};
 
 use super::net::{self, Namespace, NsKind, Rtnl};
@@ -149,6 +150,11 @@ fn build(
         if node.role == Role::Host {
             let ifname = &node.ports[0].ifname;
             space.tx_checksum_off(ifname)?;
+            if state.params.fast_path != FastPathMode::Off {
+                // Frames an edge switch's XDP program redirects into the host's veth need NAPI
+                // on the host's end: an XDP program there, or GRO.
+                space.gro_on(ifname)?;
+            }
             space.set_route(
                 Ipv4Addr::UNSPECIFIED,
                 0,

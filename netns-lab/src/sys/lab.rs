@@ -79,15 +79,27 @@ pub fn detach_unmount(path: &Path) -> io::Result<()> {
 /// The ioctl error.
 pub fn tx_checksum_off(socket: &impl AsRawFd, ifname: &str) -> io::Result<()> {
     const ETHTOOL_STXCSUM: u32 = 0x17;
+    ethtool_set(socket, ifname, ETHTOOL_STXCSUM, 0)
+}
+
+/// Turns generic receive offload on on `ifname` (`ethtool -K IF gro on`) in the namespace of
+/// `socket`.
+///
+/// # Errors
+/// The ioctl error.
+pub fn gro_on(socket: &impl AsRawFd, ifname: &str) -> io::Result<()> {
+    const ETHTOOL_SGRO: u32 = 0x2c;
+    ethtool_set(socket, ifname, ETHTOOL_SGRO, 1)
+}
+
+/// `SIOCETHTOOL` with a `struct ethtool_value` command `cmd` and value `data` on `ifname`.
+fn ethtool_set(socket: &impl AsRawFd, ifname: &str, cmd: u32, data: u32) -> io::Result<()> {
     #[repr(C)]
     struct EthtoolValue {
         cmd: u32,
         data: u32,
     }
-    let mut value = EthtoolValue {
-        cmd: ETHTOOL_STXCSUM,
-        data: 0,
-    };
+    let mut value = EthtoolValue { cmd, data };
     // SAFETY: ifreq is plain data; all-zero is a valid value.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
     if ifname.is_empty() || ifname.len() >= request.ifr_name.len() {
@@ -101,7 +113,8 @@ pub fn tx_checksum_off(socket: &impl AsRawFd, ifname: &str) -> io::Result<()> {
     }
     request.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
     // SAFETY: `request` names the interface and points at `value`, both alive and valid for
-    // the duration of the call; SIOCETHTOOL with ETHTOOL_STXCSUM reads `value` only.
+    // the duration of the call; SIOCETHTOOL with a set command (`ETHTOOL_S*`) reads `value`
+    // only.
     check(unsafe {
         libc::ioctl(
             socket.as_raw_fd(),

@@ -268,3 +268,39 @@ fn frames_per_port_come_from_the_flag_the_file_or_four_rings() {
         "xdp.frames_per_port"
     );
 }
+
+#[test]
+fn the_fast_path_is_refused_with_what_it_cannot_do() {
+    let ports = r#"
+        [[ports]]
+        name = "p0"
+        role = "host"
+        [[ports]]
+        name = "p1"
+        role = "host"
+    "#;
+    let with = |extra: &str| parse(&format!("{ports}\n{extra}"));
+    let on = with("[xdp]\nfast_path = \"xdp\"").unwrap();
+    assert_eq!(on.runtime.fast_path, FastPathMode::Xdp);
+    assert_eq!(with("").unwrap().runtime.fast_path, FastPathMode::Off);
+
+    let shaped = with("[queue]\nlink_rate = \"10mbit\"\n[xdp]\nfast_path = \"xdp\"").unwrap_err();
+    assert_eq!(shaped.key, "xdp.fast_path");
+    assert!(shaped.message.contains("no shaper"), "{}", shaped.message);
+
+    let ofan = with("[lb]\nalgorithm = \"ofan\"\n[xdp]\nfast_path = \"xdp\"").unwrap_err();
+    assert_eq!(ofan.key, "xdp.fast_path");
+    assert!(ofan.message.contains("pofan"), "{}", ofan.message);
+
+    // The flag overrides the file.
+    let file: FileConfig = toml::from_str(&format!("{ports}\n[xdp]\nfast_path = \"xdp\"")).unwrap();
+    let flags = Overrides {
+        fast_path: Some(FastPathArg::Off),
+        ..Overrides::default()
+    };
+    assert_eq!(
+        resolve(file, &flags).unwrap().runtime.fast_path,
+        FastPathMode::Off
+    );
+    assert!(with("[xdp]\nfast_path = \"bpf\"").is_err());
+}
