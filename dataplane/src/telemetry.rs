@@ -206,47 +206,100 @@ impl PortTelemetry {
         )
     }
 
-    fn snapshot(&self, name: &str) -> PortSnapshot {
-        let arrival_depth = self.arrival_depth.load();
-        let lateness = self.lateness_ns.load();
-        PortSnapshot {
-            name: name.to_owned(),
-            rx_packets: self.rx_packets.load(Relaxed) + self.fast_rx_packets.load(Relaxed),
-            fast_rx_packets: self.fast_rx_packets.load(Relaxed),
-            rx_bytes: self.rx_bytes.load(Relaxed),
-            rx_spliced: self.rx_spliced.load(Relaxed),
-            rx_host_link: self.rx_host_link.load(Relaxed),
-            drops_host_link: self.drops_host_link.load(Relaxed),
-            enqueued_packets: self.enqueued_packets.load(Relaxed),
-            tx_packets: self.tx_packets.load(Relaxed) + self.fast_tx_packets.load(Relaxed),
-            fast_tx_packets: self.fast_tx_packets.load(Relaxed),
-            tx_bytes: self.tx_bytes.load(Relaxed),
+    /// This queue's own counters, for the per-queue breakdown.
+    fn queue_snapshot(&self, queue: u32) -> QueueSnapshot {
+        QueueSnapshot {
+            queue,
+            rx_packets: self.rx_packets.load(Relaxed),
+            tx_packets: self.tx_packets.load(Relaxed),
             drops_buffer: self.drops_buffer.load(Relaxed),
             drops_handoff: self.drops_handoff.load(Relaxed),
-            ecn_marked: self.ecn_marked.load(Relaxed),
-            socket_drops: SocketDrops {
-                rx_dropped: self.xsk_rx_dropped.load(Relaxed),
-                rx_ring_full: self.xsk_rx_ring_full.load(Relaxed),
-                fill_ring_empty: self.xsk_fill_ring_empty.load(Relaxed),
-                invalid_descs: self.xsk_invalid_descs.load(Relaxed),
-            },
+            socket_rx_dropped: self.xsk_rx_dropped.load(Relaxed),
             depth_packets: self.depth_packets.load(Relaxed),
-            depth_bytes: self.depth_bytes.load(Relaxed),
-            max_depth_packets: self.max_depth_packets.load(Relaxed),
-            max_depth_bytes: self.max_depth_bytes.load(Relaxed),
-            depth_packet_ns: self.depth_packet_ns.load(Relaxed),
-            depth_byte_ns: self.depth_byte_ns.load(Relaxed),
-            integrated_until_ns: self.integrated_until_ns.load(Relaxed),
-            arrival_depth_histogram: used_buckets(&arrival_depth),
-            lateness_p50_ns: lateness.quantile_upper_bound(0.50),
-            lateness_p99_ns: lateness.quantile_upper_bound(0.99),
-            lateness_p999_ns: lateness.quantile_upper_bound(0.999),
-            max_lateness_ns: self.max_lateness_ns.load(Relaxed),
-            lost_link_ns: self.lost_link_ns.load(Relaxed),
-            busy_link_ns: self.busy_link_ns.load(Relaxed),
-            lateness_histogram_ns: used_buckets(&lateness),
-            link_rate_bps: self.link_rate_bps.load(Relaxed),
         }
+    }
+}
+
+/// A port as one snapshot from its queues' telemetry (`slots[q]`: queue q; port-wide state —
+/// link rate, the fast path's counters — in queue 0's): counters and histograms summed, maxima
+/// the largest, and with several queues each queue's own counters too.
+fn port_snapshot(name: &str, slots: &[PortTelemetry]) -> PortSnapshot {
+    let sum = |field: fn(&PortTelemetry) -> &AtomicU64| -> u64 {
+        slots.iter().map(|slot| field(slot).load(Relaxed)).sum()
+    };
+    let max = |field: fn(&PortTelemetry) -> &AtomicU64| -> u64 {
+        slots
+            .iter()
+            .map(|slot| field(slot).load(Relaxed))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut arrival_depth = Histogram::default();
+    let mut lateness = Histogram::default();
+    for slot in slots {
+        for (total, count) in arrival_depth
+            .buckets
+            .iter_mut()
+            .zip(slot.arrival_depth.load().buckets)
+        {
+            *total += count;
+        }
+        for (total, count) in lateness
+            .buckets
+            .iter_mut()
+            .zip(slot.lateness_ns.load().buckets)
+        {
+            *total += count;
+        }
+    }
+    let first = &slots[0];
+    let fast_rx = first.fast_rx_packets.load(Relaxed);
+    let fast_tx = first.fast_tx_packets.load(Relaxed);
+    PortSnapshot {
+        name: name.to_owned(),
+        rx_packets: sum(|t| &t.rx_packets) + fast_rx,
+        fast_rx_packets: fast_rx,
+        rx_bytes: sum(|t| &t.rx_bytes),
+        rx_spliced: sum(|t| &t.rx_spliced),
+        rx_host_link: sum(|t| &t.rx_host_link),
+        drops_host_link: sum(|t| &t.drops_host_link),
+        enqueued_packets: sum(|t| &t.enqueued_packets),
+        tx_packets: sum(|t| &t.tx_packets) + fast_tx,
+        fast_tx_packets: fast_tx,
+        tx_bytes: sum(|t| &t.tx_bytes),
+        drops_buffer: sum(|t| &t.drops_buffer),
+        drops_handoff: sum(|t| &t.drops_handoff),
+        ecn_marked: sum(|t| &t.ecn_marked),
+        socket_drops: SocketDrops {
+            rx_dropped: sum(|t| &t.xsk_rx_dropped),
+            rx_ring_full: sum(|t| &t.xsk_rx_ring_full),
+            fill_ring_empty: sum(|t| &t.xsk_fill_ring_empty),
+            invalid_descs: sum(|t| &t.xsk_invalid_descs),
+        },
+        depth_packets: sum(|t| &t.depth_packets),
+        depth_bytes: sum(|t| &t.depth_bytes),
+        max_depth_packets: max(|t| &t.max_depth_packets),
+        max_depth_bytes: max(|t| &t.max_depth_bytes),
+        depth_packet_ns: sum(|t| &t.depth_packet_ns),
+        depth_byte_ns: sum(|t| &t.depth_byte_ns),
+        integrated_until_ns: max(|t| &t.integrated_until_ns),
+        arrival_depth_histogram: used_buckets(&arrival_depth),
+        lateness_p50_ns: lateness.quantile_upper_bound(0.50),
+        lateness_p99_ns: lateness.quantile_upper_bound(0.99),
+        lateness_p999_ns: lateness.quantile_upper_bound(0.999),
+        max_lateness_ns: max(|t| &t.max_lateness_ns),
+        lost_link_ns: sum(|t| &t.lost_link_ns),
+        busy_link_ns: max(|t| &t.busy_link_ns),
+        lateness_histogram_ns: used_buckets(&lateness),
+        link_rate_bps: first.link_rate_bps.load(Relaxed),
+        queues: if slots.len() > 1 {
+            (0u32..)
+                .zip(slots)
+                .map(|(queue, slot)| slot.queue_snapshot(queue))
+                .collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -474,6 +527,9 @@ impl UmemSnapshot {
 #[derive(Debug)]
 pub struct SwitchTelemetry {
     port_names: Vec<String>,
+    /// Queues per port.
+    queues: usize,
+    /// Per (port, queue), at `port · queues + queue`; port-wide state in queue 0's.
     ports: Vec<PortTelemetry>,
     workers: Vec<CounterSet>,
     worker_frames: Vec<WorkerFrames>,
@@ -486,18 +542,21 @@ pub struct SwitchTelemetry {
 }
 
 impl SwitchTelemetry {
-    /// Telemetry for these ports and `workers` workers whose counters have `counter_names`.
+    /// Telemetry for these ports of `queues` queues each (at least 1) and `workers` workers
+    /// whose counters have `counter_names`.
     pub fn new(
         port_names: Vec<String>,
+        queues: usize,
         workers: usize,
         counter_names: &'static [&'static str],
     ) -> Self {
+        let queues = queues.max(1);
         Self {
-            ports: port_names
-                .iter()
+            ports: (0..port_names.len() * queues)
                 .map(|_| PortTelemetry::default())
                 .collect(),
             port_names,
+            queues,
             workers: (0..workers)
                 .map(|_| CounterSet::new(counter_names))
                 .collect(),
@@ -510,18 +569,26 @@ impl SwitchTelemetry {
 
     /// Records port `index`'s configured link rate (at start; no worker is told).
     pub fn init_link_rate(&self, index: usize, bps: u64) {
-        self.ports[index].link_rate_bps.store(bps, Relaxed);
+        for slot in self.slots(index) {
+            slot.link_rate_bps.store(bps, Relaxed);
+        }
+    }
+
+    /// Port `index`'s telemetry slots, one per queue.
+    fn slots(&self, index: usize) -> &[PortTelemetry] {
+        &self.ports[index * self.queues..(index + 1) * self.queues]
     }
 
     /// Asks the owner of port `index` to shape it at `bps` from now on (`link A B rate R`: a
     /// degraded link). Only a shaped port can change its rate: `bps` and the current rate must
     /// both be non-zero, else nothing changes and `false` is returned.
     pub fn request_link_rate(&self, index: usize, bps: u64) -> bool {
-        let port = &self.ports[index];
-        if bps == 0 || port.link_rate_bps.load(Relaxed) == 0 {
+        if bps == 0 || self.port(index).link_rate_bps.load(Relaxed) == 0 {
             return false;
         }
-        port.link_rate_bps.store(bps, Relaxed);
+        for slot in self.slots(index) {
+            slot.link_rate_bps.store(bps, Relaxed);
+        }
         self.rate_epoch.fetch_add(1, Relaxed);
         true
     }
@@ -531,9 +598,29 @@ impl SwitchTelemetry {
         self.rate_epoch.load(Relaxed)
     }
 
-    /// Port `index`'s telemetry.
+    /// Port `index`'s telemetry: its queue 0's, which holds the port-wide state (link rate,
+    /// the fast path's counters) and, with one queue per port, everything.
     pub fn port(&self, index: usize) -> &PortTelemetry {
-        &self.ports[index]
+        &self.ports[index * self.queues]
+    }
+
+    /// The telemetry of queue `queue` of port `index`, which the worker serving that queue
+    /// publishes into.
+    pub fn port_queue(&self, index: usize, queue: u32) -> &PortTelemetry {
+        &self.ports[index * self.queues + queue as usize % self.queues]
+    }
+
+    /// Reads port `index` for one adaptive-routing detection window over all its queues (see
+    /// [`PortTelemetry::take_window`]): drops summed, the largest queue of any.
+    pub fn take_window(&self, index: usize, last_peak: u64) -> WindowReading {
+        let mut reading = WindowReading::default();
+        for slot in self.slots(index) {
+            let queue = slot.take_window(last_peak);
+            reading.drops += queue.drops;
+            reading.max_depth_bytes = reading.max_depth_bytes.max(queue.max_depth_bytes);
+            reading.peak_depth_bytes = reading.peak_depth_bytes.max(queue.peak_depth_bytes);
+        }
+        reading
     }
 
     /// Worker `index`'s counters.
@@ -576,10 +663,10 @@ impl SwitchTelemetry {
         SwitchSnapshot {
             time_ns: now_ns,
             ports: self
-                .ports
+                .port_names
                 .iter()
-                .zip(&self.port_names)
-                .map(|(port, name)| port.snapshot(name))
+                .enumerate()
+                .map(|(index, name)| port_snapshot(name, self.slots(index)))
                 .collect(),
             counters,
             umem: self.umem.get().map(|(frames, shared)| {
@@ -685,6 +772,29 @@ pub struct PortSnapshot {
     /// The emulated link rate the port's shaper uses, bit/s (0: unshaped).
     #[serde(default)]
     pub link_rate_bps: u64,
+    /// With several queues per port: each queue's own counters (the fields above sum them;
+    /// empty with one queue).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueSnapshot>,
+}
+
+/// One queue of a port with several: what its worker received and sent on it.
+#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct QueueSnapshot {
+    /// The queue number (RX and TX).
+    pub queue: u32,
+    /// Frames received on the queue.
+    pub rx_packets: u64,
+    /// Frames sent on the queue.
+    pub tx_packets: u64,
+    /// Frames dropped because the queue's egress buffer was full.
+    pub drops_buffer: u64,
+    /// Frames dropped because the hand-off to the queue's worker was full.
+    pub drops_handoff: u64,
+    /// Frames the kernel dropped at the queue's AF_XDP socket.
+    pub socket_rx_dropped: u64,
+    /// Frames queued now.
+    pub depth_packets: u64,
 }
 
 /// The kernel's drop counters of AF_XDP sockets (`XDP_STATISTICS`), summed over a port's
@@ -800,7 +910,7 @@ mod tests {
 
     #[test]
     fn the_umem_census_adds_the_workers_places_to_the_shared_ones() {
-        let telemetry = SwitchTelemetry::new(vec!["p0".into()], 2, &[]);
+        let telemetry = SwitchTelemetry::new(vec!["p0".into()], 1, 2, &[]);
         assert_eq!(
             telemetry.snapshot(0).umem,
             None,

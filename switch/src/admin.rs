@@ -275,6 +275,22 @@ fn record(stats: &Stats) {
         metrics::counter!("ofan_port_shaper_lost_nanoseconds_total", &labels)
             .absolute(port.lost_link_ns);
         metrics::counter!("ofan_port_busy_nanoseconds_total", &labels).absolute(port.busy_link_ns);
+        metrics::counter!("ofan_port_fast_rx_packets_total", &labels)
+            .absolute(port.fast_rx_packets);
+        metrics::counter!("ofan_port_fast_tx_packets_total", &labels)
+            .absolute(port.fast_tx_packets);
+        for queue in &port.queues {
+            let labels = [
+                ("port", port.name.clone()),
+                ("queue", queue.queue.to_string()),
+            ];
+            metrics::counter!("ofan_queue_rx_packets_total", &labels).absolute(queue.rx_packets);
+            metrics::counter!("ofan_queue_tx_packets_total", &labels).absolute(queue.tx_packets);
+            metrics::counter!("ofan_queue_drops_buffer_total", &labels)
+                .absolute(queue.drops_buffer);
+            metrics::counter!("ofan_queue_socket_drops_total", &labels)
+                .absolute(queue.socket_rx_dropped);
+        }
     }
     for (name, value) in &stats.data_path.counters {
         metrics::counter!("ofan_forward_total", "reason" => name.clone()).absolute(*value);

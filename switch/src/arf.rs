@@ -166,7 +166,7 @@ impl State {
         // The first window counts from now, not from the data path's start.
         let last = (0..inputs.ports.len())
             .map(|id| {
-                let reading = inputs.telemetry.port(id).take_window(0);
+                let reading = inputs.telemetry.take_window(id, 0);
                 LastReading {
                     drops: reading.drops,
                     peak: reading.peak_depth_bytes,
@@ -288,9 +288,8 @@ impl State {
     fn window(&mut self, now: u64) {
         for &port in &self.inputs.settings.fabric_ports {
             let id = port as usize;
-            let telemetry = self.inputs.telemetry.port(id);
             let last = self.last[id];
-            let reading = telemetry.take_window(last.peak);
+            let reading = self.inputs.telemetry.take_window(id, last.peak);
             self.last[id] = LastReading {
                 drops: reading.drops,
                 peak: reading.peak_depth_bytes,

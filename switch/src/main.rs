@@ -451,6 +451,16 @@ fn stats(socket: &std::path::Path, json: bool) -> anyhow::Result<()> {
             port.ecn_marked,
             port.lateness_p99_ns as f64 / 1000.0
         );
+        for queue in &port.queues {
+            println!(
+                "{:<8} {:>12} {:>12} {:>10} {:>8}",
+                format!(" q{}", queue.queue),
+                queue.rx_packets,
+                queue.tx_packets,
+                queue.drops_buffer + queue.drops_handoff,
+                queue.depth_packets,
+            );
+        }
     }
     let nonzero: Vec<String> = stats
         .data_path

@@ -1,7 +1,8 @@
 //! Root smoke test of `ofan-lab bench forward`: the benchmark behind README's forwarding table
 //! still measures something — one short round of every candidate that needs nothing beyond the
 //! project (`testpmd` is optional and left out), with `--check`, which fails when an ofan-switch
-//! candidate forwards less than half of what `bare` forwards in the same round, and (with or
+//! candidate (`ofan`, and `xdp`: the fast path) forwards less than half of what `bare` forwards
+//! in the same round, and (with or
 //! without it) when a candidate's drop counters explain its loss (a neighbour never resolved,
 //! frames without a route). A functional check, not a timing target: half of `bare` leaves room
 //! for any machine's noise.
@@ -23,7 +24,7 @@ fn bench_forward_smoke_forwards_and_checks_against_bare() {
             "--runs=1",
             "--seconds=1",
             "--warmup=0.5",
-            "--candidates=ofan,bare,redirect",
+            "--candidates=ofan,xdp,bare,redirect",
             "--check",
         ])
         .output()
@@ -40,7 +41,7 @@ fn bench_forward_smoke_forwards_and_checks_against_bare() {
     );
     assert!(text.contains("check passed"), "{text}");
     // Every candidate measured, none unavailable.
-    for candidate in ["`ofan`", "`bare`", "`redirect`"] {
+    for candidate in ["`ofan`", "`xdp`", "`bare`", "`redirect`"] {
         let row = text
             .lines()
             .find(|line| line.starts_with(&format!("| {candidate}")))
@@ -66,4 +67,60 @@ fn bench_forward_smoke_forwards_and_checks_against_bare() {
     }
 }
 
-ofan_tests::root_tests!(bench_forward_smoke_forwards_and_checks_against_bare);
+/// With two queues per veth, as on a NIC with RSS: the generator spreads its flows over both,
+/// each ofan-switch candidate receives on both queues of p0 (a worker each) and sends on both
+/// queues of p1 (each worker on its own), and the sink receives on both.
+fn bench_forward_with_two_queues_uses_every_queue_both_ways() {
+    let _machine = serial();
+    let json = std::env::temp_dir().join(format!("ofan-bench-queues-{}.json", std::process::id()));
+    let output = Command::new(binary("ofan-lab"))
+        .args([
+            "bench",
+            "forward",
+            "--runs=1",
+            "--seconds=1",
+            "--warmup=0.5",
+            "--queues=2",
+            "--gen=afxdp",
+            "--candidates=ofan,bare",
+            "--check",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("ofan-lab bench forward");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!("{text}");
+    assert!(
+        output.status.success(),
+        "bench forward --queues 2 failed:\n{text}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json")).unwrap();
+    let _ = std::fs::remove_file(&json);
+    for candidate in report["candidates"].as_array().unwrap() {
+        let sample = &candidate["samples"][0];
+        for field in ["queues", "dut_received_by_queue", "dut_sent_by_queue"] {
+            let counts: Vec<u64> = sample[field]
+                .as_array()
+                .unwrap_or_else(|| panic!("{field}: {sample}"))
+                .iter()
+                .map(|count| count.as_u64().unwrap())
+                .collect();
+            assert!(
+                counts.len() == 2 && counts.iter().all(|&count| count > 1000),
+                "{}: {field} {counts:?}",
+                candidate["name"]
+            );
+        }
+    }
+}
+
+ofan_tests::root_tests!(
+    bench_forward_smoke_forwards_and_checks_against_bare,
+    bench_forward_with_two_queues_uses_every_queue_both_ways
+);

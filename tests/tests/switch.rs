@@ -537,6 +537,21 @@ fn multi_queue_ports_bind_one_socket_per_queue() {
     // traffic; every datagram must arrive whichever queue it came in on.
     let report = udp_burst(&mut lab, "h1", "h2", "10.0.1.1", 20_000, 20_000);
     assert_eq!(report["received"], "20000", "{report:?}");
+    // A worker per queue: each received on its queue of p0 and sent on its own queue of p1
+    // (the flows that came in on queue q leave on queue q).
+    let after = stats(&lab, "sw");
+    for (name, field) in [("p0", "rx_packets"), ("p1", "tx_packets")] {
+        let queues: Vec<u64> = port(&after, name)["queues"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no per-queue counters: {}", port(&after, name)))
+            .iter()
+            .map(|queue| queue[field].as_u64().unwrap())
+            .collect();
+        assert!(
+            queues.len() == 2 && queues.iter().all(|&frames| frames > 100),
+            "{name} {field} per queue: {queues:?}"
+        );
+    }
     stops_cleanly(&mut lab);
 }
 

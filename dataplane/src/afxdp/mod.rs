@@ -220,7 +220,8 @@ impl FrameSize {
 pub struct PortSpec {
     /// Interface name.
     pub name: String,
-    /// Number of RX queues to bind (one socket each).
+    /// Queues to serve (one socket each, receiving on the RX queue and sending on the TX queue
+    /// of that number; one worker per pipe and queue). Every port of a switch has the same.
     pub queues: u32,
     /// Egress queue and link emulation settings.
     pub egress: EgressConfig,
@@ -436,6 +437,7 @@ impl Runtime {
         validate(&config)?;
         let layout = port_frame_layout(&config)?;
         let frame_size = layout.frame_size;
+        let queues = queues_per_port(&config);
         let frames = config.frames_per_port * config.ports.len() as u32;
         let area = UmemArea::new(frames, frame_size).map_err(|source| RuntimeError::Umem {
             frames,
@@ -473,12 +475,13 @@ impl Runtime {
                 (steering, Some(fast))
             }
         };
-        let mut port_rings: Vec<Vec<QueueRings>> = Vec::new();
+        // One socket per (port, queue): `rings[queue][port]`.
+        let mut rings: Vec<Vec<Option<QueueRings>>> = Vec::new();
         let mut first = true;
-        for (index, port) in config.ports.iter().enumerate() {
-            let mut queues = Vec::new();
-            for queue in 0..port.queues {
-                let rings = open_queue(
+        for queue in 0..queues {
+            let mut of_queue = Vec::new();
+            for (index, port) in config.ports.iter().enumerate() {
+                let socket = open_queue(
                     &umem,
                     port,
                     queue,
@@ -488,10 +491,10 @@ impl Runtime {
                     config.ring_size,
                 )?;
                 first = false;
-                steering.register_socket(index as u16, queue, rings.rx.as_raw_fd())?;
-                queues.push(rings);
+                steering.register_socket(index as u16, queue, socket.rx.as_raw_fd())?;
+                of_queue.push(Some(socket));
             }
-            port_rings.push(queues);
+            rings.push(of_queue);
         }
         let balancer = SwitchBalancer::new(config.lb.clone())?;
         if let Some(fast) = &mut fast_path {
@@ -516,9 +519,11 @@ impl Runtime {
             fast.publish(&fib.load())?;
         }
         let fast_path = fast_path.map(|fast| Arc::new(std::sync::Mutex::new(fast)));
-        let worker_count = config.pipes.len();
+        // Worker `pipe · queues + queue` serves queue `queue` of the ports of pipe `pipe`.
+        let worker_count = config.pipes.len() * queues as usize;
         let telemetry = Arc::new(SwitchTelemetry::new(
             config.ports.iter().map(|p| p.name.clone()).collect(),
+            queues as usize,
             worker_count,
             crate::telemetry::worker_counter_names(),
         ));
@@ -541,28 +546,37 @@ impl Runtime {
             .into();
         let sleeping: Arc<[AtomicBool]> =
             (0..worker_count).map(|_| AtomicBool::new(false)).collect();
-        let mut owner_of = vec![(0usize, 0usize); config.ports.len()];
-        for (pipe, ports) in config.pipes.iter().enumerate() {
-            for (local, port) in ports.iter().enumerate() {
-                owner_of[usize::from(port.0)] = (pipe, local);
-            }
-        }
-        let owner_of: Arc<[(usize, usize)]> = owner_of.into();
+        // For each queue, every port's owner on that queue: a frame a worker forwards leaves on
+        // its own queue of the egress port, through the worker that owns that queue of it.
+        let owners: Vec<Arc<[(usize, usize)]>> = (0..queues as usize)
+            .map(|queue| {
+                let mut owner_of = vec![(0usize, 0usize); config.ports.len()];
+                for (pipe, ports) in config.pipes.iter().enumerate() {
+                    for (local, port) in ports.iter().enumerate() {
+                        owner_of[usize::from(port.0)] = (pipe * queues as usize + queue, local);
+                    }
+                }
+                owner_of.into()
+            })
+            .collect();
         let up_ports: Arc<[PortId]> = config.up_ports.clone().into();
         let stop = Arc::new(AtomicBool::new(false));
 
-        let mut rings_by_port: Vec<Option<Vec<QueueRings>>> =
-            port_rings.into_iter().map(Some).collect();
         let mut host_links = serve_host_links(&config, &fib, &layout)?;
         let mut workers = Vec::new();
-        for (index, ports) in config.pipes.iter().enumerate() {
+        let served = config
+            .pipes
+            .iter()
+            .enumerate()
+            .flat_map(|(pipe, ports)| (0..queues).map(move |queue| (pipe, ports, queue)));
+        for (index, (_, ports, queue)) in served.enumerate() {
             let owned = ports
                 .iter()
                 .map(|&id| OwnedPort {
                     id,
-                    queues: rings_by_port[usize::from(id.0)]
+                    queues: vec![rings[queue as usize][usize::from(id.0)]
                         .take()
-                        .expect("each port in one pipe"),
+                        .expect("each port in one pipe")],
                     egress: EgressQueue::new(
                         config.ports[usize::from(id.0)].egress,
                         config.ring_size as usize,
@@ -584,8 +598,9 @@ impl Runtime {
                 .collect();
             let worker = Worker {
                 index,
+                queue,
                 ports: owned,
-                owner_of: Arc::clone(&owner_of),
+                owner_of: Arc::clone(&owners[queue as usize]),
                 up_ports: Arc::clone(&up_ports),
                 forwarder: Forwarder::new(
                     balancer.pipe(index as u16)?,
@@ -652,7 +667,7 @@ impl Runtime {
                 let port = PortId(index as u16);
                 splice.own.open(splice::SpliceEnd {
                     port,
-                    owner: owner_of[index].0,
+                    owner: owners[0][index].0,
                     inboxes: Arc::clone(&inboxes),
                     wakers: Arc::clone(&wakers),
                     sleeping: Arc::clone(&sleeping),
@@ -955,10 +970,48 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
             missing, config.ports[missing].name
         ));
     }
-    if usize::from(config.lb.pipes) != config.pipes.len() {
+    let queues = queues_per_port(config);
+    if let Some(port) = config.ports.iter().find(|p| p.queues != queues) {
         return bad(format!(
-            "balancer has {} pipes, runtime {}",
+            "port {} has {} queues, port {} {}: every port of a switch has the same number \
+             (each worker serves one queue of the ports of its pipe)",
+            port.name, port.queues, config.ports[0].name, queues
+        ));
+    }
+    if queues == 0 || queues > MAX_QUEUES {
+        return bad(format!("{queues} queues per port: 1 to {MAX_QUEUES}"));
+    }
+    if queues > 1 {
+        if let Some(port) = config.ports.iter().find(|p| p.egress.link_rate_bps > 0) {
+            return bad(format!(
+                "port {} emulates a link, which needs one transmit queue per port: with {queues} \
+                 queues each worker transmits on its own queue of the port, and the interface's \
+                 own rate applies (use a link rate of 0, or one queue)",
+                port.name
+            ));
+        }
+        if config.splices.iter().any(Option::is_some)
+            || config.host_links.iter().any(Option::is_some)
+        {
+            return bad(format!(
+                "in-process links and host links take one queue per port, not {queues}"
+            ));
+        }
+    }
+    if config.frames_per_port < 2 * config.ring_size * queues {
+        return bad(format!(
+            "{} frames per port cannot keep {queues} rings of {} filled (need at least twice the \
+             ring per queue)",
+            config.frames_per_port, config.ring_size
+        ));
+    }
+    let workers = config.pipes.len() * queues as usize;
+    if usize::from(config.lb.pipes) != workers {
+        return bad(format!(
+            "balancer has {} pipes, runtime {} ({} pipes of ports × {queues} queues: a worker \
+             per pipe and queue, each its own balancing pipe)",
             config.lb.pipes,
+            workers,
             config.pipes.len()
         ));
     }
@@ -966,6 +1019,11 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
         validate_fast_path(config)?;
     }
     Ok(())
+}
+
+/// Queues per port (every port has the same; checked by [`validate`]).
+fn queues_per_port(config: &RuntimeConfig) -> u32 {
+    config.ports.first().map_or(1, |port| port.queues)
 }
 
 /// What the XDP fast path cannot do, refused before anything is set up.
@@ -1067,7 +1125,7 @@ fn open_queue(
         queue,
         device,
         rx,
-        tx: (queue == 0).then_some(tx),
+        tx: Some(tx),
         partial: sys::Assembly::default(),
         _user: user,
         fill_outstanding: 0,

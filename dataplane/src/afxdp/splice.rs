@@ -267,7 +267,7 @@ mod tests {
             pool: Arc::new(FramePool::new(FRAMES, FRAME_SIZE)),
             umem: Arc::new(UmemArea::new(FRAMES, FRAME_SIZE).unwrap()),
             fib: Arc::new(SharedFib::from_pointee(fib.build().unwrap())),
-            telemetry: Arc::new(SwitchTelemetry::new(vec!["p0".into()], 1, &[])),
+            telemetry: Arc::new(SwitchTelemetry::new(vec!["p0".into()], 1, 1, &[])),
             blackholed: Arc::new(AtomicBool::new(false)),
         }
     }

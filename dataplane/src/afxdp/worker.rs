@@ -1,9 +1,12 @@
-//! A pipe's worker: receives on its ports, decides, queues, transmits.
+//! A worker: receives on its (port, queue) pairs, decides, queues, transmits.
 //!
-//! One worker runs each pipe. It owns its ports' sockets (fill, completion, RX and TX rings),
-//! their egress queues and its pipe's balancer, so none of that needs a lock. A frame forwarded to
-//! a port of another pipe is handed to that port's owner through the owner's inbox, a lock-free
-//! bounded queue; the owner queues and transmits it. One loop iteration:
+//! One worker runs each pipe and queue: it owns queue `q` of the ports of its pipe — their
+//! sockets (fill, completion, RX and TX rings of that queue), their egress queues — and its own
+//! balancing pipe, so none of that needs a lock. As on a NIC with RSS, a flow arrives on one
+//! queue and leaves on the same queue of its egress port, so one worker handles all of it in
+//! order: the switch reorders no flow. A frame forwarded to a port of another pipe is handed to
+//! the owner of that port's queue `q` through its inbox, a lock-free bounded queue; the owner
+//! queues and transmits it. One loop iteration:
 //!
 //! 1. inbox: frames other workers handed over → egress queues;
 //! 2. receive a batch (≤ 64) per socket, decide it ([`Forwarder::process_batch`]), queue or hand
@@ -65,7 +68,7 @@ pub struct QueueRings {
     pub device: DeviceQueue,
     /// Receive ring.
     pub rx: RingRx,
-    /// Transmit ring (the port transmits on its queue 0 only).
+    /// Transmit ring (of the same queue number).
     pub tx: Option<RingTx>,
     /// A multi-buffer packet whose last frames the next receive brings.
     pub partial: Assembly,
@@ -92,7 +95,8 @@ impl std::fmt::Debug for QueueRings {
 pub struct OwnedPort {
     /// The port's id in the switch.
     pub id: PortId,
-    /// Its sockets, one per queue.
+    /// Its sockets on the queues this worker serves: one, the worker's queue (`queues[0]`, on
+    /// which it also transmits).
     pub queues: Vec<QueueRings>,
     /// Its egress queue.
     pub egress: EgressQueue<OwnedFrame>,
@@ -122,11 +126,14 @@ pub struct OwnedPort {
 
 /// Everything one worker owns or shares.
 pub struct Worker {
-    /// Worker (pipe) index.
+    /// Worker index (`pipe · queues + queue`): its balancing pipe, its inbox.
     pub index: usize,
+    /// The queue of its ports it serves.
+    pub queue: u32,
     /// The ports it owns.
     pub ports: Vec<OwnedPort>,
-    /// For each switch port: (owning worker, index in that worker's `ports`).
+    /// For each switch port: (the worker owning its queue `queue`, index in that worker's
+    /// `ports`).
     pub owner_of: Arc<[(usize, usize)]>,
     /// Up-port position → switch port, for reading queue lengths.
     pub up_ports: Arc<[PortId]>,
@@ -316,7 +323,7 @@ impl Worker {
             for port in &self.ports {
                 let stats = port.egress.stats();
                 self.telemetry
-                    .port(usize::from(port.id.0))
+                    .port_queue(usize::from(port.id.0), self.queue)
                     .publish_depth(stats.depth_packets, stats.depth_bytes);
             }
         }
@@ -334,7 +341,10 @@ impl Worker {
         if epoch != self.pace.rate_epoch {
             self.pace.rate_epoch = epoch;
             for port in &mut self.ports {
-                let rate = self.telemetry.port(usize::from(port.id.0)).link_rate_bps();
+                let rate = self
+                    .telemetry
+                    .port_queue(usize::from(port.id.0), self.queue)
+                    .link_rate_bps();
                 port.egress.set_link_rate(rate);
             }
         }
@@ -737,7 +747,10 @@ impl Worker {
                     bytes: stats.depth_bytes,
                 }
             } else {
-                let (packets, bytes) = self.telemetry.port(usize::from(port.0)).depth();
+                let (packets, bytes) = self
+                    .telemetry
+                    .port_queue(usize::from(port.0), self.queue)
+                    .depth();
                 PortLoad { packets, bytes }
             };
         }
@@ -821,7 +834,7 @@ impl Worker {
             }
             Err(handoff) => {
                 self.telemetry
-                    .port(usize::from(handoff.port.0))
+                    .port_queue(usize::from(handoff.port.0), self.queue)
                     .add_handoff_drops(1);
                 self.free(handoff.frame);
             }
@@ -1048,7 +1061,9 @@ impl Worker {
         let now = monotonic_ns();
         for port in &mut self.ports {
             port.egress.integrate(now);
-            let telemetry = self.telemetry.port(usize::from(port.id.0));
+            let telemetry = self
+                .telemetry
+                .port_queue(usize::from(port.id.0), self.queue);
             telemetry.publish_rx(port.rx_packets, port.rx_bytes, port.rx_spliced);
             if port.host_link.is_some() {
                 telemetry.publish_host_link(port.rx_host_link, port.drops_host_link);

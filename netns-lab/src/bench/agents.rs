@@ -75,6 +75,9 @@ pub struct GenOptions {
     /// At most this many million frames per second ([`GenKind::Live`]); `None`: as fast as the
     /// CPU allows.
     pub rate_mpps: Option<f64>,
+    /// TX queues to spread the flows over (flow `f` on queue `f mod queues`; [`GenKind::Afxdp`]
+    /// only: a veth puts a live frame on the RX queue of the CPU that sends it).
+    pub queues: u32,
 }
 
 impl GenOptions {
@@ -96,6 +99,7 @@ impl GenOptions {
             batch_size: LiveConfig::new("").batch_size,
             chunk: LiveConfig::new("").chunk,
             rate_mpps: None,
+            queues: 1,
         }
     }
 
@@ -121,6 +125,9 @@ impl GenOptions {
         if let Some(rate) = self.rate_mpps {
             args.push(format!("--rate={rate}"));
         }
+        if self.queues > 1 {
+            args.push(format!("--queues={}", self.queues));
+        }
         args
     }
 }
@@ -133,18 +140,24 @@ enum Generator {
 }
 
 impl Generator {
-    fn open(options: &GenOptions, flows: &UdpFlows) -> anyhow::Result<Self> {
+    /// The generator of TX queue `queue`: its share of the flows (`f mod queues == queue`).
+    fn open(options: &GenOptions, flows: &UdpFlows, queue: u32) -> anyhow::Result<Self> {
         Ok(match options.kind {
             GenKind::Afxdp => {
                 let config = GenConfig {
                     interface: options.interface.clone(),
+                    queue,
                     ring_size: options.ring_size,
                     bind_mode: BindMode::Copy,
                 };
-                Self::Afxdp(Box::new(TrafficGen::open(
-                    &config,
-                    &flows.frames(options.flows)?,
-                )?))
+                let share: Vec<Vec<u8>> = flows
+                    .frames(options.flows)?
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(flow, _)| *flow as u32 % options.queues == queue)
+                    .map(|(_, frame)| frame)
+                    .collect();
+                Self::Afxdp(Box::new(TrafficGen::open(&config, &share)?))
             }
             GenKind::Live => {
                 let config = LiveConfig {
@@ -264,65 +277,100 @@ pub fn gen(
         frame_size: options.frame_size,
     };
     flows.frames(options.flows)?; // checked here, before a thread starts
+    if options.queues == 0 || (options.queues > 1 && options.kind != GenKind::Afxdp) {
+        anyhow::bail!(
+            "--queues {}: the live generator sends on one queue (a veth puts a live frame on the \
+             RX queue of the CPU that sends it); use --gen afxdp to spread flows over queues",
+            options.queues
+        );
+    }
+    if options.queues > options.flows {
+        anyhow::bail!(
+            "--queues {} is more than the {} flows: some queue would have none",
+            options.queues,
+            options.flows
+        );
+    }
     let stop = Arc::new(AtomicBool::new(false));
-    let sent = Arc::new(AtomicU64::new(0));
     let cpu = options.cpu;
-    // The generator is opened on the sending thread: xdpilone's UMEM is not `Send`.
-    let (opened, is_open) = std::sync::mpsc::channel();
-    let sender = {
-        let (stop, sent) = (Arc::clone(&stop), Arc::clone(&sent));
-        let options = options.clone();
-        std::thread::Builder::new()
-            .name("ofan-gen".into())
-            .spawn(move || {
-                let setup = || -> anyhow::Result<Generator> {
-                    if let Some(cpu) = cpu {
-                        pin_to_cpu(cpu)
-                            .with_context(|| format!("pinning the sender to CPU {cpu}"))?;
+    // One sender thread per queue, each opening its generator (xdpilone's UMEM is not `Send`).
+    let mut senders = Vec::new();
+    let mut counters = Vec::new();
+    for queue in 0..options.queues {
+        let sent = Arc::new(AtomicU64::new(0));
+        let (opened, is_open) = std::sync::mpsc::channel();
+        let sender = {
+            let (stop, sent) = (Arc::clone(&stop), Arc::clone(&sent));
+            let (options, flows) = (options.clone(), flows);
+            std::thread::Builder::new()
+                .name(format!("ofan-gen-{queue}"))
+                .spawn(move || {
+                    let setup = || -> anyhow::Result<Generator> {
+                        if let Some(cpu) = cpu {
+                            pin_to_cpu(cpu)
+                                .with_context(|| format!("pinning the sender to CPU {cpu}"))?;
+                        }
+                        Generator::open(&options, &flows, queue)
+                    };
+                    match setup().and_then(|generator| Ok((generator.counter()?, generator))) {
+                        Ok((counter, mut generator)) => {
+                            let _ = opened.send(Ok(counter));
+                            Some(generator.run(&stop, &sent))
+                        }
+                        Err(error) => {
+                            let _ = opened.send(Err(error));
+                            None
+                        }
                     }
-                    Generator::open(&options, &flows)
-                };
-                match setup().and_then(|generator| Ok((generator.counter()?, generator))) {
-                    Ok((counter, mut generator)) => {
-                        let _ = opened.send(Ok(counter));
-                        Some(generator.run(&stop, &sent))
-                    }
-                    Err(error) => {
-                        let _ = opened.send(Err(error));
-                        None
-                    }
-                }
-            })
-            .context("starting the sender thread")?
-    };
-    let counter = is_open
-        .recv()
-        .context("the sender thread died while opening the socket")??;
+                })
+                .context("starting a sender thread")?
+        };
+        let counter = is_open
+            .recv()
+            .context("a sender thread died while opening its socket")?;
+        let counter = match counter {
+            Ok(counter) => counter,
+            Err(error) => {
+                stop.store(true, Ordering::Relaxed);
+                return Err(error);
+            }
+        };
+        senders.push(sender);
+        counters.push((counter, sent));
+    }
     say(
         &mut output,
         format_args!(
-            "ready gen={} interface={} frame_len={} flows={} cpu={}",
+            "ready gen={} interface={} frame_len={} flows={} queues={} cpu={}",
             options.kind.name(),
             options.interface,
             flows.len(),
             options.flows,
+            options.queues,
             cpu.map_or("any".into(), |c| c.to_string())
         ),
     )?;
     let served = serve(input, &mut output, || {
-        let count = match &counter {
-            Some(counter) => counter.frames()?,
-            None => sent.load(Ordering::Relaxed),
-        };
+        let mut count = 0;
+        for (counter, sent) in &counters {
+            count += match counter {
+                Some(counter) => counter.frames()?,
+                None => sent.load(Ordering::Relaxed),
+            };
+        }
         Ok(format!("count={count}"))
     });
     stop.store(true, Ordering::Relaxed);
-    let report = sender
-        .join()
-        .map_err(|_| anyhow::anyhow!("the sender thread panicked"))?
-        .context("the sender never started")?;
+    let mut reports = Vec::new();
+    for sender in senders {
+        let report = sender
+            .join()
+            .map_err(|_| anyhow::anyhow!("a sender thread panicked"))?
+            .context("a sender never started")?;
+        reports.push(report?);
+    }
     served?;
-    say(&mut output, format_args!("done {}", report?))
+    say(&mut output, format_args!("done {}", reports.join("; ")))
 }
 
 /// Runs `bench sink`: counts and drops every frame arriving on `interface`, answering `input`

@@ -16,9 +16,21 @@ pub struct Sample {
     /// Frames the sink received per RX queue during the measurement (queue 0 first; trailing
     /// empty queues left out).
     pub queues: Vec<u64>,
+    /// An ofan-switch's own per-queue counters over the measurement, with several queues.
+    pub dut_queues: DutQueues,
     /// The candidate's fault drop counters that grew during the measurement, by name (an
     /// ofan-switch's `drop_*`; empty for a candidate that forwarded everything it could).
     pub faults: Vec<(String, u64)>,
+}
+
+/// What an ofan-switch counted per queue during a measurement (empty with one queue, or for
+/// another candidate).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DutQueues {
+    /// Frames received on each queue of p0.
+    pub received: Vec<u64>,
+    /// Frames sent on each queue of p1.
+    pub sent: Vec<u64>,
 }
 
 /// What became of one candidate.
@@ -300,6 +312,7 @@ mod tests {
             offered_mpps: 2.0,
             dut_mpps: Some(mpps),
             queues: vec![1000],
+            dut_queues: DutQueues::default(),
             faults: Vec::new(),
         }
     }

@@ -375,6 +375,12 @@ pub struct ForwardArgs {
     /// Hugepages (2 MB) to make available for testpmd (restored afterwards).
     #[arg(long, default_value_t = 512)]
     pub hugepages: u32,
+    /// Queues of the DUT's veths (p0, p1 and their peers): the ofan-switch candidates serve
+    /// them all (`--queues N`, a worker per queue, all on --dut-cpu), testpmd too, and the
+    /// generator spreads its flows over them (needs --gen afxdp: a veth puts a live frame on
+    /// the queue of the CPU that sends it). The sink counts frames per RX queue.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub queues: u32,
     /// Fail (exit status 1) when in some round an ofan-switch candidate forwarded less than
     /// half of what `bare` forwarded in the same round — a functional check for CI, not a
     /// speed target (`bare` must be among the candidates). Runs whose drop counters explain
@@ -413,6 +419,7 @@ impl ForwardArgs {
             switch: self.switch.clone(),
             nice: self.nice,
             hugepages: self.hugepages,
+            queues: self.queues,
         })
     }
 }
@@ -457,6 +464,10 @@ pub struct GenArgs {
     /// allows).
     #[arg(long, value_name = "MPPS")]
     pub rate: Option<f64>,
+    /// TX queues to spread the flows over, flow f on queue f mod N (`afxdp`: one socket and
+    /// thread per queue; a veth's peer receives them on the same queue).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub queues: u32,
 }
 
 impl GenArgs {
@@ -478,6 +489,7 @@ impl GenArgs {
             batch_size: self.batch_size,
             chunk: self.chunk,
             rate_mpps: self.rate,
+            queues: self.queues,
         })
     }
 }
@@ -795,11 +807,12 @@ fn progress_line(round: usize, rounds: usize, candidate: Candidate, sample: &Sam
             .dut_mpps
             .map(|m| format!(", DUT counted {m:.3}"))
             .unwrap_or_default(),
-    ) + &queue_shares(&sample.queues)
+    ) + &queue_shares("per RX queue at the sink", &sample.queues)
+        + &queue_shares("received per queue", &sample.dut_queues.received)
 }
 
-/// `; per RX queue 50 % 50 %` when the sink saw frames on more than one queue.
-fn queue_shares(queues: &[u64]) -> String {
+/// `; <what> 50 % 50 %` for counts of more than one queue.
+fn queue_shares(what: &str, queues: &[u64]) -> String {
     let total: u64 = queues.iter().sum();
     if queues.len() < 2 || total == 0 {
         return String::new();
@@ -808,7 +821,7 @@ fn queue_shares(queues: &[u64]) -> String {
         .iter()
         .map(|&frames| format!("{:.0} %", frames as f64 * 100.0 / total as f64))
         .collect();
-    format!("; per RX queue {}", shares.join(" "))
+    format!("; {what} {}", shares.join(" "))
 }
 
 /// The JSON document of a run: its settings, the machine, every sample, the ratios.
@@ -852,6 +865,8 @@ fn json(report: &Report) -> Value {
                     "offered_mpps": s.offered_mpps,
                     "dut_mpps": s.dut_mpps,
                     "queues": s.queues,
+                    "dut_received_by_queue": s.dut_queues.received,
+                    "dut_sent_by_queue": s.dut_queues.sent,
                 })).collect::<Vec<_>>(),
             }),
             Outcome::Unavailable(reason) => json!({

@@ -92,6 +92,7 @@ pub(super) struct XdpSection {
     pub(super) frames_per_port: Option<u32>,
     pub(super) ring_size: Option<u32>,
     pub(super) fast_path: Option<ofan_dataplane::afxdp::FastPathMode>,
+    pub(super) queues: Option<u32>,
 }
 
 /// XDP attach mode as written.

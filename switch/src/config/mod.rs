@@ -43,7 +43,7 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   [[ports]]                       one per interface, in port-id order
   name = "p0"                     interface name in this namespace
   role = "host" | "down" | "up"   where it leads; the balancer chooses among "up" ports
-  queues = 1                      RX queues to bind (one AF_XDP socket each)
+  queues = 1                      as xdp.queues (every port must have the same)
   link_rate = "100mbit"           this port's emulated rate (overrides [queue])
   buffer = "1MB"                  this port's egress buffer (overrides [queue])
 
@@ -73,7 +73,11 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
                                   size - 270, larger packets span up to 3 frames (multi-buffer);
                                   unset: the smallest that carries the ports' largest MTU in one
                                   frame, else 4096 (jumbo: up to MTU 11506)
-  frames_per_port = 8192          UMEM frames per port (default 4 x ring_size)
+  queues = 1                      queues served per port, 1-8: worker per pipe and queue, each
+                                  receiving on RX queue q and sending on TX queue q of its
+                                  ports (as a NIC's RSS spreads flows); more than one needs
+                                  unshaped ports (the interface's own rate applies)
+  frames_per_port = 8192          UMEM frames per port (default 4 x ring_size x queues)
   ring_size = 2048                fill/completion/RX/TX ring size (power of two)
   fast_path = "off" | "xdp"       xdp: the XDP program forwards what it can itself (IPv4 with a
                                   usable route; pofan with one pointer set per CPU, ecmp, rsq),
@@ -190,8 +194,13 @@ pub struct Overrides {
     /// UMEM/ring size (overrides xdp.ring_size).
     #[arg(long, value_name = "N")]
     pub ring_size: Option<u32>,
-    /// UMEM frames per port, at least twice the ring size (overrides xdp.frames_per_port;
-    /// default 4 × ring size).
+    /// Queues served per port, 1-8 (overrides xdp.queues): one worker per pipe and queue, each
+    /// receiving on RX queue q and sending on TX queue q of its pipe's ports, so a flow stays
+    /// on one queue and one worker. More than one needs unshaped ports.
+    #[arg(long, value_name = "N")]
+    pub queues: Option<u32>,
+    /// UMEM frames per port, at least twice the ring size per queue (overrides
+    /// xdp.frames_per_port; default 4 × ring size × queues).
     #[arg(long, value_name = "N")]
     pub frames_per_port: Option<u32>,
     /// Run wakeup-mode workers SCHED_FIFO at this priority, 1..=99 (0 = off; overrides
@@ -301,6 +310,38 @@ pub struct AdaptiveRouting {
     /// The neighbours the plan names behind the fabric ports (empty without a plan: then they
     /// are the FIB's next hops on fabric ports, named by the path table's ASNs).
     pub plan_neighbours: Vec<Neighbour>,
+}
+
+/// The queues every port serves: `given` (the flag or `xdp.queues`), which a port's own
+/// `queues` must then equal; else the ports' own, which must agree; else 1.
+fn queues_of(given: Option<u32>, ports: &[PortEntry]) -> Result<u32, ConfigError> {
+    let max = ofan_dataplane::afxdp::MAX_QUEUES;
+    let per_port: Vec<(usize, u32)> = ports
+        .iter()
+        .enumerate()
+        .filter_map(|(index, port)| Some((index, port.queues?)))
+        .collect();
+    let queues = match (given, per_port.first()) {
+        (Some(queues), _) => queues,
+        (None, Some(&(_, queues))) => queues,
+        (None, None) => 1,
+    };
+    if !(1..=max).contains(&queues) {
+        return Err(error(
+            "xdp.queues",
+            format!("{queues}: 1 to {max} queues per port"),
+        ));
+    }
+    if let Some(&(index, other)) = per_port.iter().find(|&&(_, q)| q != queues) {
+        return Err(error(
+            format!("ports[{index}].queues"),
+            format!(
+                "{other}, but the switch serves {queues} queues on every port (a worker per \
+                 pipe and queue): give every port the same, or set xdp.queues"
+            ),
+        ));
+    }
+    Ok(queues)
 }
 
 /// What the XDP fast path cannot be combined with, refused with the key at fault.
@@ -528,14 +569,18 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
             format!("{ring_size} must be a power of two from 64 to 16384"),
         ));
     }
+    let queues = queues_of(flags.queues.or(file.xdp.queues), &ports)?;
     let frames_per_port = flags
         .frames_per_port
         .or(file.xdp.frames_per_port)
-        .unwrap_or(4 * ring_size);
-    if frames_per_port < 2 * ring_size {
+        .unwrap_or(4 * ring_size * queues);
+    if frames_per_port < 2 * ring_size * queues {
         return Err(error(
             "xdp.frames_per_port",
-            format!("{frames_per_port} must be at least twice xdp.ring_size ({ring_size})"),
+            format!(
+                "{frames_per_port} must be at least twice xdp.ring_size ({ring_size}) per queue \
+                 ({queues} queues)"
+            ),
         ));
     }
 
@@ -556,7 +601,7 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         };
         specs.push(PortSpec {
             name: port.name.clone(),
-            queues: port.queues.unwrap_or(1),
+            queues,
             egress: EgressConfig {
                 link_rate_bps: rate,
                 buffer_bytes: port_buffer,
@@ -637,7 +682,7 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
             algorithm,
             up_ports: up_ports.len().max(1) as u8,
             dest_keys,
-            pipes: pipes.len() as u16,
+            pipes: (pipes.len() * queues as usize) as u16,
             buffer_bytes: buffer,
             seed,
         },
@@ -682,6 +727,20 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
     };
     if runtime.fast_path == FastPathMode::Xdp {
         check_fast_path(&runtime)?;
+    }
+    if queues > 1 {
+        if let Some(port) = runtime.ports.iter().find(|p| p.egress.link_rate_bps > 0) {
+            return Err(error(
+                "xdp.queues",
+                format!(
+                    "port {} emulates a link ({}), which needs one transmit queue per port: \
+                     with {queues} queues each worker sends on its own queue, at the \
+                     interface's own rate. Use a link rate of 0, or one queue",
+                    port.name,
+                    ofan_topology::units::format_rate(port.egress.link_rate_bps)
+                ),
+            ));
+        }
     }
     if runtime.rt_priority.is_some() && runtime.poll == PollMode::Busy {
         return Err(error(

@@ -22,8 +22,10 @@ const KICK_BATCH: u32 = 32;
 /// How to open a generator.
 #[derive(Debug, Clone)]
 pub struct GenConfig {
-    /// Interface to send on (queue 0).
+    /// Interface to send on.
     pub interface: String,
+    /// Its TX queue to send on (a veth hands the frames to the same RX queue of its peer).
+    pub queue: u32,
     /// TX and completion ring size (a power of two).
     pub ring_size: u32,
     /// Copy or zero-copy (`Auto`: zero-copy on devices, copy on virtual interfaces).
@@ -165,7 +167,7 @@ impl TrafficGen {
             .map_err(|_| GenError::Config("interface name has a NUL".into()))?;
         let mut info = IfInfo::invalid();
         info.from_name(&name).map_err(fail("look up interface"))?;
-        info.set_queue(0);
+        info.set_queue(config.queue);
         let socket = Socket::with_shared(&info, &umem).map_err(fail("create socket"))?;
         let device = umem.fq_cq(&socket).map_err(fail("fill/completion rings"))?;
         let mode = match config.bind_mode.resolve(&config.interface) {

@@ -48,6 +48,7 @@ impl Dut {
                     .arg("--config")
                     .arg(&config)
                     .args(["--port", "p0:host", "--port", "p1:host", "--poll", poll])
+                    .args(["--queues", &options.queues.to_string()])
                     .args(["--xdp-mode", "copy", "--log", "warn", "--admin-socket"])
                     .arg(&socket);
                 match candidate {
@@ -87,10 +88,11 @@ impl Dut {
                      mount -t hugetlbfs nodev {huge} || exit 1; \
                      exec dpdk-testpmd -l {lcores} --main-lcore {gen} -n 1 --no-pci \
                      --huge-dir {huge} --file-prefix {prefix} \
-                     --vdev net_af_xdp0,iface=p0,start_queue=0,queue_count=1 \
-                     --vdev net_af_xdp1,iface=p1,start_queue=0,queue_count=1 \
-                     -- --forward-mode=io --nb-cores=1 --rxq=1 --txq=1 --stats-period 1",
+                     --vdev net_af_xdp0,iface=p0,start_queue=0,queue_count={queues} \
+                     --vdev net_af_xdp1,iface=p1,start_queue=0,queue_count={queues} \
+                     -- --forward-mode=io --nb-cores=1 --rxq={queues} --txq={queues} --stats-period 1",
                     gen = options.gen_cpu,
+                    queues = options.queues,
                 );
                 let mut command = child(setup.namespaces, "dut", options.nice, "sh");
                 command.args(["-c", &script]);
@@ -125,12 +127,15 @@ impl Dut {
         let stats = Client::new(socket.as_path())
             .stats()
             .context("ofan-switch stats")?;
-        let sent = stats
-            .data_path
-            .ports
-            .iter()
-            .find(|port| port.name == "p1")
-            .map_or(0, |port| port.tx_packets);
+        let port = |name: &str| stats.data_path.ports.iter().find(|port| port.name == name);
+        let sent = port("p1").map_or(0, |port| port.tx_packets);
+        // With several queues: what each queue of p0 received and each of p1 sent.
+        let received_by_queue = port("p0")
+            .map(|port| port.queues.iter().map(|q| q.rx_packets).collect())
+            .unwrap_or_default();
+        let sent_by_queue = port("p1")
+            .map(|port| port.queues.iter().map(|q| q.tx_packets).collect())
+            .unwrap_or_default();
         let faults = stats
             .data_path
             .counters
@@ -141,6 +146,8 @@ impl Dut {
             .collect();
         Ok(Some(DutCounters {
             sent,
+            received_by_queue,
+            sent_by_queue,
             faults,
             unresolved: stats.fib.unresolved,
             unresolved_for_ms: stats.fib.unresolved_for_ms,
@@ -169,6 +176,10 @@ impl Dut {
 pub(super) struct DutCounters {
     /// Frames sent out of p1.
     pub sent: u64,
+    /// With several queues: frames received on each queue of p0 (its workers' share).
+    pub received_by_queue: Vec<u64>,
+    /// With several queues: frames sent on each queue of p1.
+    pub sent_by_queue: Vec<u64>,
     /// Its drop counters (`drop_*`: the data path's and the XDP program's), by name. The
     /// generator sends well-formed UDP frames to a routed address, so every one of them counts
     /// a fault — a frame the switch should have forwarded — not a frame it had no room for

@@ -25,12 +25,12 @@ pub(super) struct Fabric {
 }
 
 /// Builds the fabric in `namespaces` (which deletes it again): the namespaces `gen`, `dut` and
-/// `sink` without IPv6, kernel forwarding off in `dut`, the two veth pairs, the addresses, the
-/// route and the neighbour.
+/// `sink` without IPv6, kernel forwarding off in `dut`, the two veth pairs of `queues` queues
+/// each, the addresses, the route and the neighbour.
 ///
 /// # Errors
 /// The first command that fails.
-pub(super) fn build(namespaces: &mut Namespaces) -> anyhow::Result<Fabric> {
+pub(super) fn build(namespaces: &mut Namespaces, queues: u32) -> anyhow::Result<Fabric> {
     for ns in ["gen", "dut", "sink"] {
         namespaces.add(ns)?;
         // No IPv6: router solicitations and MLD reports would reach the sink and be counted.
@@ -53,12 +53,17 @@ pub(super) fn build(namespaces: &mut Namespaces) -> anyhow::Result<Fabric> {
         namespaces.name("dut"),
         namespaces.name("sink"),
     );
-    netns::run(Command::new("ip").args([
-        "link", "add", "eth0", "netns", &gen, "type", "veth", "peer", "name", "p0", "netns", &dut,
-    ]))?;
-    netns::run(Command::new("ip").args([
-        "link", "add", "p1", "netns", &dut, "type", "veth", "peer", "name", "eth0", "netns", &sink,
-    ]))?;
+    let queues = queues.to_string();
+    let q = ["numtxqueues", &queues, "numrxqueues", &queues];
+    for (a, a_ns, b, b_ns) in [("eth0", &gen, "p0", &dut), ("p1", &dut, "eth0", &sink)] {
+        netns::run(
+            Command::new("ip")
+                .args(["link", "add", a, "netns", a_ns])
+                .args(q)
+                .args(["type", "veth", "peer", "name", b, "netns", b_ns])
+                .args(q),
+        )?;
+    }
     for (ns, interface) in [
         ("gen", "eth0"),
         ("dut", "p0"),

@@ -112,6 +112,9 @@ pub struct Options {
     pub nice: i32,
     /// Hugepages (2 MB) to make available for testpmd (restored afterwards).
     pub hugepages: u32,
+    /// Queues of the DUT's veths, all served by the candidates; the generator spreads its
+    /// flows over them ([`GenKind::Afxdp`] only).
+    pub queues: u32,
 }
 
 impl Options {
@@ -138,6 +141,24 @@ impl Options {
         }
         if self.candidates.is_empty() {
             bail!("--candidates is empty");
+        }
+        let max = ofan_dataplane::afxdp::MAX_QUEUES;
+        if !(1..=max).contains(&self.queues) {
+            bail!("--queues {}: 1 to {max}", self.queues);
+        }
+        if self.queues > 1 && self.generator != GenKind::Afxdp {
+            bail!(
+                "--queues {} needs --gen afxdp: a veth puts a live frame on the RX queue of the CPU \
+                 that sends it, so one live generator fills one queue",
+                self.queues
+            );
+        }
+        if self.queues > self.flows {
+            bail!(
+                "--queues {} is more than --flows {}",
+                self.queues,
+                self.flows
+            );
         }
         if self.gen_cpu == self.dut_cpu {
             bail!(
@@ -281,7 +302,7 @@ pub fn run(options: &Options, observer: &mut impl Observer) -> anyhow::Result<Re
     }
 
     let mut namespaces = Namespaces::new(format!("ofan-bench-{pid}"));
-    let fabric = fabric::build(&mut namespaces)?;
+    let fabric = fabric::build(&mut namespaces, options.queues)?;
     let load_before = load_average();
     observer.started(options, load_before);
     let setup = Setup {

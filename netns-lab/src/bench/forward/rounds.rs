@@ -11,7 +11,7 @@ use super::fabric::{Fabric, DEST_IP, GEN_IP};
 use super::{Candidate, Observer, Setup};
 use crate::bench::agents::GenOptions;
 use crate::bench::process::{self, child, pause, Agent, Reading};
-use crate::bench::report::{Outcome, Sample};
+use crate::bench::report::{DutQueues, Outcome, Sample};
 
 /// The sink, counting for the whole run, and everything one measurement needs.
 pub(super) struct Rounds<'a> {
@@ -97,6 +97,7 @@ impl<'a> Rounds<'a> {
             flows: options.flows,
             cpu: Some(options.gen_cpu),
             rate_mpps: options.rate_mpps,
+            queues: options.queues,
             ..GenOptions::new("eth0", self.fabric.p0_mac)
         };
         let mut command = child(
@@ -186,9 +187,17 @@ impl<'a> Rounds<'a> {
             mpps: rate(sink0, sink1),
             offered_mpps: rate(gen0, gen1),
             dut_mpps: dut0
-                .zip(dut1)
+                .as_ref()
+                .zip(dut1.as_ref())
                 .map(|(a, b)| b.sent.saturating_sub(a.sent) as f64 / window_s / 1e6),
             queues: per_queue(sink0, sink1),
+            dut_queues: match (&dut0, &dut1) {
+                (Some(before), Some(after)) => DutQueues {
+                    received: grown(&before.received_by_queue, &after.received_by_queue),
+                    sent: grown(&before.sent_by_queue, &after.sent_by_queue),
+                },
+                _ => DutQueues::default(),
+            },
             faults,
         })
     }
@@ -207,6 +216,15 @@ pub(super) fn loss_explained(
     let dropped: u64 = faults.iter().map(|(_, value)| value).sum();
     let material = loss > 0 && loss * 100 > offered;
     (material && dropped * 2 >= loss).then(|| (dropped as f64 * 100.0 / loss as f64).min(100.0))
+}
+
+/// What each counter of `after` grew by since `before`.
+fn grown(before: &[u64], after: &[u64]) -> Vec<u64> {
+    after
+        .iter()
+        .enumerate()
+        .map(|(i, a)| a.saturating_sub(before.get(i).copied().unwrap_or(0)))
+        .collect()
 }
 
 /// Frames per RX queue the sink counted between two readings.
