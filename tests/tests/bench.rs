@@ -13,7 +13,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial};
+use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial, Lab};
 
 fn bench_forward_smoke_forwards_and_checks_against_bare() {
     let _machine = serial();
@@ -120,7 +120,131 @@ fn bench_forward_with_two_queues_uses_every_queue_both_ways() {
     }
 }
 
+/// `bench forward --ports IN,OUT`, as on a box with real NICs: run inside a namespace whose
+/// p0 and p1 lead to an outside generator and sink (here two more namespaces, with the
+/// benchmark's own agents started by hand), it measures every candidate from the interfaces'
+/// counters; interfaces that are not there are refused by name, before anything starts.
+fn bench_forward_on_given_ports_measures_from_the_interfaces() {
+    let _machine = serial();
+    let missing = Command::new(binary("ofan-lab"))
+        .args(["bench", "forward", "--ports", "ofan-nosuch0,ofan-nosuch1"])
+        .output()
+        .expect("ofan-lab");
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no interface `ofan-nosuch0`"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+
+    let mut lab = Lab::new("ports");
+    for ns in ["gen", "dut", "sink"] {
+        lab.add_ns(ns);
+        lab.exec(ns, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
+    }
+    lab.exec("dut", &["sysctl", "-qw", "net.ipv4.ip_forward=0"]);
+    lab.link("gen", "eth0", "dut", "p0");
+    lab.link("dut", "p1", "sink", "eth0");
+    lab.addr("gen", "eth0", "10.0.0.2/24");
+    lab.addr("dut", "p0", "10.0.0.1/24");
+    lab.addr("dut", "p1", "10.0.1.1/24");
+    lab.addr("sink", "eth0", "10.0.1.2/24");
+    let mac = |ns: &str, ifname: &str| {
+        let out = lab.exec(ns, &["cat", &format!("/sys/class/net/{ifname}/address")]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let (sink_mac, p0_mac) = (mac("sink", "eth0"), mac("dut", "p0"));
+    lab.exec(
+        "dut",
+        &[
+            "ip",
+            "neigh",
+            "replace",
+            "10.0.1.2",
+            "lladdr",
+            &sink_mac,
+            "dev",
+            "p1",
+            "nud",
+            "permanent",
+        ],
+    );
+    lab.exec(
+        "dut",
+        &[
+            "ip",
+            "route",
+            "add",
+            "10.1.0.0/16",
+            "via",
+            "10.0.1.2",
+            "dev",
+            "p1",
+        ],
+    );
+    // The outside world: a sink and a generator that run until their stdin closes.
+    let ofan_lab = binary("ofan-lab").display().to_string();
+    lab.spawn(
+        "sink",
+        "sink",
+        &[
+            "sh",
+            "-c",
+            &format!("sleep 120 | {ofan_lab} bench sink --interface eth0"),
+        ],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    lab.spawn(
+        "gen",
+        "gen",
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "sleep 120 | {ofan_lab} bench gen --interface eth0 --dst-mac {p0_mac} --cpu 0"
+            ),
+        ],
+    );
+    let output = lab.try_exec(
+        "dut",
+        &[
+            &ofan_lab,
+            "bench",
+            "forward",
+            "--ports",
+            "p0,p1",
+            "--runs=1",
+            "--seconds=1",
+            "--warmup=0.5",
+            "--candidates=ofan,xdp,bare,redirect",
+            "--check",
+        ],
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!("{text}");
+    assert!(
+        output.status.success(),
+        "bench forward --ports failed:\n{text}\ngen: {}\nsink: {}",
+        lab.log("gen"),
+        lab.log("sink")
+    );
+    assert!(text.contains("check passed"), "{text}");
+    for candidate in ["`ofan`", "`xdp`", "`bare`", "`redirect`"] {
+        let row = text
+            .lines()
+            .find(|line| line.starts_with(&format!("| {candidate}")))
+            .unwrap_or_else(|| panic!("no row for {candidate}:\n{text}"));
+        let mpps: f64 = row.split("**").nth(1).and_then(|v| v.parse().ok()).unwrap();
+        assert!(mpps > 0.01, "{row}");
+    }
+}
+
 ofan_tests::root_tests!(
     bench_forward_smoke_forwards_and_checks_against_bare,
-    bench_forward_with_two_queues_uses_every_queue_both_ways
+    bench_forward_with_two_queues_uses_every_queue_both_ways,
+    bench_forward_on_given_ports_measures_from_the_interfaces
 );

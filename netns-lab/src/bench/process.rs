@@ -73,7 +73,16 @@ pub fn child(
     nice: i32,
     program: impl AsRef<std::ffi::OsStr>,
 ) -> Command {
-    let mut command = namespaces.command(ns, "setsid");
+    niced(namespaces.command(ns, "setsid"), nice, program)
+}
+
+/// [`child`] in this process's own network namespace (a run on real ports).
+pub fn child_here(nice: i32, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    niced(Command::new("setsid"), nice, program)
+}
+
+/// `setsid` (the command given) running `program` at `nice`, its session's autogroup too.
+fn niced(mut command: Command, nice: i32, program: impl AsRef<std::ffi::OsStr>) -> Command {
     command
         .arg("sh")
         .arg("-c")

@@ -375,6 +375,13 @@ pub struct ForwardArgs {
     /// Hugepages (2 MB) to make available for testpmd (restored afterwards).
     #[arg(long, default_value_t = 512)]
     pub hugepages: u32,
+    /// Forward between these two real interfaces of this network namespace, IN,OUT, instead of
+    /// the run's own namespaces, generator and sink: the traffic comes from an outside
+    /// generator into IN, the candidates forward it out of OUT, and the rates are the
+    /// interfaces' counters (IN's rx_packets offered, OUT's tx_packets forwarded) and the
+    /// switch's own. Routes and neighbours are this namespace's (docs/nic.md).
+    #[arg(long, value_name = "IN,OUT")]
+    pub ports: Option<String>,
     /// Queues of the DUT's veths (p0, p1 and their peers): the ofan-switch candidates serve
     /// them all (`--queues N`, a worker per queue, all on --dut-cpu), testpmd too, and the
     /// generator spreads its flows over them (needs --gen afxdp: a veth puts a live frame on
@@ -420,6 +427,11 @@ impl ForwardArgs {
             nice: self.nice,
             hugepages: self.hugepages,
             queues: self.queues,
+            ports: self
+                .ports
+                .as_deref()
+                .map(forward::Ports::parse)
+                .transpose()?,
         })
     }
 }
@@ -761,6 +773,24 @@ struct Progress {
 impl forward::Observer for Progress {
     fn started(&mut self, options: &Options, load_average: Option<f64>) {
         self.rounds = options.rounds;
+        if let Some(ports) = &options.ports {
+            println!(
+                "ofan-lab bench forward on real ports: traffic from outside into {} -> candidate \
+                 -> {}; rates from the interfaces' counters ({} rx_packets offered, {} \
+                 tx_packets forwarded); {} rounds x {} s (+{} s warm-up); nice {}; forwarding \
+                 worker on CPU {}",
+                ports.input,
+                ports.output,
+                ports.input,
+                ports.output,
+                options.rounds,
+                options.measurement.as_secs_f64(),
+                options.warmup.as_secs_f64(),
+                options.nice,
+                options.dut_cpu,
+            );
+            return;
+        }
         println!(
             "ofan-lab bench forward: {}-byte UDP frames, {} flows, gen -> dut p0 -> p1 -> sink \
              (veth, AF_XDP copy mode); generator {}; {} rounds x {} s (+{} s warm-up); nice {}\n\

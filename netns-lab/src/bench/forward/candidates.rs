@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use ofan_control::admin::Client;
 
 use super::{Candidate, Options, Setup};
-use crate::bench::process::{child, pause, Agent, Daemon};
+use crate::bench::process::{pause, Agent, Daemon};
 
 /// A running candidate in the dut namespace.
 pub(super) enum Dut {
@@ -30,13 +30,14 @@ impl Dut {
     ) -> anyhow::Result<Self> {
         let options = setup.options;
         let label = format!("{}-{round}", candidate.name());
+        let (input, output) = setup.dut_ports;
         match candidate {
             Candidate::Ofan | Candidate::Xdp | Candidate::Bare => {
                 let config = setup.dir.join("switch.toml");
                 std::fs::write(&config, format!("[xdp]\ncpus = [{}]\n", options.dut_cpu))
                     .context("writing switch.toml")?;
                 let socket = setup.dir.join(format!("{label}.sock"));
-                let mut command = child(setup.namespaces, "dut", options.nice, setup.switch);
+                let mut command = setup.dut_command(setup.switch);
                 // The fast path forwards in the XDP program, on the CPU that receives: its
                 // workers only see what it leaves them, so they sleep until then.
                 let poll = if candidate == Candidate::Xdp {
@@ -47,7 +48,8 @@ impl Dut {
                 command
                     .arg("--config")
                     .arg(&config)
-                    .args(["--port", "p0:host", "--port", "p1:host", "--poll", poll])
+                    .args(["--port", &format!("{input}:host")])
+                    .args(["--port", &format!("{output}:host"), "--poll", poll])
                     .args(["--queues", &options.queues.to_string()])
                     .args(["--xdp-mode", "copy", "--log", "warn", "--admin-socket"])
                     .arg(&socket);
@@ -76,9 +78,8 @@ impl Dut {
             Candidate::Testpmd => {
                 let lcores = format!("{},{}", options.gen_cpu, options.dut_cpu);
                 let prefix = format!("ofan-bench-{}", std::process::id());
-                // The AF_XDP PMD loads its XDP program through libxdp, which wants a bpffs;
-                // `ip netns exec` gives the command a private mount namespace without one, so
-                // mount one there (it vanishes with the process).
+                // The AF_XDP PMD loads its XDP program through libxdp, which wants a bpffs: mount
+                // one in a private mount namespace (it vanishes with the process).
                 // Likewise a hugetlbfs for the EAL.
                 let huge = setup.dir.join("hugepages");
                 std::fs::create_dir_all(&huge).context("hugetlbfs mount point")?;
@@ -88,14 +89,16 @@ impl Dut {
                      mount -t hugetlbfs nodev {huge} || exit 1; \
                      exec dpdk-testpmd -l {lcores} --main-lcore {gen} -n 1 --no-pci \
                      --huge-dir {huge} --file-prefix {prefix} \
-                     --vdev net_af_xdp0,iface=p0,start_queue=0,queue_count={queues} \
-                     --vdev net_af_xdp1,iface=p1,start_queue=0,queue_count={queues} \
+                     --vdev net_af_xdp0,iface={input},start_queue=0,queue_count={queues} \
+                     --vdev net_af_xdp1,iface={output},start_queue=0,queue_count={queues} \
                      -- --forward-mode=io --nb-cores=1 --rxq={queues} --txq={queues} --stats-period 1",
                     gen = options.gen_cpu,
                     queues = options.queues,
                 );
-                let mut command = child(setup.namespaces, "dut", options.nice, "sh");
-                command.args(["-c", &script]);
+                // A mount namespace of its own for those mounts (`ip netns exec` makes one too;
+                // on real ports nothing else would keep them off the machine).
+                let mut command = setup.dut_command("unshare");
+                command.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
                 let mut daemon = Daemon::spawn(&label, command, setup.dir)?;
                 let deadline = Instant::now() + Duration::from_secs(20);
                 while !daemon.log().contains("Port statistics") {
@@ -111,15 +114,15 @@ impl Dut {
                 Ok(Self::Testpmd(daemon))
             }
             Candidate::Redirect => {
-                let mut command = child(setup.namespaces, "dut", options.nice, &options.ofan_lab);
-                command.args(["bench", "redirect", "--from", "p0", "--to", "p1"]);
+                let mut command = setup.dut_command(&options.ofan_lab);
+                command.args(["bench", "redirect", "--from", input, "--to", output]);
                 Ok(Self::Redirect(Agent::start(&label, command, setup.dir)?))
             }
         }
     }
 
     /// What the candidate itself counts, if it counts (an ofan-switch).
-    pub(super) fn counters(&mut self) -> anyhow::Result<Option<DutCounters>> {
+    pub(super) fn counters(&mut self, ports: (&str, &str)) -> anyhow::Result<Option<DutCounters>> {
         let Self::Switch { daemon, socket } = self else {
             return Ok(None);
         };
@@ -128,12 +131,12 @@ impl Dut {
             .stats()
             .context("ofan-switch stats")?;
         let port = |name: &str| stats.data_path.ports.iter().find(|port| port.name == name);
-        let sent = port("p1").map_or(0, |port| port.tx_packets);
+        let sent = port(ports.1).map_or(0, |port| port.tx_packets);
         // With several queues: what each queue of p0 received and each of p1 sent.
-        let received_by_queue = port("p0")
+        let received_by_queue = port(ports.0)
             .map(|port| port.queues.iter().map(|q| q.rx_packets).collect())
             .unwrap_or_default();
-        let sent_by_queue = port("p1")
+        let sent_by_queue = port(ports.1)
             .map(|port| port.queues.iter().map(|q| q.tx_packets).collect())
             .unwrap_or_default();
         let faults = stats
@@ -174,7 +177,7 @@ impl Dut {
 /// What an ofan-switch candidate counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct DutCounters {
-    /// Frames sent out of p1.
+    /// Frames sent out of the DUT's output port (p1).
     pub sent: u64,
     /// With several queues: frames received on each queue of p0 (its workers' share).
     pub received_by_queue: Vec<u64>,

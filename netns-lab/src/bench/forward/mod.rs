@@ -115,6 +115,59 @@ pub struct Options {
     /// Queues of the DUT's veths, all served by the candidates; the generator spreads its
     /// flows over them ([`GenKind::Afxdp`] only).
     pub queues: u32,
+    /// Real interfaces to forward between instead of the run's namespaces: `(in, out)` in this
+    /// network namespace, the traffic from an outside generator ([`Ports`]).
+    pub ports: Option<Ports>,
+}
+
+/// The DUT's two interfaces of a run on real ports (`--ports IN,OUT`): no namespaces, generator
+/// or sink are made; the traffic comes from outside into `input`, the candidates forward it out
+/// of `output`, and the rates are the interfaces' own counters (and the switch's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ports {
+    /// Where the traffic comes in.
+    pub input: String,
+    /// Where it leaves.
+    pub output: String,
+}
+
+impl Ports {
+    /// Parses `IN,OUT`.
+    ///
+    /// # Errors
+    /// Not two distinct interface names.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let Some((input, output)) = text.split_once(',') else {
+            bail!("--ports {text}: give two interfaces, IN,OUT");
+        };
+        let valid = |name: &str| !name.is_empty() && name.len() < 16 && !name.contains(['/', ' ']);
+        if !valid(input) || !valid(output) {
+            bail!("--ports {text}: interface names are 1 to 15 characters, no '/' or space");
+        }
+        if input == output {
+            bail!("--ports {text}: the traffic must leave by another interface than it came in");
+        }
+        Ok(Self {
+            input: input.to_owned(),
+            output: output.to_owned(),
+        })
+    }
+
+    /// Fails unless both interfaces exist in this network namespace.
+    ///
+    /// # Errors
+    /// The first one missing, by name.
+    pub fn check_present(&self) -> anyhow::Result<()> {
+        for name in [&self.input, &self.output] {
+            if !Path::new("/sys/class/net").join(name).exists() {
+                bail!(
+                    "--ports: no interface `{name}` in this network namespace (ip link shows \
+                     what there is)"
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Options {
@@ -164,6 +217,14 @@ impl Options {
             bail!(
                 "--gen-cpu and --dut-cpu must differ (the generator would steal the worker's core)"
             );
+        }
+        if self.ports.is_some() {
+            if self.rate_mpps.is_some() {
+                bail!("--rate paces the run's own generator: with --ports the traffic comes from outside");
+            }
+            if self.candidates.contains(&Candidate::Testpmd) && self.queues > 1 {
+                // Fine on a NIC; said here only because the rest of the run is the user's.
+            }
         }
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         if self.gen_cpu.max(self.dut_cpu) >= cpus {
@@ -262,11 +323,25 @@ pub struct Report {
 /// What every process of a run needs.
 struct Setup<'a> {
     options: &'a Options,
-    namespaces: &'a Namespaces,
+    /// The run's namespaces, or none on real ports (the candidates run here).
+    namespaces: Option<&'a Namespaces>,
+    /// The DUT's interfaces: traffic in, traffic out.
+    dut_ports: (&'a str, &'a str),
     /// The ofan-switch binary.
     switch: &'a Path,
     /// The run's scratch directory (logs, the switch's configuration and admin sockets).
     dir: &'a Path,
+}
+
+impl Setup<'_> {
+    /// `program` where the DUT runs (the run's `dut` namespace, or here on real ports), as a
+    /// child of the run ([`process::child`]).
+    fn dut_command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        match self.namespaces {
+            Some(namespaces) => process::child(namespaces, "dut", self.options.nice, program),
+            None => process::child_here(self.options.nice, program),
+        }
+    }
 }
 
 /// Runs `bench forward`: builds the namespaces `ofan-bench-<pid>-gen|dut|sink`, measures every
@@ -278,6 +353,9 @@ struct Setup<'a> {
 /// one of ofan's own candidates (or the redirect) fails.
 pub fn run(options: &Options, observer: &mut impl Observer) -> anyhow::Result<Report> {
     options.validate()?;
+    if let Some(ports) = &options.ports {
+        ports.check_present()?;
+    }
     if !crate::lab::is_root() {
         bail!("bench forward needs root (namespaces, XDP, AF_XDP)");
     }
@@ -301,19 +379,37 @@ pub fn run(options: &Options, observer: &mut impl Observer) -> anyhow::Result<Re
         }
     }
 
-    let mut namespaces = Namespaces::new(format!("ofan-bench-{pid}"));
-    let fabric = fabric::build(&mut namespaces, options.queues)?;
-    let load_before = load_average();
-    observer.started(options, load_before);
-    let setup = Setup {
-        options,
-        namespaces: &namespaces,
-        switch: &switch,
-        dir: &dir,
-    };
-    let mut rounds = rounds::Rounds::start(&setup, &fabric)?;
-    rounds.run(&mut rows, observer)?;
-    rounds.finish()?;
+    let load_before;
+    if let Some(ports) = &options.ports {
+        // Real ports: the candidates run here, the traffic is the user's.
+        load_before = load_average();
+        observer.started(options, load_before);
+        let setup = Setup {
+            options,
+            namespaces: None,
+            dut_ports: (&ports.input, &ports.output),
+            switch: &switch,
+            dir: &dir,
+        };
+        let mut rounds = rounds::Rounds::on_ports(&setup);
+        rounds.run(&mut rows, observer)?;
+        rounds.finish()?;
+    } else {
+        let mut namespaces = Namespaces::new(format!("ofan-bench-{pid}"));
+        let fabric = fabric::build(&mut namespaces, options.queues)?;
+        load_before = load_average();
+        observer.started(options, load_before);
+        let setup = Setup {
+            options,
+            namespaces: Some(&namespaces),
+            dut_ports: ("p0", "p1"),
+            switch: &switch,
+            dir: &dir,
+        };
+        let mut rounds = rounds::Rounds::start(&setup, &fabric)?;
+        rounds.run(&mut rows, observer)?;
+        rounds.finish()?;
+    }
     Ok(Report {
         options: options.clone(),
         machine: Machine::read(),
@@ -347,5 +443,87 @@ impl Drop for RemoveDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
         let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/ofan-bench-{}", std::process::id()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_two_distinct_interface_names() {
+        let ports = Ports::parse("eth1,eth2").unwrap();
+        assert_eq!(
+            (ports.input.as_str(), ports.output.as_str()),
+            ("eth1", "eth2")
+        );
+        for (text, says) in [
+            ("eth1", "two interfaces"),
+            ("eth1,eth1", "another interface"),
+            (",eth2", "1 to 15 characters"),
+            ("eth1,a-name-far-too-long", "1 to 15 characters"),
+            ("eth1,a/b", "no '/'"),
+        ] {
+            let error = Ports::parse(text).unwrap_err().to_string();
+            assert!(error.contains(says), "{text}: {error}");
+        }
+        let missing = Ports::parse("ofan-nosuch0,lo").unwrap().check_present();
+        assert!(missing
+            .unwrap_err()
+            .to_string()
+            .contains("no interface `ofan-nosuch0`"));
+    }
+
+    #[test]
+    fn options_refuse_what_a_run_cannot_do() {
+        let base = Options {
+            rounds: 1,
+            measurement: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            candidates: vec![Candidate::Ofan, Candidate::Bare],
+            frame_size: 64,
+            flows: 256,
+            generator: GenKind::Live,
+            rate_mpps: None,
+            gen_cpu: 0,
+            dut_cpu: 0,
+            ofan_lab: PathBuf::from("ofan-lab"),
+            switch: None,
+            nice: 0,
+            hugepages: 0,
+            queues: 1,
+            ports: None,
+        };
+        let refused = |options: Options, says: &str| {
+            let error = options.validate().unwrap_err().to_string();
+            assert!(error.contains(says), "{error}");
+        };
+        refused(base.clone(), "must differ");
+        let ok = Options { dut_cpu: 1, ..base };
+        if std::thread::available_parallelism().map_or(1, usize::from) > 1 {
+            ok.validate().unwrap();
+        }
+        refused(
+            Options {
+                queues: 2,
+                ..ok.clone()
+            },
+            "needs --gen afxdp",
+        );
+        refused(
+            Options {
+                queues: 9,
+                ..ok.clone()
+            },
+            "1 to 8",
+        );
+        refused(
+            Options {
+                rate_mpps: Some(1.0),
+                ports: Some(Ports::parse("a,b").unwrap()),
+                ..ok.clone()
+            },
+            "comes from outside",
+        );
     }
 }

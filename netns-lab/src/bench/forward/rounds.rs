@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 
 use super::candidates::{reason_of, Dut};
 use super::fabric::{Fabric, DEST_IP, GEN_IP};
@@ -12,12 +12,25 @@ use super::{Candidate, Observer, Setup};
 use crate::bench::agents::GenOptions;
 use crate::bench::process::{self, child, pause, Agent, Reading};
 use crate::bench::report::{DutQueues, Outcome, Sample};
+use crate::netns::Namespaces;
 
 /// The sink, counting for the whole run, and everything one measurement needs.
 pub(super) struct Rounds<'a> {
     setup: &'a Setup<'a>,
-    fabric: &'a Fabric,
-    sink: Agent,
+    meter: Meter<'a>,
+}
+
+/// Where a measurement's counts come from.
+enum Meter<'a> {
+    /// The run's own generator (started per measurement) and sink, in its namespaces.
+    Own {
+        namespaces: &'a Namespaces,
+        fabric: &'a Fabric,
+        sink: Agent,
+    },
+    /// Real ports: frames the input interface received and the output one sent (the traffic is
+    /// the user's).
+    Ports,
 }
 
 impl<'a> Rounds<'a> {
@@ -26,8 +39,11 @@ impl<'a> Rounds<'a> {
     /// # Errors
     /// When the sink does not become ready.
     pub(super) fn start(setup: &'a Setup<'a>, fabric: &'a Fabric) -> anyhow::Result<Self> {
+        let namespaces = setup
+            .namespaces
+            .context("the run's own traffic needs its namespaces")?;
         let mut command = child(
-            setup.namespaces,
+            namespaces,
             "sink",
             setup.options.nice,
             &setup.options.ofan_lab,
@@ -36,9 +52,20 @@ impl<'a> Rounds<'a> {
         let sink = Agent::start("sink", command, setup.dir)?;
         Ok(Self {
             setup,
-            fabric,
-            sink,
+            meter: Meter::Own {
+                namespaces,
+                fabric,
+                sink,
+            },
         })
+    }
+
+    /// Rounds on real ports: the interfaces' counters instead of a generator and a sink.
+    pub(super) fn on_ports(setup: &'a Setup<'a>) -> Self {
+        Self {
+            setup,
+            meter: Meter::Ports,
+        }
     }
 
     /// Runs every round over the candidates still [`Outcome::Measured`] in `rows`, adding
@@ -83,11 +110,20 @@ impl<'a> Rounds<'a> {
     /// # Errors
     /// When it does not exit cleanly.
     pub(super) fn finish(self) -> anyhow::Result<()> {
-        self.sink.finish()?;
+        if let Meter::Own { sink, .. } = self.meter {
+            sink.finish()?;
+        }
         Ok(())
     }
 
-    fn generator(&self, label: &str) -> anyhow::Result<Agent> {
+    /// The run's generator for one measurement; none on real ports.
+    fn generator(&self, label: &str) -> anyhow::Result<Option<Agent>> {
+        let Meter::Own {
+            namespaces, fabric, ..
+        } = &self.meter
+        else {
+            return Ok(None);
+        };
         let options = self.setup.options;
         let generator = GenOptions {
             kind: options.generator,
@@ -98,16 +134,28 @@ impl<'a> Rounds<'a> {
             cpu: Some(options.gen_cpu),
             rate_mpps: options.rate_mpps,
             queues: options.queues,
-            ..GenOptions::new("eth0", self.fabric.p0_mac)
+            ..GenOptions::new("eth0", fabric.p0_mac)
         };
-        let mut command = child(
-            self.setup.namespaces,
-            "gen",
-            options.nice,
-            &options.ofan_lab,
-        );
+        let mut command = child(namespaces, "gen", options.nice, &options.ofan_lab);
         command.args(["bench", "gen"]).args(generator.args());
-        Agent::start(label, command, self.setup.dir)
+        Agent::start(label, command, self.setup.dir).map(Some)
+    }
+
+    /// Frames offered so far: the generator's count, or what the input port received.
+    fn offered(&self, generator: &mut Option<Agent>) -> anyhow::Result<Reading> {
+        match generator {
+            Some(generator) => generator.read(),
+            None => interface_reading(self.setup.dut_ports.0, "rx_packets"),
+        }
+    }
+
+    /// Frames forwarded so far: the sink's count of IPv4 frames (the forwarder's own ARP
+    /// probes do not count), or what the output port sent.
+    fn forwarded(&mut self) -> anyhow::Result<Reading> {
+        match &mut self.meter {
+            Meter::Own { sink, .. } => sink.read(),
+            Meter::Ports => interface_reading(self.setup.dut_ports.1, "tx_packets"),
+        }
     }
 
     fn measure(&mut self, candidate: Candidate, round: usize) -> anyhow::Result<Sample> {
@@ -129,37 +177,55 @@ impl<'a> Rounds<'a> {
         round: usize,
     ) -> anyhow::Result<Sample> {
         let options = self.setup.options;
-        let dut_first = dut.counters()?.unwrap_or_default();
+        let ports = self.setup.dut_ports;
+        let dut_first = dut.counters(ports)?.unwrap_or_default();
         let mut generator = self.generator(&format!("gen-{}-{round}", candidate.name()))?;
-        // Forwarding has begun once the sink's count of IPv4 frames moves (the forwarder's own
-        // ARP probes do not count).
-        let first = self.sink.read()?;
+        // Forwarding has begun once the forwarded count moves.
+        let (first, offered_first) = (self.forwarded()?, self.offered(&mut generator)?);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             pause(Duration::from_millis(50))?;
             dut.check_running()?;
-            if self.sink.read()?.count > first.count {
+            if self.forwarded()?.count > first.count {
                 break;
             }
             if Instant::now() > deadline {
-                let sent = generator.read()?.count;
+                let offered = self.offered(&mut generator)?.count - offered_first.count;
                 let diagnosis = dut
-                    .counters()?
+                    .counters(ports)?
                     .map(|now| now.diagnosis(&dut_first))
                     .filter(|text| !text.is_empty())
                     .map(|text| format!(": {text}"))
                     .unwrap_or_default();
+                let source = match &self.meter {
+                    Meter::Own { .. } => format!("generator sent {offered} frames"),
+                    Meter::Ports if offered == 0 => format!(
+                        "{} received nothing: start the traffic towards it first",
+                        ports.0
+                    ),
+                    Meter::Ports => format!("{} received {offered} frames", ports.0),
+                };
                 bail!(
-                    "{} forwarded nothing within 10 s (generator sent {sent} frames){diagnosis}",
+                    "{} forwarded nothing within 10 s ({source}){diagnosis}",
                     candidate.name(),
                 );
             }
         }
         pause(options.warmup)?;
-        let (sink0, gen0, dut0) = (self.sink.read()?, generator.read()?, dut.counters()?);
+        let (sink0, gen0, dut0) = (
+            self.forwarded()?,
+            self.offered(&mut generator)?,
+            dut.counters(ports)?,
+        );
         pause(options.measurement)?;
-        let (sink1, gen1, dut1) = (self.sink.read()?, generator.read()?, dut.counters()?);
-        generator.finish()?;
+        let (sink1, gen1, dut1) = (
+            self.forwarded()?,
+            self.offered(&mut generator)?,
+            dut.counters(ports)?,
+        );
+        if let Some(generator) = generator {
+            generator.finish()?;
+        }
         let rate = |a: Reading, b: Reading| {
             (b.count - a.count) as f64 / ((b.ns - a.ns) as f64 / 1e9) / 1e6
         };
@@ -216,6 +282,21 @@ pub(super) fn loss_explained(
     let dropped: u64 = faults.iter().map(|(_, value)| value).sum();
     let material = loss > 0 && loss * 100 > offered;
     (material && dropped * 2 >= loss).then(|| (dropped as f64 * 100.0 / loss as f64).min(100.0))
+}
+
+/// A reading of interface `name`'s counter `counter` (`/sys/class/net/NAME/statistics/…`).
+fn interface_reading(name: &str, counter: &str) -> anyhow::Result<Reading> {
+    let path = format!("/sys/class/net/{name}/statistics/{counter}");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    Ok(Reading {
+        count: text
+            .trim()
+            .parse()
+            .with_context(|| format!("{path}: `{}`", text.trim()))?,
+        ns: ofan_dataplane::afxdp::monotonic_ns(),
+        queues: [0; crate::bench::process::QUEUE_SLOTS],
+        other: 0,
+    })
 }
 
 /// What each counter of `after` grew by since `before`.
