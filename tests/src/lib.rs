@@ -326,15 +326,33 @@ impl Lab {
     }
 
     /// Starts a process in namespace `short`, logging to `<dir>/<label>.log`; it is killed (by
-    /// pid) when the lab drops.
+    /// pid) when the lab drops. Its stdin is empty (closed at once).
     pub fn spawn(&mut self, short: &str, label: &str, command: &[&str]) -> u32 {
+        self.spawn_with_stdin(short, label, command, Stdio::null())
+    }
+
+    /// Like [`spawn`](Self::spawn), but the process's stdin is a pipe that stays open (nothing
+    /// is written to it) until the lab drops: for agents that run until their stdin closes.
+    /// Start such an agent itself, never through a shell (`sleep | agent`): the lab kills the
+    /// process it started, and an agent behind a shell would outlive it.
+    pub fn spawn_held_open(&mut self, short: &str, label: &str, command: &[&str]) -> u32 {
+        self.spawn_with_stdin(short, label, command, Stdio::piped())
+    }
+
+    fn spawn_with_stdin(
+        &mut self,
+        short: &str,
+        label: &str,
+        command: &[&str],
+        stdin: Stdio,
+    ) -> u32 {
         let log = std::fs::File::create(self.dir.join(format!("{label}.log"))).expect("log file");
         let (program, args) = command.split_first().expect("a command");
         let child = self
             .namespaces
             .command(short, program)
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(log.try_clone().expect("log file"))
             .stderr(log)
             .spawn()

@@ -48,23 +48,29 @@ fn bench_forward_smoke_forwards_and_checks_against_bare() {
             .unwrap_or_else(|| panic!("no row for {candidate}:\n{text}"));
         assert!(!row.contains("unavailable"), "{row}");
     }
-    // The run takes away what it built: its namespaces, and with them the XDP programs on
-    // their interfaces (the kernel dismantles a deleted namespace asynchronously: give it 5 s;
-    // another lab's programs, if one is up, cannot be told from the run's).
     let left = namespaces_with_prefix("ofan-bench-");
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
-    if namespaces_with_prefix("ofan-").is_empty() {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut programs = ofan_xdp_programs();
-        while !programs.is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-            programs = ofan_xdp_programs();
-        }
-        assert!(
-            programs.is_empty(),
-            "XDP programs left loaded: {programs:?}"
-        );
+    assert_no_programs_left();
+}
+
+/// A run takes away what it built: its namespaces and processes, and with them the XDP
+/// programs on their interfaces (the kernel dismantles a deleted namespace asynchronously: give
+/// it 5 s; another lab's programs, if one is up, cannot be told from the run's). A program that
+/// outlives its namespace means a process that still holds it.
+fn assert_no_programs_left() {
+    if !namespaces_with_prefix("ofan-").is_empty() {
+        return;
     }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut programs = ofan_xdp_programs();
+    while !programs.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        programs = ofan_xdp_programs();
+    }
+    assert!(
+        programs.is_empty(),
+        "XDP programs left loaded: {programs:?}"
+    );
 }
 
 /// With two queues per veth, as on a NIC with RSS: the generator spreads its flows over both,
@@ -118,6 +124,7 @@ fn bench_forward_with_two_queues_uses_every_queue_both_ways() {
             );
         }
     }
+    assert_no_programs_left();
 }
 
 /// `bench forward --ports IN,OUT`, as on a box with real NICs: run inside a namespace whose
@@ -182,27 +189,28 @@ fn bench_forward_on_given_ports_measures_from_the_interfaces() {
             "p1",
         ],
     );
-    // The outside world: a sink and a generator that run until their stdin closes.
+    // The outside world: a sink and a generator that run until their stdin closes (when the lab
+    // drops, or when it kills them).
     let ofan_lab = binary("ofan-lab").display().to_string();
-    lab.spawn(
+    lab.spawn_held_open(
         "sink",
         "sink",
-        &[
-            "sh",
-            "-c",
-            &format!("sleep 120 | {ofan_lab} bench sink --interface eth0"),
-        ],
+        &[&ofan_lab, "bench", "sink", "--interface", "eth0"],
     );
     std::thread::sleep(std::time::Duration::from_millis(500));
-    lab.spawn(
+    lab.spawn_held_open(
         "gen",
         "gen",
         &[
-            "sh",
-            "-c",
-            &format!(
-                "sleep 120 | {ofan_lab} bench gen --interface eth0 --dst-mac {p0_mac} --cpu 0"
-            ),
+            &ofan_lab,
+            "bench",
+            "gen",
+            "--interface",
+            "eth0",
+            "--dst-mac",
+            &p0_mac,
+            "--cpu",
+            "0",
         ],
     );
     let output = lab.try_exec(
@@ -241,6 +249,8 @@ fn bench_forward_on_given_ports_measures_from_the_interfaces() {
         let mpps: f64 = row.split("**").nth(1).and_then(|v| v.parse().ok()).unwrap();
         assert!(mpps > 0.01, "{row}");
     }
+    drop(lab);
+    assert_no_programs_left();
 }
 
 ofan_tests::root_tests!(
