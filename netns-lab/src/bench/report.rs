@@ -150,15 +150,64 @@ pub fn paired_interval(a: &Row, b: &Row) -> Option<Interval> {
     })
 }
 
-/// [`paired_interval`] of the `ofan` row against the row named `other`.
-pub fn ofan_interval(rows: &[Row], other: &str) -> Option<Interval> {
-    ofan_and(rows, other).and_then(|(a, b)| paired_interval(a, b))
+/// A comparison the benchmark's targets are stated in: `candidate` forwards at least
+/// `at_least` times what `baseline` forwards.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    /// The candidate measured.
+    pub candidate: &'static str,
+    /// What it is measured against, in the same rounds.
+    pub baseline: &'static str,
+    /// The ratio it should reach.
+    pub at_least: f64,
 }
 
-/// The `ofan` row and the row named `other`, if both are in `rows`.
-fn ofan_and<'a>(rows: &'a [Row], other: &str) -> Option<(&'a Row, &'a Row)> {
+impl Target {
+    /// `candidate/baseline`, as the report names it.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.candidate, self.baseline)
+    }
+
+    /// `candidate_baseline`, the JSON key.
+    pub fn key(&self) -> String {
+        format!("{}_{}", self.candidate, self.baseline)
+    }
+}
+
+/// The targets: the switch's user-space path against bare AF_XDP forwarding and against
+/// testpmd, and its XDP fast path against a bare XDP_REDIRECT.
+pub const TARGETS: [Target; 3] = [
+    Target {
+        candidate: "ofan",
+        baseline: "bare",
+        at_least: 0.95,
+    },
+    Target {
+        candidate: "ofan",
+        baseline: "testpmd",
+        at_least: 1.0,
+    },
+    Target {
+        candidate: "xdp",
+        baseline: "redirect",
+        at_least: 0.8,
+    },
+];
+
+/// The rows named `a` and `b`, if both are in `rows`.
+fn pair<'a>(rows: &'a [Row], a: &str, b: &str) -> Option<(&'a Row, &'a Row)> {
     let row = |name: &str| rows.iter().find(|r| r.name == name);
-    row("ofan").zip(row(other))
+    row(a).zip(row(b))
+}
+
+/// [`paired_ratio`] of the rows named `a` and `b`, if both are in `rows`.
+pub fn paired_ratio_of(rows: &[Row], a: &str, b: &str) -> Option<f64> {
+    pair(rows, a, b).and_then(|(a, b)| paired_ratio(a, b))
+}
+
+/// [`paired_interval`] of the rows named `a` and `b`, if both are in `rows`.
+pub fn interval_of(rows: &[Row], a: &str, b: &str) -> Option<Interval> {
+    pair(rows, a, b).and_then(|(a, b)| paired_interval(a, b))
 }
 
 fn interval_cell(interval: Option<Interval>) -> String {
@@ -166,11 +215,6 @@ fn interval_cell(interval: Option<Interval>) -> String {
         || "–".to_owned(),
         |i| format!("{:.3} [{:.3}, {:.3}]", i.estimate, i.low, i.high),
     )
-}
-
-/// [`paired_ratio`] of the `ofan` row against the row named `other`, if both are in `rows`.
-pub fn paired_ofan_ratio(rows: &[Row], other: &str) -> Option<f64> {
-    ofan_and(rows, other).and_then(|(a, b)| paired_ratio(a, b))
 }
 
 /// A round in which a candidate forwarded less than a floor times what the baseline forwarded.
@@ -277,26 +321,38 @@ pub fn table(rows: &[Row]) -> String {
             }
         }
     }
-    let ofan = find("ofan");
+    let list = |each: &dyn Fn(&Target) -> String| {
+        TARGETS
+            .iter()
+            .map(|target| format!("{} = {}", target.label(), each(target)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let _ = writeln!(
         out,
-        "\nRatios of medians: ofan/bare = {} (target ≥ 0.95), ofan/testpmd = {} (target ≥ 1.0).",
-        cell(ratio(ofan, find("bare")), 2),
-        cell(ratio(ofan, find("testpmd")), 2),
+        "\nRatios of medians: {}.",
+        list(&|t| format!(
+            "{} (target ≥ {:.2})",
+            cell(ratio(find(t.candidate), find(t.baseline)), 2),
+            t.at_least
+        )),
     );
     let _ = writeln!(
         out,
-        "Medians of per-round ratios (each round's candidates measured back to back): ofan/bare = {}, ofan/testpmd = {}.",
-        cell(paired_ofan_ratio(rows, "bare"), 2),
-        cell(paired_ofan_ratio(rows, "testpmd"), 2),
+        "Medians of per-round ratios (each round's candidates measured back to back): {}.",
+        list(&|t| cell(paired_ratio_of(rows, t.candidate, t.baseline), 2)),
     );
-    let (bare, testpmd) = (ofan_interval(rows, "bare"), ofan_interval(rows, "testpmd"));
+    let rounds = TARGETS
+        .iter()
+        .filter_map(|t| interval_of(rows, t.candidate, t.baseline))
+        .map(|i| i.rounds)
+        .max()
+        .unwrap_or(0);
     let _ = writeln!(
         out,
-        "Geometric means of per-round ratios with 95 % confidence intervals: ofan/bare = {}, ofan/testpmd = {} ({} rounds).",
-        interval_cell(bare),
-        interval_cell(testpmd),
-        bare.or(testpmd).map_or(0, |i| i.rounds),
+        "Geometric means of per-round ratios with 95 % confidence intervals: {} ({} rounds).",
+        list(&|t| interval_cell(interval_of(rows, t.candidate, t.baseline))),
+        rounds,
     );
     out
 }

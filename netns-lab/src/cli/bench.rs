@@ -385,7 +385,9 @@ pub struct ForwardArgs {
     /// Queues of the DUT's veths (p0, p1 and their peers): the ofan-switch candidates serve
     /// them all (`--queues N`, a worker per queue, all on --dut-cpu), testpmd too, and the
     /// generator spreads its flows over them (needs --gen afxdp: a veth puts a live frame on
-    /// the queue of the CPU that sends it). The sink counts frames per RX queue.
+    /// the queue of the CPU that sends it). The sink counts frames per RX queue. With --ports:
+    /// queues 0..N of the given interfaces, which the NIC's RSS fills (`ethtool -L IF combined
+    /// N`).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub queues: u32,
     /// Fail (exit status 1) when in some round an ofan-switch candidate forwarded less than
@@ -909,17 +911,17 @@ fn json(report: &Report) -> Value {
             "ofan_bare": report::ratio(find("ofan"), find("bare")),
             "ofan_testpmd": report::ratio(find("ofan"), find("testpmd")),
             "ofan_redirect": report::ratio(find("ofan"), find("redirect")),
+            "xdp_redirect": report::ratio(find("xdp"), find("redirect")),
             "bare_redirect": report::ratio(find("bare"), find("redirect")),
             "testpmd_redirect": report::ratio(find("testpmd"), find("redirect")),
         },
-        "paired_ratios": {
-            "ofan_bare": report::paired_ofan_ratio(rows, "bare"),
-            "ofan_testpmd": report::paired_ofan_ratio(rows, "testpmd"),
-        },
-        "paired_intervals": {
-            "ofan_bare": interval_json(report::ofan_interval(rows, "bare")),
-            "ofan_testpmd": interval_json(report::ofan_interval(rows, "testpmd")),
-        },
+        "targets": report::TARGETS.iter().map(|t| (t.key(), json!(t.at_least))).collect::<serde_json::Map<_, _>>(),
+        "paired_ratios": report::TARGETS.iter().map(|t| {
+            (t.key(), json!(report::paired_ratio_of(rows, t.candidate, t.baseline)))
+        }).collect::<serde_json::Map<_, _>>(),
+        "paired_intervals": report::TARGETS.iter().map(|t| {
+            (t.key(), interval_json(report::interval_of(rows, t.candidate, t.baseline)))
+        }).collect::<serde_json::Map<_, _>>(),
     })
 }
 

@@ -38,6 +38,13 @@ impl Dut {
                     .context("writing switch.toml")?;
                 let socket = setup.dir.join(format!("{label}.sock"));
                 let mut command = setup.dut_command(setup.switch);
+                // The run's own veths allow only copy mode; on given ports (a NIC, usually)
+                // zero-copy where the driver offers it, as a switch there would run.
+                let xdp_mode = if options.ports.is_some() {
+                    "auto"
+                } else {
+                    "copy"
+                };
                 // The fast path forwards in the XDP program, on the CPU that receives: its
                 // workers only see what it leaves them, so they sleep until then.
                 let poll = if candidate == Candidate::Xdp {
@@ -51,7 +58,7 @@ impl Dut {
                     .args(["--port", &format!("{input}:host")])
                     .args(["--port", &format!("{output}:host"), "--poll", poll])
                     .args(["--queues", &options.queues.to_string()])
-                    .args(["--xdp-mode", "copy", "--log", "warn", "--admin-socket"])
+                    .args(["--xdp-mode", xdp_mode, "--log", "warn", "--admin-socket"])
                     .arg(&socket);
                 match candidate {
                     Candidate::Bare => {

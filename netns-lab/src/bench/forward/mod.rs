@@ -199,7 +199,7 @@ impl Options {
         if !(1..=max).contains(&self.queues) {
             bail!("--queues {}: 1 to {max}", self.queues);
         }
-        if self.queues > 1 && self.generator != GenKind::Afxdp {
+        if self.queues > 1 && self.generator != GenKind::Afxdp && self.ports.is_none() {
             bail!(
                 "--queues {} needs --gen afxdp: a veth puts a live frame on the RX queue of the CPU \
                  that sends it, so one live generator fills one queue",
@@ -218,13 +218,10 @@ impl Options {
                 "--gen-cpu and --dut-cpu must differ (the generator would steal the worker's core)"
             );
         }
-        if self.ports.is_some() {
-            if self.rate_mpps.is_some() {
-                bail!("--rate paces the run's own generator: with --ports the traffic comes from outside");
-            }
-            if self.candidates.contains(&Candidate::Testpmd) && self.queues > 1 {
-                // Fine on a NIC; said here only because the rest of the run is the user's.
-            }
+        if self.ports.is_some() && self.rate_mpps.is_some() {
+            bail!(
+                "--rate paces the run's own generator: with --ports the traffic comes from outside"
+            );
         }
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         if self.gen_cpu.max(self.dut_cpu) >= cpus {
@@ -241,7 +238,7 @@ impl Options {
              forwarding lcore) on CPU {dut}. Kernel work runs in softirq on the CPU that transmits: \
              dut p0's XDP (steering into the AF_XDP socket, or the redirect) on CPU {gen} with the \
              generator, the sink's XDP on the CPU that sends out of p1 (CPU {dut} for the AF_XDP \
-             candidates, CPU {gen} for redirect)",
+             candidates, CPU {gen} for redirect and xdp)",
             gen = self.gen_cpu,
             dut = self.dut_cpu
         )
@@ -525,5 +522,16 @@ mod tests {
             },
             "comes from outside",
         );
+        // On given ports the queues are the NIC's (RSS spreads the outside traffic): no
+        // generator of the run's to spread them.
+        if std::thread::available_parallelism().map_or(1, usize::from) > 1 {
+            Options {
+                queues: 4,
+                ports: Some(Ports::parse("a,b").unwrap()),
+                ..ok.clone()
+            }
+            .validate()
+            .unwrap();
+        }
     }
 }
