@@ -17,6 +17,7 @@ use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
 use super::packet::SEQ_MASK;
 use super::port::{Port, StageStats};
+use super::prefetch::{Ahead, AHEAD};
 use super::Sim;
 use crate::config::{AckAirtime, BufferLimit, Failures, FlowSpec, LinkDirection, ModelConfig};
 use crate::error::ModelError;
@@ -444,6 +445,7 @@ impl<'a> Sim<'a> {
             arf_flow: algorithm == ofan_dataplane::lb::Algorithm::ArfFlow,
             port_ppm,
             link_failures,
+            ahead: [Ahead::default(); AHEAD],
         })
     }
 }

@@ -159,6 +159,7 @@ use failure::{LinkFailures, FAIL_BIT};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
 use port::{Port, StageStats};
+use prefetch::{Ahead, AHEAD};
 
 /// Salt of the hosts' start phases.
 const PHASE_SALT: u64 = 0x0070_6861_7365;
@@ -228,6 +229,8 @@ struct Sim<'a> {
     port_ppm: Vec<u32>,
     /// Links failing during the run, and what the switches know of them (`None`: none fail).
     link_failures: Option<LinkFailures>,
+    /// What the prefetch stages learnt about the events ahead, by position (`prefetch.rs`).
+    ahead: [Ahead; AHEAD],
 }
 
 /// Runs one configuration to completion.
