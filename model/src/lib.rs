@@ -56,10 +56,10 @@ mod error;
 pub mod figures;
 mod queue;
 pub mod report;
-mod ring;
 pub mod sim;
 pub mod svg;
 mod sys;
+mod wires;
 pub mod workload;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,10 +1,12 @@
-//! The model's one use of `unsafe`: a cache prefetch hint.
+//! The model's uses of `unsafe`: a cache prefetch hint and huge-page advice.
 //!
 //! The event loop knows, many events ahead, which ports and frames it will touch (events due at
 //! the current picosecond are final), but each of those touches is a cache miss on a working set
 //! of megabytes. A prefetch starts the load without waiting for it, so the misses of the next
 //! events overlap with the work on this one. Stable Rust has no safe prefetch, so this module
-//! wraps the x86-64 instruction; on other targets it does nothing.
+//! wraps the x86-64 instruction; on other targets it does nothing. The large arrays those
+//! accesses land in are backed by huge pages where the kernel allows it (`madvise`), so that
+//! the accesses and prefetches do not also wait for page walks.
 #![allow(unsafe_code)]
 
 /// Asks the CPU to bring the cache line holding `address` into all cache levels.
@@ -22,4 +24,36 @@ pub(crate) fn prefetch<T>(address: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = address;
+}
+
+/// Asks the kernel to back `memory` with transparent huge pages where it can (2 MiB pages on
+/// x86-64), before the memory is first touched.
+///
+/// The model's large arrays (ports, wires, hosts) are read at random: with 4 KiB pages nearly
+/// every access of a large fabric also misses the TLB, and the prefetches the event loop issues
+/// ahead wait for page walks. Advice only: on systems where transparent huge pages are off (or
+/// not `madvise`-able) nothing changes, and no result ever depends on it.
+pub(crate) fn advise_huge_pages<T>(memory: &[T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = memory.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(memory);
+        let first = start.next_multiple_of(PAGE);
+        if end > first {
+            // SAFETY: `madvise` with `MADV_HUGEPAGE` only changes how the kernel backs the pages
+            // of the range, never their contents or mappings; the range is page-aligned and
+            // lies inside `memory`, an allocation this process owns. Failure (THP unavailable)
+            // is harmless and ignored.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    (end - first) / PAGE * PAGE,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = memory;
 }

@@ -120,7 +120,7 @@ impl Sim<'_> {
                 .iter_mut()
                 .zip(&mut self.ports[first..first + usize::from(info.up_count)])
             {
-                port.purge(now, propagation);
+                port.purge(&self.wires, now, propagation);
                 *load = PortLoad {
                     packets: port.queued(),
                     bytes: u32::try_from(port.bytes).unwrap_or(u32::MAX),

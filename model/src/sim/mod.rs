@@ -153,12 +153,13 @@ use crate::queue::EventQueue;
 use crate::report::{PacketCounts, RunReport, Stage};
 use crate::workload;
 
+use crate::wires::Wires;
 use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
 use failure::{LinkFailures, FAIL_BIT};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
-use port::{Port, StageStats};
+use port::{Flight, Port, StageStats};
 use prefetch::{Ahead, AHEAD};
 
 /// Salt of the hosts' start phases.
@@ -175,10 +176,10 @@ struct Sim<'a> {
     w: u8,
     nodes: Vec<NodeInfo>,
     ports: Vec<Port>,
+    /// Every port's wire ([`Port`]).
+    wires: Wires<Flight>,
     /// Per [`Stage`] (by discriminant).
     stage_stats: [StageStats; Stage::ALL.len()],
-    /// Per port: frame bytes and frames carried.
-    carried: Vec<[u64; 2]>,
     /// Per port: its link id.
     port_links: Vec<u32>,
     hosts: Vec<Host>,
@@ -318,7 +319,7 @@ impl Sim<'_> {
                 self.failure_event(event.target & !FAIL_BIT);
                 continue;
             }
-            if !event.wake && self.ports[event.target as usize].wire.is_empty() {
+            if !event.wake && self.ports[event.target as usize].wire_len() == 0 {
                 // The arrival of a frame lost with its link (a failing link empties its wire).
                 continue;
             }
@@ -330,9 +331,11 @@ impl Sim<'_> {
                 continue;
             }
             let port = &mut self.ports[event.target as usize];
-            let flight = port.wire.pop_front().expect("a wire event has a frame");
+            let flight = port
+                .wire_pop(&self.wires)
+                .expect("a wire event has a frame");
             debug_assert_eq!(flight.arrival, event.time);
-            let next = port.wire.front().map(|next| next.arrival);
+            let next = port.wire_get(&self.wires, 0).map(|next| next.arrival);
             if port.sent > 0 {
                 port.sent -= 1;
             } else {

@@ -118,7 +118,7 @@ impl Sim<'_> {
         };
         let ahead = &mut self.ahead[index];
         let port = &self.ports[ahead.port as usize];
-        let Some(flight) = port.wire.front() else {
+        let Some(flight) = port.wire_get(&self.wires, 0) else {
             // A frame lost with its link.
             ahead.step = Step::None;
             return;
@@ -126,7 +126,7 @@ impl Sim<'_> {
         // The head frame and the next one, whose arrival is scheduled when the head arrives
         // (24-byte entries: often on the next line).
         sys::prefetch(flight);
-        if let Some(next) = port.wire.get(1) {
+        if let Some(next) = port.wire_get(&self.wires, 1) {
             sys::prefetch(next);
         }
         sys::prefetch(&self.nodes[port.peer as usize]);
@@ -141,7 +141,7 @@ impl Sim<'_> {
             return;
         };
         let ahead = &mut self.ahead[index];
-        let Some(flight) = self.ports[ahead.port as usize].wire.front() else {
+        let Some(flight) = self.ports[ahead.port as usize].wire_get(&self.wires, 0) else {
             ahead.step = Step::None;
             return;
         };
@@ -196,7 +196,6 @@ impl Sim<'_> {
         if let Some(out) = out {
             let out = info.port_base + u32::from(out);
             sys::prefetch(&self.ports[out as usize]);
-            sys::prefetch(&self.carried[out as usize]);
             record.out = out;
             record.step = Step::Output;
         } else {
@@ -248,7 +247,6 @@ impl Sim<'_> {
             Some(position) => {
                 let out = first as u32 + u32::from(position.0);
                 sys::prefetch(&self.ports[out as usize]);
-                sys::prefetch(&self.carried[out as usize]);
                 record.out = out;
                 record.step = Step::Output;
             }
@@ -263,10 +261,10 @@ impl Sim<'_> {
         };
         let port = &self.ports[self.ahead[index].out as usize];
         // The queue head, which the purge reads, and the slot the frame goes to.
-        if let Some(head) = port.wire.get(port.sent) {
+        if let Some(head) = port.wire_get(&self.wires, port.sent) {
             sys::prefetch(head);
         }
-        sys::prefetch(port.wire.next_slot());
+        sys::prefetch(port.wire_next_slot(&self.wires));
         self.ahead[index].step = Step::None;
     }
 
