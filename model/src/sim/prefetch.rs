@@ -3,55 +3,77 @@
 //! loads what the next of them will touch while it works on this one (`docs/model.md`,
 //! "Speed and memory").
 //!
-//! What an event touches is a chain: its port, the frame at the head of the port's wire, the
-//! frame's destination, where that host hangs, the balancer of the switch it reaches and the
-//! pointer the balancer will take, the output port the frame goes to and that port's wire.
-//! Each link needs the one before it in the cache, so the loop walks the chain in stages, each
-//! a few events after the previous one: the stage `d` events ahead reads only what the stage
-//! before prefetched, and prefetches the next link. What a stage learns about an event is kept
-//! in [`Ahead`] until the next stage needs it. Nothing here changes the simulation: an event is
-//! processed from the simulator's state alone, and a stage that finds the chain broken (an
-//! event it has not seen before) does nothing.
+//! What an event touches is a chain. A frame's arrival at a switch: its port, the frame at the
+//! head of the port's wire, the frame's destination, where that host hangs, the balancer of the
+//! switch and the pointer it will take, the output port and that port's wire. At a host: the
+//! flow, the host, the delivered bit or the sender's recovery state, the host's NIC. A pacer
+//! event: the host, its next flow, the flow's recovery state, the NIC. Each link needs the one
+//! before it in the cache, so the loop walks the chains in stages, each a few events after the
+//! previous one: the stage `d` events ahead reads only what the stage before prefetched, and
+//! prefetches the next link. What a stage learns about an event is kept in [`Ahead`] until the
+//! next stage needs it. Nothing here changes the simulation: an event is processed from the
+//! simulator's state alone, and a stage that finds a chain broken (an event it has not seen
+//! before, a frame lost with its link) does nothing.
 
 use ofan_dataplane::lb::DestKey;
 use ofan_topology::Role;
 
+use super::host::HOST_HOT_BYTES;
 use super::packet::{Packet, NO_VIA};
-use super::Sim;
+use super::port::Port;
+use super::{Sim, ARF_BIT, FAIL_BIT, TIMER_BIT};
 use crate::sys;
 
-/// Lookahead records kept (a power of two above [`PORT`]).
+/// Lookahead records kept (a power of two above the first stage's distance).
 pub(super) const AHEAD: usize = 32;
 const AHEAD_MASK: usize = AHEAD - 1;
 
-/// How many events ahead each stage runs: the event's port line; the head frame on its wire
-/// and the receiving node; the flow's ends; the destination's place and the pipe's balancer;
-/// the switch's shared balancer state (or, going down, the output port); the pointer; the
-/// output port chosen; the output port's queue head and the slot the frame goes to.
-const PORT: usize = 22;
-const FRAME: usize = 18;
-const ROUTE: usize = 14;
-const PLACE: usize = 11;
-const SWITCH: usize = 8;
-const POINTER: usize = 6;
-const OUTPUT: usize = 4;
-const WIRE: usize = 2;
+/// How many events ahead each stage runs (see [`Step`] for what each does).
+const STAGE_1: usize = 22;
+const STAGE_2: usize = 18;
+const STAGE_3: usize = 14;
+const STAGE_4: usize = 11;
+const STAGE_5: usize = 8;
+const STAGE_6: usize = 6;
+const STAGE_7: usize = 4;
+const STAGE_8: usize = 2;
 
-/// How far the chain of an event has been walked.
+/// How far the chain of an event has been walked: the step names what the last stage
+/// prefetched.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 enum Step {
-    /// Not an arrival being walked (a pacer, a timer, a control-plane event, or not seen).
+    /// Nothing (left) to walk: a timer or control-plane event, an event not seen from the
+    /// start, or a finished chain.
     #[default]
     None,
+    /// Arrival, stage 1: the port line.
     Port,
+    /// Stage 2: the head frame on the wire, the receiving node.
     Frame,
+    /// Stage 3: the flow's ends.
     Route,
+    /// Stage 4, at a switch: the destination's place and the pipe's balancer.
     Place,
-    /// The balancer's shared state is on its way; the output port is still to be chosen.
+    /// Stage 5, going up with a balancer decision: the switch's shared balancer state.
     Switch,
+    /// Stage 6: the pointer the balancer will take.
     Pointer,
-    /// `out` is the output port.
+    /// Stage 5 (known output port) or 7 (predicted): the output port `out`; stage 8 then
+    /// prefetches its queue head and the slot the frame goes to.
     Output,
+    /// Stage 4, at a host: the flow and the host.
+    HostPlace,
+    /// Stage 5, at a host: the delivered bit and the NIC (DATA) or the sender's recovery state
+    /// of the flow (ACK).
+    HostFlow,
+    /// Pacer, stage 1: the host and its node.
+    Wake,
+    /// Pacer, stage 2: the cursor's entry of the active flows and the NIC's port line.
+    WakeHost,
+    /// Pacer, stage 3: the flow.
+    WakeFlow,
+    /// Pacer, stage 4: the flow's recovery state, the NIC's queue head and next slot.
+    WakeRecovery,
 }
 
 /// What the stages learnt about one event ahead.
@@ -61,10 +83,12 @@ pub(super) struct Ahead {
     /// the event.
     stamp: u64,
     step: Step,
-    port: u32,
+    /// The port whose wire the frame arrives from, or the pacing host.
+    target: u32,
     node: u32,
     in_port: u16,
     packet: Packet,
+    /// The destination host (the pacing host's cursor in its active flows).
     dst: u32,
     out: u32,
 }
@@ -76,108 +100,202 @@ impl Sim<'_> {
     // Always inlined: it runs for every event.
     #[inline(always)]
     pub(super) fn prefetch_ahead(&mut self) {
-        self.stage_port();
-        self.stage_frame();
-        self.stage_route();
-        self.stage_place();
-        self.stage_switch();
-        self.stage_pointer();
-        self.stage_output();
-        self.stage_wire();
+        self.stage_1();
+        self.stage_2();
+        self.stage_3();
+        self.stage_4();
+        self.stage_5();
+        self.stage_6();
+        self.stage_7();
+        self.stage_8();
     }
 
-    /// The record of the event `distance` places ahead if its chain was walked to `step`.
+    /// The record of the event `distance` places ahead, if the stages have followed it since
+    /// the first.
     #[inline(always)]
-    fn ahead_at(&self, distance: usize, step: Step) -> Option<usize> {
+    fn ahead_at(&self, distance: usize) -> Option<usize> {
         let (stamp, _) = self.queue.peek_due_stamped(distance)?;
         let index = stamp as usize & AHEAD_MASK;
         let ahead = &self.ahead[index];
-        (ahead.stamp == stamp && ahead.step == step).then_some(index)
+        (ahead.stamp == stamp && ahead.step != Step::None).then_some(index)
     }
 
     #[inline(always)]
-    fn stage_port(&mut self) {
-        let Some((stamp, event)) = self.queue.peek_due_stamped(PORT) else {
+    fn stage_1(&mut self) {
+        let Some((stamp, event)) = self.queue.peek_due_stamped(STAGE_1) else {
             return;
         };
         let ahead = &mut self.ahead[stamp as usize & AHEAD_MASK];
         ahead.stamp = stamp;
-        ahead.step = if event.wake {
-            Step::None
-        } else {
+        ahead.target = event.target;
+        ahead.step = if !event.wake {
             sys::prefetch(&self.ports[event.target as usize]);
-            ahead.port = event.target;
             Step::Port
+        } else if event.target & (TIMER_BIT | ARF_BIT | FAIL_BIT) == 0 {
+            prefetch_bytes(&self.hosts[event.target as usize], HOST_HOT_BYTES);
+            sys::prefetch(&self.nodes[event.target as usize]);
+            Step::Wake
+        } else {
+            Step::None
         };
     }
 
     #[inline(always)]
-    fn stage_frame(&mut self) {
-        let Some(index) = self.ahead_at(FRAME, Step::Port) else {
+    fn stage_2(&mut self) {
+        let Some(index) = self.ahead_at(STAGE_2) else {
             return;
         };
         let ahead = &mut self.ahead[index];
-        let port = &self.ports[ahead.port as usize];
-        let Some(flight) = port.wire_get(&self.wires, 0) else {
-            // A frame lost with its link.
-            ahead.step = Step::None;
-            return;
-        };
-        // The head frame and the next one, whose arrival is scheduled when the head arrives
-        // (24-byte entries: often on the next line).
-        sys::prefetch(flight);
-        if let Some(next) = port.wire_get(&self.wires, 1) {
-            sys::prefetch(next);
+        match ahead.step {
+            Step::Port => {
+                let port = &self.ports[ahead.target as usize];
+                let Some(flight) = port.wire_get(&self.wires, 0) else {
+                    // A frame lost with its link.
+                    ahead.step = Step::None;
+                    return;
+                };
+                // The head frame and the next one, whose arrival is scheduled when the head
+                // arrives (24-byte entries: often on the next line).
+                sys::prefetch(flight);
+                if let Some(next) = port.wire_get(&self.wires, 1) {
+                    sys::prefetch(next);
+                }
+                sys::prefetch(&self.nodes[port.peer as usize]);
+                ahead.node = port.peer;
+                ahead.in_port = port.peer_port;
+                ahead.step = Step::Frame;
+            }
+            Step::Wake => {
+                let host = &self.hosts[ahead.target as usize];
+                let nic = self.nodes[ahead.target as usize].port_base;
+                sys::prefetch(&self.ports[nic as usize]);
+                ahead.out = nic;
+                if host.active.is_empty() {
+                    ahead.step = Step::None;
+                    return;
+                }
+                let cursor = if host.cursor >= host.active.len() {
+                    0
+                } else {
+                    host.cursor
+                };
+                sys::prefetch(&host.active[cursor]);
+                ahead.dst = cursor as u32;
+                ahead.step = Step::WakeHost;
+            }
+            _ => ahead.step = Step::None,
         }
-        sys::prefetch(&self.nodes[port.peer as usize]);
-        ahead.node = port.peer;
-        ahead.in_port = port.peer_port;
-        ahead.step = Step::Frame;
     }
 
     #[inline(always)]
-    fn stage_route(&mut self) {
-        let Some(index) = self.ahead_at(ROUTE, Step::Frame) else {
+    fn stage_3(&mut self) {
+        let Some(index) = self.ahead_at(STAGE_3) else {
             return;
         };
         let ahead = &mut self.ahead[index];
-        let Some(flight) = self.ports[ahead.port as usize].wire_get(&self.wires, 0) else {
-            ahead.step = Step::None;
-            return;
-        };
-        ahead.packet = flight.packet;
-        sys::prefetch(&self.flow_ends[flight.packet.flow as usize]);
-        ahead.step = Step::Route;
+        match ahead.step {
+            Step::Frame => {
+                let Some(flight) = self.ports[ahead.target as usize].wire_get(&self.wires, 0)
+                else {
+                    ahead.step = Step::None;
+                    return;
+                };
+                ahead.packet = flight.packet;
+                sys::prefetch(&self.flow_ends[flight.packet.flow as usize]);
+                ahead.step = Step::Route;
+            }
+            Step::WakeHost => {
+                let host = &self.hosts[ahead.target as usize];
+                let Some(&flow) = host.active.get(ahead.dst as usize) else {
+                    ahead.step = Step::None;
+                    return;
+                };
+                prefetch_bytes(&self.flows[flow as usize], 64);
+                ahead.packet.flow = flow;
+                ahead.step = Step::WakeFlow;
+            }
+            _ => ahead.step = Step::None,
+        }
     }
 
     #[inline(always)]
-    fn stage_place(&mut self) {
-        let Some(index) = self.ahead_at(PLACE, Step::Route) else {
-            return;
-        };
-        let ahead = &mut self.ahead[index];
-        let packet = &ahead.packet;
-        let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
-        ahead.dst = dst;
-        let info = &self.nodes[ahead.node as usize];
-        if info.role == Role::Host {
-            ahead.step = Step::None;
-            return;
-        }
-        sys::prefetch(&self.places[dst as usize]);
-        if packet.via == NO_VIA && info.role != Role::Core {
-            let pipe = ahead.in_port / self.pipe_ports;
-            sys::prefetch(&self.balancers[(info.lb_base + u32::from(pipe)) as usize]);
-        }
-        ahead.step = Step::Place;
-    }
-
-    #[inline(always)]
-    fn stage_switch(&mut self) {
-        let Some(index) = self.ahead_at(SWITCH, Step::Place) else {
+    fn stage_4(&mut self) {
+        let Some(index) = self.ahead_at(STAGE_4) else {
             return;
         };
         let ahead = self.ahead[index];
+        let step = match ahead.step {
+            Step::Route => {
+                let packet = &ahead.packet;
+                let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
+                self.ahead[index].dst = dst;
+                let info = &self.nodes[ahead.node as usize];
+                if info.role == Role::Host {
+                    prefetch_bytes(&self.flows[packet.flow as usize], 64);
+                    prefetch_bytes(&self.hosts[ahead.node as usize], HOST_HOT_BYTES);
+                    if !packet.is_ack() {
+                        sys::prefetch(&self.deliveries[ahead.node as usize]);
+                    }
+                    Step::HostPlace
+                } else {
+                    sys::prefetch(&self.places[dst as usize]);
+                    if packet.via == NO_VIA && info.role != Role::Core {
+                        let pipe = ahead.in_port / self.pipe_ports;
+                        sys::prefetch(&self.balancers[(info.lb_base + u32::from(pipe)) as usize]);
+                    }
+                    Step::Place
+                }
+            }
+            Step::WakeFlow => {
+                let flow = &self.flows[ahead.packet.flow as usize];
+                let recovery = &self.hosts[ahead.target as usize].recovery;
+                sys::prefetch(recovery.flow_address(flow.local));
+                self.prefetch_queue_ends(&self.ports[ahead.out as usize]);
+                Step::WakeRecovery
+            }
+            _ => Step::None,
+        };
+        self.ahead[index].step = step;
+    }
+
+    #[inline(always)]
+    fn stage_5(&mut self) {
+        let Some(index) = self.ahead_at(STAGE_5) else {
+            return;
+        };
+        let ahead = self.ahead[index];
+        match ahead.step {
+            Step::Place => self.stage_5_switch(index, ahead),
+            Step::HostPlace => {
+                let flow = &self.flows[ahead.packet.flow as usize];
+                if ahead.packet.is_ack() {
+                    let recovery = &self.hosts[ahead.node as usize].recovery;
+                    sys::prefetch(recovery.flow_address(flow.local));
+                } else {
+                    let bit = flow.delivered_base + ahead.packet.seq() as usize;
+                    sys::prefetch(&self.delivered[bit / 64]);
+                    let nic = self.nodes[ahead.node as usize].port_base;
+                    sys::prefetch(&self.ports[nic as usize]);
+                    self.ahead[index].out = nic;
+                }
+                self.ahead[index].step = Step::HostFlow;
+            }
+            Step::WakeRecovery => {
+                let flow = &self.flows[ahead.packet.flow as usize];
+                let recovery = &self.hosts[ahead.target as usize].recovery;
+                for address in recovery.packet_addresses(flow.local, flow.next_seq) {
+                    sys::prefetch(address);
+                }
+                self.ahead[index].step = Step::None;
+            }
+            _ => self.ahead[index].step = Step::None,
+        }
+    }
+
+    /// Stage 5 at a switch: the output port when the destination or a source route names it,
+    /// else the switch's shared balancer state.
+    #[inline(always)]
+    fn stage_5_switch(&mut self, index: usize, ahead: Ahead) {
         let info = &self.nodes[ahead.node as usize];
         let target = &self.places[ahead.dst as usize];
         let out = match self.down_port(info, ahead.node, target) {
@@ -209,25 +327,52 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_pointer(&mut self) {
-        let Some(index) = self.ahead_at(POINTER, Step::Switch) else {
+    fn stage_6(&mut self) {
+        let Some(index) = self.ahead_at(STAGE_6) else {
             return;
         };
         let ahead = self.ahead[index];
-        let info = &self.nodes[ahead.node as usize];
-        let pipe = ahead.in_port / self.pipe_ports;
-        let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-        let key = self.balancer_key(info.role, ahead.dst);
-        sys::prefetch(balancer.pointer_address(DestKey(key), Self::size_class(&ahead.packet)));
-        self.ahead[index].step = Step::Pointer;
+        let step = match ahead.step {
+            Step::Switch => {
+                let info = &self.nodes[ahead.node as usize];
+                let pipe = ahead.in_port / self.pipe_ports;
+                let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+                let key = self.balancer_key(info.role, ahead.dst);
+                let class = Self::size_class(&ahead.packet);
+                sys::prefetch(balancer.pointer_address(DestKey(key), class));
+                Step::Pointer
+            }
+            Step::HostFlow => {
+                if ahead.packet.is_ack() {
+                    let flow = &self.flows[ahead.packet.flow as usize];
+                    let recovery = &self.hosts[ahead.node as usize].recovery;
+                    for address in recovery.packet_addresses(flow.local, ahead.packet.seq()) {
+                        sys::prefetch(address);
+                    }
+                } else {
+                    self.prefetch_queue_ends(&self.ports[ahead.out as usize]);
+                }
+                Step::None
+            }
+            // Output ports known at stage 5 wait for stage 8.
+            Step::Output => Step::Output,
+            _ => Step::None,
+        };
+        self.ahead[index].step = step;
     }
 
     #[inline(always)]
-    fn stage_output(&mut self) {
-        let Some(index) = self.ahead_at(OUTPUT, Step::Pointer) else {
+    fn stage_7(&mut self) {
+        let Some(index) = self.ahead_at(STAGE_7) else {
             return;
         };
         let ahead = self.ahead[index];
+        if ahead.step != Step::Pointer {
+            if ahead.step != Step::Output {
+                self.ahead[index].step = Step::None;
+            }
+            return;
+        }
         let info = self.nodes[ahead.node as usize];
         let first = (info.port_base + u32::from(info.up_first)) as usize;
         let predicted = if self.uses_queues {
@@ -255,17 +400,24 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_wire(&mut self) {
-        let Some(index) = self.ahead_at(WIRE, Step::Output) else {
+    fn stage_8(&mut self) {
+        let Some(index) = self.ahead_at(STAGE_8) else {
             return;
         };
-        let port = &self.ports[self.ahead[index].out as usize];
-        // The queue head, which the purge reads, and the slot the frame goes to.
+        if self.ahead[index].step == Step::Output {
+            self.prefetch_queue_ends(&self.ports[self.ahead[index].out as usize]);
+        }
+        self.ahead[index].step = Step::None;
+    }
+
+    /// Prefetches what an enqueue on `port` (whose line is cached) reads and writes on its
+    /// wire: the queue head, which the purge reads, and the slot the frame goes to.
+    #[inline(always)]
+    fn prefetch_queue_ends(&self, port: &Port) {
         if let Some(head) = port.wire_get(&self.wires, port.sent) {
             sys::prefetch(head);
         }
         sys::prefetch(port.wire_next_slot(&self.wires));
-        self.ahead[index].step = Step::None;
     }
 
     /// The destination key a balancer of a switch of `role` decides on for host `dst`.
@@ -277,5 +429,16 @@ impl Sim<'_> {
         } else {
             u32::from(target.pod)
         }
+    }
+}
+
+/// Prefetches the first `bytes` of `value`, line by line.
+#[inline(always)]
+fn prefetch_bytes<T>(value: &T, bytes: usize) {
+    let start = std::ptr::from_ref(value).cast::<u8>();
+    let mut offset = 0;
+    while offset < bytes {
+        sys::prefetch(start.wrapping_add(offset));
+        offset += 64;
     }
 }
