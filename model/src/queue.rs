@@ -114,6 +114,18 @@ impl EventQueue {
         Some(slot.event())
     }
 
+    /// Whether the last popped event was the first of its picosecond.
+    #[inline]
+    pub(crate) fn first_of_time(&self) -> bool {
+        self.head == 1
+    }
+
+    /// Events due at the current picosecond still queued.
+    #[inline]
+    pub(crate) fn due_after_head(&self) -> usize {
+        self.buckets[0].len() - self.head
+    }
+
     /// The event that [`pop`](Self::pop) will return `ahead` calls from now, if it is already
     /// known to be due at the current time (no event is ever scheduled before the current time,
     /// and one scheduled at it goes last, so those are final), with a stamp that names it among

@@ -100,14 +100,54 @@ impl Sim<'_> {
     // Always inlined: it runs for every event.
     #[inline(always)]
     pub(super) fn prefetch_ahead(&mut self) {
-        self.stage_1();
-        self.stage_2();
-        self.stage_3();
-        self.stage_4();
-        self.stage_5();
-        self.stage_6();
-        self.stage_7();
-        self.stage_8();
+        if self.queue.first_of_time() {
+            self.prime_ahead();
+        }
+        self.stages(0);
+    }
+
+    /// Every stage, for the events at its distance less `behind`.
+    #[inline(always)]
+    fn stages(&mut self, behind: usize) {
+        let distance = |stage: usize| stage.checked_sub(behind);
+        if let Some(d) = distance(STAGE_1) {
+            self.stage_1(d);
+        }
+        if let Some(d) = distance(STAGE_2) {
+            self.stage_2(d);
+        }
+        if let Some(d) = distance(STAGE_3) {
+            self.stage_3(d);
+        }
+        if let Some(d) = distance(STAGE_4) {
+            self.stage_4(d);
+        }
+        if let Some(d) = distance(STAGE_5) {
+            self.stage_5(d);
+        }
+        if let Some(d) = distance(STAGE_6) {
+            self.stage_6(d);
+        }
+        if let Some(d) = distance(STAGE_7) {
+            self.stage_7(d);
+        }
+        if let Some(d) = distance(STAGE_8) {
+            self.stage_8(d);
+        }
+    }
+
+    /// The first event of a picosecond: the events after it were never in reach of the
+    /// stages (those of the previous picosecond were final, these were not yet). Runs the
+    /// stages as they would have run had these events been queued behind others, back to
+    /// back: each event's chain is walked in order, with less time between the stages.
+    #[cold]
+    #[inline(never)]
+    fn prime_ahead(&mut self) {
+        let due = self.queue.due_after_head();
+        // Stage 1 reaches the events at `STAGE_1 - behind`, which must be due.
+        for behind in (STAGE_1.saturating_sub(due) + 1..STAGE_1).rev() {
+            self.stages(behind);
+        }
     }
 
     /// The record of the event `distance` places ahead, if the stages have followed it since
@@ -121,8 +161,8 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_1(&mut self) {
-        let Some((stamp, event)) = self.queue.peek_due_stamped(STAGE_1) else {
+    fn stage_1(&mut self, distance: usize) {
+        let Some((stamp, event)) = self.queue.peek_due_stamped(distance) else {
             return;
         };
         let ahead = &mut self.ahead[stamp as usize & AHEAD_MASK];
@@ -141,8 +181,8 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_2(&mut self) {
-        let Some(index) = self.ahead_at(STAGE_2) else {
+    fn stage_2(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
             return;
         };
         let ahead = &mut self.ahead[index];
@@ -188,8 +228,8 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_3(&mut self) {
-        let Some(index) = self.ahead_at(STAGE_3) else {
+    fn stage_3(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
             return;
         };
         let ahead = &mut self.ahead[index];
@@ -219,8 +259,8 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_4(&mut self) {
-        let Some(index) = self.ahead_at(STAGE_4) else {
+    fn stage_4(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
             return;
         };
         let ahead = self.ahead[index];
@@ -259,8 +299,8 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_5(&mut self) {
-        let Some(index) = self.ahead_at(STAGE_5) else {
+    fn stage_5(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
             return;
         };
         let ahead = self.ahead[index];
@@ -327,8 +367,8 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_6(&mut self) {
-        let Some(index) = self.ahead_at(STAGE_6) else {
+    fn stage_6(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
             return;
         };
         let ahead = self.ahead[index];
@@ -362,8 +402,8 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_7(&mut self) {
-        let Some(index) = self.ahead_at(STAGE_7) else {
+    fn stage_7(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
             return;
         };
         let ahead = self.ahead[index];
@@ -400,8 +440,8 @@ impl Sim<'_> {
     }
 
     #[inline(always)]
-    fn stage_8(&mut self) {
-        let Some(index) = self.ahead_at(STAGE_8) else {
+    fn stage_8(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
             return;
         };
         if self.ahead[index].step == Step::Output {
