@@ -6,6 +6,8 @@
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
 //! * `model bench`: wall time, events per second and peak memory of one configuration, or of
 //!   the permutation at several network sizes (`--sizes`).
+//! * `--shard I/N` (figures and `run --seeds`) makes one shard's runs and writes them as a
+//!   part; `model merge` joins the parts of all shards into the unsharded output.
 
 use std::fs;
 use std::path::PathBuf;
@@ -13,10 +15,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
-use ofan_model::figures::{self, Figure, Sweep};
+use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
+use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
     default_threads, run_many, workload, AckAirtime, BufferLimit, DegradedLink, Failures,
-    LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Stage, StartPhase, Workload,
+    LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Shard, Stage, StartPhase, Workload,
 };
 
 use super::Shape;
@@ -51,6 +54,9 @@ enum ModelCommand {
     /// Time one configuration (median wall time, events/s, peak memory), or the permutation
     /// at several network sizes (`--sizes`: a table).
     Bench(BenchArgs),
+    /// Join the parts that `--shard I/N` wrote (all N shards of one figure or one `run
+    /// --seeds`) into exactly the output of the unsharded command.
+    Merge(MergeArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -201,9 +207,13 @@ struct RunArgs {
     /// Number of seeds (seed, seed+1, …), run in parallel.
     #[arg(long, default_value_t = 1)]
     seeds: u64,
-    /// Write the report(s) as JSON to this file (`-` for stdout).
+    /// Write the report(s) as JSON to this file (`-` for stdout); with `--shard`, the part.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Run only shard I of N of the seeds (seed + i for i = I − 1, I − 1 + N, …) and write
+    /// them as a part to `--json` (default `run.part-I-of-N.json`), for `model merge`.
+    #[arg(long)]
+    shard: Option<Shard>,
 }
 
 #[derive(Debug, Args)]
@@ -239,6 +249,11 @@ struct FigArgs {
     /// Failures: link-failure probabilities.
     #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
     probs: Vec<f64>,
+    /// Run only shard I of N of the figure's runs (run i, in the order of the points and
+    /// their seeds, when i mod N = I − 1) and write them as `<out>/<name>.part-I-of-N.json`,
+    /// for `model merge`.
+    #[arg(long)]
+    shard: Option<Shard>,
 }
 
 #[derive(Debug, Args)]
@@ -261,6 +276,16 @@ struct BenchArgs {
     budget_s: f64,
 }
 
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The part files (`*.part-I-of-N.json`) of every shard.
+    #[arg(required = true)]
+    parts: Vec<PathBuf>,
+    /// Output directory: `<name>.json` and the plots of a figure, `run.json` for a run.
+    #[arg(long, default_value = "model-out")]
+    out: PathBuf,
+}
+
 /// Runs `ofan-lab model`.
 pub fn run(args: ModelArgs) -> anyhow::Result<()> {
     match *args.command {
@@ -271,6 +296,7 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
         ModelCommand::Fig6(args) => figure(args, FigureKind::Fig6),
         ModelCommand::Failures(args) => figure(args, FigureKind::Failures),
         ModelCommand::Bench(args) => bench(args),
+        ModelCommand::Merge(args) => merge(args),
     }
 }
 
@@ -387,13 +413,10 @@ impl Common {
 }
 
 fn run_one(args: RunArgs) -> anyhow::Result<()> {
-    let base = args.common.config()?;
-    let configs: Vec<ModelConfig> = (0..args.seeds.max(1))
-        .map(|i| ModelConfig {
-            seed: args.seed + i,
-            ..base.clone()
-        })
-        .collect();
+    let mut base = args.common.config()?;
+    base.seed = args.seed;
+    let seeds = args.seeds.max(1);
+    let configs = RunPart::configs(&base, seeds, args.shard.unwrap_or(Shard::ALL));
     let started = Instant::now();
     let reports = run_many(&configs, args.common.threads())
         .into_iter()
@@ -406,15 +429,37 @@ fn run_one(args: RunArgs) -> anyhow::Result<()> {
         reports.len(),
         events as f64 / wall / 1e6
     );
-    if let Some(path) = args.json {
-        let json = if reports.len() == 1 {
-            serde_json::to_string_pretty(&reports[0])?
-        } else {
-            serde_json::to_string_pretty(&reports)?
+    if let Some(shard) = args.shard {
+        let path = args
+            .json
+            .unwrap_or_else(|| PathBuf::from(format!("run.{}.json", part_suffix(shard))));
+        let part = RunPart {
+            schema: RunPart::SCHEMA.into(),
+            base,
+            seeds,
+            shard,
+            reports,
         };
-        write_out(&path, &json)?;
+        write_out(&path, &serde_json::to_string_pretty(&part)?)?;
+        eprintln!("shard {shard}: wrote {}", path.display());
+    } else if let Some(path) = args.json {
+        write_out(&path, &reports_json(&reports)?)?;
     }
     Ok(())
+}
+
+/// The reports as `run` writes them: one object for one seed, else an array.
+fn reports_json(reports: &[RunReport]) -> anyhow::Result<String> {
+    Ok(if reports.len() == 1 {
+        serde_json::to_string_pretty(&reports[0])?
+    } else {
+        serde_json::to_string_pretty(&reports)?
+    })
+}
+
+/// `part-I-of-N`, the name part files carry.
+fn part_suffix(shard: Shard) -> String {
+    format!("part-{}-of-{}", shard.index, shard.count)
 }
 
 fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
@@ -586,36 +631,103 @@ fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
         threads: args.common.threads(),
     };
     let all: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
-    let started = Instant::now();
-    let fig: Figure = match kind {
-        FigureKind::Fig1 => figures::load_sweep(
-            &sweep,
-            &args.loads,
-            &schemes(&args.schemes, &["reps", "ar", "pofan", "ofan"])?,
-        )?,
-        FigureKind::Fig3 => figures::link_overload(&sweep, &schemes(&args.schemes, &all)?)?,
-        FigureKind::Fig4 => {
-            figures::message_sizes(&sweep, &args.sizes, &schemes(&args.schemes, &all)?)?
-        }
-        FigureKind::Fig6 => figures::network_sizes(&sweep, &args.ks, &args.pipe_sizes)?,
-        FigureKind::Failures => figures::failures(
-            &sweep,
-            &args.probs,
-            &schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
-        )?,
+    let spec = match kind {
+        FigureKind::Fig1 => FigureSpec::LoadSweep {
+            loads: args.loads.clone(),
+            schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan"])?,
+        },
+        FigureKind::Fig3 => FigureSpec::LinkOverload {
+            schemes: schemes(&args.schemes, &all)?,
+        },
+        FigureKind::Fig4 => FigureSpec::MessageSizes {
+            sizes: args.sizes.clone(),
+            schemes: schemes(&args.schemes, &all)?,
+        },
+        FigureKind::Fig6 => FigureSpec::NetworkSizes {
+            ks: args.ks.clone(),
+            pipe_sizes: args.pipe_sizes.clone(),
+        },
+        FigureKind::Failures => FigureSpec::Failures {
+            probabilities: args.probs.clone(),
+            schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
+        },
     };
-    let wall = started.elapsed().as_secs_f64();
-    print!("{}", fig.text());
+    let started = Instant::now();
     fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let json_path = args.out.join(format!("{}.json", fig.name));
-    write_out(&json_path, &serde_json::to_string_pretty(&fig)?)?;
+    if let Some(shard) = args.shard {
+        let part = figures::run_shard(&spec, &sweep, shard)?;
+        let path = args
+            .out
+            .join(format!("{}.{}.json", spec.name(), part_suffix(shard)));
+        write_out(&path, &serde_json::to_string_pretty(&part)?)?;
+        eprintln!(
+            "{} shard {shard}: {} of {} runs in {:.1} s; wrote {}",
+            spec.name(),
+            part.runs.len(),
+            part.total_runs,
+            started.elapsed().as_secs_f64(),
+            path.display()
+        );
+        return Ok(());
+    }
+    let fig = figures::build(&spec, &sweep)?;
+    let wall = started.elapsed().as_secs_f64();
+    let written = write_figure(&fig, &args.out)?;
+    eprintln!("{} in {wall:.1} s; wrote {}", fig.name, written.join(", "));
+    Ok(())
+}
+
+/// Prints a figure's tables and writes `<out>/<name>.json` and its plots; returns the paths.
+fn write_figure(fig: &Figure, out: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    print!("{}", fig.text());
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let json_path = out.join(format!("{}.json", fig.name));
+    write_out(&json_path, &serde_json::to_string_pretty(fig)?)?;
     let mut written = vec![json_path.display().to_string()];
     for (metric, svg) in fig.plots() {
-        let path = args.out.join(format!("{}-{metric}.svg", fig.name));
+        let path = out.join(format!("{}-{metric}.svg", fig.name));
         write_out(&path, &svg)?;
         written.push(path.display().to_string());
     }
-    eprintln!("{} in {wall:.1} s; wrote {}", fig.name, written.join(", "));
+    Ok(written)
+}
+
+fn merge(args: MergeArgs) -> anyhow::Result<()> {
+    let mut figure_parts = Vec::new();
+    let mut run_parts = Vec::new();
+    for path in &args.parts {
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        match Part::from_json(&text).with_context(|| format!("reading {}", path.display()))? {
+            Part::Figure(part) => figure_parts.push(part),
+            Part::Run(part) => run_parts.push(part),
+        }
+    }
+    match (figure_parts.is_empty(), run_parts.is_empty()) {
+        (false, true) => {
+            let fig = figures::merge(figure_parts)?;
+            let written = write_figure(&fig, &args.out)?;
+            eprintln!(
+                "merged {} parts; wrote {}",
+                args.parts.len(),
+                written.join(", ")
+            );
+        }
+        (true, false) => {
+            let reports = merge_runs(run_parts)?;
+            print_reports(&reports);
+            fs::create_dir_all(&args.out)
+                .with_context(|| format!("creating {}", args.out.display()))?;
+            let path = args.out.join("run.json");
+            write_out(&path, &reports_json(&reports)?)?;
+            eprintln!(
+                "merged {} parts; wrote {}",
+                args.parts.len(),
+                path.display()
+            );
+        }
+        _ => bail!("the parts mix figure and run parts"),
+    }
     Ok(())
 }
 
