@@ -3,7 +3,7 @@
 use ofan_dataplane::lb::LbError;
 use ofan_topology::TopologyError;
 
-/// Why a model run could not be set up.
+/// Why a model run could not be set up, or shard parts not joined.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     /// The topology could not be built or queried.
@@ -84,5 +84,11 @@ pub enum ModelError {
         to: String,
         /// Why.
         reason: &'static str,
+    },
+    /// Shard parts that do not join into one sweep.
+    #[error("shard parts: {reason}")]
+    Parts {
+        /// What is wrong with them.
+        reason: String,
     },
 }

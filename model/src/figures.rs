@@ -25,6 +25,7 @@ use crate::config::{BufferLimit, Failures, ModelConfig, Pacing, Scheme, Workload
 use crate::error::ModelError;
 use crate::report::{RunReport, Stage};
 use crate::run_many;
+use crate::shard::Shard;
 use crate::svg::{LinePlot, Series};
 
 /// How to run a sweep.
@@ -283,8 +284,11 @@ fn format_value(v: f64) -> String {
     }
 }
 
+/// What one run contributes to a figure: metric name → value.
+pub type RunMetrics = BTreeMap<String, f64>;
+
 /// The metrics every run contributes.
-fn metrics_of(report: &RunReport) -> BTreeMap<String, f64> {
+fn metrics_of(report: &RunReport) -> RunMetrics {
     let mut m = BTreeMap::new();
     m.insert(
         "max_queue_kb".into(),
@@ -320,30 +324,46 @@ fn metrics_of(report: &RunReport) -> BTreeMap<String, f64> {
     m
 }
 
-/// A run to do: which series and x it belongs to.
+/// A point to measure: which series and x it belongs to, and the configuration its runs start
+/// from (one run per seed).
 struct Job {
     series: String,
     x: f64,
     config: ModelConfig,
 }
 
-/// Runs every job over the seeds and summarizes per (series, x), in job order.
-fn sweep(jobs: Vec<Job>, settings: &Sweep) -> Result<Vec<Point>, ModelError> {
+/// Every run of `jobs`, job after job, seeds `1..=seeds` within a job: the order in which
+/// shards split them.
+fn run_configs(jobs: &[Job], seeds: u64) -> Vec<ModelConfig> {
     let mut configs = Vec::new();
-    for job in &jobs {
-        for seed in 1..=settings.seeds {
+    for job in jobs {
+        for seed in 1..=seeds {
             let mut config = job.config.clone();
             config.seed = seed;
             configs.push(config);
         }
     }
-    let mut results = run_many(&configs, settings.threads).into_iter();
+    configs
+}
+
+/// Runs `configs` and returns each run's metrics, in order.
+fn measure(configs: &[ModelConfig], threads: usize) -> Result<Vec<RunMetrics>, ModelError> {
+    run_many(configs, threads)
+        .into_iter()
+        .map(|result| result.map(|report| metrics_of(&report)))
+        .collect()
+}
+
+/// One point per job: each metric summarized over the job's runs (`metrics` in the order of
+/// [`run_configs`]).
+fn summarize(jobs: Vec<Job>, seeds: u64, metrics: Vec<RunMetrics>) -> Vec<Point> {
+    let mut runs = metrics.into_iter();
     let mut points = Vec::new();
     for job in jobs {
         let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        for _ in 0..settings.seeds {
-            let report = results.next().expect("one result per config")?;
-            for (name, value) in metrics_of(&report) {
+        for _ in 0..seeds {
+            let run = runs.next().expect("one result per config");
+            for (name, value) in run {
                 values.entry(name).or_default().push(value);
             }
         }
@@ -356,7 +376,7 @@ fn sweep(jobs: Vec<Job>, settings: &Sweep) -> Result<Vec<Point>, ModelError> {
                 .collect(),
         });
     }
-    Ok(points)
+    points
 }
 
 /// Least-squares slope of log(y) on log(x) over the points of `series` with `metric` > 0.
@@ -401,7 +421,13 @@ fn panel(metric: &str, label: &str, log_y: bool) -> Panel {
     }
 }
 
-fn figure(name: &str, title: &str, x_label: &str, log_x: bool, settings: &Sweep) -> Figure {
+fn figure(
+    name: &str,
+    title: &str,
+    x_label: &str,
+    log_x: bool,
+    (base, seeds): (&ModelConfig, u64),
+) -> Figure {
     Figure {
         name: name.into(),
         title: title.into(),
@@ -413,8 +439,318 @@ fn figure(name: &str, title: &str, x_label: &str, log_x: bool, settings: &Sweep)
         points: Vec::new(),
         fits: Vec::new(),
         notes: Vec::new(),
+        base: base.clone(),
+        seeds,
+    }
+}
+
+/// Which figure to reproduce, and the values it sweeps: with a [`Sweep`], everything that
+/// decides its runs and its points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FigureSpec {
+    /// Fig. 1 ([`load_sweep`]).
+    LoadSweep {
+        /// Offered loads.
+        loads: Vec<f64>,
+        /// Schemes compared.
+        schemes: Vec<Scheme>,
+    },
+    /// Fig. 3 ([`link_overload`]).
+    LinkOverload {
+        /// Schemes compared.
+        schemes: Vec<Scheme>,
+    },
+    /// Fig. 4 ([`message_sizes`]).
+    MessageSizes {
+        /// Message sizes, bytes.
+        sizes: Vec<u64>,
+        /// Schemes compared.
+        schemes: Vec<Scheme>,
+    },
+    /// Fig. 6 / 17 ([`network_sizes`]).
+    NetworkSizes {
+        /// Radices k.
+        ks: Vec<u16>,
+        /// pOfan pipe sizes.
+        pipe_sizes: Vec<u16>,
+    },
+    /// §6.2 ([`failures`]).
+    Failures {
+        /// Link-failure probabilities.
+        probabilities: Vec<f64>,
+        /// Schemes compared.
+        schemes: Vec<Scheme>,
+    },
+}
+
+impl FigureSpec {
+    /// The figure's short name (its files are `<name>.json`, `<name>-<metric>.svg`).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::LoadSweep { .. } => "fig1",
+            Self::LinkOverload { .. } => "fig3",
+            Self::MessageSizes { .. } => "fig4",
+            Self::NetworkSizes { .. } => "fig6_17",
+            Self::Failures { .. } => "failures",
+        }
+    }
+
+    /// The points to measure, in the order their runs are made.
+    fn jobs(&self, base: &ModelConfig) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        match self {
+            Self::LoadSweep { loads, schemes } => {
+                for &scheme in schemes {
+                    for &load in loads {
+                        let mut config = base.clone();
+                        config.scheme = scheme;
+                        config.load = load;
+                        jobs.push(Job {
+                            series: scheme.name().into(),
+                            x: load,
+                            config,
+                        });
+                    }
+                }
+            }
+            Self::LinkOverload { schemes } => {
+                for &scheme in schemes {
+                    let mut config = base.clone();
+                    config.scheme = scheme;
+                    config.workload = Workload::InterPodPermutation;
+                    config.buffer_limit = BufferLimit::Unlimited;
+                    jobs.push(Job {
+                        series: scheme.name().into(),
+                        x: 0.0,
+                        config,
+                    });
+                }
+            }
+            Self::MessageSizes { sizes, schemes } => {
+                for &scheme in schemes {
+                    for &size in sizes {
+                        let mut config = base.clone();
+                        config.scheme = scheme;
+                        config.message_bytes = size;
+                        config.buffer_limit = BufferLimit::Unlimited;
+                        jobs.push(Job {
+                            series: scheme.name().into(),
+                            x: size as f64,
+                            config,
+                        });
+                    }
+                }
+            }
+            Self::NetworkSizes { ks, pipe_sizes } => {
+                let mut variants: Vec<(String, Scheme, u16)> = pipe_sizes
+                    .iter()
+                    .map(|&p| (format!("{p}ofan"), Scheme::Switch(Algorithm::Pofan), p))
+                    .collect();
+                variants.push((
+                    "ofan".into(),
+                    Scheme::Switch(Algorithm::Ofan),
+                    base.pipe_ports,
+                ));
+                variants.push(("drb".into(), Scheme::Drb, base.pipe_ports));
+                for &k in ks {
+                    let hosts = f64::from(k).powi(3) / 4.0;
+                    for (name, scheme, pipe) in &variants {
+                        let mut config = base.clone();
+                        config.topology = TopologyKind::FatTree { k };
+                        config.scheme = *scheme;
+                        config.pipe_ports = *pipe;
+                        config.buffer_limit = BufferLimit::Unlimited;
+                        jobs.push(Job {
+                            series: name.clone(),
+                            x: hosts,
+                            config,
+                        });
+                    }
+                }
+            }
+            Self::Failures {
+                probabilities,
+                schemes,
+            } => {
+                for &scheme in schemes {
+                    for &p in probabilities {
+                        let mut config = base.clone();
+                        config.scheme = scheme;
+                        config.pacing = Pacing::RhoMax;
+                        config.failures = if p > 0.0 {
+                            Failures::Random { probability: p }
+                        } else {
+                            Failures::None
+                        };
+                        jobs.push(Job {
+                            series: scheme.name().into(),
+                            x: p,
+                            config,
+                        });
+                    }
+                }
+            }
+        }
+        jobs
+    }
+
+    /// The figure from the metrics of all its runs, in the order of [`FigureSpec::jobs`].
+    fn finish(&self, base: &ModelConfig, seeds: u64, metrics: Vec<RunMetrics>) -> Figure {
+        let points = summarize(self.jobs(base), seeds, metrics);
+        let settings = (base, seeds);
+        match self {
+            Self::LoadSweep { .. } => finish_load_sweep(settings, points),
+            Self::LinkOverload { .. } => finish_link_overload(settings, points),
+            Self::MessageSizes { schemes, .. } => finish_message_sizes(settings, points, schemes),
+            Self::NetworkSizes { .. } => finish_network_sizes(settings, points),
+            Self::Failures { .. } => finish_failures(settings, points),
+        }
+    }
+}
+
+/// Runs every run of `spec` and returns the figure.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn build(spec: &FigureSpec, settings: &Sweep) -> Result<Figure, ModelError> {
+    let jobs = spec.jobs(&settings.base);
+    let metrics = measure(&run_configs(&jobs, settings.seeds), settings.threads)?;
+    Ok(spec.finish(&settings.base, settings.seeds, metrics))
+}
+
+/// Runs shard `shard` of the runs of `spec` (run `i`, in the order of the jobs and their
+/// seeds, belongs to shard `i mod N + 1`) and returns its part of the figure, for
+/// [`merge`] to join with the others.
+///
+/// # Errors
+/// The first of the shard's runs that fails to set up.
+pub fn run_shard(
+    spec: &FigureSpec,
+    settings: &Sweep,
+    shard: Shard,
+) -> Result<FigurePart, ModelError> {
+    let configs = run_configs(&spec.jobs(&settings.base), settings.seeds);
+    let total_runs = configs.len();
+    let indices: Vec<usize> = shard.indices(total_runs).collect();
+    let mine: Vec<ModelConfig> = indices.iter().map(|&i| configs[i].clone()).collect();
+    let metrics = measure(&mine, settings.threads)?;
+    Ok(FigurePart {
+        schema: FigurePart::SCHEMA.into(),
+        spec: spec.clone(),
         base: settings.base.clone(),
         seeds: settings.seeds,
+        shard,
+        total_runs,
+        runs: indices
+            .into_iter()
+            .zip(metrics)
+            .map(|(index, metrics)| PartRun { index, metrics })
+            .collect(),
+    })
+}
+
+/// One shard's share of a figure's runs ([`run_shard`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigurePart {
+    /// [`FigurePart::SCHEMA`].
+    pub schema: String,
+    /// The figure.
+    pub spec: FigureSpec,
+    /// The configuration every run starts from.
+    pub base: ModelConfig,
+    /// Seeds per point.
+    pub seeds: u64,
+    /// Which shard of how many.
+    pub shard: Shard,
+    /// Runs of the whole figure.
+    pub total_runs: usize,
+    /// This shard's runs.
+    pub runs: Vec<PartRun>,
+}
+
+impl FigurePart {
+    /// Schema tag of a figure part.
+    pub const SCHEMA: &'static str = "ofan.figure-part/1";
+}
+
+/// One run of a shard: its index among the figure's runs and what it measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartRun {
+    /// Index in the order of the figure's jobs and seeds.
+    pub index: usize,
+    /// Metric name → value.
+    pub metrics: RunMetrics,
+}
+
+/// Joins the parts of one sharded figure into the figure the unsharded sweep makes, number for
+/// number.
+///
+/// # Errors
+/// [`ModelError::Parts`] when the parts are not exactly the shards `1..=N` of one figure
+/// (same figure, configuration, seeds and shard count), or do not hold each run once.
+pub fn merge(parts: Vec<FigurePart>) -> Result<Figure, ModelError> {
+    let first = parts.first().ok_or_else(|| parts_error("no parts"))?;
+    let (spec, base, seeds, count, total) = (
+        first.spec.clone(),
+        first.base.clone(),
+        first.seeds,
+        first.shard.count,
+        first.total_runs,
+    );
+    let mut shards = vec![false; count as usize];
+    let mut runs: Vec<Option<RunMetrics>> = vec![None; total];
+    for part in parts {
+        if part.schema != FigurePart::SCHEMA {
+            return Err(parts_error(format!(
+                "schema {} is not {}",
+                part.schema,
+                FigurePart::SCHEMA
+            )));
+        }
+        if part.spec != spec || part.base != base || part.seeds != seeds {
+            return Err(parts_error(format!(
+                "shard {} is of another figure, configuration or seed count",
+                part.shard
+            )));
+        }
+        if part.shard.count != count || part.total_runs != total {
+            return Err(parts_error(format!(
+                "shard {} of {} runs is not one of {count} shards of {total} runs",
+                part.shard, part.total_runs
+            )));
+        }
+        let seen = &mut shards[part.shard.index as usize - 1];
+        if std::mem::replace(seen, true) {
+            return Err(parts_error(format!("shard {} given twice", part.shard)));
+        }
+        for run in part.runs {
+            let slot = runs
+                .get_mut(run.index)
+                .ok_or_else(|| parts_error(format!("run {} out of range", run.index)))?;
+            if slot.replace(run.metrics).is_some() {
+                return Err(parts_error(format!("run {} in two shards", run.index)));
+            }
+        }
+    }
+    if let Some(missing) = shards.iter().position(|&seen| !seen) {
+        return Err(parts_error(format!(
+            "shard {}/{count} missing",
+            missing + 1
+        )));
+    }
+    let metrics = runs
+        .into_iter()
+        .enumerate()
+        .map(|(index, run)| run.ok_or_else(|| parts_error(format!("run {index} missing"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(spec.finish(&base, seeds, metrics))
+}
+
+fn parts_error(reason: impl Into<String>) -> ModelError {
+    ModelError::Parts {
+        reason: reason.into(),
     }
 }
 
@@ -427,19 +763,16 @@ pub fn load_sweep(
     loads: &[f64],
     schemes: &[Scheme],
 ) -> Result<Figure, ModelError> {
-    let mut jobs = Vec::new();
-    for &scheme in schemes {
-        for &load in loads {
-            let mut config = settings.base.clone();
-            config.scheme = scheme;
-            config.load = load;
-            jobs.push(Job {
-                series: scheme.name().into(),
-                x: load,
-                config,
-            });
-        }
-    }
+    build(
+        &FigureSpec::LoadSweep {
+            loads: loads.to_vec(),
+            schemes: schemes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_load_sweep(settings: (&ModelConfig, u64), points: Vec<Point>) -> Figure {
     let mut fig = figure(
         "fig1",
         "Fig. 1: permutation vs offered load",
@@ -447,7 +780,7 @@ pub fn load_sweep(
         false,
         settings,
     );
-    fig.points = sweep(jobs, settings)?;
+    fig.points = points;
     fig.panels = vec![
         panel("utilization", "utilization", false),
         panel("max_queue_kb", "max queue (KB)", false),
@@ -458,7 +791,7 @@ pub fn load_sweep(
          an ideal balancer follows y = load"
             .into(),
     );
-    Ok(fig)
+    fig
 }
 
 /// Fig. 3: worst-case link overload per inter-switch stage, inter-pod permutation.
@@ -466,20 +799,16 @@ pub fn load_sweep(
 /// # Errors
 /// The first run that fails to set up.
 pub fn link_overload(settings: &Sweep, schemes: &[Scheme]) -> Result<Figure, ModelError> {
+    build(
+        &FigureSpec::LinkOverload {
+            schemes: schemes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_link_overload(settings: (&ModelConfig, u64), runs: Vec<Point>) -> Figure {
     let stages = [Stage::EdgeUp, Stage::AggUp, Stage::CoreDown, Stage::AggDown];
-    let mut jobs = Vec::new();
-    for &scheme in schemes {
-        let mut config = settings.base.clone();
-        config.scheme = scheme;
-        config.workload = Workload::InterPodPermutation;
-        config.buffer_limit = BufferLimit::Unlimited;
-        jobs.push(Job {
-            series: scheme.name().into(),
-            x: 0.0,
-            config,
-        });
-    }
-    let runs = sweep(jobs, settings)?;
     let mut fig = figure(
         "fig3",
         "Fig. 3: worst-case link overload per stage",
@@ -507,7 +836,7 @@ pub fn link_overload(settings: &Sweep, schemes: &[Scheme]) -> Result<Figure, Mod
         "overload = frame bytes on the busiest link of the stage / mean over the stage's links − 1"
             .into(),
     );
-    Ok(fig)
+    fig
 }
 
 /// Fig. 4: max queue and CCT increase vs message size, with fitted growth exponents of the max
@@ -521,20 +850,20 @@ pub fn message_sizes(
     sizes: &[u64],
     schemes: &[Scheme],
 ) -> Result<Figure, ModelError> {
-    let mut jobs = Vec::new();
-    for &scheme in schemes {
-        for &size in sizes {
-            let mut config = settings.base.clone();
-            config.scheme = scheme;
-            config.message_bytes = size;
-            config.buffer_limit = BufferLimit::Unlimited;
-            jobs.push(Job {
-                series: scheme.name().into(),
-                x: size as f64,
-                config,
-            });
-        }
-    }
+    build(
+        &FigureSpec::MessageSizes {
+            sizes: sizes.to_vec(),
+            schemes: schemes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_message_sizes(
+    settings: (&ModelConfig, u64),
+    points: Vec<Point>,
+    schemes: &[Scheme],
+) -> Figure {
     let mut fig = figure(
         "fig4",
         "Fig. 4: permutation vs message size",
@@ -543,7 +872,7 @@ pub fn message_sizes(
         settings,
     );
     fig.x_bytes = true;
-    fig.points = sweep(jobs, settings)?;
+    fig.points = points;
     fig.panels = vec![
         panel("max_queue_kb", "max queue (KB)", true),
         panel("cct_increase_pct", "CCT increase (%)", true),
@@ -556,7 +885,7 @@ pub fn message_sizes(
         "expected classes (paper §3.3, Fig. 4b): ≈0.5 rsq/spray/reps/ar, ≈1 rr/jsq, ≈0 ofan/pofan/drb"
             .into(),
     );
-    Ok(fig)
+    fig
 }
 
 /// Fig. 6 and Fig. 17: CCT increase of pOfan with several pipe sizes, Ofan and DRB as the
@@ -569,32 +898,16 @@ pub fn network_sizes(
     ks: &[u16],
     pipe_sizes: &[u16],
 ) -> Result<Figure, ModelError> {
-    let mut jobs = Vec::new();
-    let mut variants: Vec<(String, Scheme, u16)> = pipe_sizes
-        .iter()
-        .map(|&p| (format!("{p}ofan"), Scheme::Switch(Algorithm::Pofan), p))
-        .collect();
-    variants.push((
-        "ofan".into(),
-        Scheme::Switch(Algorithm::Ofan),
-        settings.base.pipe_ports,
-    ));
-    variants.push(("drb".into(), Scheme::Drb, settings.base.pipe_ports));
-    for &k in ks {
-        let hosts = f64::from(k).powi(3) / 4.0;
-        for (name, scheme, pipe) in &variants {
-            let mut config = settings.base.clone();
-            config.topology = TopologyKind::FatTree { k };
-            config.scheme = *scheme;
-            config.pipe_ports = *pipe;
-            config.buffer_limit = BufferLimit::Unlimited;
-            jobs.push(Job {
-                series: name.clone(),
-                x: hosts,
-                config,
-            });
-        }
-    }
+    build(
+        &FigureSpec::NetworkSizes {
+            ks: ks.to_vec(),
+            pipe_sizes: pipe_sizes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_network_sizes(settings: (&ModelConfig, u64), points: Vec<Point>) -> Figure {
     let mut fig = figure(
         "fig6_17",
         "Fig. 6 / 17: pOfan pipe sizes and DRB vs network size",
@@ -602,7 +915,7 @@ pub fn network_sizes(
         true,
         settings,
     );
-    fig.points = sweep(jobs, settings)?;
+    fig.points = points;
     let xs = fig.xs();
     for x in xs {
         let get = |series: &str| {
@@ -622,7 +935,7 @@ pub fn network_sizes(
                     sem: 0.0,
                     min: ratio,
                     max: ratio,
-                    runs: settings.seeds as usize,
+                    runs: settings.1 as usize,
                 },
             );
             fig.points.push(Point {
@@ -641,7 +954,7 @@ pub fn network_sizes(
         "Npofan = pOfan with N ports per pipe; queue_ratio = mean DRB max queue / mean Ofan max queue"
             .into(),
     );
-    Ok(fig)
+    fig
 }
 
 /// §6.2 (Fig. 9): CCT increase over the failure-free lower bound vs the probability that each
@@ -654,24 +967,16 @@ pub fn failures(
     probabilities: &[f64],
     schemes: &[Scheme],
 ) -> Result<Figure, ModelError> {
-    let mut jobs = Vec::new();
-    for &scheme in schemes {
-        for &p in probabilities {
-            let mut config = settings.base.clone();
-            config.scheme = scheme;
-            config.pacing = Pacing::RhoMax;
-            config.failures = if p > 0.0 {
-                Failures::Random { probability: p }
-            } else {
-                Failures::None
-            };
-            jobs.push(Job {
-                series: scheme.name().into(),
-                x: p,
-                config,
-            });
-        }
-    }
+    build(
+        &FigureSpec::Failures {
+            probabilities: probabilities.to_vec(),
+            schemes: schemes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_failures(settings: (&ModelConfig, u64), points: Vec<Point>) -> Figure {
     let mut fig = figure(
         "failures",
         "§6.2: CCT increase vs link-failure probability (ρ_max pacing)",
@@ -679,7 +984,7 @@ pub fn failures(
         false,
         settings,
     );
-    fig.points = sweep(jobs, settings)?;
+    fig.points = points;
     fig.panels = vec![
         panel(
             "cct_increase_pct",
@@ -693,5 +998,5 @@ pub fn failures(
          schemes see the same samples"
             .into(),
     );
-    Ok(fig)
+    fig
 }

@@ -26,6 +26,8 @@
 //!   same type the lab writes.
 //! * [`figures`]: the paper's figures as sweeps over many runs, with tables, fits and SVG plots
 //!   ([`svg`]).
+//! * [`shard`]: sweeps split into independent processes ([`Shard`] `I/N`), whose parts join
+//!   into exactly the unsharded result.
 //!
 //! ## Determinism (contract)
 //! Time is integer picoseconds and the event loop's state holds no floats; events are ordered
@@ -56,10 +58,11 @@ mod error;
 pub mod figures;
 mod queue;
 pub mod report;
-mod ring;
+pub mod shard;
 pub mod sim;
 pub mod svg;
 mod sys;
+mod wires;
 pub mod workload;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -73,6 +76,7 @@ pub use config::{
 pub use error::ModelError;
 pub use ofan_transport::RecoveryConfig;
 pub use report::{QueueStats, RunReport, Stage};
+pub use shard::Shard;
 pub use sim::{run, run_on};
 
 /// Runs every configuration, on up to `threads` threads (at least one), and returns the

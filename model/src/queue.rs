@@ -56,6 +56,8 @@ pub(crate) struct EventQueue {
     head: usize,
     last: u64,
     len: usize,
+    /// Refills so far: with a position in bucket 0, it names an event for as long as it is due.
+    generation: u32,
 }
 
 /// The bucket of `time` relative to the last popped time.
@@ -71,6 +73,7 @@ impl EventQueue {
             head: 0,
             last: 0,
             len: 0,
+            generation: 0,
         }
     }
 
@@ -111,14 +114,30 @@ impl EventQueue {
         Some(slot.event())
     }
 
-    /// The event that [`pop`](Self::pop) will return `ahead` calls from now, if it is already
-    /// known to be due at the current time (no event is ever scheduled at the current time, so
-    /// those are final).
+    /// Whether the last popped event was the first of its picosecond.
     #[inline]
-    pub(crate) fn peek_due(&self, ahead: usize) -> Option<Event> {
-        self.buckets[0]
-            .get(self.head + ahead)
-            .map(|slot| slot.event())
+    pub(crate) fn first_of_time(&self) -> bool {
+        self.head == 1
+    }
+
+    /// Events due at the current picosecond still queued.
+    #[inline]
+    pub(crate) fn due_after_head(&self) -> usize {
+        self.buckets[0].len() - self.head
+    }
+
+    /// The event that [`pop`](Self::pop) will return `ahead` calls from now, if it is already
+    /// known to be due at the current time (no event is ever scheduled before the current time,
+    /// and one scheduled at it goes last, so those are final), with a stamp that names it among
+    /// all events of the run (the refill and its position in the current picosecond), so that
+    /// what is learnt about it ahead can be kept until it is popped.
+    #[inline]
+    pub(crate) fn peek_due_stamped(&self, ahead: usize) -> Option<(u64, Event)> {
+        let position = self.head + ahead;
+        self.buckets[0].get(position).map(|slot| {
+            let stamp = u64::from(self.generation) << 32 | position as u64;
+            (stamp, slot.event())
+        })
     }
 
     /// Bucket 0 is used up: empty the first non-empty bucket into the lower ones around its
@@ -127,6 +146,7 @@ impl EventQueue {
     fn refill(&mut self) -> Option<()> {
         self.buckets[0].clear();
         self.head = 0;
+        self.generation = self.generation.wrapping_add(1);
         if self.len == 0 {
             return None;
         }

@@ -348,6 +348,36 @@ impl SelectiveRepeat {
         self.config
     }
 
+    /// Where the state of local flow `flow` lives, for callers that prefetch it ahead of a
+    /// send or an ACK (the model, whose hosts do not fit in the cache). Reads nothing but this
+    /// struct; the address is only ever prefetched.
+    #[must_use]
+    #[inline]
+    pub fn flow_address(&self, flow: u32) -> *const u8 {
+        self.flows.as_ptr().wrapping_add(flow as usize).cast()
+    }
+
+    /// Where a send or an ACK of `seq` of `flow` will read and write: the packet's state and
+    /// both ends of the queue of first transmissions. Reads the flow's state (prefetch it
+    /// first, [`flow_address`](Self::flow_address)); as that, for prefetching only.
+    #[must_use]
+    #[inline]
+    pub fn packet_addresses(&self, flow: u32, seq: u32) -> [*const u8; 3] {
+        let packets = self.packets.as_ptr();
+        let packet = self
+            .index(flow, seq)
+            .map_or(packets, |index| packets.wrapping_add(index));
+        let front = self
+            .fifo
+            .front()
+            .map_or(packet.cast(), |first| std::ptr::from_ref(first).cast());
+        let back = self
+            .fifo
+            .back()
+            .map_or(packet.cast(), |last| std::ptr::from_ref(last).cast());
+        [packet.cast(), front, back]
+    }
+
     /// Index of `seq` of `flow` in `packets`.
     #[inline]
     fn index(&self, flow: u32, seq: u32) -> Option<usize> {
@@ -407,6 +437,7 @@ impl SelectiveRepeat {
     /// can carry a tag in its packets sends `transmissions & ECHO_MASK` with each copy, and its
     /// receiver echoes it in the ACK ([`on_ack_echo`](Self::on_ack_echo)).
     #[must_use]
+    #[inline]
     pub fn transmissions(&self, flow: u32, seq: u32) -> u32 {
         self.index(flow, seq)
             .map_or(0, |index| self.packets[index].transmissions)

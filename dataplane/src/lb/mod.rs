@@ -521,27 +521,81 @@ impl PipeBalancer {
         Some(UpPort(port))
     }
 
-    /// Where the state that [`choose`](Self::choose) reads for a packet to `key` of `class`
-    /// lives: the first and last byte of the switch's shared part and the destination's pointer
-    /// (Ofan's shared one, pOfan's own). For callers that prefetch it (the model, whose fabric
-    /// does not fit in the cache); the addresses are only ever compared or prefetched.
+    /// The up-port that [`choose`](Self::choose) would pick for `packet` if it were called now,
+    /// for the algorithms that decide without the queues and without the path-quality view
+    /// (ECMP, RSQ, Simple RR, Ofan, pOfan); `None` for the others, and when no port is valid.
+    ///
+    /// Reads the state and changes nothing: a caller that knows its next decisions ahead
+    /// (the model, which prefetches the chosen port's queue before the decision) learns where
+    /// each will go as long as no other decision of this pipe or switch comes in between.
     #[inline]
-    pub fn hot_addresses(&self, key: DestKey, class: SizeClass) -> [*const u8; 3] {
+    pub fn predict(&self, packet: &Northbound) -> Option<UpPort> {
+        if packet.valid.is_empty() {
+            return None;
+        }
+        let switch = &*self.switch;
+        let port = match switch.config.algorithm {
+            Algorithm::Ecmp => {
+                let hash = mix64(u64::from(packet.flow_hash ^ switch.salt));
+                packet.valid.nth(mod_small(hash, packet.valid.count()))
+            }
+            Algorithm::Rsq => packet
+                .valid
+                .nth(self.rng.clone().below(packet.valid.count())),
+            Algorithm::Rr => {
+                let n = switch.rr_pointers[packet.class as usize].load(Ordering::Relaxed);
+                SwitchBalancer::rr_port(n, packet.valid)
+            }
+            Algorithm::Ofan => {
+                let slot = slot_of(packet.key, packet.class);
+                let n = switch.shared_pointer(slot).load(Ordering::Relaxed);
+                switch.pointer_port(n, slot, packet.valid)
+            }
+            Algorithm::Pofan => {
+                let mut pointer = self.own_pointers[slot_of(packet.key, packet.class)];
+                pointer.take(switch.table.rows(), packet.valid, switch.all_ports)
+            }
+            Algorithm::Jsq
+            | Algorithm::Ar
+            | Algorithm::Drill
+            | Algorithm::ArfWcmp
+            | Algorithm::ArfFlow
+            | Algorithm::ArfPacket => return None,
+        };
+        Some(UpPort(port))
+    }
+
+    /// Where the switch's shared part lives, which every decision reads: its first and last
+    /// byte. Reads only the pipe, so that a caller can prefetch the shared part before it asks
+    /// [`pointer_address`](Self::pointer_address), which reads it. For callers that prefetch
+    /// (the model, whose fabric does not fit in the cache); the addresses are only ever
+    /// compared or prefetched.
+    #[inline]
+    pub fn shared_addresses(&self) -> [*const u8; 2] {
         let switch = Arc::as_ptr(&self.switch).cast::<u8>();
+        [
+            switch,
+            switch.wrapping_add(std::mem::size_of::<SwitchBalancer>() - 1),
+        ]
+    }
+
+    /// Where the pointer that [`choose`](Self::choose) takes for a packet to `key` of `class`
+    /// lives (Ofan's shared one, pOfan's own; the switch's shared part for the algorithms
+    /// without one). Reads the pipe and the shared part. As
+    /// [`shared_addresses`](Self::shared_addresses), for prefetching only.
+    #[inline]
+    pub fn pointer_address(&self, key: DestKey, class: SizeClass) -> *const u8 {
         let slot = slot_of(key, class);
-        let pointer = match self.own_pointers.get(slot) {
+        match self.own_pointers.get(slot) {
             Some(own) => std::ptr::from_ref(own).cast(),
             None => self
                 .switch
                 .slots
                 .get(slot)
-                .map_or(switch, |shared| std::ptr::from_ref(shared).cast()),
-        };
-        [
-            switch,
-            switch.wrapping_add(std::mem::size_of::<SwitchBalancer>() - 1),
-            pointer,
-        ]
+                .map_or(Arc::as_ptr(&self.switch).cast::<u8>(), |shared| {
+                    std::ptr::from_ref(shared).cast()
+                }),
+        }
     }
 
     /// Chooses the up-ports of a batch of packets, in order; `out[i]` is the choice for

@@ -301,7 +301,7 @@ impl Sim<'_> {
                     continue;
                 }
                 let port = &mut self.ports[fabric.port as usize];
-                port.purge(now, propagation);
+                port.purge(&self.wires, now, propagation);
                 let counters = &mut self.arf_windows[fabric.port as usize];
                 let window = Window {
                     max_queue_bytes: counters.max_bytes,

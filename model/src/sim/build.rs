@@ -17,12 +17,13 @@ use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
 use super::packet::SEQ_MASK;
 use super::port::{Port, StageStats};
+use super::prefetch::{Ahead, AHEAD};
 use super::Sim;
 use crate::config::{AckAirtime, BufferLimit, Failures, FlowSpec, LinkDirection, ModelConfig};
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{PacketCounts, Stage};
-use crate::ring::Ring;
+use crate::wires::Wires;
 use crate::workload;
 
 /// Salt of the per-host generators.
@@ -202,7 +203,9 @@ impl<'a> Sim<'a> {
 
         let port_ppm = degraded_ports(topology, config)?;
         let mut nodes = Vec::with_capacity(topology.nodes().len());
-        let mut ports = Vec::new();
+        let port_count: usize = topology.nodes().iter().map(|node| node.ports.len()).sum();
+        let mut ports = Vec::with_capacity(port_count);
+        crate::sys::advise_huge_pages(ports.spare_capacity_mut());
         let mut port_links = Vec::new();
         let mut balancers = Vec::new();
         let mut masks = Vec::new();
@@ -254,17 +257,7 @@ impl<'a> Sim<'a> {
                     (Role::Aggregation, PortDirection::Down) => Stage::AggDown,
                     (Role::Core, _) => Stage::CoreDown,
                 };
-                ports.push(Port {
-                    wire: Ring::new(),
-                    sent: 0,
-                    data: 0,
-                    bytes: 0,
-                    free_at: 0,
-                    head_finish: 0,
-                    peer: port.peer.0,
-                    peer_port: port.peer_port.0,
-                    stage,
-                });
+                ports.push(Port::new(ports.len(), port.peer.0, port.peer_port.0, stage));
                 port_links.push(port.link.0);
             }
         }
@@ -377,7 +370,6 @@ impl<'a> Sim<'a> {
         }
         let host_count = hosts.len();
         let flow_ends = flows.iter().map(|flow| [flow.src, flow.dst]).collect();
-        let carried = vec![[0; 2]; ports.len()];
         let (arf, arf_windows) = if scheme.uses_arf() {
             let bases: Vec<(u32, Option<u32>)> = nodes
                 .iter()
@@ -404,7 +396,7 @@ impl<'a> Sim<'a> {
             nodes,
             ports,
             stage_stats: [StageStats::default(); Stage::ALL.len()],
-            carried,
+            wires: Wires::new(port_count),
             port_links,
             hosts,
             places,
@@ -444,6 +436,7 @@ impl<'a> Sim<'a> {
             arf_flow: algorithm == ofan_dataplane::lb::Algorithm::ArfFlow,
             port_ppm,
             link_failures,
+            ahead: [Ahead::default(); AHEAD],
         })
     }
 }

@@ -232,9 +232,9 @@ impl Sim<'_> {
         let failing = &mut failures.failures[usize::from(index)];
         for &(_, port_id) in &failing.ends {
             let port = &mut self.ports[port_id as usize];
-            port.purge(now, propagation);
+            port.purge(&self.wires, now, propagation);
             let (in_flight, queued) = (port.sent, port.queued());
-            while port.wire.pop_front().is_some() {}
+            port.wire_clear();
             port.sent = 0;
             port.data = 0;
             port.bytes = 0;

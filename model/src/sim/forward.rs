@@ -111,22 +111,7 @@ impl Sim<'_> {
                 (packet.via >> 8) as u8
             });
         }
-        let valid = if self.failed {
-            PortMask(self.masks[(info.mask_base + key) as usize])
-        } else {
-            PortMask::all(info.up_count)
-        };
-        let class = Self::size_class(packet);
-        let kind_bit = u64::from(packet.is_ack());
-        let flow_hash =
-            mix64(u64::from(packet.flow) << 24 ^ kind_bit << 16 ^ u64::from(packet.entropy)) as u32;
-        let northbound = Northbound {
-            key: DestKey(key),
-            class,
-            valid,
-            flow_hash,
-            frame_len: packet.frame,
-        };
+        let northbound = self.northbound(&info, key, packet);
         let mut loads = [PortLoad::default(); 64];
         let loads = if self.uses_queues {
             let (now, propagation) = (self.now, self.propagation);
@@ -135,7 +120,7 @@ impl Sim<'_> {
                 .iter_mut()
                 .zip(&mut self.ports[first..first + usize::from(info.up_count)])
             {
-                port.purge(now, propagation);
+                port.purge(&self.wires, now, propagation);
                 *load = PortLoad {
                     packets: port.queued(),
                     bytes: u32::try_from(port.bytes).unwrap_or(u32::MAX),
@@ -151,6 +136,26 @@ impl Sim<'_> {
             balancer.set_clock(self.now / 1000);
         }
         balancer.choose(&northbound, loads).map(|port| port.0)
+    }
+
+    /// What the balancer of switch `info` sees of `packet`, going up towards `key`.
+    #[inline(always)]
+    pub(super) fn northbound(&self, info: &NodeInfo, key: u32, packet: &Packet) -> Northbound {
+        let valid = if self.failed {
+            PortMask(self.masks[(info.mask_base + key) as usize])
+        } else {
+            PortMask::all(info.up_count)
+        };
+        let kind_bit = u64::from(packet.is_ack());
+        let flow_hash =
+            mix64(u64::from(packet.flow) << 24 ^ kind_bit << 16 ^ u64::from(packet.entropy)) as u32;
+        Northbound {
+            key: DestKey(key),
+            class: Self::size_class(packet),
+            valid,
+            flow_hash,
+            frame_len: packet.frame,
+        }
     }
 
     /// DRB: the `n`-th waypoint of the (src, dst) pointer, in the interleaved order that

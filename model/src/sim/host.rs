@@ -17,12 +17,15 @@ pub(super) const TIMER_BIT: u32 = 1 << 30;
 /// [`Host::timer_at`] when no timer is armed.
 pub(super) const NO_TIMER: u64 = u64::MAX;
 
+/// A host. `repr(C)`, in this order, so that what a pacer event and a frame's arrival read
+/// sits in the first four cache lines (the host's own fields, then the hot start of
+/// [`SelectiveRepeat`]), which the event loop prefetches ahead.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub(super) struct Host {
     /// Flows with data left to send, in round-robin order.
     pub(super) active: Vec<u32>,
     pub(super) cursor: usize,
-    pub(super) rng: LbRng,
     /// When the pacer lets the next data frame leave, ps; the NIC is free then (ACKs only
     /// take room that ends by it).
     pub(super) due: u64,
@@ -31,20 +34,30 @@ pub(super) struct Host {
     pub(super) ack_airtime: u64,
     /// [`AckAirtime::Reserved`]: ACK airtime reserved after every data frame, ps.
     pub(super) reserved: u64,
-    /// ACKs that would have delayed the next data frame, oldest first: they leave in the room
-    /// the pacer leaves after it.
-    pub(super) held_acks: VecDeque<Packet>,
-    /// Loss recovery over the host's flows, by local index ([`Flow::local`]).
-    pub(super) recovery: SelectiveRepeat,
-    /// The host's flows by local index.
-    pub(super) flows: Vec<u32>,
     /// When the armed retransmission timer fires ([`NO_TIMER`]: none); timer events at any
     /// other time are stale.
     pub(super) timer_at: u64,
+    /// ACKs that would have delayed the next data frame, oldest first: they leave in the room
+    /// the pacer leaves after it.
+    pub(super) held_acks: VecDeque<Packet>,
+    pub(super) rng: LbRng,
+    /// The host's flows by local index.
+    pub(super) flows: Vec<u32>,
+    /// Loss recovery over the host's flows, by local index ([`Flow::local`]).
+    pub(super) recovery: SelectiveRepeat,
 }
 
+/// Bytes of a [`Host`] that the event loop prefetches: its own fields and the start of its
+/// [`SelectiveRepeat`].
+pub(super) const HOST_HOT_BYTES: usize = 256;
+
+/// A flow. `repr(C)`, in this order: what every send, arrival and ACK reads is in the first
+/// cache line.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub(super) struct Flow {
+    /// First bit of the flow's packets in [`Sim::delivered`].
+    pub(super) delivered_base: usize,
     pub(super) src: u32,
     pub(super) dst: u32,
     pub(super) packets: u32,
@@ -52,8 +65,6 @@ pub(super) struct Flow {
     pub(super) next_seq: u32,
     /// Distinct data packets received.
     pub(super) received: u32,
-    /// First bit of the flow's packets in [`Sim::delivered`].
-    pub(super) delivered_base: usize,
     /// Packets acknowledged (first ACK of each).
     pub(super) acked: u32,
     /// Index of the flow among its source host's flows.

@@ -153,12 +153,14 @@ use crate::queue::EventQueue;
 use crate::report::{PacketCounts, RunReport, Stage};
 use crate::workload;
 
+use crate::wires::Wires;
 use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
 use failure::{LinkFailures, FAIL_BIT};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
-use port::{Port, StageStats};
+use port::{Flight, Port, StageStats};
+use prefetch::{Ahead, AHEAD};
 
 /// Salt of the hosts' start phases.
 const PHASE_SALT: u64 = 0x0070_6861_7365;
@@ -174,10 +176,10 @@ struct Sim<'a> {
     w: u8,
     nodes: Vec<NodeInfo>,
     ports: Vec<Port>,
+    /// Every port's wire ([`Port`]).
+    wires: Wires<Flight>,
     /// Per [`Stage`] (by discriminant).
     stage_stats: [StageStats; Stage::ALL.len()],
-    /// Per port: frame bytes and frames carried.
-    carried: Vec<[u64; 2]>,
     /// Per port: its link id.
     port_links: Vec<u32>,
     hosts: Vec<Host>,
@@ -228,7 +230,15 @@ struct Sim<'a> {
     port_ppm: Vec<u32>,
     /// Links failing during the run, and what the switches know of them (`None`: none fail).
     link_failures: Option<LinkFailures>,
+    /// What the prefetch stages learnt about the events ahead, by position (`prefetch.rs`).
+    ahead: [Ahead; AHEAD],
 }
+
+/// From this many hosts on, the per-host state on malloc's heap is moved to huge pages once it
+/// is built ([`crate::sys::collapse_heap_into_huge_pages`]). Below, the model's state (a few
+/// megabytes at 432 hosts) stays within what the TLB reaches with 4 KiB pages, and the collapse
+/// (a copy, about a millisecond there) would cost more than it saves.
+const HUGE_PAGE_HOSTS: usize = 1024;
 
 /// Runs one configuration to completion.
 ///
@@ -265,6 +275,9 @@ pub fn run_on(topology: &Topology, config: &ModelConfig) -> Result<RunReport, Mo
         Pacing::RhoMax => config.load * rho_max.unwrap_or(1.0),
     };
     let mut sim = Sim::new(topology, config, &failures, &specs, send_rate)?;
+    if topology.hosts().len() >= HUGE_PAGE_HOSTS {
+        crate::sys::collapse_heap_into_huge_pages();
+    }
     sim.start();
     sim.run_loop();
     Ok(sim.report(&failures, &specs, send_rate, rho_max))
@@ -315,7 +328,7 @@ impl Sim<'_> {
                 self.failure_event(event.target & !FAIL_BIT);
                 continue;
             }
-            if !event.wake && self.ports[event.target as usize].wire.is_empty() {
+            if !event.wake && self.ports[event.target as usize].wire_len() == 0 {
                 // The arrival of a frame lost with its link (a failing link empties its wire).
                 continue;
             }
@@ -327,9 +340,11 @@ impl Sim<'_> {
                 continue;
             }
             let port = &mut self.ports[event.target as usize];
-            let flight = port.wire.pop_front().expect("a wire event has a frame");
+            let flight = port
+                .wire_pop(&self.wires)
+                .expect("a wire event has a frame");
             debug_assert_eq!(flight.arrival, event.time);
-            let next = port.wire.front().map(|next| next.arrival);
+            let next = port.wire_get(&self.wires, 0).map(|next| next.arrival);
             if port.sent > 0 {
                 port.sent -= 1;
             } else {

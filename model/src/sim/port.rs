@@ -6,7 +6,7 @@
 use super::packet::{Packet, ECN_FLAG};
 use super::Sim;
 use crate::report::Stage;
-use crate::ring::Ring;
+use crate::wires::{RingHandle, Wires};
 
 /// A frame in an output port: queued, being transmitted, or propagating; it reaches the peer at
 /// `arrival` and finished transmission at `arrival − propagation`.
@@ -16,25 +16,35 @@ pub(super) struct Flight {
     pub(super) packet: Packet,
 }
 
-/// The state of an output port that every event touches: one cache line.
+/// The state of an output port that every event touches, frames and bytes carried included:
+/// one cache line.
+///
+/// Its wire (every frame enqueued and not yet arrived at the peer, in order) is a ring in
+/// [`Wires`]: `pushed − popped` frames from position `popped`; the first `sent` of them have
+/// finished transmission, the rest form the queue.
 #[derive(Debug)]
-#[repr(align(64))]
+#[repr(C, align(64))]
 pub(super) struct Port {
-    /// Every frame enqueued and not yet arrived at the peer, in order; the first `sent` have
-    /// finished transmission, the rest form the queue.
-    pub(super) wire: Ring<Flight>,
-    pub(super) sent: u32,
-    /// Data frames in the queue.
-    pub(super) data: u32,
+    /// Frames ever enqueued: the frames the port carried, and the ring position of the next.
+    pub(super) pushed: u64,
     /// Bytes in the queue.
     pub(super) bytes: u64,
     /// When the last enqueued frame finishes transmission.
     pub(super) free_at: u64,
-    /// When the first frame of the queue (`wire[sent]`) finishes transmission, while the queue
-    /// is not empty: [`Port::purge`] reads the wire only once that time has passed.
+    /// When the first frame of the queue (`sent` after the front) finishes transmission, while
+    /// the queue is not empty: [`Port::purge`] reads the wire only once that time has passed.
     pub(super) head_finish: u64,
+    /// Frame bytes ever enqueued.
+    pub(super) carried_bytes: u64,
+    /// Ring position of the frame that arrives next (wrapping).
+    pub(super) popped: u32,
+    pub(super) sent: u32,
+    /// Data frames in the queue.
+    pub(super) data: u32,
     pub(super) peer: u32,
+    pub(super) wire_base: u32,
     pub(super) peer_port: u16,
+    pub(super) wire_capacity_log: u8,
     pub(super) stage: Stage,
 }
 
@@ -56,27 +66,99 @@ pub(super) struct StageStats {
 }
 
 impl Port {
+    /// A port whose wire is ring `ring` of a fresh [`Wires`].
+    pub(super) fn new(ring: usize, peer: u32, peer_port: u16, stage: Stage) -> Self {
+        let wire = Wires::<Flight>::initial(ring);
+        Self {
+            pushed: 0,
+            bytes: 0,
+            free_at: 0,
+            head_finish: 0,
+            carried_bytes: 0,
+            popped: 0,
+            sent: 0,
+            data: 0,
+            peer,
+            wire_base: wire.base,
+            peer_port,
+            wire_capacity_log: wire.capacity_log,
+            stage,
+        }
+    }
+
+    #[inline(always)]
+    fn ring(&self) -> RingHandle {
+        RingHandle {
+            base: self.wire_base,
+            capacity_log: self.wire_capacity_log,
+        }
+    }
+
+    /// Frames on the wire: queued, being transmitted or propagating.
+    #[inline(always)]
+    pub(super) fn wire_len(&self) -> u32 {
+        (self.pushed as u32).wrapping_sub(self.popped)
+    }
+
+    /// The `index`-th frame on the wire from the front.
+    #[inline(always)]
+    pub(super) fn wire_get<'w>(&self, wires: &'w Wires<Flight>, index: u32) -> Option<&'w Flight> {
+        (index < self.wire_len()).then(|| wires.at(self.ring(), self.popped.wrapping_add(index)))
+    }
+
+    /// The wire slot the next enqueued frame goes to (unless the ring grows first), for
+    /// prefetching: its content is stale.
+    #[inline(always)]
+    pub(super) fn wire_next_slot<'w>(&self, wires: &'w Wires<Flight>) -> &'w Flight {
+        wires.at(self.ring(), self.pushed as u32)
+    }
+
+    /// Takes the frame at the front of the wire (it arrives at the peer).
+    #[inline(always)]
+    pub(super) fn wire_pop(&mut self, wires: &Wires<Flight>) -> Option<Flight> {
+        let flight = *self.wire_get(wires, 0)?;
+        self.popped = self.popped.wrapping_add(1);
+        Some(flight)
+    }
+
+    /// Drops every frame on the wire (a failing link).
+    pub(super) fn wire_clear(&mut self) {
+        self.popped = self.pushed as u32;
+    }
+
+    #[inline(always)]
+    fn wire_push(&mut self, wires: &mut Wires<Flight>, flight: Flight) {
+        let len = self.wire_len();
+        if len == 1u32 << self.wire_capacity_log {
+            let grown = wires.grow(self.ring(), self.popped, len);
+            self.wire_base = grown.base;
+            self.wire_capacity_log = grown.capacity_log;
+        }
+        wires.set(self.ring(), self.pushed as u32, flight);
+        self.pushed += 1;
+    }
+
     /// Moves the frames whose transmission ended by `now` out of the queue.
     #[inline]
-    pub(super) fn purge(&mut self, now: u64, propagation: u64) {
+    pub(super) fn purge(&mut self, wires: &Wires<Flight>, now: u64, propagation: u64) {
         // The last enqueued frame finishes at `free_at` and the first at `head_finish`, so
         // unless some but not all of the queue has finished, the answer needs no look at the
         // wire (which is rarely in cache).
         if self.free_at <= now {
-            self.sent = self.wire.len();
+            self.sent = self.wire_len();
             self.bytes = 0;
             self.data = 0;
             return;
         }
         // The last frame has not finished, so it follows every finished one in the queue.
         while self.head_finish <= now {
-            let Some(finished) = self.wire.get(self.sent) else {
+            let Some(finished) = self.wire_get(wires, self.sent) else {
                 break;
             };
             self.bytes -= u64::from(finished.packet.frame);
             self.data -= u32::from(!finished.packet.is_ack());
             self.sent += 1;
-            let Some(head) = self.wire.get(self.sent) else {
+            let Some(head) = self.wire_get(wires, self.sent) else {
                 break;
             };
             self.head_finish = head.arrival - propagation;
@@ -86,7 +168,7 @@ impl Port {
     /// Frames in the queue (after [`Port::purge`]).
     #[inline]
     pub(super) fn queued(&self) -> u32 {
-        self.wire.len() - self.sent
+        self.wire_len() - self.sent
     }
 }
 
@@ -123,7 +205,7 @@ impl Sim<'_> {
         let (now, propagation) = (self.now, self.propagation);
         let serialization = self.port_serialization(port_id, packet.frame);
         let port = &mut self.ports[port_id];
-        port.purge(now, propagation);
+        port.purge(&self.wires, now, propagation);
         let frame = u64::from(packet.frame);
         let data = !packet.is_ack();
         if port.stage.is_switch() {
@@ -147,11 +229,9 @@ impl Sim<'_> {
         port.bytes += frame;
         port.data += u32::from(data);
         let arrival = finish + propagation;
-        let idle = port.wire.is_empty();
-        port.wire.push_back(Flight { arrival, packet });
-        let carried = &mut self.carried[port_id];
-        carried[0] += frame;
-        carried[1] += 1;
+        let idle = port.wire_len() == 0;
+        port.wire_push(&mut self.wires, Flight { arrival, packet });
+        port.carried_bytes += frame;
         if let Some(window) = self.arf_windows.get_mut(port_id) {
             window.bytes += frame + u64::from(self.config.link.gap_bytes);
             window.max_bytes = window.max_bytes.max(port.bytes);

@@ -1,120 +1,484 @@
-//! Prefetching: the event loop is bound by dependent cache misses on a working set of megabytes,
-//! and the events due at the current picosecond are final, so it loads what the next of them
-//! will touch while it works on this one (`docs/model.md`, "Prefetching").
+//! Prefetching: the event loop is bound by dependent cache misses on a working set that outgrows
+//! the caches with the fabric, and the events due at the current picosecond are final, so it
+//! loads what the next of them will touch while it works on this one (`docs/model.md`,
+//! "Speed and memory").
+//!
+//! What an event touches is a chain. A frame's arrival at a switch: its port, the frame at the
+//! head of the port's wire, the frame's destination, where that host hangs, the balancer of the
+//! switch and the pointer it will take, the output port and that port's wire. At a host: the
+//! flow, the host, the delivered bit or the sender's recovery state, the host's NIC. A pacer
+//! event: the host, its next flow, the flow's recovery state, the NIC. Each link needs the one
+//! before it in the cache, so the loop walks the chains in stages, each a few events after the
+//! previous one: the stage `d` events ahead reads only what the stage before prefetched, and
+//! prefetches the next link. What a stage learns about an event is kept in [`Ahead`] until the
+//! next stage needs it. Nothing here changes the simulation: an event is processed from the
+//! simulator's state alone, and a stage that finds a chain broken (an event it has not seen
+//! before, a frame lost with its link) does nothing.
 
 use ofan_dataplane::lb::DestKey;
 use ofan_topology::Role;
 
+use super::host::HOST_HOT_BYTES;
 use super::packet::{Packet, NO_VIA};
-use super::Sim;
+use super::port::Port;
+use super::{Sim, ARF_BIT, FAIL_BIT, TIMER_BIT};
 use crate::sys;
 
-/// How many events ahead [`Sim::prefetch_ahead`] prefetches the port line, the head frame and
-/// the next hop's output port.
-const PREFETCH_PORT: usize = 12;
-const PREFETCH_FRAME: usize = 8;
-const PREFETCH_NEXT_HOP: usize = 4;
-/// How many events ahead [`Sim::prefetch_ahead`] prefetches the queue head and tail of the next
-/// hop's output port (whose line it prefetched [`PREFETCH_NEXT_HOP`] events ahead).
-const PREFETCH_NEXT_WIRE: usize = 2;
+/// Lookahead records kept (a power of two above the first stage's distance).
+pub(super) const AHEAD: usize = 32;
+const AHEAD_MASK: usize = AHEAD - 1;
+
+/// How many events ahead each stage runs (see [`Step`] for what each does).
+const STAGE_1: usize = 22;
+const STAGE_2: usize = 18;
+const STAGE_3: usize = 14;
+const STAGE_4: usize = 11;
+const STAGE_5: usize = 8;
+const STAGE_6: usize = 6;
+const STAGE_7: usize = 4;
+const STAGE_8: usize = 2;
+
+/// How far the chain of an event has been walked: the step names what the last stage
+/// prefetched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Step {
+    /// Nothing (left) to walk: a timer or control-plane event, an event not seen from the
+    /// start, or a finished chain.
+    #[default]
+    None,
+    /// Arrival, stage 1: the port line.
+    Port,
+    /// Stage 2: the head frame on the wire, the receiving node.
+    Frame,
+    /// Stage 3: the flow's ends.
+    Route,
+    /// Stage 4, at a switch: the destination's place and the pipe's balancer.
+    Place,
+    /// Stage 5, going up with a balancer decision: the switch's shared balancer state.
+    Switch,
+    /// Stage 6: the pointer the balancer will take.
+    Pointer,
+    /// Stage 5 (known output port) or 7 (predicted): the output port `out`; stage 8 then
+    /// prefetches its queue head and the slot the frame goes to.
+    Output,
+    /// Stage 4, at a host: the flow and the host.
+    HostPlace,
+    /// Stage 5, at a host: the delivered bit and the NIC (DATA) or the sender's recovery state
+    /// of the flow (ACK).
+    HostFlow,
+    /// Pacer, stage 1: the host and its node.
+    Wake,
+    /// Pacer, stage 2: the cursor's entry of the active flows and the NIC's port line.
+    WakeHost,
+    /// Pacer, stage 3: the flow.
+    WakeFlow,
+    /// Pacer, stage 4: the flow's recovery state, the NIC's queue head and next slot.
+    WakeRecovery,
+}
+
+/// What the stages learnt about one event ahead.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Ahead {
+    /// [`EventQueue::peek_due_stamped`](crate::queue::EventQueue::peek_due_stamped)'s name of
+    /// the event.
+    stamp: u64,
+    step: Step,
+    /// The port whose wire the frame arrives from, or the pacing host.
+    target: u32,
+    node: u32,
+    in_port: u16,
+    packet: Packet,
+    /// The destination host (the pacing host's cursor in its active flows).
+    dst: u32,
+    out: u32,
+}
 
 impl Sim<'_> {
-    /// Prefetches what the events a few places ahead will touch, in three stages, so that their
-    /// cache misses overlap with the work on this one: the port line of the event
-    /// [`PREFETCH_PORT`] places ahead, the head frame of the one [`PREFETCH_FRAME`] ahead (its
-    /// port line is cached by now), and the output port that the one [`PREFETCH_NEXT_HOP`]
-    /// ahead will enqueue on when that is known without a balancer decision (its frame is
-    /// cached by now). Only events due at the current picosecond are looked at: those are final.
-    // Always inlined: it runs for every event; once the hosts recovered losses the compiler
-    // moved it out of line, which cost 4 % more instructions (cachegrind, k = 12).
+    /// Walks the chains of the events a few places ahead one stage further each, so that their
+    /// cache misses overlap with the work on this one. Only events due at the current
+    /// picosecond are looked at: those are final.
+    // Always inlined: it runs for every event.
     #[inline(always)]
-    pub(super) fn prefetch_ahead(&self) {
-        if let Some(ahead) = self.queue.peek_due(PREFETCH_PORT) {
-            if !ahead.wake {
-                sys::prefetch(&self.ports[ahead.target as usize]);
-            }
+    pub(super) fn prefetch_ahead(&mut self) {
+        if self.queue.first_of_time() {
+            self.prime_ahead();
         }
-        if let Some(ahead) = self.queue.peek_due(PREFETCH_FRAME) {
-            if !ahead.wake {
-                // The head frame and the next one, whose arrival is scheduled when the head
-                // arrives (24-byte entries: often on the next line).
-                let wire = &self.ports[ahead.target as usize].wire;
-                if let Some(flight) = wire.front() {
-                    sys::prefetch(flight);
-                }
-                if let Some(flight) = wire.get(1) {
-                    sys::prefetch(flight);
-                }
-            }
+        self.stages(0);
+    }
+
+    /// Every stage, for the events at its distance less `behind`.
+    #[inline(always)]
+    fn stages(&mut self, behind: usize) {
+        let distance = |stage: usize| stage.checked_sub(behind);
+        if let Some(d) = distance(STAGE_1) {
+            self.stage_1(d);
         }
-        if let Some(ahead) = self.queue.peek_due(PREFETCH_NEXT_HOP) {
-            if !ahead.wake {
-                let port = &self.ports[ahead.target as usize];
-                if let Some(flight) = port.wire.front() {
-                    for out in self.next_hop_ports(port.peer, &flight.packet) {
-                        sys::prefetch(&self.ports[out]);
-                    }
-                    self.prefetch_balancer(port.peer, port.peer_port, &flight.packet);
-                }
-            }
+        if let Some(d) = distance(STAGE_2) {
+            self.stage_2(d);
         }
-        if let Some(ahead) = self.queue.peek_due(PREFETCH_NEXT_WIRE) {
-            if !ahead.wake {
-                let port = &self.ports[ahead.target as usize];
-                if let Some(flight) = port.wire.front() {
-                    for out in self.next_hop_ports(port.peer, &flight.packet) {
-                        // The queue head, which the purge reads, and the slot the frame goes to.
-                        let wire = &self.ports[out].wire;
-                        if let Some(head) = wire.get(self.ports[out].sent) {
-                            sys::prefetch(head);
-                        }
-                        sys::prefetch(wire.next_slot());
-                    }
-                }
-            }
+        if let Some(d) = distance(STAGE_3) {
+            self.stage_3(d);
+        }
+        if let Some(d) = distance(STAGE_4) {
+            self.stage_4(d);
+        }
+        if let Some(d) = distance(STAGE_5) {
+            self.stage_5(d);
+        }
+        if let Some(d) = distance(STAGE_6) {
+            self.stage_6(d);
+        }
+        if let Some(d) = distance(STAGE_7) {
+            self.stage_7(d);
+        }
+        if let Some(d) = distance(STAGE_8) {
+            self.stage_8(d);
         }
     }
 
-    /// Prefetches the balancer state that switch `node` will read to send `packet`, received
-    /// on `in_port`, up (nothing when it goes down or is source-routed).
-    #[inline]
-    fn prefetch_balancer(&self, node: u32, in_port: u16, packet: &Packet) {
-        let info = &self.nodes[node as usize];
-        if info.role == Role::Host || packet.via != NO_VIA {
+    /// The first event of a picosecond: the events after it were never in reach of the
+    /// stages (those of the previous picosecond were final, these were not yet). Runs the
+    /// stages as they would have run had these events been queued behind others, back to
+    /// back: each event's chain is walked in order, with less time between the stages.
+    #[cold]
+    #[inline(never)]
+    fn prime_ahead(&mut self) {
+        let due = self.queue.due_after_head();
+        // Stage 1 reaches the events at `STAGE_1 - behind`, which must be due.
+        for behind in (STAGE_1.saturating_sub(due) + 1..STAGE_1).rev() {
+            self.stages(behind);
+        }
+    }
+
+    /// The record of the event `distance` places ahead, if the stages have followed it since
+    /// the first.
+    #[inline(always)]
+    fn ahead_at(&self, distance: usize) -> Option<usize> {
+        let (stamp, _) = self.queue.peek_due_stamped(distance)?;
+        let index = stamp as usize & AHEAD_MASK;
+        let ahead = &self.ahead[index];
+        (ahead.stamp == stamp && ahead.step != Step::None).then_some(index)
+    }
+
+    #[inline(always)]
+    fn stage_1(&mut self, distance: usize) {
+        let Some((stamp, event)) = self.queue.peek_due_stamped(distance) else {
+            return;
+        };
+        let ahead = &mut self.ahead[stamp as usize & AHEAD_MASK];
+        ahead.stamp = stamp;
+        ahead.target = event.target;
+        ahead.step = if !event.wake {
+            sys::prefetch(&self.ports[event.target as usize]);
+            Step::Port
+        } else if event.target & (TIMER_BIT | ARF_BIT | FAIL_BIT) == 0 {
+            prefetch_bytes(&self.hosts[event.target as usize], HOST_HOT_BYTES);
+            sys::prefetch(&self.nodes[event.target as usize]);
+            Step::Wake
+        } else {
+            Step::None
+        };
+    }
+
+    #[inline(always)]
+    fn stage_2(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
+            return;
+        };
+        let ahead = &mut self.ahead[index];
+        match ahead.step {
+            Step::Port => {
+                let port = &self.ports[ahead.target as usize];
+                let Some(flight) = port.wire_get(&self.wires, 0) else {
+                    // A frame lost with its link.
+                    ahead.step = Step::None;
+                    return;
+                };
+                // The head frame and the next one, whose arrival is scheduled when the head
+                // arrives (24-byte entries: often on the next line).
+                sys::prefetch(flight);
+                if let Some(next) = port.wire_get(&self.wires, 1) {
+                    sys::prefetch(next);
+                }
+                sys::prefetch(&self.nodes[port.peer as usize]);
+                ahead.node = port.peer;
+                ahead.in_port = port.peer_port;
+                ahead.step = Step::Frame;
+            }
+            Step::Wake => {
+                let host = &self.hosts[ahead.target as usize];
+                let nic = self.nodes[ahead.target as usize].port_base;
+                sys::prefetch(&self.ports[nic as usize]);
+                ahead.out = nic;
+                if host.active.is_empty() {
+                    ahead.step = Step::None;
+                    return;
+                }
+                let cursor = if host.cursor >= host.active.len() {
+                    0
+                } else {
+                    host.cursor
+                };
+                sys::prefetch(&host.active[cursor]);
+                ahead.dst = cursor as u32;
+                ahead.step = Step::WakeHost;
+            }
+            _ => ahead.step = Step::None,
+        }
+    }
+
+    #[inline(always)]
+    fn stage_3(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
+            return;
+        };
+        let ahead = &mut self.ahead[index];
+        match ahead.step {
+            Step::Frame => {
+                let Some(flight) = self.ports[ahead.target as usize].wire_get(&self.wires, 0)
+                else {
+                    ahead.step = Step::None;
+                    return;
+                };
+                ahead.packet = flight.packet;
+                sys::prefetch(&self.flow_ends[flight.packet.flow as usize]);
+                ahead.step = Step::Route;
+            }
+            Step::WakeHost => {
+                let host = &self.hosts[ahead.target as usize];
+                let Some(&flow) = host.active.get(ahead.dst as usize) else {
+                    ahead.step = Step::None;
+                    return;
+                };
+                prefetch_bytes(&self.flows[flow as usize], 64);
+                ahead.packet.flow = flow;
+                ahead.step = Step::WakeFlow;
+            }
+            _ => ahead.step = Step::None,
+        }
+    }
+
+    #[inline(always)]
+    fn stage_4(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
+            return;
+        };
+        let ahead = self.ahead[index];
+        let step = match ahead.step {
+            Step::Route => {
+                let packet = &ahead.packet;
+                let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
+                self.ahead[index].dst = dst;
+                let info = &self.nodes[ahead.node as usize];
+                if info.role == Role::Host {
+                    prefetch_bytes(&self.flows[packet.flow as usize], 64);
+                    prefetch_bytes(&self.hosts[ahead.node as usize], HOST_HOT_BYTES);
+                    if !packet.is_ack() {
+                        sys::prefetch(&self.deliveries[ahead.node as usize]);
+                    }
+                    Step::HostPlace
+                } else {
+                    sys::prefetch(&self.places[dst as usize]);
+                    if packet.via == NO_VIA && info.role != Role::Core {
+                        let pipe = ahead.in_port / self.pipe_ports;
+                        sys::prefetch(&self.balancers[(info.lb_base + u32::from(pipe)) as usize]);
+                    }
+                    Step::Place
+                }
+            }
+            Step::WakeFlow => {
+                let flow = &self.flows[ahead.packet.flow as usize];
+                let recovery = &self.hosts[ahead.target as usize].recovery;
+                sys::prefetch(recovery.flow_address(flow.local));
+                self.prefetch_queue_ends(&self.ports[ahead.out as usize]);
+                Step::WakeRecovery
+            }
+            _ => Step::None,
+        };
+        self.ahead[index].step = step;
+    }
+
+    #[inline(always)]
+    fn stage_5(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
+            return;
+        };
+        let ahead = self.ahead[index];
+        match ahead.step {
+            Step::Place => self.stage_5_switch(index, ahead),
+            Step::HostPlace => {
+                let flow = &self.flows[ahead.packet.flow as usize];
+                if ahead.packet.is_ack() {
+                    let recovery = &self.hosts[ahead.node as usize].recovery;
+                    sys::prefetch(recovery.flow_address(flow.local));
+                } else {
+                    let bit = flow.delivered_base + ahead.packet.seq() as usize;
+                    sys::prefetch(&self.delivered[bit / 64]);
+                    let nic = self.nodes[ahead.node as usize].port_base;
+                    sys::prefetch(&self.ports[nic as usize]);
+                    self.ahead[index].out = nic;
+                }
+                self.ahead[index].step = Step::HostFlow;
+            }
+            Step::WakeRecovery => {
+                let flow = &self.flows[ahead.packet.flow as usize];
+                let recovery = &self.hosts[ahead.target as usize].recovery;
+                for address in recovery.packet_addresses(flow.local, flow.next_seq) {
+                    sys::prefetch(address);
+                }
+                self.ahead[index].step = Step::None;
+            }
+            _ => self.ahead[index].step = Step::None,
+        }
+    }
+
+    /// Stage 5 at a switch: the output port when the destination or a source route names it,
+    /// else the switch's shared balancer state.
+    #[inline(always)]
+    fn stage_5_switch(&mut self, index: usize, ahead: Ahead) {
+        let info = &self.nodes[ahead.node as usize];
+        let target = &self.places[ahead.dst as usize];
+        let out = match self.down_port(info, ahead.node, target) {
+            Some(out) => Some(out),
+            None if ahead.packet.via != NO_VIA => Some(
+                info.up_first
+                    + u16::from(if info.role == Role::Edge {
+                        ahead.packet.via as u8
+                    } else {
+                        (ahead.packet.via >> 8) as u8
+                    }),
+            ),
+            None => None,
+        };
+        let record = &mut self.ahead[index];
+        if let Some(out) = out {
+            let out = info.port_base + u32::from(out);
+            sys::prefetch(&self.ports[out as usize]);
+            record.out = out;
+            record.step = Step::Output;
+        } else {
+            let pipe = ahead.in_port / self.pipe_ports;
+            let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+            for address in balancer.shared_addresses() {
+                sys::prefetch(address);
+            }
+            record.step = Step::Switch;
+        }
+    }
+
+    #[inline(always)]
+    fn stage_6(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
+            return;
+        };
+        let ahead = self.ahead[index];
+        let step = match ahead.step {
+            Step::Switch => {
+                let info = &self.nodes[ahead.node as usize];
+                let pipe = ahead.in_port / self.pipe_ports;
+                let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+                let key = self.balancer_key(info.role, ahead.dst);
+                let class = Self::size_class(&ahead.packet);
+                sys::prefetch(balancer.pointer_address(DestKey(key), class));
+                Step::Pointer
+            }
+            Step::HostFlow => {
+                if ahead.packet.is_ack() {
+                    let flow = &self.flows[ahead.packet.flow as usize];
+                    let recovery = &self.hosts[ahead.node as usize].recovery;
+                    for address in recovery.packet_addresses(flow.local, ahead.packet.seq()) {
+                        sys::prefetch(address);
+                    }
+                } else {
+                    self.prefetch_queue_ends(&self.ports[ahead.out as usize]);
+                }
+                Step::None
+            }
+            // Output ports known at stage 5 wait for stage 8.
+            Step::Output => Step::Output,
+            _ => Step::None,
+        };
+        self.ahead[index].step = step;
+    }
+
+    #[inline(always)]
+    fn stage_7(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
+            return;
+        };
+        let ahead = self.ahead[index];
+        if ahead.step != Step::Pointer {
+            if ahead.step != Step::Output {
+                self.ahead[index].step = Step::None;
+            }
             return;
         }
-        let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
+        let info = self.nodes[ahead.node as usize];
+        let first = (info.port_base + u32::from(info.up_first)) as usize;
+        let predicted = if self.uses_queues {
+            // The decision reads every up-port's queue.
+            for port in &self.ports[first..first + usize::from(info.up_count)] {
+                sys::prefetch(port);
+            }
+            None
+        } else {
+            let pipe = ahead.in_port / self.pipe_ports;
+            let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+            let key = self.balancer_key(info.role, ahead.dst);
+            balancer.predict(&self.northbound(&info, key, &ahead.packet))
+        };
+        let record = &mut self.ahead[index];
+        match predicted {
+            Some(position) => {
+                let out = first as u32 + u32::from(position.0);
+                sys::prefetch(&self.ports[out as usize]);
+                record.out = out;
+                record.step = Step::Output;
+            }
+            None => record.step = Step::None,
+        }
+    }
+
+    #[inline(always)]
+    fn stage_8(&mut self, distance: usize) {
+        let Some(index) = self.ahead_at(distance) else {
+            return;
+        };
+        if self.ahead[index].step == Step::Output {
+            self.prefetch_queue_ends(&self.ports[self.ahead[index].out as usize]);
+        }
+        self.ahead[index].step = Step::None;
+    }
+
+    /// Prefetches what an enqueue on `port` (whose line is cached) reads and writes on its
+    /// wire: the queue head, which the purge reads, and the slot the frame goes to.
+    #[inline(always)]
+    fn prefetch_queue_ends(&self, port: &Port) {
+        if let Some(head) = port.wire_get(&self.wires, port.sent) {
+            sys::prefetch(head);
+        }
+        sys::prefetch(port.wire_next_slot(&self.wires));
+    }
+
+    /// The destination key a balancer of a switch of `role` decides on for host `dst`.
+    #[inline(always)]
+    fn balancer_key(&self, role: Role, dst: u32) -> u32 {
         let target = &self.places[dst as usize];
-        if self.down_port(info, node, target).is_some() {
-            return;
-        }
-        let key = if info.role == Role::Edge {
+        if role == Role::Edge {
             target.edge_number
         } else {
             u32::from(target.pod)
-        };
-        let pipe = in_port / self.pipe_ports;
-        let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-        for address in balancer.hot_addresses(DestKey(key), Self::size_class(packet)) {
-            sys::prefetch(address);
         }
     }
+}
 
-    /// The output ports that `node` may put `packet` on when it receives it: the one port when
-    /// it follows from the destination, every up-port when a balancer decides.
-    #[inline(always)]
-    fn next_hop_ports(&self, node: u32, packet: &Packet) -> std::ops::Range<usize> {
-        let info = &self.nodes[node as usize];
-        let (first, count) = if info.role == Role::Host {
-            (0, u16::from(!packet.is_ack()))
-        } else {
-            let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
-            match self.down_port(info, node, &self.places[dst as usize]) {
-                Some(out) => (out, 1),
-                None => (info.up_first, u16::from(info.up_count)),
-            }
-        };
-        let first = (info.port_base + u32::from(first)) as usize;
-        first..first + usize::from(count)
+/// Prefetches the first `bytes` of `value`, line by line.
+#[inline(always)]
+fn prefetch_bytes<T>(value: &T, bytes: usize) {
+    let start = std::ptr::from_ref(value).cast::<u8>();
+    let mut offset = 0;
+    while offset < bytes {
+        sys::prefetch(start.wrapping_add(offset));
+        offset += 64;
     }
 }

@@ -45,7 +45,7 @@ impl Sim<'_> {
             .iter()
             .map(|&stage| {
                 let stats = &self.stage_stats[stage as usize];
-                stage_report(&self.ports, &self.carried, stage, stats, window, &link)
+                stage_report(&self.ports, stage, stats, window, &link)
             })
             .collect();
         let switch_stages = queues.iter().filter(|stats| stats.stage.is_switch());
@@ -88,9 +88,8 @@ impl Sim<'_> {
             let fabric_bytes = self
                 .ports
                 .iter()
-                .zip(&self.carried)
-                .filter(|(port, _)| !matches!(port.stage, Stage::HostUp | Stage::EdgeDown))
-                .map(|(_, carried)| carried[0])
+                .filter(|port| !matches!(port.stage, Stage::HostUp | Stage::EdgeDown))
+                .map(|port| port.carried_bytes)
                 .sum();
             let moved = self.balancers.iter().map(|b| b.flows_moved()).sum();
             arf.report(fabric_bytes, moved)
@@ -154,12 +153,11 @@ impl Sim<'_> {
                 let others: Vec<u64> = self
                     .ports
                     .iter()
-                    .zip(&self.carried)
                     .enumerate()
-                    .filter(|(other, (p, _))| *other != id && p.stage == stage)
-                    .map(|(_, (_, carried))| carried[0])
+                    .filter(|(other, p)| *other != id && p.stage == stage)
+                    .map(|(_, p)| p.carried_bytes)
                     .collect();
-                let bytes = self.carried[id][0];
+                let bytes = self.ports[id].carried_bytes;
                 let mean = others.iter().sum::<u64>() as f64 / others.len().max(1) as f64;
                 out.push(DegradedPort {
                     from: node.name.clone(),
@@ -176,7 +174,6 @@ impl Sim<'_> {
 
 fn stage_report(
     ports: &[Port],
-    carried: &[[u64; 2]],
     stage: Stage,
     measured: &StageStats,
     window: u64,
@@ -194,11 +191,9 @@ fn stage_report(
         utilization: 0.0,
     };
     let (mut bytes, mut busiest, mut wire_bits) = (0u64, 0u64, 0.0f64);
-    let of_stage = ports
-        .iter()
-        .zip(carried)
-        .filter(|(port, _)| port.stage == stage);
-    for (_, &[port_bytes, port_frames]) in of_stage {
+    let of_stage = ports.iter().filter(|port| port.stage == stage);
+    for port in of_stage {
+        let (port_bytes, port_frames) = (port.carried_bytes, port.pushed);
         stats.ports += 1;
         bytes += port_bytes;
         busiest = busiest.max(port_bytes);

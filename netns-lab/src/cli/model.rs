@@ -4,7 +4,10 @@
 //!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
 //! * `model fig1 | fig3 | fig4 | fig6 | failures`: reproduce a paper figure; prints the tables
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
-//! * `model bench`: wall time, events per second and peak memory of one configuration.
+//! * `model bench`: wall time, events per second and peak memory of one configuration, or of
+//!   the permutation at several network sizes (`--sizes`).
+//! * `--shard I/N` (figures and `run --seeds`) makes one shard's runs and writes them as a
+//!   part; `model merge` joins the parts of all shards into the unsharded output.
 
 use std::fs;
 use std::path::PathBuf;
@@ -12,10 +15,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
-use ofan_model::figures::{self, Figure, Sweep};
+use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
+use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
     default_threads, run_many, workload, AckAirtime, BufferLimit, DegradedLink, Failures,
-    LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Stage, StartPhase, Workload,
+    LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Shard, Stage, StartPhase, Workload,
 };
 
 use super::Shape;
@@ -47,8 +51,12 @@ enum ModelCommand {
     Fig6(FigArgs),
     /// §6.2: CCT increase vs link-failure probability, hosts paced at ρ_max.
     Failures(FigArgs),
-    /// Time one configuration: median wall time, events/s, peak memory.
+    /// Time one configuration (median wall time, events/s, peak memory), or the permutation
+    /// at several network sizes (`--sizes`: a table).
     Bench(BenchArgs),
+    /// Join the parts that `--shard I/N` wrote (all N shards of one figure or one `run
+    /// --seeds`) into exactly the output of the unsharded command.
+    Merge(MergeArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -199,9 +207,13 @@ struct RunArgs {
     /// Number of seeds (seed, seed+1, …), run in parallel.
     #[arg(long, default_value_t = 1)]
     seeds: u64,
-    /// Write the report(s) as JSON to this file (`-` for stdout).
+    /// Write the report(s) as JSON to this file (`-` for stdout); with `--shard`, the part.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Run only shard I of N of the seeds (seed + i for i = I − 1, I − 1 + N, …) and write
+    /// them as a part to `--json` (default `run.part-I-of-N.json`), for `model merge`.
+    #[arg(long)]
+    shard: Option<Shard>,
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +249,11 @@ struct FigArgs {
     /// Failures: link-failure probabilities.
     #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
     probs: Vec<f64>,
+    /// Run only shard I of N of the figure's runs (run i, in the order of the points and
+    /// their seeds, when i mod N = I − 1) and write them as `<out>/<name>.part-I-of-N.json`,
+    /// for `model merge`.
+    #[arg(long)]
+    shard: Option<Shard>,
 }
 
 #[derive(Debug, Args)]
@@ -249,6 +266,24 @@ struct BenchArgs {
     /// Timed repetitions (the median is reported).
     #[arg(long, default_value_t = 5)]
     repeat: usize,
+    /// Network sizes to time one after the other, in hosts (each must be k³/4 for the fat
+    /// tree, k²/2 for the leaf-spine, e.g. 432,1024,3456,8192,65536): prints a table of
+    /// hosts, events, events/s, ns/event, peak RSS and wall time; `--k` is ignored.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<u64>,
+    /// With `--sizes`: no further repetition of a size once its runs took this long (s).
+    #[arg(long, default_value_t = 60.0)]
+    budget_s: f64,
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The part files (`*.part-I-of-N.json`) of every shard.
+    #[arg(required = true)]
+    parts: Vec<PathBuf>,
+    /// Output directory: `<name>.json` and the plots of a figure, `run.json` for a run.
+    #[arg(long, default_value = "model-out")]
+    out: PathBuf,
 }
 
 /// Runs `ofan-lab model`.
@@ -261,6 +296,7 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
         ModelCommand::Fig6(args) => figure(args, FigureKind::Fig6),
         ModelCommand::Failures(args) => figure(args, FigureKind::Failures),
         ModelCommand::Bench(args) => bench(args),
+        ModelCommand::Merge(args) => merge(args),
     }
 }
 
@@ -377,13 +413,10 @@ impl Common {
 }
 
 fn run_one(args: RunArgs) -> anyhow::Result<()> {
-    let base = args.common.config()?;
-    let configs: Vec<ModelConfig> = (0..args.seeds.max(1))
-        .map(|i| ModelConfig {
-            seed: args.seed + i,
-            ..base.clone()
-        })
-        .collect();
+    let mut base = args.common.config()?;
+    base.seed = args.seed;
+    let seeds = args.seeds.max(1);
+    let configs = RunPart::configs(&base, seeds, args.shard.unwrap_or(Shard::ALL));
     let started = Instant::now();
     let reports = run_many(&configs, args.common.threads())
         .into_iter()
@@ -396,15 +429,37 @@ fn run_one(args: RunArgs) -> anyhow::Result<()> {
         reports.len(),
         events as f64 / wall / 1e6
     );
-    if let Some(path) = args.json {
-        let json = if reports.len() == 1 {
-            serde_json::to_string_pretty(&reports[0])?
-        } else {
-            serde_json::to_string_pretty(&reports)?
+    if let Some(shard) = args.shard {
+        let path = args
+            .json
+            .unwrap_or_else(|| PathBuf::from(format!("run.{}.json", part_suffix(shard))));
+        let part = RunPart {
+            schema: RunPart::SCHEMA.into(),
+            base,
+            seeds,
+            shard,
+            reports,
         };
-        write_out(&path, &json)?;
+        write_out(&path, &serde_json::to_string_pretty(&part)?)?;
+        eprintln!("shard {shard}: wrote {}", path.display());
+    } else if let Some(path) = args.json {
+        write_out(&path, &reports_json(&reports)?)?;
     }
     Ok(())
+}
+
+/// The reports as `run` writes them: one object for one seed, else an array.
+fn reports_json(reports: &[RunReport]) -> anyhow::Result<String> {
+    Ok(if reports.len() == 1 {
+        serde_json::to_string_pretty(&reports[0])?
+    } else {
+        serde_json::to_string_pretty(&reports)?
+    })
+}
+
+/// `part-I-of-N`, the name part files carry.
+fn part_suffix(shard: Shard) -> String {
+    format!("part-{}-of-{}", shard.index, shard.count)
 }
 
 fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
@@ -576,74 +631,227 @@ fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
         threads: args.common.threads(),
     };
     let all: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
-    let started = Instant::now();
-    let fig: Figure = match kind {
-        FigureKind::Fig1 => figures::load_sweep(
-            &sweep,
-            &args.loads,
-            &schemes(&args.schemes, &["reps", "ar", "pofan", "ofan"])?,
-        )?,
-        FigureKind::Fig3 => figures::link_overload(&sweep, &schemes(&args.schemes, &all)?)?,
-        FigureKind::Fig4 => {
-            figures::message_sizes(&sweep, &args.sizes, &schemes(&args.schemes, &all)?)?
-        }
-        FigureKind::Fig6 => figures::network_sizes(&sweep, &args.ks, &args.pipe_sizes)?,
-        FigureKind::Failures => figures::failures(
-            &sweep,
-            &args.probs,
-            &schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
-        )?,
+    let spec = match kind {
+        FigureKind::Fig1 => FigureSpec::LoadSweep {
+            loads: args.loads.clone(),
+            schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan"])?,
+        },
+        FigureKind::Fig3 => FigureSpec::LinkOverload {
+            schemes: schemes(&args.schemes, &all)?,
+        },
+        FigureKind::Fig4 => FigureSpec::MessageSizes {
+            sizes: args.sizes.clone(),
+            schemes: schemes(&args.schemes, &all)?,
+        },
+        FigureKind::Fig6 => FigureSpec::NetworkSizes {
+            ks: args.ks.clone(),
+            pipe_sizes: args.pipe_sizes.clone(),
+        },
+        FigureKind::Failures => FigureSpec::Failures {
+            probabilities: args.probs.clone(),
+            schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
+        },
     };
-    let wall = started.elapsed().as_secs_f64();
-    print!("{}", fig.text());
+    let started = Instant::now();
     fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let json_path = args.out.join(format!("{}.json", fig.name));
-    write_out(&json_path, &serde_json::to_string_pretty(&fig)?)?;
+    if let Some(shard) = args.shard {
+        let part = figures::run_shard(&spec, &sweep, shard)?;
+        let path = args
+            .out
+            .join(format!("{}.{}.json", spec.name(), part_suffix(shard)));
+        write_out(&path, &serde_json::to_string_pretty(&part)?)?;
+        eprintln!(
+            "{} shard {shard}: {} of {} runs in {:.1} s; wrote {}",
+            spec.name(),
+            part.runs.len(),
+            part.total_runs,
+            started.elapsed().as_secs_f64(),
+            path.display()
+        );
+        return Ok(());
+    }
+    let fig = figures::build(&spec, &sweep)?;
+    let wall = started.elapsed().as_secs_f64();
+    let written = write_figure(&fig, &args.out)?;
+    eprintln!("{} in {wall:.1} s; wrote {}", fig.name, written.join(", "));
+    Ok(())
+}
+
+/// Prints a figure's tables and writes `<out>/<name>.json` and its plots; returns the paths.
+fn write_figure(fig: &Figure, out: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    print!("{}", fig.text());
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let json_path = out.join(format!("{}.json", fig.name));
+    write_out(&json_path, &serde_json::to_string_pretty(fig)?)?;
     let mut written = vec![json_path.display().to_string()];
     for (metric, svg) in fig.plots() {
-        let path = args.out.join(format!("{}-{metric}.svg", fig.name));
+        let path = out.join(format!("{}-{metric}.svg", fig.name));
         write_out(&path, &svg)?;
         written.push(path.display().to_string());
     }
-    eprintln!("{} in {wall:.1} s; wrote {}", fig.name, written.join(", "));
+    Ok(written)
+}
+
+fn merge(args: MergeArgs) -> anyhow::Result<()> {
+    let mut figure_parts = Vec::new();
+    let mut run_parts = Vec::new();
+    for path in &args.parts {
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        match Part::from_json(&text).with_context(|| format!("reading {}", path.display()))? {
+            Part::Figure(part) => figure_parts.push(part),
+            Part::Run(part) => run_parts.push(part),
+        }
+    }
+    match (figure_parts.is_empty(), run_parts.is_empty()) {
+        (false, true) => {
+            let fig = figures::merge(figure_parts)?;
+            let written = write_figure(&fig, &args.out)?;
+            eprintln!(
+                "merged {} parts; wrote {}",
+                args.parts.len(),
+                written.join(", ")
+            );
+        }
+        (true, false) => {
+            let reports = merge_runs(run_parts)?;
+            print_reports(&reports);
+            fs::create_dir_all(&args.out)
+                .with_context(|| format!("creating {}", args.out.display()))?;
+            let path = args.out.join("run.json");
+            write_out(&path, &reports_json(&reports)?)?;
+            eprintln!(
+                "merged {} parts; wrote {}",
+                args.parts.len(),
+                path.display()
+            );
+        }
+        _ => bail!("the parts mix figure and run parts"),
+    }
     Ok(())
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let mut config = args.common.config()?;
     config.seed = args.seed;
-    let mut times = Vec::new();
-    let mut events = 0;
-    for _ in 0..args.repeat.max(1) {
-        let started = Instant::now();
-        let report = ofan_model::run(&config)?;
-        times.push(started.elapsed().as_secs_f64());
-        events = model_of(&report).events;
+    if !args.sizes.is_empty() {
+        return bench_sizes(&args, config);
     }
-    times.sort_by(f64::total_cmp);
-    let median = times[times.len() / 2];
-    let peak = fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmHWM:"))
-                .map(|line| line.trim_start_matches("VmHWM:").trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into());
+    let timed = time_runs(&config, args.repeat, f64::INFINITY)?;
     println!(
         "{} k={} {} {} B: median {:.3} s over {} runs (min {:.3}, max {:.3}), {} events, {:.2} M events/s, peak RSS {}",
         config.scheme,
         config.topology.k(),
         config.workload.name(),
         config.message_bytes,
-        median,
-        times.len(),
-        times[0],
-        times[times.len() - 1],
-        events,
-        events as f64 / median / 1e6,
-        peak
+        timed.median(),
+        timed.times.len(),
+        timed.times[0],
+        timed.times[timed.times.len() - 1],
+        timed.events,
+        timed.events as f64 / timed.median() / 1e6,
+        peak_rss_kb().map_or_else(|| "unknown".into(), |kb| format!("{kb} kB"))
     );
     Ok(())
+}
+
+/// Wall times of repeated runs of one configuration, sorted, and its events.
+struct Timed {
+    times: Vec<f64>,
+    events: u64,
+}
+
+impl Timed {
+    fn median(&self) -> f64 {
+        self.times[self.times.len() / 2]
+    }
+}
+
+/// Runs `config` up to `repeat` times (at least once), and no more once the runs took
+/// `budget_s` in all.
+fn time_runs(config: &ModelConfig, repeat: usize, budget_s: f64) -> anyhow::Result<Timed> {
+    let mut times = Vec::new();
+    let mut events = 0;
+    while times.len() < repeat.max(1) && times.iter().sum::<f64>() < budget_s {
+        let started = Instant::now();
+        let report = ofan_model::run(config)?;
+        times.push(started.elapsed().as_secs_f64());
+        events = model_of(&report).events;
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(Timed { times, events })
+}
+
+/// The radix whose fabric has `hosts` hosts: k³/4 for the fat tree, k²/2 for the leaf-spine.
+fn radix_of(shape: Shape, hosts: u64) -> anyhow::Result<u16> {
+    (4..=64u16)
+        .step_by(2)
+        .find(|&k| {
+            let k = u64::from(k);
+            match shape {
+                Shape::FatTree => k * k * k / 4 == hosts,
+                Shape::LeafSpine => k * k / 2 == hosts,
+            }
+        })
+        .with_context(|| {
+            format!("no even k in 4..=64 gives {hosts} hosts (fat tree: k³/4, leaf-spine: k²/2)")
+        })
+}
+
+/// `bench --sizes`: the configuration at each size, one after the other, as a table. Peak
+/// RSS is the process's high-water mark, reset before each size (`/proc/self/clear_refs`), so
+/// with sizes in increasing order each row is its own run's peak.
+fn bench_sizes(args: &BenchArgs, config: ModelConfig) -> anyhow::Result<()> {
+    let ks: Vec<(u64, u16)> = args
+        .sizes
+        .iter()
+        .map(|&hosts| Ok((hosts, radix_of(args.common.topology, hosts)?)))
+        .collect::<anyhow::Result<_>>()?;
+    println!(
+        "{} {} {} B, seed {}, one thread; median of up to {} runs (at most {:.0} s per size)",
+        config.scheme,
+        config.workload.name(),
+        config.message_bytes,
+        config.seed,
+        args.repeat.max(1),
+        args.budget_s
+    );
+    println!(
+        "{:>7} {:>3} {:>12} {:>9} {:>9} {:>11} {:>10} {:>5}",
+        "hosts", "k", "events", "M ev/s", "ns/event", "peak RSS MB", "wall s", "runs"
+    );
+    for (hosts, k) in ks {
+        let config = ModelConfig {
+            topology: args.common.topology.kind(k),
+            ..config.clone()
+        };
+        // Best effort: without it the high-water mark is the largest size's so far.
+        let _ = fs::write("/proc/self/clear_refs", "5");
+        let timed = time_runs(&config, args.repeat, args.budget_s)?;
+        let wall = timed.median();
+        println!(
+            "{:>7} {:>3} {:>12} {:>9.2} {:>9.1} {:>11} {:>10.3} {:>5}",
+            hosts,
+            k,
+            timed.events,
+            timed.events as f64 / wall / 1e6,
+            wall * 1e9 / timed.events as f64,
+            peak_rss_kb().map_or_else(|| "?".into(), |kb| format!("{:.0}", kb as f64 / 1024.0)),
+            wall,
+            timed.times.len()
+        );
+    }
+    Ok(())
+}
+
+/// The process's peak resident set (VmHWM), kB.
+fn peak_rss_kb() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }

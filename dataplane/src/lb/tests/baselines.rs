@@ -635,3 +635,47 @@ fn per_switch_seeds_decorrelate_ecmp_salts_and_ofan_pointer_starts() {
         .iter_mut()
         .all(|(_, pipe)| ofan_starts(pipe) == first));
 }
+
+/// `predict` names the port the next `choose` takes, for every algorithm that decides without
+/// the queues, under any valid set, and changes nothing (the decisions are those of a pipe
+/// that never predicted).
+#[test]
+fn predict_names_the_next_choice_and_changes_nothing() {
+    let predicting = [
+        Algorithm::Ecmp,
+        Algorithm::Rsq,
+        Algorithm::Rr,
+        Algorithm::Ofan,
+        Algorithm::Pofan,
+    ];
+    for algorithm in Algorithm::ALL {
+        let mut pipe = pipe0(config(algorithm, 8, 5, 2, 31));
+        let mut twin = pipe0(config(algorithm, 8, 5, 2, 31));
+        let mut rng = LbRng::new(17);
+        for i in 0..3_000u32 {
+            let valid = if i % 3 == 0 {
+                PortMask(rng.next_u64() & 0xff)
+            } else {
+                PortMask::all(8)
+            };
+            let class = if rng.below(4) == 0 {
+                SizeClass::Ack
+            } else {
+                SizeClass::Data
+            };
+            let pkt = Northbound {
+                flow_hash: rng.below(100_000),
+                ..packet(rng.below(5), class, valid)
+            };
+            let predicted = pipe.predict(&pkt);
+            let (mut a, mut b) = ([PortLoad::default(); 8], [PortLoad::default(); 8]);
+            let chosen = pipe.choose(&pkt, &mut a);
+            assert_eq!(chosen, twin.choose(&pkt, &mut b), "{algorithm}");
+            if predicting.contains(&algorithm) {
+                assert_eq!(predicted, chosen, "{algorithm}, packet {i}");
+            } else {
+                assert_eq!(predicted, None, "{algorithm}");
+            }
+        }
+    }
+}
