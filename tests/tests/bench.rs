@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial, Lab};
 
-fn bench_forward_smoke_forwards_and_checks_against_bare() {
-    let _machine = serial();
+/// Runs one short round of `ofan-lab bench forward --check` with `extra` arguments, prints its
+/// output and fails unless it succeeded; returns the output.
+fn bench_forward(extra: &[&str]) -> String {
     let output = Command::new(binary("ofan-lab"))
         .args([
             "bench",
@@ -24,9 +25,9 @@ fn bench_forward_smoke_forwards_and_checks_against_bare() {
             "--runs=1",
             "--seconds=1",
             "--warmup=0.5",
-            "--candidates=ofan,xdp,bare,redirect",
             "--check",
         ])
+        .args(extra)
         .output()
         .expect("ofan-lab bench forward");
     let text = format!(
@@ -37,8 +38,14 @@ fn bench_forward_smoke_forwards_and_checks_against_bare() {
     eprintln!("{text}");
     assert!(
         output.status.success(),
-        "bench forward --check failed:\n{text}"
+        "bench forward {extra:?} failed:\n{text}"
     );
+    text
+}
+
+fn bench_forward_smoke_forwards_and_checks_against_bare() {
+    let _machine = serial();
+    let text = bench_forward(&["--candidates=ofan,xdp,bare,redirect"]);
     assert!(text.contains("check passed"), "{text}");
     // Every candidate measured, none unavailable.
     for candidate in ["`ofan`", "`xdp`", "`bare`", "`redirect`"] {
@@ -79,32 +86,12 @@ fn assert_no_programs_left() {
 fn bench_forward_with_two_queues_uses_every_queue_both_ways() {
     let _machine = serial();
     let json = std::env::temp_dir().join(format!("ofan-bench-queues-{}.json", std::process::id()));
-    let output = Command::new(binary("ofan-lab"))
-        .args([
-            "bench",
-            "forward",
-            "--runs=1",
-            "--seconds=1",
-            "--warmup=0.5",
-            "--queues=2",
-            "--gen=afxdp",
-            "--candidates=ofan,bare",
-            "--check",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .expect("ofan-lab bench forward");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    eprintln!("{text}");
-    assert!(
-        output.status.success(),
-        "bench forward --queues 2 failed:\n{text}"
-    );
+    bench_forward(&[
+        "--queues=2",
+        "--gen=afxdp",
+        "--candidates=ofan,bare",
+        &format!("--json={}", json.display()),
+    ]);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("--json")).unwrap();
     let _ = std::fs::remove_file(&json);

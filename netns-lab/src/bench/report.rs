@@ -373,9 +373,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn shortfalls_are_rounds_below_the_floor_against_the_same_rounds_baseline() {
-        let row = |name, rates: &[f64]| Row {
+    /// A measured row whose round r forwarded `rates[r]`.
+    fn measured(name: &'static str, rates: &[f64]) -> Row {
+        Row {
             name,
             description: "",
             outcome: Outcome::Measured(
@@ -388,7 +388,12 @@ mod tests {
                     })
                     .collect(),
             ),
-        };
+        }
+    }
+
+    #[test]
+    fn shortfalls_are_rounds_below_the_floor_against_the_same_rounds_baseline() {
+        let row = measured;
         let rows = [
             row("ofan", &[0.9, 0.0, 0.5]),
             row("bare", &[1.0, 1.0, 1.2]),
@@ -445,20 +450,7 @@ mod tests {
 
     #[test]
     fn paired_intervals_cover_the_ratio_and_narrow_with_rounds() {
-        let row = |name, rates: &[f64]| Row {
-            name,
-            description: "",
-            outcome: Outcome::Measured(
-                rates
-                    .iter()
-                    .enumerate()
-                    .map(|(round, &mpps)| Sample {
-                        round,
-                        ..sample(mpps)
-                    })
-                    .collect(),
-            ),
-        };
+        let row = measured;
         // Per-round ratios 0.9 and 1.1 alternating: geometric mean √0.99.
         let base: Vec<f64> = (0..40).map(|i| 0.5 + 0.01 * f64::from(i % 7)).collect();
         let wobble = |n: usize| -> Vec<f64> {
