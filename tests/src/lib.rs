@@ -515,3 +515,70 @@ mod tests {
         assert!(run_gated(RootGate::Ignore, passes).is_ok());
     }
 }
+
+/// The machine-wide settings `ofan-lab up --tune-machine` changes (and nothing else may):
+/// real-time throttling, every `ksoftirqd`'s scheduling policy and priority, and the IPv4
+/// neighbour table's thresholds — read as text, to compare before, during and after a lab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineSettings {
+    /// `kernel.sched_rt_runtime_us`.
+    pub rt_runtime_us: String,
+    /// Each `ksoftirqd/N`: pid, policy (`/proc/PID/stat` field 41), real-time priority (40).
+    pub ksoftirqd: Vec<(u32, u32, u32)>,
+    /// `net.ipv4.neigh.default.gc_thresh1..3`.
+    pub gc_thresh: [String; 3],
+}
+
+/// Where [`MachineSettings::gc_thresh`] live.
+pub const GC_THRESH: [&str; 3] = [
+    "/proc/sys/net/ipv4/neigh/default/gc_thresh1",
+    "/proc/sys/net/ipv4/neigh/default/gc_thresh2",
+    "/proc/sys/net/ipv4/neigh/default/gc_thresh3",
+];
+
+impl MachineSettings {
+    /// The settings now.
+    ///
+    /// # Panics
+    /// A setting cannot be read.
+    #[must_use]
+    pub fn read() -> Self {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .unwrap_or_else(|e| panic!("{path}: {e}"))
+                .trim()
+                .to_owned()
+        };
+        let mut ksoftirqd: Vec<(u32, u32, u32)> = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|comm| comm.starts_with("ksoftirqd/"))
+            })
+            .filter_map(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                let after: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+                // Fields 40 and 41 are the 38th and 39th after the command name (fields 3…).
+                Some((
+                    pid,
+                    after.get(38)?.parse().ok()?,
+                    after.get(37)?.parse().ok()?,
+                ))
+            })
+            .collect();
+        ksoftirqd.sort_unstable();
+        Self {
+            rt_runtime_us: read("/proc/sys/kernel/sched_rt_runtime_us"),
+            ksoftirqd,
+            gc_thresh: GC_THRESH.map(read),
+        }
+    }
+
+    /// Whether every `ksoftirqd` runs SCHED_FIFO (policy 1), as a tuned lab makes them.
+    #[must_use]
+    pub fn ksoftirqd_realtime(&self) -> bool {
+        !self.ksoftirqd.is_empty() && self.ksoftirqd.iter().all(|&(_, policy, _)| policy == 1)
+    }
+}

@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use ofan_lab::lab::rt_throttle;
-use ofan_tests::{binary, namespaces_with_prefix, serial};
+use ofan_tests::{binary, namespaces_with_prefix, serial, MachineSettings, GC_THRESH};
 use ofan_topology::{Role, Topology};
 use serde_json::Value;
 
@@ -615,12 +615,6 @@ fn down_after_kill_9_of_every_switch_and_of_up_itself() {
 /// back as they were when dropped (the test lowers them).
 struct NeighbourThresholds([String; 3]);
 
-const GC_THRESH: [&str; 3] = [
-    "/proc/sys/net/ipv4/neigh/default/gc_thresh1",
-    "/proc/sys/net/ipv4/neigh/default/gc_thresh2",
-    "/proc/sys/net/ipv4/neigh/default/gc_thresh3",
-];
-
 impl NeighbourThresholds {
     fn read() -> [String; 3] {
         GC_THRESH.map(|path| std::fs::read_to_string(path).unwrap().trim().to_owned())
@@ -658,9 +652,11 @@ fn neighbour_table_fulls() -> u64 {
         .sum()
 }
 
-/// The machine's neighbour table (one for every namespace) is given room for a lab while it
-/// runs and put back by its `down`: with the thresholds lowered below a k = 4 lab's 96
-/// entries (hard limit 64), the kernel would refuse a third of them and `pingall` fail.
+/// The machine's neighbour table (one for every namespace) is left alone by a lab built
+/// without `--tune-machine` — which is refused, naming the flag, when its entries would not fit
+/// — and given room by one built with it, put back by its `down`: with the thresholds lowered
+/// below a k = 4 lab's 96 entries (hard limit 64), the kernel would refuse a third of them and
+/// `pingall` fail.
 fn neighbour_table_holds_the_lab_and_is_put_back() {
     let _machine = serial();
     let others = std::fs::read_dir("/run/ofan/labs").map_or(0, |dir| dir.count());
@@ -673,6 +669,18 @@ fn neighbour_table_holds_the_lab_and_is_put_back() {
     let refused = neighbour_table_fulls();
     let lab = LabGuard::new("n");
     let output = lab.lab(&["up", "--k", "4"]);
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        !output.status.success(),
+        "up without room succeeded:\n{said}"
+    );
+    assert!(
+        said.contains("gc_thresh3") && said.contains("--tune-machine"),
+        "the refusal names the limit and the flag:\n{said}"
+    );
+    assert_eq!(NeighbourThresholds::read(), low.map(str::to_owned));
+    assert!(!lab.state_dir().exists(), "a refused up left its state");
+    let output = lab.lab(&["up", "--k", "4", "--tune-machine"]);
     let up = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "up failed:\n{up}");
     pingall_passes(&lab, 240);
@@ -697,45 +705,55 @@ fn neighbour_table_holds_the_lab_and_is_put_back() {
 }
 
 /// Two labs with different names at once: both work; removing one leaves the other intact.
-/// The machine-wide settings too: the real-time throttling stays lifted until the last lab
-/// goes down (where the kernel has the fair server and nothing else runs a lab).
+/// The machine-wide settings too: a lab built without `--tune-machine` changes none; one built
+/// with it changes them (real-time throttling lifted where the kernel has the fair server,
+/// ksoftirqd real-time), and they stay so until the last lab goes down, which puts them back.
 fn two_labs_at_once() {
     let _machine = serial();
     let alone = std::fs::read_dir("/run/ofan/labs").map_or(0, |dir| dir.count()) == 0;
     let lifts = alone && rt_throttle::kernel_has_fair_server().expect("the kernel's release");
-    let rt_before = rt_throttle::runtime_us().expect("sched_rt_runtime_us");
+    let before = MachineSettings::read();
     let first = LabGuard::new("d");
     let second = LabGuard::new("e");
-    first.ok(&["up", "--topo", "leaf-spine", "--k", "4"]);
     second.ok(&["up", "--topo", "fat-tree", "--k", "4", "--lb", "ecmp"]);
+    if alone {
+        assert_eq!(
+            MachineSettings::read(),
+            before,
+            "a lab without --tune-machine changes no machine-wide setting"
+        );
+    }
+    first.ok(&["up", "--topo", "leaf-spine", "--k", "4", "--tune-machine"]);
+    let tuned = MachineSettings::read();
+    assert!(tuned.ksoftirqd_realtime(), "{tuned:?}");
     if lifts {
         assert_eq!(
-            rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
-            -1,
-            "labs run without real-time throttling"
+            tuned.rt_runtime_us, "-1",
+            "a tuned lab lifts the throttling"
         );
     }
     pingall_passes(&first, 56);
     pingall_passes(&second, 240);
     let pids = first.switch_pids();
     first.down_and_check(&pids);
-    if lifts {
-        assert_eq!(
-            rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
-            -1,
-            "lifted while a lab runs"
-        );
-    }
+    assert_eq!(
+        MachineSettings::read(),
+        tuned,
+        "changed while a lab runs, even one that did not ask"
+    );
     pingall_passes(&second, 240);
     let pids = second.switch_pids();
     second.down_and_check(&pids);
     if alone {
         assert_eq!(
-            rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
-            rt_before,
-            "the last down puts it back"
+            MachineSettings::read(),
+            before,
+            "the last down puts them back"
         );
-        assert!(!std::path::Path::new("/run/ofan/rt-runtime.json").exists());
+        for record in ["rt-runtime", "ksoftirqd", "neighbour-table"] {
+            let path = format!("/run/ofan/{record}.json");
+            assert!(!std::path::Path::new(&path).exists(), "{path} left");
+        }
     }
 }
 

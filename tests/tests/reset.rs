@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ofan_lab::lab::rt_throttle;
-use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial};
+use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial, MachineSettings};
 
 const LABS: &str = "/run/ofan/labs";
 
@@ -94,42 +94,27 @@ impl Drop for Reaped {
     }
 }
 
-/// The scheduling policy (`/proc/PID/stat` field 41: 0 ordinary, 1 SCHED_FIFO) of every
-/// `ksoftirqd/N`, by pid.
-fn ksoftirqd_policies() -> Vec<(u32, u32)> {
-    let mut policies: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .expect("/proc")
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|comm| comm.starts_with("ksoftirqd/"))
-        })
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let after = &stat[stat.rfind(')')? + 1..];
-            // Field 41 is the 39th after the command name (fields 3…).
-            Some((pid, after.split_whitespace().nth(38)?.parse().ok()?))
-        })
-        .collect();
-    policies.sort_unstable();
-    policies
-}
-
 fn reset_returns_the_machine_to_clean() {
     let _machine = serial();
     let pid = std::process::id();
-    let softirq_before = ksoftirqd_policies();
-    let rt_runtime_before = rt_throttle::runtime_us().expect("sched_rt_runtime_us");
+    let before = MachineSettings::read();
     let (kept, lost, stray) = (
         format!("t{pid}r1"),
         format!("t{pid}r2"),
         format!("ofan-t{pid}stray"),
     );
-    lab(&["up", "--name", &kept]);
+    lab(&["up", "--name", &kept, "--tune-machine"]);
     lab(&["up", "--name", &lost, "--topo", "leaf-spine"]);
     let mut pids = switch_pids(&kept);
     pids.extend(switch_pids(&lost));
+    // The tuned lab's switch group crashes (kill -9: nothing of it cleans up): its records
+    // of the machine's settings outlive it, for reset to put back.
+    let group = pids[0];
+    let killed = Command::new("kill")
+        .args(["-9", &group.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success(), "kill -9 {group}");
     // A lab whose state directory is gone (a student deleted it, a reboot of /run half-done):
     // `down --name` cannot find it any more; its namespaces and switches are strays now.
     std::fs::remove_dir_all(format!("{LABS}/{lost}")).expect("remove the state directory");
@@ -150,17 +135,15 @@ fn reset_returns_the_machine_to_clean() {
         !ofan_xdp_programs().is_empty(),
         "the labs' switches attach XDP programs"
     );
+    let tuned = MachineSettings::read();
     assert!(
-        ksoftirqd_policies().iter().all(|&(_, policy)| policy == 1),
-        "while labs run, ksoftirqd is SCHED_FIFO: {:?}",
-        ksoftirqd_policies()
+        tuned.ksoftirqd_realtime(),
+        "while a tuned lab runs, ksoftirqd is SCHED_FIFO: {tuned:?}"
     );
-
     if rt_throttle::kernel_has_fair_server().expect("the kernel's release") {
         assert_eq!(
-            rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
-            -1,
-            "while labs run on a kernel with the fair server, real-time throttling is lifted"
+            tuned.rt_runtime_us, "-1",
+            "while a tuned lab runs on a kernel with the fair server, real-time throttling is lifted"
         );
     }
 
@@ -180,14 +163,9 @@ fn reset_returns_the_machine_to_clean() {
         "XDP programs left"
     );
     assert_eq!(
-        ksoftirqd_policies(),
-        softirq_before,
-        "reset puts ksoftirqd back as it ran"
-    );
-    assert_eq!(
-        rt_throttle::runtime_us().expect("sched_rt_runtime_us"),
-        rt_runtime_before,
-        "reset puts the real-time throttling back"
+        MachineSettings::read(),
+        before,
+        "reset puts the machine's settings back as they were"
     );
     let living: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
     assert!(living.is_empty(), "switch processes left: {living:?}");

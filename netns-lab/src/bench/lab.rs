@@ -63,6 +63,8 @@ pub struct Options {
     pub agent_catch_up: bool,
     /// The agents spin this long before each departure, µs ([`Traffic::agent_spin_us`]).
     pub agent_spin_us: u64,
+    /// Whether the labs may change machine-wide settings (`up --tune-machine`).
+    pub tune_machine: bool,
 }
 
 /// One rate's measurement.
@@ -251,6 +253,7 @@ fn one_rate(
         } else {
             HostLinks::Veth
         },
+        tune_machine: options.tune_machine,
         ..LabSpec::new(&options.name)
     };
     observer.note(&format!(

@@ -243,6 +243,10 @@ pub struct LabArgs {
     /// 0 when they catch up, 20 when strict).
     #[arg(long, value_name = "US")]
     pub agent_spin_us: Option<u64>,
+    /// Build the labs with `up --tune-machine` (machine-wide settings changed for fidelity,
+    /// put back after each lab).
+    #[arg(long)]
+    pub tune_machine: bool,
     /// Also write the table as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -296,6 +300,7 @@ impl LabArgs {
             agent_spin_us: self.agent_spin_us.unwrap_or(
                 ofan_lab::experiment::default_agent_spin_us(self.agent_catch_up),
             ),
+            tune_machine: self.tune_machine,
         })
     }
 }
@@ -555,7 +560,7 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
     let options = args.options()?;
     let rows = lab_bench::run(&options, &mut super::Stderr)?;
     println!(
-        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {} (spin {} µs), groups {}, host links {}",
+        "fat tree k={}, permutation of {} per host at load 1, lb {}, MTU {}, buffer {}, {} (spin {} µs), groups {}, host links {}, machine {}",
         options.k,
         args.size,
         options.lb,
@@ -572,7 +577,12 @@ fn run_lab(args: &LabArgs) -> anyhow::Result<()> {
         } else {
             "over the veths"
         },
-        options.host_links.name()
+        options.host_links.name(),
+        if options.tune_machine {
+            "tuned (--tune-machine)"
+        } else {
+            "as it was"
+        }
     );
     print!("{}", lab_table(&rows));
     for &switches in &options.switches {

@@ -178,6 +178,15 @@ pub struct UpArgs {
     /// emulation.
     #[arg(long, value_enum, default_value = "off")]
     pub fast_path: FastPathArg,
+    /// Let the lab change machine-wide settings for fidelity at high link rates (off: it
+    /// changes none): real-time throttling lifted (kernel.sched_rt_runtime_us = -1, on kernels
+    /// whose fair server still keeps ordinary tasks a share), every ksoftirqd at SCHED_FIFO 45,
+    /// and the neighbour table's gc_thresh1/2/3 raised to hold the lab's entries (without it, a
+    /// lab too large for gc_thresh3 is refused). Each original is recorded under /run/ofan and
+    /// put back, each on its own, by the last lab's down, down --all, reset, or the next up
+    /// after a crash. For a machine of your own, not a shared server (docs/lab.md).
+    #[arg(long)]
+    pub tune_machine: bool,
 }
 
 /// `--fast-path`: a [`FastPathMode`].
@@ -644,6 +653,7 @@ impl UpArgs {
             } else {
                 FastPathMode::Off
             },
+            tune_machine: self.tune_machine,
         };
         spec.validate()?;
         Ok(spec)

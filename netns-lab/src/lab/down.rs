@@ -81,9 +81,7 @@ pub fn down(name: &str) -> anyhow::Result<Removed> {
         remove_frr_run_dir(namespace)?;
     }
     dir.remove()?;
-    super::softirq::restore_if_no_lab()?;
-    super::rt_throttle::restore_if_no_lab()?;
-    super::neighbours::restore_if_no_lab()?;
+    super::machine::restore_if_no_lab()?;
     Ok(Removed {
         had_state: state.is_some(),
         stopped,
@@ -125,9 +123,7 @@ pub fn down_all() -> anyhow::Result<RemovedAll> {
             remove_frr_run_dir(&name)?;
         }
     }
-    super::softirq::restore_if_no_lab()?;
-    super::rt_throttle::restore_if_no_lab()?;
-    super::neighbours::restore_if_no_lab()?;
+    super::machine::restore_if_no_lab()?;
     let mut root = Rtnl::open()?;
     let links: Vec<_> = root
         .links()?

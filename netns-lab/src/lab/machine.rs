@@ -1,8 +1,11 @@
-//! The record of a machine-wide setting labs change while they run ([`super::neighbours`],
-//! [`super::softirq`], [`super::rt_throttle`]): the first lab to change it writes what it
-//! found under `/run/ofan`, later labs leave that record alone, and `down` of the last lab (and
-//! `down --all`, `reset`) puts it back and removes the record — also after a crash, since the
-//! record outlives the process that wrote it.
+//! The machine-wide settings a lab built with `up --tune-machine` changes while it runs
+//! ([`super::neighbours`], [`super::softirq`], [`super::rt_throttle`]; without the flag it
+//! changes none), and their records: the first lab to change a setting writes what it found
+//! under `/run/ofan`, later labs leave that record alone, and `down` of the last lab (and
+//! `down --all`, `reset`, and the next `up` when no lab is left) puts it back and removes the
+//! record — also after a crash, since the record outlives the process that wrote it. Each
+//! setting is put back on its own: one that cannot be (its record stays for the next try)
+//! keeps no other changed.
 
 use std::path::Path;
 
@@ -64,5 +67,39 @@ impl Record {
         let put = put_back(original)?;
         std::fs::remove_file(self.0).with_context(|| format!("cannot remove {}", self.0))?;
         Ok(Some(put))
+    }
+}
+
+/// Puts back every machine-wide setting the labs changed, if no lab is left — each on its
+/// own: one that cannot be put back (its record stays for the next `down` or `reset`) does not
+/// keep the others changed.
+///
+/// # Errors
+/// Every setting that could not be put back, by name.
+pub fn restore_if_no_lab() -> anyhow::Result<()> {
+    let failed: Vec<String> = [
+        (
+            "ksoftirqd policies",
+            super::softirq::restore_if_no_lab().map(drop),
+        ),
+        (
+            "kernel.sched_rt_runtime_us",
+            super::rt_throttle::restore_if_no_lab().map(drop),
+        ),
+        (
+            "neighbour thresholds",
+            super::neighbours::restore_if_no_lab().map(drop),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(what, result)| result.err().map(|error| format!("{what}: {error:#}")))
+    .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "could not put back what the labs changed (tried again at the next down or reset): {}",
+            failed.join("; ")
+        )
     }
 }

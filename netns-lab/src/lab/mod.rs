@@ -19,9 +19,10 @@
 //! - `ping`: `pingall` with raw ICMP sockets inside the host namespaces.
 //! - `blackhole`: the drops of `link A B blackhole` (switch XDP flag, host tc filter).
 //! - [`mod@up`], [`mod@down`], [`loaded`], [`status`], [`ops`]: the API above, one job each.
-//! - [`neighbours`], [`softirq`], [`rt_throttle`]: the machine-wide settings labs need while
-//!   they run (the neighbour table's room, `ksoftirqd`'s priority, the kernel's real-time
-//!   throttling), recorded and put back by the last `down` (`machine`: the record they share).
+//! - [`neighbours`], [`softirq`], [`rt_throttle`]: the machine-wide settings a lab built with
+//!   `--tune-machine` changes while it runs (the neighbour table's room, `ksoftirqd`'s
+//!   priority, the kernel's real-time throttling), recorded and put back, each on its own, by
+//!   the last `down`, `reset` or the next `up` (`machine`: the record they share).
 //! - `sys`: the module's only `unsafe` (setns, setsid, umount, ethtool, kill).
 //!
 //! Naming: lab `L`'s namespaces are `ofan-L-<node>` (lab names are lowercase letters and

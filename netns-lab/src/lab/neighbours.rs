@@ -21,12 +21,15 @@
 //!   path uses, never its kernel, went that way (115 hosts' gateways within two minutes of a
 //!   k = 8 lab before they were managed).
 //!
-//! So `up` raises the three thresholds, where they are lower, to hold the entries the machine
-//! has now plus the new lab's, with room to spare ([`Thresholds::room_for`]) — recording first,
-//! once while any lab runs, what it found in `/run/ofan/neighbour-table.json`; `down` of the
-//! last lab (and `down --all`, `reset`) puts that back, as for `ksoftirqd`
-//! ([`super::softirq`]). The thresholds are the machine's: anything else on it profits from
-//! the room while labs run; nothing is ever lowered.
+//! So `up --tune-machine` raises the three thresholds, where they are lower, to hold the
+//! entries the machine has now plus the new lab's, with room to spare
+//! ([`Thresholds::room_for`]) — recording first, once while any lab runs, what it found in
+//! `/run/ofan/neighbour-table.json`; `down` of the last lab (and `down --all`, `reset`) puts
+//! that back, as for `ksoftirqd` ([`super::softirq`]). The thresholds are the machine's:
+//! anything else on it profits from the room while labs run; nothing is ever lowered. Without
+//! the flag `up` changes nothing and refuses a lab whose entries would not fit under
+//! `gc_thresh3` ([`check_room`]); above the two lower thresholds the lab's entries are safe,
+//! being managed (the measurements above).
 
 use std::path::Path;
 
@@ -209,6 +212,34 @@ pub fn make_room(more: u32) -> anyhow::Result<Raised> {
             })
         }
     }
+}
+
+/// Checks, changing nothing, that the machine's table takes its entries now and `more` (a new
+/// lab's) under the thresholds as they are (a lab built without `--tune-machine`).
+///
+/// # Errors
+/// The table cannot be read; the entries would not fit under `gc_thresh3` (the kernel would
+/// refuse some: the lab could not work), with what to do.
+pub fn check_room(more: u32) -> anyhow::Result<()> {
+    let thresholds = Thresholds::read()?;
+    let now = entries()?;
+    let needed = now.saturating_add(more);
+    if thresholds.holds(needed) {
+        return Ok(());
+    }
+    let to = thresholds.room_for(needed);
+    anyhow::bail!(
+        "the machine's neighbour table holds at most {} entries \
+         (net.ipv4.neigh.default.gc_thresh3); it holds {now} and the lab needs {more} more. \
+         Build it with --tune-machine (the lab raises the thresholds and puts them back when \
+         the last lab goes down), raise them yourself (sysctl -w \
+         net.ipv4.neigh.default.gc_thresh3={} net.ipv4.neigh.default.gc_thresh2={} \
+         net.ipv4.neigh.default.gc_thresh1={}), or build a smaller lab",
+        thresholds.gc_thresh3,
+        to.gc_thresh3,
+        to.gc_thresh2,
+        to.gc_thresh1
+    );
 }
 
 /// Puts the recorded thresholds back if no lab is left; returns them if it did.

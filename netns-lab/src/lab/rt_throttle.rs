@@ -15,12 +15,15 @@
 //! deadline server (50 ms of every second on each CPU, also where real-time tasks would
 //! take everything), and drop the throttling unless built with `CONFIG_RT_GROUP_SCHED` (as the
 //! development machine's 6.18 is). There, `sched_rt_runtime_us = -1` lifts the throttling and
-//! leaves the fair server's guarantee in place. So `up` lifts it on such kernels (recording
-//! first, once while any lab runs, what it found in `/run/ofan/rt-runtime.json`) and `down` of
-//! the last lab — and `down --all`, `reset` — puts it back, as for `ksoftirqd`. Older kernels
-//! keep it: without the fair server, lifting it would let a full lab starve every ordinary
-//! task (routing daemons, the lab's control threads, a shell). Labs built with
-//! `--rt-priority 0` run nothing real-time and leave it alone.
+//! leaves the fair server's guarantee in place. So `up --tune-machine` lifts it on such
+//! kernels — found by looking for the fair server's debug directory, the release only where
+//! that cannot be done ([`kernel_has_fair_server`]) — recording first, once while any lab runs,
+//! what it found in `/run/ofan/rt-runtime.json`; `down` of the last lab — and `down --all`,
+//! `reset`, the next `up` — puts it back, as for `ksoftirqd`. Older kernels keep it: without
+//! the fair server, lifting it would let a full lab starve every ordinary task (routing
+//! daemons, the lab's control threads, a shell). Labs built without `--tune-machine`, or with
+//! `--rt-priority 0` (nothing real-time), leave it alone: their runs longer than a second that
+//! fill both CPUs can lose the rest of a second (docs/lab.md, The machine's settings).
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -56,7 +59,8 @@ pub enum Lifted {
     Refused { error: String },
 }
 
-/// Whether kernel `release` (`uname -r`, e.g. `6.18.44-fc`) has the fair server.
+/// Whether kernel `release` (`uname -r`, e.g. `6.18.44-fc`) should have the fair server (the
+/// guess where [`probe_fair_server`] cannot look).
 fn has_fair_server(release: &str) -> bool {
     let mut numbers = release
         .split(|c: char| !c.is_ascii_digit())
@@ -73,14 +77,48 @@ fn parse_runtime(text: &str) -> anyhow::Result<i64> {
         .with_context(|| format!("{SYSCTL}: not a number: {text:?}"))
 }
 
-/// Whether the running kernel has the fair server, where labs lift the throttling.
+/// The scheduler's debug directory, where a kernel with the fair server has `fair_server/`.
+const SCHED_DEBUG: &str = "/sys/kernel/debug/sched";
+
+/// Whether the running kernel has the fair server, where tuned labs lift the throttling:
+/// [probed](probe_fair_server) where debugfs can be looked at, else guessed from the release.
 ///
 /// # Errors
-/// The kernel's release cannot be read.
+/// Neither probe nor release could tell (the release cannot be read).
 pub fn kernel_has_fair_server() -> anyhow::Result<bool> {
+    if let Some(has) = probe_fair_server() {
+        return Ok(has);
+    }
     let release =
         std::fs::read_to_string(OS_RELEASE).with_context(|| format!("cannot read {OS_RELEASE}"))?;
     Ok(has_fair_server(release.trim()))
+}
+
+/// Looks for the fair server's debug directory (`/sys/kernel/debug/sched/fair_server`): where
+/// debugfs is mounted, there; else in a debugfs mounted for the look in a private mount
+/// namespace (`unshare --mount`: the machine's mounts stay as they are). `None`: no way to
+/// look (no debugfs in this kernel, no `unshare`, not root).
+fn probe_fair_server() -> Option<bool> {
+    let dir = std::path::Path::new(SCHED_DEBUG);
+    if dir.is_dir() {
+        return Some(dir.join("fair_server").is_dir());
+    }
+    let script = format!(
+        "mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || exit 2; \
+         test -d {SCHED_DEBUG} || exit 2; test -d {SCHED_DEBUG}/fair_server"
+    );
+    let status = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    match status.code() {
+        Some(0) => Some(true),
+        Some(1) => Some(false),
+        _ => None,
+    }
 }
 
 /// `kernel.sched_rt_runtime_us` now (-1: no throttling).
@@ -151,6 +189,23 @@ mod tests {
         for release in ["6.11.9", "6.1.0-27-amd64", "5.15.0", "4.19", "", "six"] {
             assert!(!has_fair_server(release), "{release}");
         }
+    }
+
+    #[test]
+    fn the_probe_agrees_with_the_release_where_it_can_look() {
+        // Unprivileged (or without debugfs) it cannot look, and says so; as root on a kernel
+        // the release names, it must find what the release says.
+        let Some(probed) = probe_fair_server() else {
+            // CI runs as root on a kernel with debugfs: there it must look.
+            assert!(
+                std::env::var("CI").is_err(),
+                "cannot look for the fair server under CI"
+            );
+            eprintln!("skipped: cannot look for the fair server here (not root, or no debugfs)");
+            return;
+        };
+        let release = std::fs::read_to_string(OS_RELEASE).unwrap();
+        assert_eq!(probed, has_fair_server(release.trim()), "{release}");
     }
 
     #[test]

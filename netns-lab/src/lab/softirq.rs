@@ -10,10 +10,10 @@
 //! +2 181 %); with `ksoftirqd` at SCHED_FIFO 45, above the pool (40) and the agents (then 30,
 //! now 42), three runs of three dropped nothing and came within 3–4.4 % of the bound.
 //!
-//! `up` raises every `ksoftirqd/N` (recording the policy it found in
+//! `up --tune-machine` raises every `ksoftirqd/N` (recording the policy it found in
 //! `/run/ofan/ksoftirqd.json`, once, while any lab runs); `down` of the last lab — and
-//! `down --all`/`reset` — puts back what was recorded. Labs built with `--rt-priority 0` leave
-//! the kernel's threads alone.
+//! `down --all`/`reset`, the next `up` — puts back what was recorded. Labs built without the
+//! flag, or with `--rt-priority 0`, leave the kernel's threads alone.
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};

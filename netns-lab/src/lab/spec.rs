@@ -404,6 +404,9 @@ pub struct LabSpec {
     /// Whether the switches forward in their XDP programs too (`ofan-switch --fast-path xdp`):
     /// an unshaped fabric over its veths (no link emulation, no splices, host links on veths).
     pub fast_path: FastPathMode,
+    /// Whether the lab may change machine-wide settings for its fidelity (`up --tune-machine`,
+    /// [`super::machine`]): off, it changes none.
+    pub tune_machine: bool,
 }
 
 impl LabSpec {
@@ -432,6 +435,7 @@ impl LabSpec {
             host_links: HostLinks::for_lab(Switches::Group, 1500),
             switch_log: None,
             fast_path: FastPathMode::Off,
+            tune_machine: false,
         }
     }
 
@@ -532,6 +536,7 @@ impl LabSpec {
             host_links: self.host_links,
             switch_log: self.switch_log.clone(),
             fast_path: self.fast_path,
+            tune_machine: self.tune_machine,
         }
     }
 }

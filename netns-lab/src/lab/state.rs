@@ -73,6 +73,10 @@ pub struct Params {
     /// before: off).
     #[serde(default)]
     pub fast_path: ofan_dataplane::afxdp::FastPathMode,
+    /// Whether the lab changed machine-wide settings for its fidelity (`up --tune-machine`;
+    /// labs recorded before: they all did).
+    #[serde(default)]
+    pub tune_machine: bool,
 }
 
 /// What a link is, or what `link A B up|down|blackhole` makes of it.

@@ -47,6 +47,11 @@ pub fn up(spec: &LabSpec, observer: &mut dyn Observer) -> anyhow::Result<LabStat
     }
     let switch_bin = spec.switch_bin.clone().unwrap_or_else(procs::switch_binary);
     let params = spec.params(&topology, switch_bin);
+    // What a crashed lab left changed (its records outlive it), put back before this lab
+    // decides what to change: only while no lab runs, each setting on its own.
+    if let Err(error) = super::machine::restore_if_no_lab() {
+        observer.note(&format!("ofan-lab: warning: {error:#}"));
+    }
     dir.create()?;
     std::fs::write(dir.topology_file(), topology.to_json_pretty())
         .with_context(|| format!("cannot write {}", dir.topology_file().display()))?;
@@ -78,22 +83,27 @@ fn build(
     let step = |observer: &mut dyn Observer, what: &str| observer.step(started.elapsed(), what);
 
     // Room in the machine's neighbour table for the lab's entries (one at each end of each
-    // link), before the first is made.
-    let room = neighbours::make_room(neighbours::lab_entries(topology.links().len()))?;
-    if let Some(refused) = &room.refused {
-        observer.note(&format!(
-            "ofan-lab: warning: could not raise the machine's neighbour table for the lab's \
-             entries ({refused}); it fits under gc_thresh3, but the kernel's garbage collection \
-             may delete entries (see docs/lab.md, The machine's neighbour table)"
-        ));
-    }
-    if room.to != room.from {
-        let (from, to) = (room.from, room.to);
-        observer.note(&format!(
-            "ofan-lab: the machine's neighbour table raised to hold the lab's entries \
-             (net.ipv4.neigh.default.gc_thresh1/2/3 {}/{}/{} -> {}/{}/{}, until the last lab goes down)",
-            from.gc_thresh1, from.gc_thresh2, from.gc_thresh3, to.gc_thresh1, to.gc_thresh2, to.gc_thresh3
-        ));
+    // link), before the first is made: raised with --tune-machine, else checked.
+    let entries = neighbours::lab_entries(topology.links().len());
+    if state.params.tune_machine {
+        let room = neighbours::make_room(entries)?;
+        if let Some(refused) = &room.refused {
+            observer.note(&format!(
+                "ofan-lab: warning: could not raise the machine's neighbour table for the lab's \
+                 entries ({refused}); it fits under gc_thresh3 (see docs/lab.md, The machine's \
+                 settings)"
+            ));
+        }
+        if room.to != room.from {
+            let (from, to) = (room.from, room.to);
+            observer.note(&format!(
+                "ofan-lab: the machine's neighbour table raised to hold the lab's entries \
+                 (net.ipv4.neigh.default.gc_thresh1/2/3 {}/{}/{} -> {}/{}/{}, until the last lab goes down)",
+                from.gc_thresh1, from.gc_thresh2, from.gc_thresh3, to.gc_thresh1, to.gc_thresh2, to.gc_thresh3
+            ));
+        }
+    } else {
+        neighbours::check_room(entries)?;
     }
 
     // Namespaces: recorded first, then created all at once.
@@ -189,10 +199,11 @@ fn build(
         step(observer, "switch routes");
     }
 
-    // The kernel's network processing must not wait behind the lab's real-time threads.
-    if state.params.rt_priority > 0 {
+    // With --tune-machine: the kernel's network processing must not wait behind the lab's
+    // real-time threads, nor stop for the rest of a second once real-time work filled the CPUs
+    // for 95 % of it.
+    if state.params.tune_machine && state.params.rt_priority > 0 {
         super::softirq::raise(super::softirq::KSOFTIRQD_RT_PRIORITY)?;
-        // Nor stop for the rest of a second once real-time work filled the CPUs for 95 % of it.
         match super::rt_throttle::lift()? {
             super::rt_throttle::Lifted::Lifted { from } => observer.note(&format!(
                 "ofan-lab: the kernel's real-time throttling lifted (kernel.sched_rt_runtime_us \
@@ -202,7 +213,7 @@ fn build(
             super::rt_throttle::Lifted::Refused { error } => observer.note(&format!(
                 "ofan-lab: warning: could not lift the kernel's real-time throttling ({error}); \
                  a run that fills the CPUs for over 0.95 s stops for the rest of that second \
-                 (see docs/lab.md, Real-time throttling)"
+                 (see docs/lab.md, The machine's settings)"
             )),
             super::rt_throttle::Lifted::AlreadyOff | super::rt_throttle::Lifted::Kept => {}
         }
