@@ -146,7 +146,10 @@ fn assert_nothing_left(prefix: &str, state_dir: &std::path::Path, pids: &[u32]) 
         "links named {prefix}* left in the root namespace:\n{links}"
     );
     let running: Vec<u32> = pids.iter().copied().filter(|pid| alive(*pid)).collect();
-    assert!(running.is_empty(), "switch or daemon processes left: {running:?}");
+    assert!(
+        running.is_empty(),
+        "switch or daemon processes left: {running:?}"
+    );
     assert!(!state_dir.exists(), "{} left", state_dir.display());
     // FRR's per-namespace run directories (BGP labs).
     let frr: Vec<String> = std::fs::read_dir("/var/run/frr")
