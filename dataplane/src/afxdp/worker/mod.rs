@@ -23,9 +23,9 @@ use std::sync::Arc;
 use xdpilone::{DeviceQueue, RingRx, RingTx, User};
 
 use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
-use super::hostlink::{self, HostLink, Pop, Push, RingId};
+use super::hostlink::{HostLink, Pop, RingId};
 use super::inbox::Inboxes;
-use super::splice::{self, Offer, SpliceSlot};
+use super::splice::SpliceSlot;
 use super::sys::{self, monotonic_ns, Assembly, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
 use super::Buffers;
 use super::{Forwarding, PollMode};
@@ -37,6 +37,9 @@ use crate::telemetry::{
     worker_counter_values, RxDropReason, RxDrops, SocketDrops, SwitchTelemetry,
 };
 use crate::wire::{self, Ecn};
+
+mod receive;
+mod transmit;
 
 /// A frame handed to a worker through its inbox.
 #[derive(Debug)]
@@ -127,58 +130,58 @@ pub struct OwnedPort {
 /// Everything one worker owns or shares.
 pub struct Worker {
     /// Worker index (`pipe · queues + queue`): its balancing pipe, its inbox.
-    pub index: usize,
+    index: usize,
     /// The queue of its ports it serves.
-    pub queue: u32,
+    queue: u32,
     /// The ports it owns.
-    pub ports: Vec<OwnedPort>,
+    ports: Vec<OwnedPort>,
     /// For each switch port: (the worker owning its queue `queue`, index in that worker's
     /// `ports`).
-    pub owner_of: Arc<[(usize, usize)]>,
+    owner_of: Arc<[(usize, usize)]>,
     /// Up-port position → switch port, for reading queue lengths.
-    pub up_ports: Arc<[PortId]>,
+    up_ports: Arc<[PortId]>,
     /// Parse, lookup and balance.
-    pub forwarder: Forwarder,
+    forwarder: Forwarder,
     /// The published forwarding table.
-    pub fib: Arc<SharedFib>,
+    fib: Arc<SharedFib>,
     /// UMEM memory.
-    pub umem: Arc<UmemArea>,
+    umem: Arc<UmemArea>,
     /// Free frames shared by the workers.
-    pub pool: Arc<FramePool>,
+    pool: Arc<FramePool>,
     /// This worker's free frames.
-    pub cache: FrameCache,
+    cache: FrameCache,
     /// Whether packets may span several frames (sockets bound with `XDP_USE_SG`).
-    pub buffers: Buffers,
+    buffers: Buffers,
     /// Every worker's inbox (this one's is `inboxes[index]`).
-    pub inboxes: Arc<Inboxes>,
+    inboxes: Arc<Inboxes>,
     /// Every worker's wake-up eventfd.
-    pub wakers: Arc<[EventFd]>,
+    wakers: Arc<[EventFd]>,
     /// Every worker's "sleeping" flag.
-    pub sleeping: Arc<[AtomicBool]>,
+    sleeping: Arc<[AtomicBool]>,
     /// Telemetry.
-    pub telemetry: Arc<SwitchTelemetry>,
+    telemetry: Arc<SwitchTelemetry>,
     /// Stop request.
-    pub stop: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
     /// How the worker waits.
-    pub poll: PollMode,
+    poll: PollMode,
     /// Fill ring level to keep per socket.
-    pub fill_target: u32,
+    fill_target: u32,
     /// TX ring size.
-    pub tx_ring_size: u32,
+    tx_ring_size: u32,
     /// Descriptors dropped before the forwarder saw a frame, by [`RxDropReason`].
-    pub rx_drops: RxDrops,
+    rx_drops: RxDrops,
     /// Reused buffer for publishing the counters.
-    pub counter_scratch: Vec<u64>,
+    counter_scratch: Vec<u64>,
     /// Reused buffer a host link's frame is read into (zeroing a fresh one for every batch
     /// was a memset of 4 KB per frame at low rates).
-    pub host_scratch: Box<[u8; HOST_FRAME_MAX]>,
+    host_scratch: Box<[u8; HOST_FRAME_MAX]>,
     /// Forward by lookup, or bare port to port.
-    pub forwarding: Forwarding,
+    forwarding: Forwarding,
     /// Whether the balancer reads queue lengths, and so whether the worker gathers and shares
     /// them.
-    pub queue_loads: QueueLoads,
+    queue_loads: QueueLoads,
     /// When it last published, and what it owes.
-    pub pace: Pace,
+    pace: Pace,
 }
 
 /// A worker's publishing state between iterations.
@@ -261,6 +264,85 @@ const IDLE_WAKE_MS: i32 = 100;
 const TOKEN_SOCKET: u64 = 0;
 /// The largest frame a host link's slot holds for the largest single-buffer UMEM frame.
 pub(super) const HOST_FRAME_MAX: usize = 4096 + 64;
+
+/// What every worker of a switch shares, and the settings they all run with: given to
+/// [`Worker::new`].
+pub struct WorkerShared {
+    /// Up-port position → switch port, for reading queue lengths.
+    pub up_ports: Arc<[PortId]>,
+    /// The published forwarding table.
+    pub fib: Arc<SharedFib>,
+    /// UMEM memory.
+    pub umem: Arc<UmemArea>,
+    /// Free frames shared by the workers.
+    pub pool: Arc<FramePool>,
+    /// Whether packets may span several frames (sockets bound with `XDP_USE_SG`).
+    pub buffers: Buffers,
+    /// Every worker's inbox.
+    pub inboxes: Arc<Inboxes>,
+    /// Every worker's wake-up eventfd.
+    pub wakers: Arc<[EventFd]>,
+    /// Every worker's "sleeping" flag.
+    pub sleeping: Arc<[AtomicBool]>,
+    /// Telemetry.
+    pub telemetry: Arc<SwitchTelemetry>,
+    /// Stop request.
+    pub stop: Arc<AtomicBool>,
+    /// How the workers wait.
+    pub poll: PollMode,
+    /// Ring size of every socket: the fill level kept and the TX ring's size.
+    pub ring_size: u32,
+    /// Forward by lookup, or bare port to port.
+    pub forwarding: Forwarding,
+    /// Whether the balancer reads queue lengths.
+    pub queue_loads: QueueLoads,
+}
+
+/// Free frames a worker keeps at hand before it goes to the shared pool.
+const FRAME_CACHE: usize = 256;
+
+impl Worker {
+    /// Worker `index`, serving queue `queue` of `ports`, deciding with `forwarder`; `owner_of`
+    /// names, for each switch port, the worker that owns its queue `queue` and the port's
+    /// index there.
+    #[must_use]
+    pub fn new(
+        index: usize,
+        queue: u32,
+        ports: Vec<OwnedPort>,
+        owner_of: Arc<[(usize, usize)]>,
+        forwarder: Forwarder,
+        shared: &WorkerShared,
+    ) -> Self {
+        Self {
+            index,
+            queue,
+            ports,
+            owner_of,
+            up_ports: Arc::clone(&shared.up_ports),
+            forwarder,
+            fib: Arc::clone(&shared.fib),
+            umem: Arc::clone(&shared.umem),
+            pool: Arc::clone(&shared.pool),
+            cache: FrameCache::new(FRAME_CACHE),
+            buffers: shared.buffers,
+            inboxes: Arc::clone(&shared.inboxes),
+            wakers: Arc::clone(&shared.wakers),
+            sleeping: Arc::clone(&shared.sleeping),
+            telemetry: Arc::clone(&shared.telemetry),
+            stop: Arc::clone(&shared.stop),
+            poll: shared.poll,
+            fill_target: shared.ring_size,
+            tx_ring_size: shared.ring_size,
+            rx_drops: RxDrops::default(),
+            counter_scratch: Vec::new(),
+            host_scratch: Box::new([0; HOST_FRAME_MAX]),
+            forwarding: shared.forwarding,
+            queue_loads: shared.queue_loads,
+            pace: Pace::default(),
+        }
+    }
+}
 
 impl Worker {
     /// Runs on its own thread until a stop is requested, then drains and reports.
@@ -585,7 +667,7 @@ impl Worker {
         moved
     }
 
-    fn enqueue_local(&mut self, port: PortId, mut frame: OwnedFrame, now: u64) {
+    pub(super) fn enqueue_local(&mut self, port: PortId, mut frame: OwnedFrame, now: u64) {
         let local = self.owner_of[usize::from(port.0)].1;
         let len = frame.len();
         let capable =
@@ -606,226 +688,13 @@ impl Worker {
 
     /// Gives a packet's frames back to the free frames.
     #[inline]
-    fn free(&mut self, frame: OwnedFrame) {
+    pub(super) fn free(&mut self, frame: OwnedFrame) {
         for frame in frame.into_frames(self.umem.frame_size()) {
             self.cache.give(frame, &self.pool);
         }
     }
 
-    fn receive_all(&mut self, rx: RxRings) -> usize {
-        let mut total = 0;
-        for port_index in 0..self.ports.len() {
-            if rx == RxRings::Read {
-                for queue_index in 0..self.ports[port_index].queues.len() {
-                    total += self.receive(port_index, queue_index);
-                }
-            }
-            if self.ports[port_index].host_link.is_some() {
-                for ring in RingId::UP {
-                    total += self.receive_host_link(port_index, ring);
-                }
-            }
-        }
-        total
-    }
-
-    /// Receives a batch from a host link's up ring: each frame copied into a free frame and
-    /// decided as one its RX ring delivered.
-    fn receive_host_link(&mut self, port_index: usize, ring: RingId) -> usize {
-        let port = &mut self.ports[port_index];
-        let Some(link) = port.host_link.as_ref() else {
-            return 0;
-        };
-        if !link.pending(ring) {
-            return 0;
-        }
-        let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
-        let buf = &mut *self.host_scratch;
-        let (mut received, mut popped, mut bytes) = (0, 0, 0u64);
-        while received < MAX_BATCH {
-            let len = match link.pop(ring, buf) {
-                Pop::Empty => break,
-                Pop::Malformed => {
-                    popped += 1;
-                    self.rx_drops[RxDropReason::BadDescriptor.as_index()] += 1;
-                    continue;
-                }
-                Pop::Frame(len) => len,
-            };
-            popped += 1;
-            let Some(free) = self.cache.take(&self.pool) else {
-                port.drops_host_link += 1;
-                continue;
-            };
-            match self.umem.fill_free_frame(free, &buf[..len]) {
-                Some(frame) => {
-                    frames[received] = Some(frame);
-                    received += 1;
-                    bytes += len as u64;
-                }
-                None => {
-                    self.cache.give(free, &self.pool);
-                    self.rx_drops[RxDropReason::BadDescriptor.as_index()] += 1;
-                }
-            }
-        }
-        port.rx_packets += received as u64;
-        port.rx_bytes += bytes;
-        port.rx_host_link += received as u64;
-        let ingress = port.id;
-        if received > 0 {
-            self.decide(&mut frames, &[ingress; MAX_BATCH], received);
-        }
-        popped
-    }
-
-    fn receive(&mut self, port_index: usize, queue_index: usize) -> usize {
-        // An empty ring costs two loads (a worker on its own thread reads every ring at every
-        // iteration; a pool thread only those its epoll reported).
-        if self.ports[port_index].queues[queue_index].rx.available() == 0 {
-            return 0;
-        }
-        let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
-        let (received, read) = {
-            let queue = &mut self.ports[port_index].queues[queue_index];
-            let got = sys::receive(&mut queue.rx, &self.umem, &mut frames);
-            queue.fill_outstanding -= (got.frames + got.bad) as u32;
-            // Bad descriptors count as work too, so that their counter is published before
-            // the worker next sleeps.
-            self.rx_drops[RxDropReason::BadDescriptor.as_index()] += got.bad as u64;
-            let packets = match self.buffers {
-                Buffers::Single => got.frames,
-                Buffers::Multi => {
-                    let (cache, pool, frame_size) =
-                        (&mut self.cache, &*self.pool, self.umem.frame_size());
-                    let (packets, dropped) = queue.partial.join(&mut frames, got, |frame| {
-                        for frame in frame.into_frames(frame_size) {
-                            cache.give(frame, pool);
-                        }
-                    });
-                    self.rx_drops[RxDropReason::TooManyFrames.as_index()] += dropped as u64;
-                    packets
-                }
-            };
-            (packets, got.frames + got.bad)
-        };
-        if received == 0 {
-            return read;
-        }
-        let ingress = self.ports[port_index].id;
-        let port = &mut self.ports[port_index];
-        port.rx_packets += received as u64;
-        port.rx_bytes += frames[..received]
-            .iter()
-            .flatten()
-            .map(|f| u64::from(f.len()))
-            .sum::<u64>();
-        self.decide(&mut frames, &[ingress; MAX_BATCH], received);
-        read
-    }
-
-    /// Decides the first `received` packets of `frames` (`ingress[i]`: where packet i came in)
-    /// and queues, hands off or frees each.
-    fn decide(
-        &mut self,
-        frames: &mut [Option<OwnedFrame>; MAX_BATCH],
-        ingress: &[PortId; MAX_BATCH],
-        received: usize,
-    ) {
-        // Queue lengths of the up-ports, for the queue-aware balancers only.
-        let mut loads = [PortLoad::default(); crate::lb::MAX_PORTS];
-        let ports_for_loads = match self.queue_loads {
-            QueueLoads::Read => &self.up_ports[..],
-            QueueLoads::Ignored => &[],
-        };
-        for (position, &port) in ports_for_loads.iter().enumerate() {
-            let (owner, local) = self.owner_of[usize::from(port.0)];
-            loads[position] = if owner == self.index {
-                let stats = self.ports[local].egress.stats();
-                PortLoad {
-                    packets: stats.depth_packets,
-                    bytes: stats.depth_bytes,
-                }
-            } else {
-                let (packets, bytes) = self
-                    .telemetry
-                    .port_queue(usize::from(port.0), self.queue)
-                    .depth();
-                PortLoad { packets, bytes }
-            };
-        }
-
-        let mut verdicts = [Verdict::Drop(DropReason::ALL[0]); MAX_BATCH];
-        match self.forwarding {
-            Forwarding::Bare => {
-                for (verdict, ingress) in verdicts[..received].iter_mut().zip(ingress) {
-                    *verdict = Verdict::Forward {
-                        port: PortId(ingress.0 ^ 1),
-                    };
-                }
-            }
-            Forwarding::Lookup => {
-                let fib = self.fib.load();
-                let umem = &*self.umem;
-                let mut refs: [FrameRef<'_>; MAX_BATCH] =
-                    std::array::from_fn(|_| FrameRef::whole(PortId(0), &mut []));
-                for ((slot, frame), &ingress) in refs
-                    .iter_mut()
-                    .zip(frames[..received].iter_mut().flatten())
-                    .zip(ingress)
-                {
-                    *slot = FrameRef {
-                        ingress,
-                        len: frame.len(),
-                        data: umem.data(frame),
-                    };
-                }
-                // `arf-flow` ages its flow table by the clock: one read per batch.
-                if self
-                    .forwarder
-                    .balancer()
-                    .switch()
-                    .config()
-                    .algorithm
-                    .uses_clock()
-                {
-                    self.forwarder.set_clock(monotonic_ns());
-                }
-                self.forwarder.process_batch(
-                    &fib,
-                    &mut refs[..received],
-                    // A switch without up-ports (a core) balances over one placeholder.
-                    &mut loads[..self.up_ports.len().max(1)],
-                    &mut verdicts[..received],
-                );
-            }
-        }
-
-        let now = monotonic_ns();
-        for (frame, verdict) in frames[..received].iter_mut().zip(&verdicts[..received]) {
-            let frame = frame.take().expect("received frames are all present");
-            match *verdict {
-                Verdict::Forward { port } => {
-                    let (owner, _) = self.owner_of[usize::from(port.0)];
-                    if owner == self.index {
-                        self.enqueue_local(port, frame, now);
-                    } else {
-                        self.hand_off(
-                            owner,
-                            Handoff {
-                                port,
-                                frame,
-                                kind: HandoffKind::Forwarded,
-                            },
-                        );
-                    }
-                }
-                _ => self.free(frame),
-            }
-        }
-    }
-
-    fn hand_off(&mut self, owner: usize, handoff: Handoff) {
+    pub(super) fn hand_off(&mut self, owner: usize, handoff: Handoff) {
         match self.inboxes.push(owner, handoff) {
             Ok(()) => {
                 if self.sleeping[owner].load(Ordering::SeqCst) {
@@ -839,148 +708,6 @@ impl Worker {
                 self.free(handoff.frame);
             }
         }
-    }
-
-    fn transmit_all(&mut self) -> usize {
-        // Nothing queued and nothing waiting for a kick: no clock read, no system call (and no
-        // read of a TX ring, which the kernel's page holds, while nothing is outstanding).
-        if self.ports.iter().all(|port| {
-            let queue = &port.queues[0];
-            port.egress.is_empty()
-                && port.tx_rest.is_empty()
-                && (queue.tx_outstanding == 0
-                    || queue.tx.as_ref().is_none_or(|tx| tx.pending() == 0))
-        }) {
-            return 0;
-        }
-        let now = monotonic_ns();
-        let mut total = 0;
-        let (cache, pool, umem) = (&mut self.cache, &*self.pool, &*self.umem);
-        let frame_size = umem.frame_size();
-        for port in &mut self.ports {
-            let queue = &mut port.queues[0];
-            let Some(tx) = queue.tx.as_mut() else {
-                continue;
-            };
-            let room = self.tx_ring_size.saturating_sub(queue.tx_outstanding);
-            let mut sent = 0u32;
-            let mut spliced = 0u32;
-            let mut diverted = 0u32;
-            // Only a port with a frame due looks up where it goes (its peer's end and FIB, the
-            // agent): for queues their shapers held, those lookups were a third of a k = 8
-            // lab's time in `Worker::step`, on every step of every switch.
-            let due = port.egress.next_departure_ns().is_some_and(|at| at <= now);
-            if room > 0 && (due || !port.tx_rest.is_empty()) {
-                let mut writer = tx.transmit(room.min(MAX_BATCH as u32));
-                let mut capacity = writer.capacity();
-                let mut insert = |desc| {
-                    let inserted = writer.insert_once(desc);
-                    debug_assert!(inserted, "reserved TX slots are guaranteed");
-                    sent += 1;
-                };
-                // An in-process link to the peer, while both ends take frames (`splice`; a
-                // splice carries single frames only).
-                let splice = port
-                    .splice
-                    .as_ref()
-                    .filter(|_| self.buffers == Buffers::Single)
-                    .and_then(|slot| splice::sending(slot, &self.fib, port.id));
-                // The agent's frames go through the host link while it is attached.
-                let agent = port
-                    .host_link
-                    .as_ref()
-                    .and_then(|link| Some((link, link.agent_port()?)));
-                match (self.buffers, &splice) {
-                    (Buffers::Single, None) if agent.is_some() => {
-                        let (link, agent_port) = agent.expect("matched");
-                        let lost = &mut port.drops_host_link;
-                        port.egress
-                            .dequeue(now, capacity as usize, |mut frame, _len| {
-                                let data = umem.data(&mut frame);
-                                if !hostlink::is_for_agent(data, agent_port) {
-                                    frame.into_tx(&mut insert);
-                                    return;
-                                }
-                                match link.push(RingId::Down, data) {
-                                    Push::TooLarge => {
-                                        frame.into_tx(&mut insert);
-                                        return;
-                                    }
-                                    Push::Queued => {}
-                                    Push::Full => *lost += 1,
-                                }
-                                diverted += 1;
-                                for frame in frame.into_frames(frame_size) {
-                                    cache.give(frame, pool);
-                                }
-                            });
-                    }
-                    (Buffers::Single, None) => {
-                        port.egress.dequeue(now, capacity as usize, |frame, _len| {
-                            frame.into_tx(&mut insert);
-                        });
-                    }
-                    (Buffers::Single, Some((end, peer_fib))) => {
-                        port.egress
-                            .dequeue(now, capacity as usize, |mut frame, _len| {
-                                let frames = frame.frames();
-                                match end.offer(peer_fib, umem.data(&mut frame), frames) {
-                                    Offer::Veth => frame.into_tx(&mut insert),
-                                    Offer::Spliced | Offer::Dropped => {
-                                        spliced += 1;
-                                        for frame in frame.into_frames(frame_size) {
-                                            cache.give(frame, pool);
-                                        }
-                                    }
-                                }
-                            });
-                    }
-                    // A packet's frames may not all fit the reserved slots (the ring reserves
-                    // what its cached view of the kernel's progress shows free, which can be
-                    // fewer than a packet): the rest goes first next time — the kernel joins a
-                    // packet's descriptors across transmit calls — and packets leave one at a
-                    // time, so that only one is ever split. (Never spliced: a splice carries
-                    // single frames.)
-                    (Buffers::Multi, _) => {
-                        let rest = port.tx_rest.len().min(capacity as usize);
-                        for desc in port.tx_rest.drain(..rest) {
-                            insert(desc);
-                        }
-                        capacity -= rest as u32;
-                        while capacity > 0 && port.tx_rest.is_empty() {
-                            let tx_rest = &mut port.tx_rest;
-                            let left = port.egress.dequeue(now, 1, |frame, _len| {
-                                frame.into_tx(|desc| {
-                                    if capacity > 0 {
-                                        insert(desc);
-                                        capacity -= 1;
-                                    } else {
-                                        tx_rest.push(desc);
-                                    }
-                                });
-                            });
-                            if left == 0 {
-                                break;
-                            }
-                        }
-                    }
-                }
-                // Every frame written or spliced left the egress queue or `tx_rest`.
-                port.egress_frames -= u64::from(sent) + u64::from(spliced) + u64::from(diverted);
-                writer.commit();
-            }
-            total += spliced as usize + diverted as usize;
-            queue.tx_outstanding += sent;
-            // Frames still to write count as work: the worker comes back for them at once.
-            total += sent as usize + port.tx_rest.len();
-            // Copy mode needs a kick for every 32 descriptors (one sendto sends at most 32).
-            let mut kicks = 0;
-            while queue.tx_outstanding > 0 && tx.pending() > 0 && kicks < 8 {
-                tx.wake();
-                kicks += 1;
-            }
-        }
-        total
     }
 
     fn complete_all(&mut self) -> usize {
