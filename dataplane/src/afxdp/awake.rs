@@ -18,9 +18,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::sys::{monotonic_ns, Epoll, EventFd};
-
-/// The longest a keep-awake thread sleeps with nothing flowing (it checks its stop flag).
-const IDLE_WAKE_MS: i32 = 100;
+use super::IDLE_WAKE_MS;
 
 /// The kernel's CPU-latency request device (PM QoS): while a process holds it open with a
 /// value written, idle CPUs enter no state slower to leave than that many µs.

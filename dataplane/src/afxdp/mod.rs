@@ -666,6 +666,14 @@ fn serve_host_links(
     Ok(links)
 }
 
+/// The longest an idle thread of the data path sleeps — a worker of its own, a pool thread
+/// with nothing due, the keep-awake thread with nothing flowing. Whatever needs it sooner wakes
+/// it: a stop request or a hand-off (its eventfd), a frame (its sockets), a shaper deadline (its
+/// timerfd). This period bounds how late an idle worker applies a telemetry reset and publishes
+/// the depth of a frame whose slot has ended (`Worker::run`); the lab's runner counts on it
+/// (`RESET_SETTLE`, `SETTLE_AFTER` in `netns-lab`'s `experiment::runner`).
+const IDLE_WAKE_MS: i32 = 100;
+
 /// Bind flag: the socket takes packets of several buffers (`XDP_USE_SG`, Linux 6.6).
 const XDP_USE_SG: u16 = 1 << 4;
 

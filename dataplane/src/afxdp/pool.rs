@@ -30,6 +30,7 @@ use std::thread::JoinHandle;
 use super::awake::{KeepAwake, KeepAwakeThread};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
 use super::worker::{RxRings, Worker, WorkerExit};
+use super::IDLE_WAKE_MS;
 
 /// How near a departure must be for a thread to spin to it rather than sleep, ns, while its
 /// wake-ups come in time: a sleep shorter than this costs more than it saves.
@@ -54,8 +55,6 @@ const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_POOL: u64 = u64::MAX - 1;
 /// How often a pool thread steps all its workers, idle or not.
 const FULL_PASS_NS: u64 = 10_000_000;
-/// The longest a pool thread sleeps with nothing due (as a worker of its own does).
-const IDLE_WAKE_MS: i32 = 100;
 
 /// How long a pool thread may run without sleeping before it rests ([`FairShare`]).
 pub const FAIR_SHARE_PERIOD_NS: u64 = 1_000_000;

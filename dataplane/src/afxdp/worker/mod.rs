@@ -28,7 +28,7 @@ use super::inbox::Inboxes;
 use super::splice::SpliceSlot;
 use super::sys::{self, monotonic_ns, Assembly, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
 use super::Buffers;
-use super::{Forwarding, PollMode};
+use super::{Forwarding, PollMode, IDLE_WAKE_MS};
 use crate::egress::{Admission, EgressQueue};
 use crate::fib::{PortId, SharedFib};
 use crate::forward::{DropReason, Forwarder, FrameRef, Verdict};
@@ -255,12 +255,6 @@ const PUBLISH_EVERY_NS: u64 = 1_000_000;
 /// reading it owes ([`Worker::wake_at`]), so a reader that waits this long after the traffic
 /// (the lab's runner waits 200 ms) sees every drop.
 const SOCKET_STATS_EVERY_NS: u64 = 100_000_000;
-/// The longest an idle worker sleeps. Whatever needs it sooner wakes it: a stop request or a
-/// hand-off (its eventfd), a frame (its sockets), a shaper deadline (its timerfd). This period
-/// bounds how late an idle worker applies a telemetry reset and publishes the depth of a frame
-/// whose slot has ended (see `run`); the lab's runner counts on it (`RESET_SETTLE`,
-/// `SETTLE_AFTER` in `netns-lab`'s `experiment::runner`).
-const IDLE_WAKE_MS: i32 = 100;
 const TOKEN_SOCKET: u64 = 0;
 /// The largest frame a host link's slot holds for the largest single-buffer UMEM frame.
 pub(super) const HOST_FRAME_MAX: usize = 4096 + 64;
