@@ -25,7 +25,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use ofan_dataplane::afxdp::awake::KeepAwakeBy;
 use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
 use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
@@ -73,20 +72,16 @@ pub struct GroupArgs {
     /// and below its host agents and the kernel's ksoftirqd.
     #[arg(long, value_name = "PRIO")]
     pool_rt_priority: Option<u8>,
-    /// Keep the CPUs awake this long after the last frame moved, µs (0: never), the way
-    /// --keep-awake-by says. In a virtual machine an idle CPU halts, and waking it (for a
-    /// frame, a timer, a host agent) takes the hypervisor up to milliseconds. Costs the CPUs'
-    /// idle time while frames flow, nothing else. A lab sets it.
+    /// Keep the CPUs awake this long after the last frame moved, µs (0: never): the group
+    /// holds a CPU-latency request of 0 µs (/dev/cpu_dma_latency) while frames flow, so idle
+    /// CPUs poll instead of halting — no task spins, and wake-ups need no interrupt. In a
+    /// virtual machine an idle CPU halts, and waking it (for a frame, a timer, a host agent)
+    /// takes the hypervisor up to milliseconds. Needs a cpuidle driver whose shallowest state
+    /// polls (haltpoll in a KVM guest, intel_idle, acpi_idle); elsewhere the log says the CPUs
+    /// are not kept awake. The kernel drops the request when the group exits, however it ends.
+    /// A lab sets it.
     #[arg(long, value_name = "US", default_value_t = 0)]
     keep_awake_us: u64,
-    /// How --keep-awake-us keeps the CPUs awake. idle-poll: the group holds a CPU-latency
-    /// request of 0 µs (/dev/cpu_dma_latency) while frames flow, so idle CPUs poll instead of
-    /// halting — no task spins, and wake-ups need no interrupt; needs a cpuidle driver whose
-    /// shallowest state polls (haltpoll in a KVM guest, intel_idle, acpi_idle). spin: one
-    /// SCHED_IDLE thread per CPU spins; any task preempts it. auto: idle-poll where the kernel
-    /// can, else spin (the log says which).
-    #[arg(long, value_name = "HOW", value_enum, default_value_t = KeepAwakeHow::Auto)]
-    keep_awake_by: KeepAwakeHow,
     /// A pool thread that has run 1 ms without sleeping (it never ran out of work) rests this
     /// long, so that the machine's ordinary tasks get the CPU in short slices — otherwise the
     /// kernel's fair server gives them their 5 % in blocks of up to 50 ms ahead of every
@@ -281,24 +276,6 @@ impl Blueprint {
     }
 }
 
-/// `--keep-awake-by` (the data path's [`KeepAwakeBy`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum KeepAwakeHow {
-    Auto,
-    IdlePoll,
-    Spin,
-}
-
-impl From<KeepAwakeHow> for KeepAwakeBy {
-    fn from(how: KeepAwakeHow) -> Self {
-        match how {
-            KeepAwakeHow::Auto => Self::Auto,
-            KeepAwakeHow::IdlePoll => Self::IdlePoll,
-            KeepAwakeHow::Spin => Self::Spin,
-        }
-    }
-}
-
 /// Runs the group until SIGINT/SIGTERM.
 ///
 /// # Errors
@@ -326,7 +303,6 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
             rt_priority,
             pin: false,
             keep_awake_ns: args.keep_awake_us.saturating_mul(1000),
-            keep_awake_by: args.keep_awake_by.into(),
             fair_share_rest_ns: args.fair_share_us.saturating_mul(1000),
         })
         .context("cannot start the worker pool")?,
@@ -696,7 +672,6 @@ mod tests {
             rt_priority: None,
             pin: false,
             keep_awake_ns: 0,
-            keep_awake_by: KeepAwakeBy::Auto,
             fair_share_rest_ns: 0,
         })
         .expect("pool");

@@ -76,10 +76,14 @@ impl LabGuard {
     }
 
     fn switch_pids(&self) -> Vec<u32> {
-        self.state()["processes"]
+        let state = self.state();
+        // Routing daemons too (BGP labs): `down` returns only once they are gone as well.
+        let daemons = state["daemons"].as_array().into_iter().flatten();
+        state["processes"]
             .as_array()
             .expect("processes")
             .iter()
+            .chain(daemons)
             .map(|p| p["pid"].as_u64().unwrap() as u32)
             .collect()
     }
@@ -142,7 +146,10 @@ fn assert_nothing_left(prefix: &str, state_dir: &std::path::Path, pids: &[u32]) 
         "links named {prefix}* left in the root namespace:\n{links}"
     );
     let running: Vec<u32> = pids.iter().copied().filter(|pid| alive(*pid)).collect();
-    assert!(running.is_empty(), "switch processes left: {running:?}");
+    assert!(
+        running.is_empty(),
+        "switch or daemon processes left: {running:?}"
+    );
     assert!(!state_dir.exists(), "{} left", state_dir.display());
     // FRR's per-namespace run directories (BGP labs).
     let frr: Vec<String> = std::fs::read_dir("/var/run/frr")

@@ -27,7 +27,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::awake::{KeepAwake, KeepAwakeBy, KeepAwakeThreads};
+use super::awake::{KeepAwake, KeepAwakeThread};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
 use super::worker::{RxRings, Worker, WorkerExit};
 
@@ -130,8 +130,6 @@ pub struct PoolConfig {
     /// Keep the CPUs awake this long after the last frame moved, ns (0: never). See
     /// [`KeepAwake`].
     pub keep_awake_ns: u64,
-    /// How ([`KeepAwakeBy`]).
-    pub keep_awake_by: KeepAwakeBy,
     /// Rest this long in every [`FAIR_SHARE_PERIOD_NS`] a thread runs without sleeping, ns
     /// (0: never). See [`FairShare`].
     pub fair_share_rest_ns: u64,
@@ -142,7 +140,7 @@ pub struct PoolConfig {
 pub struct WorkerPool {
     threads: Vec<PoolThread>,
     /// Its threads stop when this drops, after `drop` has joined the pool threads.
-    _awake: Option<KeepAwakeThreads>,
+    _awake: Option<KeepAwakeThread>,
 }
 
 #[derive(Debug)]
@@ -256,7 +254,7 @@ impl WorkerPool {
     /// An eventfd or a thread cannot be created.
     pub fn start(config: PoolConfig) -> std::io::Result<Self> {
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let awake = KeepAwakeThreads::start(config.keep_awake_ns, config.keep_awake_by)?;
+        let awake = KeepAwakeThread::start(config.keep_awake_ns)?;
         let mut threads = Vec::new();
         for index in 0..config.threads.max(1) {
             let shared = Arc::new(ThreadShared {
@@ -270,7 +268,7 @@ impl WorkerPool {
                 rest_ns: config.fair_share_rest_ns,
             });
             let thread_shared = Arc::clone(&shared);
-            let thread_awake = awake.as_ref().map(KeepAwakeThreads::handle);
+            let thread_awake = awake.as_ref().map(KeepAwakeThread::handle);
             let cpu = config.pin.then_some(index % cpus);
             let handle = std::thread::Builder::new()
                 .name(format!("ofan-pool-{index}"))

@@ -111,9 +111,9 @@ pub struct RateRow {
     pub cpu_busy: f64,
     /// Frames the switches forwarded during the runs.
     pub forwarded: u64,
-    /// Share of all CPUs the keep-awake threads and the runs' stall watches spun (SCHED_IDLE:
-    /// time no one else wanted; counted in `cpu_busy`, not in `cpu_us_per_frame`), 0–1.
-    pub keep_awake_busy: f64,
+    /// Share of all CPUs the runs' stall watches spun (SCHED_IDLE: time no one else wanted;
+    /// counted in `cpu_busy`, not in `cpu_us_per_frame`), 0–1.
+    pub watch_busy: f64,
     /// Share of all CPUs a group's pool threads spun to departures nearer than a sleep with
     /// nothing to forward (counted in `cpu_busy` and in the runs' `CPUs full`, not in
     /// `cpu_us_per_frame`), 0–1.
@@ -351,8 +351,6 @@ fn probe_stalls(
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     cpu: CpuTimes,
-    /// Nanoseconds the lab's keep-awake threads (`ofan-awake-N`) have run.
-    keep_awake_ns: u64,
     /// Nanoseconds the group's pool threads have spun to departures with nothing to forward
     /// (0 for switch processes, which sleep to them).
     pool_spun_ns: u64,
@@ -368,7 +366,6 @@ impl Sample {
         // A group is one process recorded once per member.
         pids.sort_unstable();
         pids.dedup();
-        let keep_awake_ns = pids.iter().map(|&pid| stalls::keep_awake_run_ns(pid)).sum();
         let pool_spun_ns = if loaded.state.params.switches == Switches::Group {
             lab::group::pool(&loaded.dir)
                 .context("the lab's switch group")?
@@ -387,7 +384,6 @@ impl Sample {
             .sum();
         Ok(Self {
             cpu,
-            keep_awake_ns,
             pool_spun_ns,
             forwarded,
         })
@@ -482,25 +478,23 @@ fn row(
     let total = after.cpu.total.saturating_sub(before.cpu.total) as f64;
     let cpu_busy = if total > 0.0 { busy / total } else { 0.0 };
     let cpus = f64::from(after.cpu.cpus.max(1));
-    // The keep-awake threads' CPU seconds between the two samples.
-    let spun = after.keep_awake_ns.saturating_sub(before.keep_awake_ns) as f64 / 1e9;
-    // The runs' stall watches spun through the idle time too (their threads are gone by now:
+    // The runs' stall watches spun through the idle time (their threads are gone by now:
     // their records say how long they ran).
     let watch_seconds: f64 = labs
         .iter()
         .filter_map(|lab| lab.machine.as_ref())
         .map(|machine| machine.watched * machine.seconds * machine.cpus as f64)
         .sum();
-    let keep_awake_busy = spinning_share(spun + watch_seconds, cpus * seconds, cpu_busy);
-    // The pool's spinning is its own busy time: what is left after the keep-awake threads'.
+    let watch_busy = spinning_share(watch_seconds, cpus * seconds, cpu_busy);
+    // The pool's spinning is its own busy time: what is left after the watches'.
     let pool_spin = spinning_share(
         after.pool_spun_ns.saturating_sub(before.pool_spun_ns) as f64 / 1e9,
         cpus * seconds,
-        cpu_busy - keep_awake_busy,
+        cpu_busy - watch_busy,
     );
     let forwarded = after.forwarded.saturating_sub(before.forwarded);
     // Busy CPU seconds without the spinning: the share of all CPUs over the wall time.
-    let busy_seconds = (cpu_busy - keep_awake_busy - pool_spin) * cpus * seconds;
+    let busy_seconds = (cpu_busy - watch_busy - pool_spin) * cpus * seconds;
     RateRow {
         rate_bps: rate,
         mtu,
@@ -519,7 +513,7 @@ fn row(
         shaper_late_p99_packet_times: fold(|f| f.shaper_late_p99_packet_times, false),
         receiver_window_ratio_min: fold(|f| f.receiver_window_ratio_min, true),
         cpu_busy,
-        keep_awake_busy,
+        watch_busy,
         pool_spin,
         forwarded,
         cpu_us_per_frame: (forwarded > 0).then(|| busy_seconds * 1e6 / forwarded as f64),
@@ -562,21 +556,20 @@ mod tests {
     }
 
     #[test]
-    fn cpu_per_frame_leaves_out_the_keep_awake_threads_and_the_pools_spinning() {
-        let sample = |busy, total, keep_awake_s: u64, pool_s: u64, forwarded| Sample {
+    fn cpu_per_frame_leaves_out_the_pools_spinning() {
+        let sample = |busy, total, pool_s: u64, forwarded| Sample {
             cpu: CpuTimes {
                 busy,
                 total,
                 cpus: 2,
             },
-            keep_awake_ns: keep_awake_s * 1_000_000_000,
             pool_spun_ns: pool_s * 1_000_000_000,
             forwarded,
         };
-        // 10 s on 2 CPUs, 1 000 ticks each: 80 % busy = 16 CPU seconds, of which the
-        // keep-awake threads 2 and the pool's spinning 4, over 1 000 000 frames.
-        let before = sample(0, 0, 0, 0, 0);
-        let after = sample(1600, 2000, 2, 4, 1_000_000);
+        // 10 s on 2 CPUs, 1 000 ticks each: 80 % busy = 16 CPU seconds, of which the pool's
+        // spinning 4 (no run watched: no watch spinning), over 1 000 000 frames.
+        let before = sample(0, 0, 0, 0);
+        let after = sample(1600, 2000, 4, 1_000_000);
         let results = Summarized {
             cells: Vec::new(),
             runs: Vec::new(),
@@ -591,11 +584,11 @@ mod tests {
             10.0,
         );
         assert!((row.cpu_busy - 0.8).abs() < 1e-12, "{row:?}");
-        assert!((row.keep_awake_busy - 0.1).abs() < 1e-12, "{row:?}");
+        assert_eq!(row.watch_busy, 0.0, "{row:?}");
         assert!((row.pool_spin - 0.2).abs() < 1e-12, "{row:?}");
-        // (16 − 2 − 4) s over 10⁶ frames.
+        // (16 − 4) s over 10⁶ frames.
         let per_frame = row.cpu_us_per_frame.unwrap();
-        assert!((per_frame - 10.0).abs() < 1e-9, "{per_frame}");
+        assert!((per_frame - 12.0).abs() < 1e-9, "{per_frame}");
     }
 
     #[test]
@@ -633,7 +626,7 @@ mod tests {
             shaper_late_p99_packet_times: 0.1,
             receiver_window_ratio_min: 1.0,
             cpu_busy: 0.5,
-            keep_awake_busy: 0.0,
+            watch_busy: 0.0,
             pool_spin: 0.0,
             forwarded: 10,
             cpu_us_per_frame: Some(1.0),

@@ -698,9 +698,26 @@ fn say_removed(name: &str, removed: &Removed) {
     if !removed.had_state && removed.namespaces == 0 {
         eprintln!("lab `{name}`: nothing to remove");
     } else {
+        let daemons = if removed.daemons > 0 {
+            format!(" and {} routing daemons", removed.daemons)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "lab `{name}` removed in {:.1} s: {} switches stopped, {} other processes killed, {} namespaces deleted",
+            "lab `{name}` removed in {:.1} s: {} switches{daemons} stopped, {} other processes killed, {} namespaces deleted",
             removed.seconds, removed.stopped, removed.strays, removed.namespaces
+        );
+    }
+    if !removed.lingering.is_empty() {
+        eprintln!(
+            "ofan-lab: warning: {} of lab `{name}` had not exited 5 s after SIGKILL (stuck in the \
+             kernel? see /proc/PID/stack): {}",
+            if removed.lingering.len() == 1 {
+                "a process"
+            } else {
+                "processes"
+            },
+            removed.lingering.join(", ")
         );
     }
 }

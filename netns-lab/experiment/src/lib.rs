@@ -26,6 +26,7 @@ pub mod output;
 pub mod progress;
 pub mod runner;
 pub mod stalls;
+pub mod starvation;
 pub mod summary;
 
 use std::path::PathBuf;

@@ -188,18 +188,11 @@ pub fn run_repetition(
     for host in &plan.hosts {
         let _ = std::fs::remove_file(done_file(&host.name));
     }
-    // From before the first agent starts until the last has stopped; only where a group's
-    // keep-awake threads spin through the idle time anyway (in a lab of switch processes its
-    // spinning would keep the CPUs from halting, which they otherwise do).
+    // From before the first agent starts until the last has stopped; only where a group keeps
+    // the CPUs awake anyway (in a lab of switch processes its spinning would keep the CPUs from
+    // halting, which they otherwise do).
     let watch = if options.stall_watch && lab.state.params.switches == ofan_lab::Switches::Group {
-        // The group's keep-awake threads share the idle time with the watch: it counts theirs.
-        let keep_awake: Vec<_> = lab
-            .state
-            .processes
-            .first()
-            .map(|group| stalls::keep_awake_threads(group.pid))
-            .unwrap_or_default();
-        match stalls::StallWatch::start(&keep_awake) {
+        match stalls::StallWatch::start() {
             Ok(watch) => Some(watch),
             Err(error) => {
                 eprintln!("ofan-lab: no stall watch for this repetition ({error})");

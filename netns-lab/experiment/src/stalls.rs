@@ -36,12 +36,8 @@
 //! to spare on any CPU ([`RanWindows`], [`full_share`]; `cpus_full` in the record). An average
 //! hides it — a k = 8 lab at 5 Mbit/s per link left 23 % of the CPUs' time to the watch over a
 //! run (`perf record`), yet `perf sched` showed both CPUs taken for 400 ms at a time while all
-//! 128 hosts sent at once. The group's keep-awake threads spin through idle time too, at the
-//! same priority, and share it with the watch (18 % of the samples to the watch's 13 % in a
-//! k = 4 lab at 10 Mbit/s): given them ([`keep_awake_threads`]), a watching thread counts the
-//! time its CPU's keep-awake thread ran as its own (idle) time. A group that keeps its CPUs
-//! awake by idle polling (the default where the kernel can) has no such threads: the idle
-//! task polls, and the watch preempts it like any task.
+//! 128 hosts sent at once. (The group keeps its CPUs awake by idle polling, where the kernel
+//! can: the idle task polls, and the watch preempts it like any task.)
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,10 +45,10 @@ use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ofan_dataplane::afxdp::awake::{step_aside, Starvation, STARVED_BACKOFF_MS};
 use ofan_model::report::MachineStalls;
 use serde::Serialize;
 
+use super::starvation::{step_aside, Starvation, STARVED_BACKOFF_MS};
 use ofan_lab_sys as sys;
 
 /// Gaps between two clock reads at least this long are lost time, nanoseconds. A read and a
@@ -296,56 +292,6 @@ pub fn hidden_ns(spun_ns: u64, cpu_ns: u64) -> u64 {
     cpu_ns.saturating_sub(spun_ns)
 }
 
-/// The threads of process `pid` that keep the CPUs awake (`ofan-awake-N`, pinned to CPU N: a
-/// switch group's, `dataplane::afxdp::awake`), as (CPU, their `schedstat` file). None for a
-/// process without them or gone.
-#[must_use]
-pub fn keep_awake_threads(pid: u32) -> Vec<(usize, std::path::PathBuf)> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|task| {
-            let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
-            let cpu = comm
-                .trim_end()
-                .strip_prefix(KEEP_AWAKE_THREAD)?
-                .parse()
-                .ok()?;
-            Some((cpu, task.path().join("schedstat")))
-        })
-        .collect()
-}
-
-/// The name prefix of the threads that keep the CPUs awake (`dataplane::afxdp::awake`).
-pub const KEEP_AWAKE_THREAD: &str = "ofan-awake-";
-
-/// The time the keep-awake threads of process `pid` have run, nanoseconds (0 for a process
-/// without them or gone: their time is then lost to the sum, not invented).
-#[must_use]
-pub fn keep_awake_run_ns(pid: u32) -> u64 {
-    keep_awake_threads(pid)
-        .iter()
-        .filter_map(|(_, path)| std::fs::File::open(path).ok())
-        .filter_map(|file| schedstat_run_ns(&file))
-        .sum()
-}
-
-/// The time a thread has run, nanoseconds: the first field of its `schedstat` file, read again
-/// from the start (`None` once the thread is gone).
-fn schedstat_run_ns(file: &std::fs::File) -> Option<u64> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = [0_u8; 96];
-    let len = file.read_at(&mut buf, 0).ok()?;
-    std::str::from_utf8(&buf[..len])
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// Stalls hidden from the guest's scheduler while a measurement runs: one SCHED_IDLE thread
 /// per CPU, stopped by [`StallWatch::stop`] (or on drop).
 #[derive(Debug)]
@@ -360,12 +306,11 @@ pub struct StallWatch {
 
 impl StallWatch {
     /// Starts a watching thread on each CPU this process may use. A thread that cannot be
-    /// pinned at SCHED_IDLE watches nothing (it would take time from the lab). `keep_awake`:
-    /// threads that spin through idle time beside it, by CPU ([`keep_awake_threads`]).
+    /// pinned at SCHED_IDLE watches nothing (it would take time from the lab).
     ///
     /// # Errors
     /// The CPUs cannot be listed, `/proc/stat` read or a thread started.
-    pub fn start(keep_awake: &[(usize, std::path::PathBuf)]) -> io::Result<Self> {
+    pub fn start() -> io::Result<Self> {
         let cpus = sys::cpu::allowed_cpus()?;
         let stat_before = std::fs::read_to_string("/proc/stat")?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -379,10 +324,6 @@ impl StallWatch {
         let origin = watch.started_ns;
         for cpu in cpus {
             let stop = Arc::clone(&stop);
-            let beside = keep_awake
-                .iter()
-                .find(|(on, _)| *on == cpu)
-                .and_then(|(_, path)| std::fs::File::open(path).ok());
             watch.threads.push(
                 std::thread::Builder::new()
                     .name(format!("ofan-watch-{cpu}"))
@@ -390,7 +331,7 @@ impl StallWatch {
                         sys::cpu::pin_to_cpu(cpu)
                             .and_then(|()| sys::cpu::set_idle_policy())
                             .ok()
-                            .map(|()| watch_hidden(&stop, cpu, origin, beside.as_ref()))
+                            .map(|()| watch_hidden(&stop, cpu, origin))
                     })?,
             );
         }
@@ -489,18 +430,12 @@ pub fn machine_stalls(
 }
 
 /// A watching thread's loop until `stop`: the stalls of at least [`WATCH_GAP_NS`] hidden from
-/// the scheduler, the CPU time it ran (stalls included), and when it or the keep-awake thread
-/// beside it on its CPU (`beside`, its `schedstat`) ran, in windows from `origin_ns`.
-fn watch_hidden(
-    stop: &AtomicBool,
-    cpu: usize,
-    origin_ns: u64,
-    beside: Option<&std::fs::File>,
-) -> Watched {
+/// the scheduler, the CPU time it ran (stalls included), and when it ran, in windows from
+/// `origin_ns`.
+fn watch_hidden(stop: &AtomicBool, cpu: usize, origin_ns: u64) -> Watched {
     let cpu_start = sys::cpu::thread_cpu_ns();
     let mut gaps = Gaps::default();
     let mut windows = RanWindows::new(origin_ns);
-    let mut beside_ran = beside.and_then(schedstat_run_ns);
     let mut previous = sys::agent::monotonic_ns();
     let mut running_since = previous;
     let (mut read_at, mut cpu_at) = (previous, cpu_start);
@@ -510,15 +445,6 @@ fn watch_hidden(
         let gap = now - previous;
         if gap >= WATCH_RAN_GAP_NS {
             windows.record(running_since, previous);
-            // Idle time the keep-awake thread took during the gap (it runs only on this CPU):
-            // where in the gap is not known, so at its end.
-            if let (Some(file), Some(before)) = (beside, beside_ran) {
-                if let Some(ran) = schedstat_run_ns(file) {
-                    let spun = ran.saturating_sub(before).min(gap);
-                    windows.record(now - spun, now);
-                    beside_ran = Some(ran);
-                }
-            }
             running_since = sys::agent::monotonic_ns();
         }
         if gap >= WATCH_GAP_NS {
@@ -537,7 +463,7 @@ fn watch_hidden(
         // (for as many back-offs as its CPU stays full, [`step_aside`]); the windows of a
         // back-off count as full but for the time its CPU idled meanwhile (its cpuidle
         // residency), which had time to spare — where in the back-off is not known, so at its
-        // end, as the keep-awake thread's spinning. (The sleep is a gap in its clock reads
+        // end. (The sleep is a gap in its clock reads
         // during which its CPU clock stands still: no hidden stall.)
         if read_at == now && starvation.starved(now, cpu_at) {
             step_aside(
@@ -831,52 +757,11 @@ mod tests {
     }
 
     #[test]
-    fn keep_awake_threads_are_found_by_name_with_their_cpu_and_run_time() {
-        assert!(keep_awake_threads(std::process::id()).is_empty());
-        let names = ["ofan-awake-1", "ofan-awake-x", "ofan-pool-0"];
-        // Threads alive from the first barrier to the second.
-        let (started, finish) = (Barrier::new(names.len() + 1), Barrier::new(names.len() + 1));
-        std::thread::scope(|scope| {
-            for name in names {
-                let (started, finish) = (&started, &finish);
-                std::thread::Builder::new()
-                    .name(name.to_owned())
-                    .spawn_scoped(scope, move || {
-                        started.wait();
-                        finish.wait();
-                    })
-                    .unwrap();
-            }
-            started.wait();
-            let found = keep_awake_threads(std::process::id());
-            let ran = found
-                .first()
-                .and_then(|(_, path)| std::fs::File::open(path).ok())
-                .and_then(|file| schedstat_run_ns(&file));
-            let summed = keep_awake_run_ns(std::process::id());
-            finish.wait();
-            // Only the one named for a CPU, and its run time readable.
-            assert_eq!(found.iter().map(|(cpu, _)| *cpu).collect::<Vec<_>>(), [1]);
-            assert!(
-                ran.is_some_and(|ran| ran <= summed),
-                "{found:?} {ran:?} {summed}"
-            );
-        });
-        // The threads are gone: nothing is left to count. (A joined thread stays listed in
-        // /proc/PID/task until the kernel has reaped it, a moment after the join returns.)
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        while keep_awake_run_ns(std::process::id()) != 0 && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        assert_eq!(keep_awake_run_ns(std::process::id()), 0);
-    }
-
-    #[test]
     fn busy_cpus_leave_the_watch_nothing_and_are_counted_full() {
         // Ordinary threads spinning on every CPU for 150 ms take all but a sliver from the
         // SCHED_IDLE watching threads: most whole windows of the watch are full.
         let cpus = sys::cpu::allowed_cpus().unwrap();
-        let watch = StallWatch::start(&[]).expect("watch");
+        let watch = StallWatch::start().expect("watch");
         let until = sys::agent::monotonic_ns() + 150_000_000;
         std::thread::scope(|scope| {
             for &cpu in &cpus {
@@ -895,7 +780,7 @@ mod tests {
 
     #[test]
     fn a_watch_runs_on_every_cpu_and_stops() {
-        let watch = StallWatch::start(&[]).expect("watch");
+        let watch = StallWatch::start().expect("watch");
         std::thread::sleep(Duration::from_millis(50));
         let record = watch.stop(None).expect("stop");
         assert_eq!(record.cpus, sys::cpu::allowed_cpus().unwrap().len());
@@ -915,7 +800,7 @@ mod tests {
             "{record:?}"
         );
         // Dropped without stop: the threads end too.
-        drop(StallWatch::start(&[]).expect("watch"));
+        drop(StallWatch::start().expect("watch"));
     }
 
     #[test]

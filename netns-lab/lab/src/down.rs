@@ -8,12 +8,17 @@ use super::state::StateDir;
 use super::{bgp, check_name, plan, procs};
 
 /// What [`down`] removed.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Removed {
     /// Whether the lab had a state directory.
     pub had_state: bool,
     /// Switch processes stopped.
     pub stopped: usize,
+    /// Routing daemons stopped.
+    pub daemons: usize,
+    /// Processes the lab started that had not exited when `down` gave up waiting for them
+    /// (5 s after SIGKILL: a process stuck in the kernel), as `node (pid N)`.
+    pub lingering: Vec<String>,
     /// Other processes found in its namespaces and killed.
     pub strays: usize,
     /// Namespaces deleted.
@@ -67,9 +72,14 @@ pub fn down(name: &str) -> anyhow::Result<Removed> {
             .count();
         stopped.saturating_sub(groups)
     });
-    if let Some(state) = &state {
-        procs::stop(&state.daemons, Duration::from_secs(3));
-    }
+    let daemons = state
+        .as_ref()
+        .map_or(0, |s| procs::stop(&s.daemons, Duration::from_secs(3)));
+    // `stop` waits until each is gone, up to 5 s after SIGKILL: what is left will not die.
+    let lingering: Vec<String> = state
+        .as_ref()
+        .map(|s| procs::lingering(s.processes.iter().chain(&s.daemons)))
+        .unwrap_or_default();
     let strays = net::pids_in_namespaces(&namespaces);
     procs::kill_pids(&strays.iter().map(|(pid, _)| *pid).collect::<Vec<_>>());
     let mut removed = 0;
@@ -85,6 +95,8 @@ pub fn down(name: &str) -> anyhow::Result<Removed> {
     Ok(Removed {
         had_state: state.is_some(),
         stopped,
+        daemons,
+        lingering,
         strays: strays.len(),
         namespaces: removed,
         seconds: started.elapsed().as_secs_f64(),

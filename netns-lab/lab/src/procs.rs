@@ -49,6 +49,17 @@ pub fn is_ours(process: &Process) -> bool {
         || cmdline.starts_with(super::bgp::BIRD)
 }
 
+/// The recorded processes that have not finished exiting, as `node (pid N)`, each once (a
+/// group is recorded once per member).
+pub fn lingering<'a>(processes: impl IntoIterator<Item = &'a Process>) -> Vec<String> {
+    let mut pids = std::collections::BTreeSet::new();
+    processes
+        .into_iter()
+        .filter(|p| still_running(p) && pids.insert(p.pid))
+        .map(|p| format!("{} (pid {})", p.node, p.pid))
+        .collect()
+}
+
 /// Whether the recorded process has not finished exiting yet (same start time, not a zombie).
 /// Unlike [`is_ours`] this does not look at the command line, which is empty while a killed
 /// process is still releasing its sockets.

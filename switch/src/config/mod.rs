@@ -7,9 +7,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use ofan_control::mirror::{MirrorConfig, PortConfig};
-use ofan_control::notify::detect::Thresholds;
-use ofan_control::notify::speaker::{Identity, Neighbour, Timing};
-use ofan_control::notify::wire::Quality;
 use ofan_control::paths::LearnedPaths;
 use ofan_dataplane::afxdp::{
     fast, BindMode, FastPathMode, Forwarding, FrameSize, PollMode, PortSpec, RuntimeConfig,
@@ -18,101 +15,23 @@ use ofan_dataplane::afxdp::{
 use ofan_dataplane::egress::{EgressConfig, Shaping};
 use ofan_dataplane::fib::{IpPrefix, PortId};
 use ofan_dataplane::lb::{Algorithm, DestKey, LbConfig, SizeClass};
-use ofan_topology::{switch_seed, NodeId, PortDirection, Role, Topology};
+use ofan_topology::switch_seed;
 
 use ofan_topology::units::{parse_rate, parse_size};
 
+mod arf;
 mod file;
+mod flags;
+mod plan;
+mod reference;
 
+use arf::adaptive_routing;
+pub use arf::AdaptiveRouting;
 pub use file::{AttachName, FileConfig};
 use file::{PortEntry, RoleName};
-
-/// The configuration reference, as shown by `--help`.
-pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every key optional, flags override)
-
-  name = "e-p0-0"                 switch name (logs, stats); default: --node or "ofan-switch"
-  seed = 1                        run seed: the lab's, shared by every switch of a run; this
-                                  switch seeds its random choices (hash salts, pointer starts,
-                                  random streams) with one derived from it and `name`
-                                  (ofan_topology::switch_seed), so no two switches share them
-  switch_seed = 7                 this switch's own seed, used as is (no derivation; overrides
-                                  `seed`): to reproduce one switch's choices exactly
-  topology = "topo.json"          topology file (ofan-lab topo --out); with `node`, ports,
-  node = "e-p0-0"                 roles and the destination-key table default to the plan
-
-  [[ports]]                       one per interface, in port-id order
-  name = "p0"                     interface name in this namespace
-  role = "host" | "down" | "up"   where it leads; the balancer chooses among "up" ports
-  queues = 1                      as xdp.queues (every port must have the same)
-  link_rate = "100mbit"           this port's emulated rate (overrides [queue])
-  buffer = "1MB"                  this port's egress buffer (overrides [queue])
-
-  [lb]
-  algorithm = "pofan"             ecmp | rsq | rr | jsq | ar | drill | ofan | pofan
-                                  | arf-wcmp | arf-flow | arf-packet (docs/adaptive-routing.md)
-  pipe_size = 4                   ports per pipe (one worker each), in port order
-  pipes = [["p0","p2"],["p1","p3"]]   explicit pipes instead of pipe_size
-  ack_max_frame = 128             frames up to this many bytes use the ACK pointers
-
-  [queue]                         defaults for every port's egress queue
-  link_rate = "0"                 emulated link rate; 0 = unshaped (the NIC is the queue)
-  buffer = "1MB"                  per-port buffer; tail drop beyond it
-  ecn_threshold = "100KB"         mark ECN-capable frames CE above this depth; "off" to disable
-  catch_up = false                a late shaper shortens the next gap by its lateness (at most half
-                                  a frame time, like sch_fq) so the link keeps its rate; false:
-                                  a late shaper restarts from now and loses the lateness
-
-  [xdp]
-  attach = "native" | "generic"   XDP attach mode of the steering program
-  mode = "auto" | "copy" | "zero-copy"   AF_XDP bind mode (veth: copy only)
-  poll = "wakeup" | "busy"        workers sleep when idle (labs) or spin pinned (line rate)
-  cpus = [0, 1]                   CPUs for busy workers (worker i on cpus[i % len])
-  rt_priority = 0                 wakeup workers run SCHED_FIFO at this priority (1-99; 0 = off):
-                                  on a crowded machine their wake-ups preempt other tasks at once
-  frame_size = 2048               UMEM frame size, 2048 or 4096: one frame carries an MTU up to
-                                  size - 270, larger packets span up to 3 frames (multi-buffer);
-                                  unset: the smallest that carries the ports' largest MTU in one
-                                  frame, else 4096 (jumbo: up to MTU 11506)
-  queues = 1                      queues served per port, 1-8: worker per pipe and queue, each
-                                  receiving on RX queue q and sending on TX queue q of its
-                                  ports (as a NIC's RSS spreads flows); more than one needs
-                                  unshaped ports (the interface's own rate applies)
-  frames_per_port = 8192          UMEM frames per port (default 4 x ring_size x queues)
-  ring_size = 2048                fill/completion/RX/TX ring size (power of two)
-  fast_path = "off" | "xdp"       xdp: the XDP program forwards what it can itself (IPv4 with a
-                                  usable route; pofan with one pointer set per CPU, ecmp, rsq),
-                                  the rest goes to the AF_XDP workers; no link emulation
-
-  [keys]                          destination prefix -> key (paper 4.1 consolidation)
-  count = 8                       number of keys (default: largest key + 1)
-  table = [{ prefix = "10.1.0.0/24", key = 2 }, ...]
-
-  [admin]
-  socket = "/run/ofan/NAME.sock"  admin socket for `ofan-switch stats`; default /run/ofan/<name>.sock
-  metrics = "127.0.0.1:9100"      Prometheus text endpoint (GET /metrics); a bare port ("9100")
-                                  is on loopback; "off" (default) to disable
-
-  [bgp]
-  bmp = "127.0.0.1:11019"         BMP station (RFC 7854) the local BGP daemon reports to (FRR:
-                                  bgpd -M bmp, `bmp connect` + `bmp mirror`): the path table
-                                  (next hops and next-next hops) follows BGP; "off" (default):
-                                  path information comes from the topology plan, if any
-
-  [adaptive_routing]              congestion notifications (docs/adaptive-routing.md)
-  enabled = true                  default: on with an arf-* algorithm, off otherwise
-  window_ms = 10                  detection window (1-1000): each fabric port's level is measured
-  queue_frames = 8                from the window's largest queue: 15 empty, 0 at this many
-                                  full-size frames or more (or any drop)
-  refresh_ms = 100                every state is re-sent every T (window_ms-21845); hold is 3T
-  port = 7415                     UDP port, sent with TTL 255 and accepted only with TTL 255
-                                  from a fabric (up/down) port
-  asn = 4200000001                this switch's ASN and router ID in notifications; default:
-  router_id = "10.255.0.1"        the topology plan's; without either it receives only
-  congested_at = 5                congestion detected at this level (0-15) or below
-  cleared_at = 9                  and cleared at this level or above (above congested_at)
-  windows_to_change = 2           windows a new level must last before it is reported
-  jump = 4                        a change by more than this many levels is reported at once
-"#;
+pub use flags::{BindArg, FastPathArg, Overrides, PollArg};
+use plan::Plan;
+pub use reference::REFERENCE;
 
 /// A configuration error: which key, and what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -128,147 +47,6 @@ fn error(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError {
         key: key.into(),
         message: message.into(),
-    }
-}
-
-/// Flags that override the file (all optional).
-#[derive(Debug, Default, Clone, clap::Args)]
-pub struct Overrides {
-    /// Topology file (ofan-lab topo --out); with --node, ports, roles and keys follow the plan.
-    #[arg(long, value_name = "FILE")]
-    pub topology: Option<PathBuf>,
-    /// This switch's node name in the topology (e.g. e-p0-0).
-    #[arg(long, value_name = "NAME")]
-    pub node: Option<String>,
-    /// A port as NAME:ROLE (role host, down or up); repeat in port order. Replaces [[ports]].
-    #[arg(long = "port", value_name = "NAME:ROLE")]
-    pub ports: Vec<String>,
-    /// Load-balancing algorithm: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow, arf-packet.
-    #[arg(long = "lb", value_name = "ALGO")]
-    pub algorithm: Option<Algorithm>,
-    /// Ports per pipe (one worker per pipe).
-    #[arg(long, value_name = "P")]
-    pub pipe_size: Option<u16>,
-    /// Emulated link rate of every port (e.g. 100mbit; 0 = unshaped).
-    #[arg(long, value_name = "RATE")]
-    pub link_rate: Option<String>,
-    /// Egress buffer of every port (e.g. 1MB).
-    #[arg(long, value_name = "BYTES")]
-    pub buffer: Option<String>,
-    /// ECN marking threshold (e.g. 100KB, or off).
-    #[arg(long, value_name = "BYTES")]
-    pub ecn_threshold: Option<String>,
-    /// Shaper catch-up: a late departure shortens the next gap by its lateness, at most half a
-    /// frame time, so a backlogged link keeps its rate under timer jitter (sets queue.catch_up).
-    #[arg(long)]
-    pub catch_up: bool,
-    /// AF_XDP bind mode.
-    #[arg(long = "xdp-mode", value_enum, value_name = "MODE")]
-    pub bind_mode: Option<BindArg>,
-    /// XDP attach mode of the steering program.
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub attach: Option<AttachName>,
-    /// Worker wait mode: wakeup (idle switches sleep) or busy (pinned, spinning).
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub poll: Option<PollArg>,
-    /// Run seed (the lab's, the same for every switch): the switch derives its own from it and
-    /// its name.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// This switch's own seed, used as is (overrides --seed and the derivation).
-    #[arg(long, value_name = "N")]
-    pub switch_seed: Option<u64>,
-    /// Admin socket path.
-    #[arg(long, value_name = "PATH")]
-    pub admin_socket: Option<PathBuf>,
-    /// Prometheus endpoint address (ADDR:PORT) or "off".
-    #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<String>,
-    /// BMP station address (ADDR:PORT) the local BGP daemon reports to, or "off" (sets
-    /// bgp.bmp).
-    #[arg(long, value_name = "ADDR")]
-    pub bmp: Option<String>,
-    /// Benchmark mode: port 2i ↔ 2i+1 without lookup, balancing or rewrite.
-    #[arg(long)]
-    pub bare: bool,
-    /// UMEM/ring size (overrides xdp.ring_size).
-    #[arg(long, value_name = "N")]
-    pub ring_size: Option<u32>,
-    /// Queues served per port, 1-8 (overrides xdp.queues): one worker per pipe and queue, each
-    /// receiving on RX queue q and sending on TX queue q of its pipe's ports, so a flow stays
-    /// on one queue and one worker. More than one needs unshaped ports.
-    #[arg(long, value_name = "N")]
-    pub queues: Option<u32>,
-    /// UMEM frames per port, at least twice the ring size per queue (overrides
-    /// xdp.frames_per_port; default 4 × ring size × queues).
-    #[arg(long, value_name = "N")]
-    pub frames_per_port: Option<u32>,
-    /// Run wakeup-mode workers SCHED_FIFO at this priority, 1..=99 (0 = off; overrides
-    /// xdp.rt_priority).
-    #[arg(long, value_name = "PRIO")]
-    pub rt_priority: Option<u8>,
-    /// Forward in the XDP program too (`xdp`): IPv4 frames with a usable route are looked up,
-    /// balanced (pofan: one pointer set per CPU; ecmp; rsq), rewritten and sent with
-    /// XDP_REDIRECT without reaching user space; the rest go to the AF_XDP workers as with
-    /// `off`. No link emulation (the interface's own rate applies). Overrides xdp.fast_path.
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub fast_path: Option<FastPathArg>,
-}
-
-/// The fast path as a flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FastPathArg {
-    /// Every data-path frame goes to the AF_XDP workers.
-    Off,
-    /// The XDP program forwards what it can itself.
-    Xdp,
-}
-
-impl From<FastPathArg> for FastPathMode {
-    fn from(arg: FastPathArg) -> Self {
-        match arg {
-            FastPathArg::Off => FastPathMode::Off,
-            FastPathArg::Xdp => FastPathMode::Xdp,
-        }
-    }
-}
-
-/// AF_XDP bind mode as a flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BindArg {
-    /// Zero-copy on NICs, copy on virtual interfaces.
-    Auto,
-    /// Copy mode.
-    Copy,
-    /// Zero-copy or fail.
-    ZeroCopy,
-}
-
-impl From<BindArg> for BindMode {
-    fn from(arg: BindArg) -> Self {
-        match arg {
-            BindArg::Auto => BindMode::Auto,
-            BindArg::Copy => BindMode::Copy,
-            BindArg::ZeroCopy => BindMode::ZeroCopy,
-        }
-    }
-}
-
-/// Worker wait mode as a flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PollArg {
-    /// Sleep in epoll when idle.
-    Wakeup,
-    /// Spin on pinned cores.
-    Busy,
-}
-
-impl From<PollArg> for PollMode {
-    fn from(arg: PollArg) -> Self {
-        match arg {
-            PollArg::Wakeup => PollMode::Wakeup,
-            PollArg::Busy => PollMode::Busy,
-        }
     }
 }
 
@@ -291,25 +69,6 @@ pub struct SwitchConfig {
     pub plan_paths: Option<LearnedPaths>,
     /// Adaptive-routing notifications (`[adaptive_routing]`), when enabled.
     pub adaptive_routing: Option<AdaptiveRouting>,
-}
-
-/// The validated `[adaptive_routing]` section.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AdaptiveRouting {
-    /// Window and refresh interval.
-    pub timing: Timing,
-    /// UDP port.
-    pub port: u16,
-    /// Detector settings.
-    pub thresholds: Thresholds,
-    /// This switch's ASN and router ID: the key, else the plan; without it the switch receives
-    /// but does not send.
-    pub identity: Option<Identity>,
-    /// Fabric ports (role up or down), by port id.
-    pub fabric_ports: Vec<u32>,
-    /// The neighbours the plan names behind the fabric ports (empty without a plan: then they
-    /// are the FIB's next hops on fabric ports, named by the path table's ASNs).
-    pub plan_neighbours: Vec<Neighbour>,
 }
 
 /// The queues every port serves: `given` (the flag or `xdp.queues`), which a port's own
@@ -796,115 +555,6 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
     })
 }
 
-/// `[adaptive_routing]`: on by default exactly when the algorithm is an `arf-*` mode (the only
-/// ones that read what notifications say).
-fn adaptive_routing(
-    section: &file::AdaptiveRoutingSection,
-    algorithm: Algorithm,
-    ports: &[PortEntry],
-    plan: Option<&Plan>,
-) -> Result<Option<AdaptiveRouting>, ConfigError> {
-    let arf = matches!(
-        algorithm,
-        Algorithm::ArfWcmp | Algorithm::ArfFlow | Algorithm::ArfPacket
-    );
-    if !section.enabled.unwrap_or(arf) {
-        return Ok(None);
-    }
-    let window_ms = section.window_ms.unwrap_or(10);
-    if !(1..=1000).contains(&window_ms) {
-        return Err(error(
-            "adaptive_routing.window_ms",
-            format!("{window_ms} must be from 1 to 1000"),
-        ));
-    }
-    let refresh_ms = section.refresh_ms.unwrap_or(100);
-    // The hold time (3T) travels as 16-bit milliseconds.
-    if refresh_ms < window_ms || refresh_ms > u64::from(u16::MAX) / 3 {
-        return Err(error(
-            "adaptive_routing.refresh_ms",
-            format!(
-                "{refresh_ms} must be from window_ms ({window_ms}) to {}",
-                u16::MAX / 3
-            ),
-        ));
-    }
-    let port = section.port.unwrap_or(ofan_control::notify::DEFAULT_PORT);
-    if port == 0 {
-        return Err(error("adaptive_routing.port", "must not be 0"));
-    }
-    let level = |key: &str, value: Option<u8>, default: Quality| match value {
-        None => Ok(default),
-        Some(level) => Quality::new(level).ok_or_else(|| {
-            error(
-                format!("adaptive_routing.{key}"),
-                format!("{level} is not a level (0 to 15)"),
-            )
-        }),
-    };
-    let defaults = Thresholds::default();
-    let thresholds = Thresholds {
-        congested_at: level("congested_at", section.congested_at, defaults.congested_at)?,
-        cleared_at: level("cleared_at", section.cleared_at, defaults.cleared_at)?,
-        windows_to_change: section
-            .windows_to_change
-            .unwrap_or(defaults.windows_to_change),
-        jump: section.jump.unwrap_or(defaults.jump),
-        queue_frames: section.queue_frames.unwrap_or(defaults.queue_frames),
-    }
-    .validate()
-    .map_err(|e| {
-        let key = match e {
-            ofan_control::notify::detect::ThresholdError::Band { .. } => "cleared_at",
-            ofan_control::notify::detect::ThresholdError::Windows => "windows_to_change",
-            ofan_control::notify::detect::ThresholdError::QueueFrames => "queue_frames",
-        };
-        error(format!("adaptive_routing.{key}"), e.to_string())
-    })?;
-    let identity = match (section.asn, section.router_id, plan) {
-        (Some(asn), Some(router_id), _) => Some(Identity { asn, router_id }),
-        (None, None, Some(plan)) => Some(plan.identity(plan.node)),
-        (None, None, None) => None,
-        (Some(asn), None, Some(plan)) => Some(Identity {
-            asn,
-            router_id: plan.identity(plan.node).router_id,
-        }),
-        (None, Some(router_id), Some(plan)) => Some(Identity {
-            asn: plan.identity(plan.node).asn,
-            router_id,
-        }),
-        (Some(_), None, None) => {
-            return Err(error(
-                "adaptive_routing.router_id",
-                "an asn needs a router_id (or a topology)",
-            ))
-        }
-        (None, Some(_), None) => {
-            return Err(error(
-                "adaptive_routing.asn",
-                "a router_id needs an asn (or a topology)",
-            ))
-        }
-    };
-    let fabric_ports = ports
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.role != RoleName::Host)
-        .map(|(i, _)| i as u32)
-        .collect();
-    Ok(Some(AdaptiveRouting {
-        timing: Timing {
-            window_ns: window_ms * 1_000_000,
-            refresh_ns: refresh_ms * 1_000_000,
-        },
-        port,
-        thresholds,
-        identity,
-        fabric_ports,
-        plan_neighbours: plan.map(|plan| plan.neighbours(ports)).unwrap_or_default(),
-    }))
-}
-
 /// An optional `ADDR:PORT` setting: absent or "off" is none.
 fn parse_endpoint(key: &str, text: Option<&str>) -> Result<Option<SocketAddr>, ConfigError> {
     match text {
@@ -998,120 +648,6 @@ fn pipes_of(
         .chunks(usize::from(size))
         .map(|chunk| chunk.iter().map(|&i| PortId(i)).collect())
         .collect())
-}
-
-/// The switch's place in a topology: the defaults for ports, roles and keys.
-struct Plan {
-    topology: Topology,
-    node: NodeId,
-}
-
-impl Plan {
-    fn load(path: &Path, node: &str) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| error("topology", format!("cannot read {}: {e}", path.display())))?;
-        let topology = Topology::from_json(&text)
-            .map_err(|e| error("topology", format!("{}: {e}", path.display())))?;
-        let node = topology
-            .nodes()
-            .iter()
-            .find(|n| n.name == node)
-            .ok_or_else(|| {
-                error(
-                    "node",
-                    format!("no node named `{node}` in {}", path.display()),
-                )
-            })?;
-        if node.role == Role::Host {
-            return Err(error(
-                "node",
-                format!("`{}` is a host, not a switch", node.name),
-            ));
-        }
-        Ok(Self {
-            node: node.id,
-            topology,
-        })
-    }
-
-    fn ports(&self) -> Vec<PortEntry> {
-        let node = self.topology.node(self.node);
-        node.ports
-            .iter()
-            .map(|port| PortEntry {
-                name: port.ifname.clone(),
-                role: match (port.direction, self.topology.role(port.peer)) {
-                    (_, Role::Host) => RoleName::Host,
-                    (PortDirection::Up, _) => RoleName::Up,
-                    (PortDirection::Down, _) => RoleName::Down,
-                },
-                queues: None,
-                link_rate: None,
-                buffer: None,
-            })
-            .collect()
-    }
-
-    /// Destination keys of every edge prefix as seen from this switch (edge switches: the
-    /// destination edge; aggregation switches: the destination pod).
-    fn keys(&self) -> Vec<(IpPrefix, DestKey)> {
-        let mut keys = Vec::new();
-        for edge in self.topology.edges() {
-            let (network, len) = self.topology.edge_prefix(edge.id);
-            // Any host under that edge gives its key here.
-            let Some(host) = edge
-                .ports
-                .iter()
-                .find(|p| self.topology.role(p.peer) == Role::Host)
-            else {
-                continue;
-            };
-            let host_addr = self.topology.node(host.peer).loopback;
-            if let Some(key) = self.topology.dest_key(self.node, host_addr) {
-                let prefix =
-                    IpPrefix::new(network.into(), len).expect("edge prefixes have no host bits");
-                keys.push((prefix, key));
-            }
-        }
-        keys
-    }
-
-    /// A switch's identity in notifications: its ASN and its loopback as router ID.
-    fn identity(&self, node: NodeId) -> Identity {
-        let node = self.topology.node(node);
-        Identity {
-            asn: ofan_topology::plan::asn(node),
-            router_id: node.loopback,
-        }
-    }
-
-    /// The switches behind this switch's ports, by the port ids of `ports` (matched by
-    /// interface name).
-    fn neighbours(&self, ports: &[PortEntry]) -> Vec<Neighbour> {
-        let node = self.topology.node(self.node);
-        node.ports
-            .iter()
-            .filter(|port| self.topology.role(port.peer).is_switch())
-            .filter_map(|port| {
-                let index = ports.iter().position(|p| p.name == port.ifname)?;
-                let peer = self.topology.node(port.peer);
-                let addr = peer
-                    .ports
-                    .iter()
-                    .find(|p| p.index == port.peer_port)?
-                    .address;
-                Some(Neighbour {
-                    port: index as u32,
-                    addr,
-                    id: self.identity(port.peer),
-                })
-            })
-            .collect()
-    }
-
-    fn key_count(&self) -> u32 {
-        self.topology.dest_key_count(self.node)
-    }
 }
 
 #[cfg(test)]

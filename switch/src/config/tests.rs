@@ -1,5 +1,6 @@
 use super::*;
 use ofan_dataplane::fib::PortRole;
+use ofan_topology::Topology;
 
 fn parse(text: &str) -> Result<SwitchConfig, ConfigError> {
     let file: FileConfig = toml::from_str(text).map_err(|e| error("file", e.to_string()))?;

@@ -442,11 +442,6 @@ pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
-/// CPU time the calling thread has used, nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
-pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
 #[inline]
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
@@ -819,18 +814,6 @@ pub fn set_realtime(priority: u8) -> io::Result<()> {
     // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param for the duration of
     // the call.
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(drop)
-}
-
-/// Moves the calling thread to SCHED_IDLE: it runs only when nothing else on its CPU wants to,
-/// and any other task's wake-up preempts it.
-///
-/// # Errors
-/// The `sched_setscheduler` error.
-pub fn set_idle_policy() -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param for the duration of
-    // the call.
-    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) }).map(drop)
 }
 
 /// Pins the calling thread to one CPU.

@@ -22,13 +22,12 @@ of any run fell behind its schedule (`agent lost`: a few ms where a rate was mis
 of the agents' sender, not a rate the lab cannot carry), the worst shaper lateness p99 \
 (packet times), the smallest receiver-window ratio, faithful runs (the run's own verdict: \
 lateness within 0.25 packet times, agents within 1 %, no window compressed by more than 1 %, no route changed, no frame lost to the emulation), \
-the CPUs' busy share over the runs (/proc/stat), the part of it the switches' keep-awake \
-threads and the runs' stall watches spun (`awake`: idle time they filled, see `ofan-switch \
-group --keep-awake-by`; a group whose idle CPUs poll has no such threads), the part a group's pool threads spun to departures too near to sleep \
+the CPUs' busy share over the runs (/proc/stat), the part of it the runs' stall watches spun \
+(`watch`: idle time they filled), the part a group's pool threads spun to departures too near to sleep \
 for with nothing to forward (`spin`: the price of punctual departures), CPU time per frame the \
 switches forwarded (agents and kernel included, both kinds of spinning not) and `CPUs full`: \
 the median over the runs of the share of the traffic's 10-ms windows in which no CPU had time \
-to spare (the runs' watches and the keep-awake threads got under 5 % of every CPU; the pool's \
+to spare (the runs' watches got under 5 % of every CPU; the pool's \
 spinning counts as busy there, so read it beside `spin`) — where it nears 100 % the lab needs more CPU than the machine \
 has at that rate, which an average busy share hides. It ends with the highest rate whose every run was faithful and whose median CCT over the bound (column `CCT median`; the mean is in the JSON) stayed within one point of the lowest rate's (column `CCT kept`, `ref` on that lowest rate: a run's own verdict judges the emulation, not the CCT, and one lost frame costs a retransmission timeout of 20-40 s; so list a low rate such as 1mbit first, or a bench of one rate judges no CCT).
 
@@ -250,7 +249,7 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
         "rx window",
         "faithful",
         "CPU busy",
-        "awake",
+        "watch",
         "spin",
         "µs CPU/frame",
         "CPUs full",
@@ -278,7 +277,7 @@ fn lab_table(rows: &[lab_bench::RateRow]) -> String {
             row.receiver_window_ratio_min,
             format!("{}/{}", row.faithful, row.runs),
             row.cpu_busy * 100.0,
-            row.keep_awake_busy * 100.0,
+            row.watch_busy * 100.0,
             row.pool_spin * 100.0,
             row.cpu_us_per_frame
                 .map_or_else(|| "—".to_owned(), |us| format!("{us:.1}")),
