@@ -1,11 +1,11 @@
-//! Arbitrary bytes as the UDP payload a host agent receives (`ofan_lab::agent::wire`): the
+//! Arbitrary bytes as the UDP payload a host agent receives (`ofan_lab_agent::wire`): the
 //! header parser, and the ACK the receiver would build from a DATA header. Checked: no panic,
 //! a parsed header writes back to the same 18 bytes, and an ACK keeps the collective, flow,
 //! sequence, entropy and copy number of the DATA it answers.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ofan_lab::agent::wire::{Header, Kind, HEADER_LEN};
+use ofan_lab_agent::wire::{Header, Kind, HEADER_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(header) = Header::parse(data) else {

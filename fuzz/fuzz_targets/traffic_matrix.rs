@@ -1,5 +1,5 @@
 //! Arbitrary bytes as a traffic-matrix file (`--matrix`, CSV or JSON;
-//! `ofan_lab::agent::collective::parse_matrix`) and, when it parses, the plan built from it
+//! `ofan_lab_agent::collective::parse_matrix`) and, when it parses, the plan built from it
 //! over as many hosts. Checked: no panic, a parsed matrix is square, and a plan's flows are
 //! exactly the matrix's non-zero off-diagonal entries, each a valid flow.
 #![no_main]
@@ -7,7 +7,7 @@
 use std::net::Ipv4Addr;
 
 use libfuzzer_sys::fuzz_target;
-use ofan_lab::agent::collective::{matrix, parse_matrix, PlanError, PlanHost};
+use ofan_lab_agent::collective::{matrix, parse_matrix, PlanError, PlanHost};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -349,7 +349,7 @@ pub enum Pacing {
 }
 
 /// How a host's pacer makes room for the ACKs it sends: the host link carries both. Either way
-/// `load` means what it means for the lab agent (`netns-lab/src/agent/pacing.rs`): data is
+/// `load` means what it means for the lab agent (`netns-lab/agent/src/pacing.rs`): data is
 /// paced at `load` × the reference rate, and only the ACK airtime that does not fit in the idle
 /// time this leaves pushes data back, so that at `load` 1 data plus ACKs fill the link exactly
 /// and never overload it. The NIC sends each data frame when it is due and fits the ACKs into

@@ -7,7 +7,7 @@
 //!
 //! A root suite (`harness = false`, see [`ofan_tests::root_tests!`]): without root its tests are
 //! reported ignored, and under `CI=true` they fail. Build first:
-//! `cargo build --release -p ofan-netns-lab` (and `--workspace --bins` for the switch test).
+//! `cargo build --release -p ofan-lab-cli` (and `--workspace --bins` for the switch test).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,7 +28,7 @@ fn ofan_lab() -> String {
     let path = binary("ofan-lab");
     assert!(
         path.exists(),
-        "build the binaries first: cargo build --release -p ofan-netns-lab"
+        "build the binaries first: cargo build --release -p ofan-lab-cli"
     );
     path.display().to_string()
 }

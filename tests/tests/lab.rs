@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use ofan_lab::lab::rt_throttle;
+use ofan_lab::rt_throttle;
 use ofan_tests::{binary, namespaces_with_prefix, serial, MachineSettings, GC_THRESH};
 use ofan_topology::{Role, Topology};
 use serde_json::Value;
@@ -1508,7 +1508,7 @@ fn link_reconverges(lab: &LabGuard, state: &str, expected: &str) -> String {
 /// the failed links `failed` (pairs of node names): each FIB next hop with the neighbour's own
 /// next hops. Returns how long it took.
 fn path_tables_match(lab: &LabGuard, failed: &[(&str, &str)]) -> Duration {
-    use ofan_lab::lab::bgp::{expected_paths, reported_paths};
+    use ofan_lab::bgp::{expected_paths, reported_paths};
     let topology = lab_topology(lab);
     let id = |name: &str| topology.nodes().iter().find(|n| n.name == name).unwrap().id;
     let failures: ofan_topology::FailedLinks = failed

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ofan_lab::lab::rt_throttle;
+use ofan_lab::rt_throttle;
 use ofan_tests::{binary, namespaces_with_prefix, ofan_xdp_programs, serial, MachineSettings};
 
 const LABS: &str = "/run/ofan/labs";

@@ -3,7 +3,7 @@
 //! The layer between a host's pacer and the network: it decides *what* the host sends next when
 //! packets are lost, never *when* (pacing stays with the caller) and never how (no I/O, no
 //! clock). Time is a plain [`recovery::Time`] (`u64`) in the caller's unit: nanoseconds in the
-//! lab agent (`netns-lab/src/agent`), picoseconds in the model (`ofan-model`). Both run this same
+//! lab agent (`netns-lab/agent`), picoseconds in the model (`ofan-model`). Both run this same
 //! code, so that when buffers drop, the lab and the model recover alike.
 //!
 //! * [`recovery`]: [`SelectiveRepeat`], per-packet selective repeat over the flows one host

@@ -18,7 +18,7 @@
 //! A host's NIC is an output port like any other, and its link carries the host's data and the
 //! ACKs it sends (one per data frame received, at once). The pacer fixes when each data frame
 //! leaves, taking the host's flows in round-robin order; `load` ρ means what it means for the
-//! lab agent (`netns-lab/src/agent/pacing.rs`): data at ρ × the reference rate, and only the
+//! lab agent (`netns-lab/agent/src/pacing.rs`): data at ρ × the reference rate, and only the
 //! ACK airtime that does not fit in the idle time this leaves pushes data back, so that at
 //! ρ = 1 data and ACKs fill the link exactly and never overload it. Frame i + 1 is due
 //! `gap_i` after frame i, with `paced = frame time / ρ`:

@@ -10,7 +10,7 @@
 //! Datagrams carry a sequence number; the receiver reports `received=… unique=… duplicates=…`
 //! so a test can check that every datagram arrived exactly once. With `--agent-data`, each
 //! datagram is instead a host agent's DATA packet of that collective and flow, sequence
-//! numbers 0, 1, … (`ofan_lab::agent::wire`): a forgery, for the agent's trust test.
+//! numbers 0, 1, … (`ofan_lab_agent::wire`): a forgery, for the agent's trust test.
 //! `notify` sends one adaptive-routing congestion notification (`ofan_control::notify::wire`),
 //! stamped now, with the IP TTL given: a neighbour switch, or a forgery.
 
@@ -19,7 +19,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ofan_lab::agent::wire::{Flags, Header, Kind, HEADER_LEN};
+use ofan_lab_agent::wire::{Flags, Header, Kind, HEADER_LEN};
 
 fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: Option<T>) -> T {
     args.iter()

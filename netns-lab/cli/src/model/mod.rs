@@ -1,0 +1,715 @@
+//! `ofan-lab model`: the deterministic packet-level model (crate `ofan-model`).
+//!
+//! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
+//!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
+//! * `model fig1 | fig3 | fig4 | fig6 | failures`: reproduce a paper figure; prints the tables
+//!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
+//! * `model bench`: wall time, events per second and peak memory of one configuration, or of
+//!   the permutation at several network sizes (`--sizes`).
+//! * `--shard I/N` (figures and `run --seeds`) makes one shard's runs and writes them as a
+//!   part; `model merge` joins the parts of all shards into the unsharded output.
+
+mod bench;
+
+use std::fs;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand, ValueEnum};
+use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
+use ofan_model::shard::{merge_runs, Part, RunPart};
+use ofan_model::{
+    default_threads, run_many, workload, AckAirtime, BufferLimit, DegradedLink, Failures,
+    LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Shard, Stage, StartPhase, Workload,
+};
+
+use super::Shape;
+use bench::{bench, BenchArgs};
+
+/// Arguments of `ofan-lab model`.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    // Boxed: the figure arguments are large and `main`'s command enum holds this by value.
+    #[command(subcommand)]
+    command: Box<ModelCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelCommand {
+    /// Run one experiment (one or several seeds).
+    Run(RunArgs),
+    /// Fig. 1: utilization, max queue and CCT vs offered load (0.5 → 1.0).
+    Fig1(FigArgs),
+    /// Fig. 3: worst link overload per stage (E→A, A→C, C→A, A→E) for each scheme.
+    Fig3(FigArgs),
+    /// Fig. 4: max queue and CCT increase vs message size, with fitted growth exponents.
+    ///
+    /// The default hosts pace like the lab's agents (ACK airtime charged by count, all
+    /// starting at t = 0), which keeps Simple RR and JSQ between the paper's classes (≈ 0.64,
+    /// 0.85); the paper's strictly periodic sources, Thm. 2's premise, are
+    /// `--ack-airtime reserved --start-phase random` (rr ≈ 1.0, jsq ≈ 0.96). See docs/model.md.
+    Fig4(FigArgs),
+    /// Fig. 6 / 17: pOfan pipe sizes vs DRB, and the DRB/Ofan max-queue ratio, vs network size.
+    Fig6(FigArgs),
+    /// §6.2: CCT increase vs link-failure probability, hosts paced at ρ_max.
+    Failures(FigArgs),
+    /// Time one configuration (median wall time, events/s, peak memory), or the permutation
+    /// at several network sizes (`--sizes`: a table).
+    Bench(BenchArgs),
+    /// Join the parts that `--shard I/N` wrote (all N shards of one figure or one `run
+    /// --seeds`) into exactly the output of the unsharded command.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum WorkloadKind {
+    Permutation,
+    InterPod,
+    AllToAll,
+    Ring,
+    Matrix,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BufferLimitArg {
+    Enforced,
+    Unlimited,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PacingArg {
+    Offered,
+    RhoMax,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AckAirtimeArg {
+    Charged,
+    Reserved,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum StartPhaseArg {
+    Synchronous,
+    Random,
+}
+
+/// Everything that shapes one run.
+#[derive(Debug, Clone, Args)]
+struct Common {
+    /// Topology family.
+    #[arg(long, value_enum, default_value = "fat-tree")]
+    topology: Shape,
+    /// Switch radix k (even, 4..=64).
+    #[arg(long, default_value_t = 12)]
+    k: u16,
+    /// Traffic matrix.
+    #[arg(long, value_enum, default_value = "permutation")]
+    workload: WorkloadKind,
+    /// Traffic-matrix file for `--workload matrix`: lines `src dst [bytes]` (host indices).
+    #[arg(long)]
+    matrix: Option<PathBuf>,
+    /// Ring stride for `--workload ring`.
+    #[arg(long, default_value_t = 1)]
+    ring_stride: u32,
+    /// Load-balancing scheme: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow,
+    /// arf-packet, spray, reps, drb.
+    #[arg(long, default_value = "ofan")]
+    scheme: String,
+    /// Message size per flow (bytes; K/M/G suffixes are binary: 1M = 1 MiB).
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    size: u64,
+    /// Link rate, Gb/s.
+    #[arg(long, default_value_t = 800)]
+    rate_gbps: u64,
+    /// Link propagation latency, ns.
+    #[arg(long, default_value_t = 500)]
+    latency_ns: u64,
+    /// Data payload bytes per packet.
+    #[arg(long, default_value = "4096", value_parser = parse_size)]
+    payload: u64,
+    /// Data header bytes.
+    #[arg(long, default_value_t = 62)]
+    header: u32,
+    /// ACK frame bytes.
+    #[arg(long, default_value_t = 64)]
+    ack: u32,
+    /// Inter-frame gap + preamble bytes.
+    #[arg(long, default_value_t = 20)]
+    gap: u32,
+    /// Per-port buffer (bytes; suffixes allowed; decimal `800000` is the paper's 800 KB).
+    #[arg(long, default_value = "800000", value_parser = parse_size)]
+    buffer: u64,
+    /// Whether full buffers drop (figures 3, 4 and 6 always run unlimited).
+    #[arg(long, value_enum, default_value = "enforced")]
+    buffer_limit: BufferLimitArg,
+    /// ECN marking threshold (bytes); default 10 % of the buffer.
+    #[arg(long, value_parser = parse_size)]
+    ecn: Option<u64>,
+    /// Offered load, fraction of the pacing reference.
+    #[arg(long, default_value_t = 1.0)]
+    load: f64,
+    /// Pacing reference: line rate, or ρ_max under the failures.
+    #[arg(long, value_enum, default_value = "offered")]
+    pacing: PacingArg,
+    /// Room for the host's own ACKs on its link: charged by count after each data departure
+    /// (as the lab agent), or reserved on a fixed schedule (strictly periodic data).
+    #[arg(long, value_enum, default_value = "charged")]
+    ack_airtime: AckAirtimeArg,
+    /// Hosts start at t = 0, or each at a seeded random time within one frame time of it.
+    #[arg(long, value_enum, default_value = "synchronous")]
+    start_phase: StartPhaseArg,
+    /// Ports per pipe (pOfan's pipe size).
+    #[arg(long, default_value_t = 4)]
+    pipe_size: u16,
+    /// Probability that each switch-to-switch link fails.
+    #[arg(long)]
+    fail_prob: Option<f64>,
+    /// Failed link ids, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    fail_links: Vec<u32>,
+    /// Slow links: `FROM/TO:RATE` (both directions) or `FROM>TO:RATE` (one direction), by
+    /// switch name, RATE a fraction of line rate, e.g. `a-p0-0/c-0:0.25`; repeatable.
+    #[arg(long)]
+    degrade: Vec<String>,
+    /// A link that fails (both directions) during the run: `FROM/TO@TIME_US`, by switch name,
+    /// TIME in µs since the collective started, e.g. `a-p0-0/c-0@45`; repeatable. Frames
+    /// queued or on its wire are lost, and so is what a switch sends to it before it knows.
+    #[arg(long)]
+    fail_at: Vec<String>,
+    /// Failing links: from the failure to the two adjacent switches detecting it, µs (default
+    /// 4000: the lab's BIRD + BFD; `arf-*` switches then send "failure detected").
+    #[arg(long)]
+    detect_us: Option<f64>,
+    /// Failing links: from the failure to every switch routing around it (BGP reconverged),
+    /// µs (default 64000: the lab's BIRD + BFD at a remote switch; FRR took 124000).
+    #[arg(long)]
+    reroute_delay_us: Option<f64>,
+    /// Adaptive-routing framework (`arf-*`): detection window, µs (default 4).
+    #[arg(long)]
+    arf_window_us: Option<f64>,
+    /// Adaptive-routing framework: control-plane delay of a notification, µs (default 100).
+    #[arg(long)]
+    arf_delay_us: Option<f64>,
+    /// Adaptive-routing framework: refresh every this many windows (default 10; hold = 3×).
+    #[arg(long)]
+    arf_refresh_windows: Option<u32>,
+    /// Worker threads (default: available cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    common: Common,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of seeds (seed, seed+1, …), run in parallel.
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// Write the report(s) as JSON to this file (`-` for stdout); with `--shard`, the part.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Run only shard I of N of the seeds (seed + i for i = I − 1, I − 1 + N, …) and write
+    /// them as a part to `--json` (default `run.part-I-of-N.json`), for `model merge`.
+    #[arg(long)]
+    shard: Option<Shard>,
+}
+
+#[derive(Debug, Args)]
+struct FigArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Seeds per point (1..=N).
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// Output directory for JSON and SVG.
+    #[arg(long, default_value = "model-out")]
+    out: PathBuf,
+    /// Schemes to compare (comma-separated; default depends on the figure).
+    #[arg(long, value_delimiter = ',')]
+    schemes: Vec<String>,
+    /// Fig. 4: message sizes.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size,
+          default_value = "64K,256K,1M,4M,16M")]
+    sizes: Vec<u64>,
+    /// Fig. 1: offered loads.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.5,0.6,0.7,0.8,0.9,0.95,1.0"
+    )]
+    loads: Vec<f64>,
+    /// Fig. 6: radices k.
+    #[arg(long, value_delimiter = ',', default_value = "4,6,8,10,12,14,16")]
+    ks: Vec<u16>,
+    /// Fig. 6: pOfan pipe sizes.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    pipe_sizes: Vec<u16>,
+    /// Failures: link-failure probabilities.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
+    probs: Vec<f64>,
+    /// Run only shard I of N of the figure's runs (run i, in the order of the points and
+    /// their seeds, when i mod N = I − 1) and write them as `<out>/<name>.part-I-of-N.json`,
+    /// for `model merge`.
+    #[arg(long)]
+    shard: Option<Shard>,
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The part files (`*.part-I-of-N.json`) of every shard.
+    #[arg(required = true)]
+    parts: Vec<PathBuf>,
+    /// Output directory: `<name>.json` and the plots of a figure, `run.json` for a run.
+    #[arg(long, default_value = "model-out")]
+    out: PathBuf,
+}
+
+/// Runs `ofan-lab model`.
+pub fn run(args: ModelArgs) -> anyhow::Result<()> {
+    match *args.command {
+        ModelCommand::Run(args) => run_one(args),
+        ModelCommand::Fig1(args) => figure(args, FigureKind::Fig1),
+        ModelCommand::Fig3(args) => figure(args, FigureKind::Fig3),
+        ModelCommand::Fig4(args) => figure(args, FigureKind::Fig4),
+        ModelCommand::Fig6(args) => figure(args, FigureKind::Fig6),
+        ModelCommand::Failures(args) => figure(args, FigureKind::Failures),
+        ModelCommand::Bench(args) => bench(args),
+        ModelCommand::Merge(args) => merge(args),
+    }
+}
+
+/// A size in bytes, binary prefixes (`1M` = 2^20), as everywhere in ofan ([`ofan_topology::units`]).
+fn parse_size(text: &str) -> Result<u64, String> {
+    ofan_topology::units::parse_size(text).map_err(|e| e.to_string())
+}
+
+impl Common {
+    fn config(&self) -> anyhow::Result<ModelConfig> {
+        let mut config = ModelConfig::paper();
+        config.topology = self.topology.kind(self.k);
+        config.link.rate_bps = self
+            .rate_gbps
+            .checked_mul(1_000_000_000)
+            .context("--rate-gbps is too large")?;
+        config.link.propagation_ps = self.latency_ns.saturating_mul(1000);
+        config.link.payload_bytes =
+            u32::try_from(self.payload).context("--payload must fit in 32 bits")?;
+        config.link.header_bytes = self.header;
+        config.link.ack_bytes = self.ack;
+        config.link.gap_bytes = self.gap;
+        config.buffer_bytes = self.buffer;
+        config.buffer_limit = match self.buffer_limit {
+            BufferLimitArg::Enforced => BufferLimit::Enforced,
+            BufferLimitArg::Unlimited => BufferLimit::Unlimited,
+        };
+        config.ecn_threshold_bytes = self.ecn.unwrap_or(self.buffer / 10);
+        config.load = self.load;
+        config.pacing = match self.pacing {
+            PacingArg::Offered => Pacing::Offered,
+            PacingArg::RhoMax => Pacing::RhoMax,
+        };
+        config.ack_airtime = match self.ack_airtime {
+            AckAirtimeArg::Charged => AckAirtime::Charged,
+            AckAirtimeArg::Reserved => AckAirtime::Reserved,
+        };
+        config.start_phase = match self.start_phase {
+            StartPhaseArg::Synchronous => StartPhase::Synchronous,
+            StartPhaseArg::Random => StartPhase::Random,
+        };
+        config.message_bytes = self.size;
+        config.scheme = self.scheme.parse()?;
+        config.pipe_ports = self.pipe_size;
+        config.workload = match self.workload {
+            WorkloadKind::Permutation => Workload::Permutation,
+            WorkloadKind::InterPod => Workload::InterPodPermutation,
+            WorkloadKind::AllToAll => Workload::AllToAll,
+            WorkloadKind::Ring => Workload::Ring {
+                stride: self.ring_stride,
+            },
+            WorkloadKind::Matrix => {
+                let path = self
+                    .matrix
+                    .as_ref()
+                    .context("--workload matrix needs --matrix FILE")?;
+                let text = fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                Workload::Matrix {
+                    flows: workload::parse_matrix(&text, self.size)
+                        .with_context(|| format!("parsing {}", path.display()))?,
+                }
+            }
+        };
+        config.failures = match (self.fail_prob, self.fail_links.is_empty()) {
+            (Some(_), false) => bail!("--fail-prob and --fail-links exclude each other"),
+            (Some(probability), true) => Failures::Random { probability },
+            (None, false) => Failures::Links {
+                links: self.fail_links.clone(),
+            },
+            (None, true) => Failures::None,
+        };
+        config.degraded = self
+            .degrade
+            .iter()
+            .map(|text| text.parse::<DegradedLink>())
+            .collect::<Result<_, _>>()?;
+        config.fail_at = self
+            .fail_at
+            .iter()
+            .map(|text| text.parse::<LinkFailure>())
+            .collect::<Result<_, _>>()?;
+        let picoseconds = |us: f64| (us * 1e6).round() as u64;
+        for (flag, value) in [
+            ("--detect-us", self.detect_us),
+            ("--reroute-delay-us", self.reroute_delay_us),
+        ] {
+            if value.is_some_and(|us| !(us >= 0.0 && us.is_finite())) {
+                bail!("{flag} must be 0 or more µs");
+            }
+        }
+        if let Some(us) = self.detect_us {
+            config.failure_timing.detect_ps = picoseconds(us);
+        }
+        if let Some(us) = self.reroute_delay_us {
+            config.failure_timing.reroute_ps = picoseconds(us);
+        }
+        if let Some(us) = self.arf_window_us {
+            config.arf.window_ps = picoseconds(us);
+        }
+        if let Some(us) = self.arf_delay_us {
+            config.arf.delay_ps = picoseconds(us);
+        }
+        if let Some(windows) = self.arf_refresh_windows {
+            config.arf.refresh_windows = windows;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn threads(&self) -> usize {
+        self.threads.unwrap_or_else(default_threads)
+    }
+}
+
+fn run_one(args: RunArgs) -> anyhow::Result<()> {
+    let mut base = args.common.config()?;
+    base.seed = args.seed;
+    let seeds = args.seeds.max(1);
+    let configs = RunPart::configs(&base, seeds, args.shard.unwrap_or(Shard::ALL));
+    let started = Instant::now();
+    let reports = run_many(&configs, args.common.threads())
+        .into_iter()
+        .collect::<Result<Vec<RunReport>, _>>()?;
+    let wall = started.elapsed().as_secs_f64();
+    print_reports(&reports);
+    let events: u64 = reports.iter().map(|r| model_of(r).events).sum();
+    eprintln!(
+        "{} run(s) in {wall:.3} s wall, {:.1} M events/s",
+        reports.len(),
+        events as f64 / wall / 1e6
+    );
+    if let Some(shard) = args.shard {
+        let path = args
+            .json
+            .unwrap_or_else(|| PathBuf::from(format!("run.{}.json", part_suffix(shard))));
+        let part = RunPart {
+            schema: RunPart::SCHEMA.into(),
+            base,
+            seeds,
+            shard,
+            reports,
+        };
+        write_out(&path, &serde_json::to_string_pretty(&part)?)?;
+        eprintln!("shard {shard}: wrote {}", path.display());
+    } else if let Some(path) = args.json {
+        write_out(&path, &reports_json(&reports)?)?;
+    }
+    Ok(())
+}
+
+/// The reports as `run` writes them: one object for one seed, else an array.
+fn reports_json(reports: &[RunReport]) -> anyhow::Result<String> {
+    Ok(if reports.len() == 1 {
+        serde_json::to_string_pretty(&reports[0])?
+    } else {
+        serde_json::to_string_pretty(&reports)?
+    })
+}
+
+/// `part-I-of-N`, the name part files carry.
+fn part_suffix(shard: Shard) -> String {
+    format!("part-{}-of-{}", shard.index, shard.count)
+}
+
+fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        println!("{text}");
+        Ok(())
+    } else {
+        fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+fn print_reports(reports: &[RunReport]) {
+    println!(
+        "{:>10} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
+        "scheme",
+        "seed",
+        "CCT µs",
+        "bound µs",
+        "incr %",
+        "util",
+        "maxQ KB",
+        "max queue pkts H E A C A E",
+        "edge≤w+1",
+        "drops",
+        "retx"
+    );
+    for r in reports {
+        let stages: Vec<String> = Stage::ALL
+            .iter()
+            .map(|&s| r.stage(s).map_or(0, |q| q.max_packets).to_string())
+            .collect();
+        let model = model_of(r);
+        let edge = &model.edge_uplink;
+        println!(
+            "{:>10} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
+            model.config.scheme.name(),
+            model.config.seed,
+            r.cct_ps
+                .map_or("-".into(), |c| format!("{:.3}", c as f64 / 1e6)),
+            r.lower_bound_ps as f64 / 1e6,
+            r.cct_increase
+                .map_or("-".into(), |i| format!("{:.2}", i * 100.0)),
+            r.utilization,
+            r.max_queue_bytes as f64 / 1000.0,
+            stages.join(" "),
+            if edge.applies {
+                format!(
+                    "{}/{}{}",
+                    edge.max_data_packets,
+                    edge.bound_data_packets,
+                    if edge.violations > 0 { "!" } else { "" }
+                )
+            } else {
+                // The bound is only claimed for Ofan on a permutation without failures.
+                format!("{} (n/a)", edge.max_data_packets)
+            },
+            r.drops.total,
+            r.packets.retransmissions,
+        );
+    }
+    for r in reports {
+        let model = model_of(r);
+        for slow in &model.degraded {
+            println!(
+                "{:>10} {:>5}   degraded {} → {} at {:.2}: {:.1} KB, {:.2} × its stage's mean",
+                model.config.scheme.name(),
+                model.config.seed,
+                slow.from,
+                slow.to,
+                slow.rate,
+                slow.bytes as f64 / 1000.0,
+                slow.share_of_stage_mean
+            );
+        }
+        for failed in &model.link_failures {
+            let us = |ps: u64| ps as f64 / 1e6;
+            let notified: Vec<u64> = failed
+                .learned
+                .iter()
+                .filter(|learned| learned.detected_ps.is_none())
+                .filter_map(|learned| learned.notified_ps)
+                .collect();
+            println!(
+                "{:>10} {:>5}   failed {} – {} at {:.1} µs: detected {:.1} µs, rerouted {:.1} µs, \
+                 {} switches notified (first {}), lost {} queued + {} in flight + {} unaware \
+                 + {} no route (last at {})",
+                model.config.scheme.name(),
+                model.config.seed,
+                failed.from,
+                failed.to,
+                us(failed.at_ps),
+                us(failed.detected_ps),
+                us(failed.rerouted_ps),
+                notified.len(),
+                notified
+                    .iter()
+                    .min()
+                    .map_or("-".into(), |&t| format!("{:.1} µs", us(t))),
+                failed.lost_queued,
+                failed.lost_in_flight,
+                failed.lost_unaware,
+                failed.no_route,
+                failed
+                    .last_loss_ps
+                    .map_or("-".into(), |t| format!("{:.1} µs", us(t))),
+            );
+        }
+        if let Some(arf) = &model.arf {
+            let us = |ps: u64| ps as f64 / 1e6;
+            println!(
+                "{:>10} {:>5}   arf: {} detections (first at {}), {} notifications ({} refreshes), \
+                 {} applied ({} changed, {} stale), {} publications, {:.1} KB = {:.4} % of fabric \
+                 bytes, reaction {} µs, {} flows moved",
+                model.config.scheme.name(),
+                model.config.seed,
+                arf.detections,
+                arf.first_detection_ps
+                    .map_or("-".into(), |t| format!("{:.1} µs", us(t))),
+                arf.sent,
+                arf.refreshes,
+                arf.applied,
+                arf.changed,
+                arf.stale,
+                arf.publications,
+                arf.bytes as f64 / 1000.0,
+                arf.overhead * 100.0,
+                match (arf.reaction_min_ps, arf.reaction_max_ps) {
+                    (Some(min), Some(max)) => format!("{:.1}–{:.1}", us(min), us(max)),
+                    _ => "-".into(),
+                },
+                arf.flows_moved,
+            );
+        }
+    }
+}
+
+/// The model's section of a report the model wrote.
+fn model_of(report: &RunReport) -> &ofan_model::report::ModelRun {
+    report
+        .model()
+        .expect("ofan_model::run writes reports with a model section")
+}
+
+#[derive(Debug, Clone, Copy)]
+enum FigureKind {
+    Fig1,
+    Fig3,
+    Fig4,
+    Fig6,
+    Failures,
+}
+
+fn schemes(names: &[String], default: &[&str]) -> anyhow::Result<Vec<Scheme>> {
+    let names: Vec<&str> = if names.is_empty() {
+        default.to_vec()
+    } else {
+        names.iter().map(String::as_str).collect()
+    };
+    names
+        .into_iter()
+        .map(|name| name.parse::<Scheme>().map_err(Into::into))
+        .collect()
+}
+
+fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
+    let sweep = Sweep {
+        base: args.common.config()?,
+        seeds: args.seeds.max(1),
+        threads: args.common.threads(),
+    };
+    let all: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
+    let spec = match kind {
+        FigureKind::Fig1 => FigureSpec::LoadSweep {
+            loads: args.loads.clone(),
+            schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan"])?,
+        },
+        FigureKind::Fig3 => FigureSpec::LinkOverload {
+            schemes: schemes(&args.schemes, &all)?,
+        },
+        FigureKind::Fig4 => FigureSpec::MessageSizes {
+            sizes: args.sizes.clone(),
+            schemes: schemes(&args.schemes, &all)?,
+        },
+        FigureKind::Fig6 => FigureSpec::NetworkSizes {
+            ks: args.ks.clone(),
+            pipe_sizes: args.pipe_sizes.clone(),
+        },
+        FigureKind::Failures => FigureSpec::Failures {
+            probabilities: args.probs.clone(),
+            schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
+        },
+    };
+    let started = Instant::now();
+    fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    if let Some(shard) = args.shard {
+        let part = figures::run_shard(&spec, &sweep, shard)?;
+        let path = args
+            .out
+            .join(format!("{}.{}.json", spec.name(), part_suffix(shard)));
+        write_out(&path, &serde_json::to_string_pretty(&part)?)?;
+        eprintln!(
+            "{} shard {shard}: {} of {} runs in {:.1} s; wrote {}",
+            spec.name(),
+            part.runs.len(),
+            part.total_runs,
+            started.elapsed().as_secs_f64(),
+            path.display()
+        );
+        return Ok(());
+    }
+    let fig = figures::build(&spec, &sweep)?;
+    let wall = started.elapsed().as_secs_f64();
+    let written = write_figure(&fig, &args.out)?;
+    eprintln!("{} in {wall:.1} s; wrote {}", fig.name, written.join(", "));
+    Ok(())
+}
+
+/// Prints a figure's tables and writes `<out>/<name>.json` and its plots; returns the paths.
+fn write_figure(fig: &Figure, out: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    print!("{}", fig.text());
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let json_path = out.join(format!("{}.json", fig.name));
+    write_out(&json_path, &serde_json::to_string_pretty(fig)?)?;
+    let mut written = vec![json_path.display().to_string()];
+    for (metric, svg) in fig.plots() {
+        let path = out.join(format!("{}-{metric}.svg", fig.name));
+        write_out(&path, &svg)?;
+        written.push(path.display().to_string());
+    }
+    Ok(written)
+}
+
+fn merge(args: MergeArgs) -> anyhow::Result<()> {
+    let mut figure_parts = Vec::new();
+    let mut run_parts = Vec::new();
+    for path in &args.parts {
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        match Part::from_json(&text).with_context(|| format!("reading {}", path.display()))? {
+            Part::Figure(part) => figure_parts.push(part),
+            Part::Run(part) => run_parts.push(part),
+        }
+    }
+    match (figure_parts.is_empty(), run_parts.is_empty()) {
+        (false, true) => {
+            let fig = figures::merge(figure_parts)?;
+            let written = write_figure(&fig, &args.out)?;
+            eprintln!(
+                "merged {} parts; wrote {}",
+                args.parts.len(),
+                written.join(", ")
+            );
+        }
+        (true, false) => {
+            let reports = merge_runs(run_parts)?;
+            print_reports(&reports);
+            fs::create_dir_all(&args.out)
+                .with_context(|| format!("creating {}", args.out.display()))?;
+            let path = args.out.join("run.json");
+            write_out(&path, &reports_json(&reports)?)?;
+            eprintln!(
+                "merged {} parts; wrote {}",
+                args.parts.len(),
+                path.display()
+            );
+        }
+        _ => bail!("the parts mix figure and run parts"),
+    }
+    Ok(())
+}
