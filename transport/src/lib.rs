@@ -1,8 +1,8 @@
-//! # ofan-transport — what a host's transport does: loss recovery
+//! # ofan-transport — what a host's transport does: loss recovery and congestion control
 //!
 //! The layer between a host's pacer and the network: it decides *what* the host sends next when
-//! packets are lost, never *when* (pacing stays with the caller) and never how (no I/O, no
-//! clock). Time is a plain [`recovery::Time`] (`u64`) in the caller's unit: nanoseconds in the
+//! packets are lost, and *how much* it may have in flight, never *when* (pacing stays with the
+//! caller) and never how (no I/O, no clock). Time is a plain [`recovery::Time`] (`u64`) in the caller's unit: nanoseconds in the
 //! lab agent (`netns-lab/agent`), picoseconds in the model (`ofan-model`). Both run this same
 //! code, so that when buffers drop, the lab and the model recover alike.
 //!
@@ -10,7 +10,14 @@
 //!   sends, with retransmission timers after RFC 6298 (smoothed RTT and variance, `rto_min`,
 //!   Karn's rule) and exponential backoff per packet; [`RecoveryConfig`] scales the timers to
 //!   the frame time ([`RecoveryConfig::for_frame_time`]) and, where queues or propagation make
-//!   the round trip long, to its bound ([`RecoveryConfig::for_round_trip`]).
+//!   the round trip long, to its bound ([`RecoveryConfig::for_round_trip`]); optionally a
+//!   reordering-tolerant loss rule ([`SelectiveRepeat::with_reordering_window`]) that declares
+//!   a packet lost once a packet sent sufficiently later was ACKed, without waiting for its
+//!   timer.
+//! * [`cc`]: congestion control per flow — the [`CongestionControl`] trait and four
+//!   algorithms ([`CcKind`]: `none`, `dctcp` after RFC 8257, `nscc` after the Ultra Ethernet
+//!   1.0 NSCC, `mswift` after Swift with MSwift's median feedback), one [`CcConfig`] parsed
+//!   and scaled once per run; its module documentation says how the lab agent drives it.
 //!
 //! ## The algorithm
 //! Every DATA packet is acknowledged on its own (the receivers ACK each packet they get, with its
@@ -35,8 +42,11 @@
 //! acknowledged entries are dropped lazily when they reach the front.
 #![forbid(unsafe_code)]
 
+pub mod cc;
 pub mod recovery;
 
+pub use cc::{AckEvent, CcConfig, CcKind, CongestionControl, Controller, PathParams};
 pub use recovery::{
-    Ack, RecoveryConfig, RecoveryError, RecoveryStats, SelectiveRepeat, Time, ECHO_MASK,
+    Ack, AckSample, RecoveryConfig, RecoveryError, RecoveryStats, ReorderStats, SelectiveRepeat,
+    Time, ECHO_MASK,
 };

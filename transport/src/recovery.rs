@@ -222,6 +222,68 @@ pub struct RecoveryStats {
     pub duplicate_acks: u64,
     /// ACKs of no packet that was sent.
     pub out_of_range_acks: u64,
+    /// Packets declared lost by the reordering window
+    /// ([`SelectiveRepeat::with_reordering_window`]) before their timer.
+    #[serde(default)]
+    pub reorder_losses: u64,
+}
+
+/// How far out of order a host's ACKs came back, measured on every ACK that gives an RTT
+/// sample ([`SelectiveRepeat::track_reordering`]): an ACK of a packet sent at `t` while a
+/// packet of the same flow sent at `t' > t` was already ACKed is *reordered* by `t' − t`.
+/// A reordering-tolerant loss rule must wait at least that long.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReorderStats {
+    /// ACKs that gave an RTT sample.
+    pub samples: u64,
+    /// Of those, reordered ones.
+    pub reordered: u64,
+    /// Largest reordering, time units.
+    pub max: Time,
+    /// Reordered ACKs by extent: `histogram[i]` counts extents with `i` significant bits
+    /// (`[2^(i−1), 2^i)`), the last bucket everything longer.
+    pub histogram: [u64; 32],
+}
+
+impl ReorderStats {
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &Self) {
+        self.samples += other.samples;
+        self.reordered += other.reordered;
+        self.max = self.max.max(other.max);
+        for (mine, theirs) in self.histogram.iter_mut().zip(other.histogram) {
+            *mine += theirs;
+        }
+    }
+
+    /// The smallest power of two that at least `fraction` of the reordered ACKs stay below
+    /// (an upper bound of that quantile), `None` when nothing was reordered.
+    #[must_use]
+    pub fn quantile_bound(&self, fraction: f64) -> Option<Time> {
+        if self.reordered == 0 {
+            return None;
+        }
+        let wanted = (self.reordered as f64 * fraction).ceil() as u64;
+        let mut seen = 0;
+        for (bits, &count) in self.histogram.iter().enumerate() {
+            seen += count;
+            if seen >= wanted {
+                return Some(1u64.checked_shl(bits as u32).unwrap_or(Time::MAX));
+            }
+        }
+        Some(Time::MAX)
+    }
+}
+
+/// What the first ACK of a packet told ([`SelectiveRepeat::on_ack_sample`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckSample {
+    /// What the ACK meant.
+    pub ack: Ack,
+    /// The round trip of the copy it answers, when it answers the latest copy.
+    pub rtt: Option<Time>,
+    /// Packets of the same flow this ACK made the reordering window declare lost.
+    pub newly_lost: u32,
 }
 
 /// The recovery state of one packet.
@@ -234,6 +296,8 @@ struct PacketState {
     /// Times its timer expired (saturating; the backoff is capped long before).
     timeouts: u16,
     acked: bool,
+    /// Counted in its flow's outstanding packets (sent, not ACKed, not declared lost since).
+    counted: bool,
 }
 
 /// A first transmission in the FIFO. Its send time is kept here too, so that "has anything
@@ -257,12 +321,20 @@ struct Timer {
     generation: u32,
 }
 
-/// Where a flow's packets start in `SelectiveRepeat::packets`, and how many are ACKed.
+/// Where a flow's packets start in `SelectiveRepeat::packets`, how many are ACKed and how
+/// many are outstanding.
 #[derive(Debug, Clone, Copy)]
 struct FlowState {
     first: usize,
     packets: u32,
     acked: u32,
+    /// Packets sent and neither ACKed nor declared lost since.
+    outstanding: u32,
+    /// The reordering window's cursor: first transmissions before it were ACKed, declared
+    /// lost or sent again.
+    rack_next: u32,
+    /// Latest send time of a packet of this flow whose ACK answered its latest copy.
+    rack_xmit: Time,
 }
 
 /// Selective repeat for the flows one host sends. Flows are local indices 0..n.
@@ -288,6 +360,13 @@ pub struct SelectiveRepeat {
     /// Timeouts since the last RTT sample: every timer runs `rto · 2^backoff` (RFC 6298 §5.5).
     backoff: u32,
     stats: RecoveryStats,
+    /// The reordering window, per mille of the smoothed RTT (`None`: timers only).
+    reorder_permille: Option<u32>,
+    /// Measure reordering ([`ReorderStats`]), implied by a reordering window.
+    track_reordering: bool,
+    /// Packets the reordering window declared lost, with when, oldest first.
+    lost: VecDeque<(u32, u32, Time)>,
+    reordering: ReorderStats,
 }
 
 /// Where the next expiry comes from.
@@ -311,6 +390,9 @@ impl SelectiveRepeat {
                 first: total,
                 packets: count,
                 acked: 0,
+                outstanding: 0,
+                rack_next: 0,
+                rack_xmit: 0,
             });
             total += count as usize;
         }
@@ -329,7 +411,50 @@ impl SelectiveRepeat {
             max_timeouts: u32::MAX,
             backoff: 0,
             stats: RecoveryStats::default(),
+            reorder_permille: None,
+            track_reordering: false,
+            lost: VecDeque::new(),
+            reordering: ReorderStats::default(),
         }
+    }
+
+    /// Declares a first transmission lost, before its timer, once a packet of the same flow
+    /// sent more than `permille`/1000 of the smoothed RTT after it has been ACKed (its ACK
+    /// answering its latest copy): a time-based rule after RACK (RFC 8985 §6.2, the
+    /// "sent sufficiently later was delivered" test, with the reordering window a fixed
+    /// fraction of the smoothed RTT instead of RFC 8985's adaptive `min_RTT / 4` steps).
+    /// Reordering shorter than the window never causes a retransmission; a loss costs about
+    /// one RTT plus the window instead of a timeout. Retransmissions keep their timers only.
+    /// Implies [`track_reordering`](Self::track_reordering).
+    #[must_use]
+    pub fn with_reordering_window(mut self, permille: u32) -> Self {
+        self.reorder_permille = Some(permille);
+        self.track_reordering = true;
+        self
+    }
+
+    /// Measures how far out of order ACKs come back ([`reordering`](Self::reordering)),
+    /// without changing what is sent.
+    #[must_use]
+    pub fn track_reordering(mut self) -> Self {
+        self.track_reordering = true;
+        self
+    }
+
+    /// The reordering measured so far ([`track_reordering`](Self::track_reordering)).
+    #[must_use]
+    pub fn reordering(&self) -> ReorderStats {
+        self.reordering
+    }
+
+    /// Packets of `flow` sent and neither ACKed nor declared lost since (what a congestion
+    /// window limits); 0 for a flow out of range.
+    #[must_use]
+    #[inline]
+    pub fn outstanding(&self, flow: u32) -> u32 {
+        self.flows
+            .get(flow as usize)
+            .map_or(0, |flow| flow.outstanding)
     }
 
     /// Gives a packet up after `timeouts` expiries: when its timer expires once more it is not
@@ -403,6 +528,10 @@ impl SelectiveRepeat {
         let packet = &mut self.packets[index];
         packet.transmissions = packet.transmissions.wrapping_add(1);
         packet.sent_at = now;
+        if !packet.counted && !packet.acked {
+            packet.counted = true;
+            self.flows[flow as usize].outstanding += 1;
+        }
         if packet.transmissions == 1 {
             self.fifo.push_back(FirstSend {
                 flow,
@@ -430,7 +559,7 @@ impl SelectiveRepeat {
     /// exactly once (Karn's rule).
     #[inline]
     pub fn on_ack(&mut self, flow: u32, seq: u32, now: Time) -> Ack {
-        self.acknowledge(flow, seq, None, now)
+        self.acknowledge(flow, seq, None, now).ack
     }
 
     /// How many times `seq` of `flow` was sent so far (0 for an unknown packet). A sender that
@@ -450,40 +579,117 @@ impl SelectiveRepeat {
     /// it, a sender whose every packet timed out once would never sample again (Karn's rule).
     #[inline]
     pub fn on_ack_echo(&mut self, flow: u32, seq: u32, echo: u32, now: Time) -> Ack {
+        self.acknowledge(flow, seq, Some(echo & ECHO_MASK), now).ack
+    }
+
+    /// [`on_ack_echo`](Self::on_ack_echo), returning also the RTT of the copy the ACK
+    /// answers (the delay signal of congestion control: the sender knows when it sent each
+    /// copy, so an echoed copy number tells the same as an echoed send timestamp) and how
+    /// many packets the reordering window declared lost ([`next_lost`](Self::next_lost)
+    /// offers them first).
+    #[inline]
+    pub fn on_ack_sample(&mut self, flow: u32, seq: u32, echo: u32, now: Time) -> AckSample {
         self.acknowledge(flow, seq, Some(echo & ECHO_MASK), now)
     }
 
     #[inline]
-    fn acknowledge(&mut self, flow: u32, seq: u32, echo: Option<u32>, now: Time) -> Ack {
+    fn acknowledge(&mut self, flow: u32, seq: u32, echo: Option<u32>, now: Time) -> AckSample {
+        let answer = |ack| AckSample {
+            ack,
+            rtt: None,
+            newly_lost: 0,
+        };
         let Some(index) = self.index(flow, seq) else {
             self.stats.out_of_range_acks += 1;
-            return Ack::OutOfRange;
+            return answer(Ack::OutOfRange);
         };
         let packet = &mut self.packets[index];
         if packet.transmissions == 0 {
             self.stats.out_of_range_acks += 1;
-            return Ack::OutOfRange;
+            return answer(Ack::OutOfRange);
         }
         if packet.acked {
             self.stats.duplicate_acks += 1;
-            return Ack::Duplicate;
+            return answer(Ack::Duplicate);
         }
         packet.acked = true;
+        let counted = std::mem::take(&mut packet.counted);
         let latest = match echo {
             Some(echo) => echo == packet.transmissions.wrapping_sub(1) & ECHO_MASK,
             None => packet.transmissions == 1,
         };
-        let sample = latest.then(|| now.saturating_sub(packet.sent_at));
-        let flow = &mut self.flows[flow as usize];
-        flow.acked += 1;
-        if flow.acked == flow.packets {
+        let sent_at = packet.sent_at;
+        let sample = latest.then(|| now.saturating_sub(sent_at));
+        let state = &mut self.flows[flow as usize];
+        state.acked += 1;
+        state.outstanding -= u32::from(counted);
+        if state.acked == state.packets {
             self.complete_flows += 1;
         }
         if let Some(rtt) = sample {
             self.sample(rtt);
         }
+        let mut newly_lost = 0;
+        if self.track_reordering && sample.is_some() {
+            newly_lost = self.reorder(flow, sent_at, now);
+        }
         self.skip_fifo();
-        Ack::New
+        AckSample {
+            ack: Ack::New,
+            rtt: sample,
+            newly_lost,
+        }
+    }
+
+    /// The ACK of a copy of `flow` sent at `sent_at` arrived at `now`: measure how far out of
+    /// order it came, and apply the reordering window. Returns the packets declared lost.
+    #[cold]
+    fn reorder(&mut self, flow: u32, sent_at: Time, now: Time) -> u32 {
+        let state = &mut self.flows[flow as usize];
+        self.reordering.samples += 1;
+        if state.rack_xmit > sent_at {
+            let extent = state.rack_xmit - sent_at;
+            self.reordering.reordered += 1;
+            self.reordering.max = self.reordering.max.max(extent);
+            let bits = (Time::BITS - extent.leading_zeros()) as usize;
+            self.reordering.histogram[bits.min(self.reordering.histogram.len() - 1)] += 1;
+            return 0;
+        }
+        state.rack_xmit = sent_at;
+        let (Some(permille), Some(srtt)) = (self.reorder_permille, self.srtt) else {
+            return 0;
+        };
+        let window = (u128::from(srtt) * u128::from(permille) / 1000) as Time;
+        let Some(horizon) = sent_at.checked_sub(window) else {
+            return 0;
+        };
+        // First transmissions leave in sequence order, so the cursor stops at the first one
+        // sent within the window (or not sent yet).
+        let (first, packets) = (state.first, state.packets);
+        let mut seq = state.rack_next;
+        let mut newly_lost = 0;
+        while seq < packets {
+            let packet = &mut self.packets[first + seq as usize];
+            if packet.transmissions == 0 {
+                break;
+            }
+            if packet.transmissions == 1 && !packet.acked && packet.timeouts == 0 {
+                if packet.sent_at >= horizon {
+                    break;
+                }
+                // Lost: offered by `next_lost` before any timer, and no longer in flight.
+                packet.timeouts = 1;
+                if std::mem::take(&mut packet.counted) {
+                    self.flows[flow as usize].outstanding -= 1;
+                }
+                self.lost.push_back((flow, seq, now));
+                self.stats.reorder_losses += 1;
+                newly_lost += 1;
+            }
+            seq += 1;
+        }
+        self.flows[flow as usize].rack_next = seq;
+        newly_lost
     }
 
     /// RFC 6298 §2.2–2.4 with `rto_min` for the clock granularity term, capped at `rto_max`.
@@ -563,6 +769,11 @@ impl SelectiveRepeat {
     /// The packet returned has no timer until [`on_send`](Self::on_send) re-arms it.
     #[inline]
     pub fn next_lost(&mut self, now: Time) -> Option<(u32, u32)> {
+        if !self.lost.is_empty() {
+            if let Some(lost) = self.pop_reorder_loss() {
+                return Some(lost);
+            }
+        }
         // The loss-free path: the oldest first transmission, live or not, has not expired, and
         // no packet is being recovered.
         if self.heap.is_empty() {
@@ -588,6 +799,9 @@ impl SelectiveRepeat {
             };
             let index = self.flows[flow as usize].first + seq as usize;
             let packet = &mut self.packets[index];
+            if std::mem::take(&mut packet.counted) {
+                self.flows[flow as usize].outstanding -= 1;
+            }
             if u32::from(packet.timeouts) >= self.max_timeouts {
                 self.stats.abandoned += 1;
                 continue;
@@ -603,11 +817,28 @@ impl SelectiveRepeat {
         }
     }
 
+    /// The oldest packet the reordering window declared lost that still needs sending.
+    #[cold]
+    fn pop_reorder_loss(&mut self) -> Option<(u32, u32)> {
+        while let Some((flow, seq, _)) = self.lost.pop_front() {
+            let packet = &self.packets[self.flows[flow as usize].first + seq as usize];
+            if !packet.acked && packet.transmissions == 1 {
+                return Some((flow, seq));
+            }
+        }
+        None
+    }
+
     /// When the earliest armed timer expires (the caller sleeps until then when it has nothing
-    /// else to send); `None` when nothing is outstanding.
+    /// else to send) — or when the reordering window declared a packet lost that waits to be
+    /// sent again; `None` when nothing is outstanding.
     #[inline]
     pub fn next_deadline(&mut self) -> Option<Time> {
-        self.earliest().map(|(deadline, _)| deadline)
+        let timer = self.earliest().map(|(deadline, _)| deadline);
+        match self.lost.front() {
+            Some(&(_, _, at)) => Some(timer.map_or(at, |timer| timer.min(at))),
+            None => timer,
+        }
     }
 
     /// Whether every packet of `flow` is ACKed (`false` for a flow out of range).

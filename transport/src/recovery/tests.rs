@@ -477,3 +477,91 @@ fn a_round_trip_beyond_the_timeout_costs_a_few_retransmissions_not_all() {
     let srtt = recovery.stats().srtt.unwrap();
     assert!((delay - 10..=delay).contains(&srtt), "srtt {srtt}");
 }
+
+/// Sends `times.len()` first transmissions of flow 0 at `times`.
+fn send_all(recovery: &mut SelectiveRepeat, times: &[Time]) {
+    for (seq, &at) in times.iter().enumerate() {
+        recovery.on_send(0, seq as u32, at);
+    }
+}
+
+/// Timers long enough that none fires in the reordering tests.
+const PATIENT: RecoveryConfig = RecoveryConfig {
+    rto_min: 10,
+    rto_initial: 100_000,
+    rto_max: 100_000,
+};
+
+#[test]
+fn reordering_window_declares_lost_only_what_a_later_packet_overtook_by_the_window() {
+    // Window = 500 ‰ of the smoothed RTT.
+    let mut recovery = SelectiveRepeat::new(PATIENT, &[6]).with_reordering_window(500);
+    send_all(&mut recovery, &[0, 100, 200, 300]);
+    // First sample: RTT 1 000, srtt 1 000, window 500.
+    let first = recovery.on_ack_sample(0, 0, 0, 1_000);
+    assert_eq!(
+        (first.ack, first.rtt, first.newly_lost),
+        (Ack::New, Some(1_000), 0)
+    );
+    // Packet 3 (sent at 300) overtakes 1 and 2 by 200 and 100: within the window.
+    assert_eq!(recovery.on_ack_sample(0, 3, 0, 1_300).newly_lost, 0);
+    assert_eq!(recovery.next_lost(1_300), None);
+    // Packet 4 (sent at 900) overtakes them by 800 and 700 > 500: both lost, at once.
+    recovery.on_send(0, 4, 900);
+    assert_eq!(recovery.outstanding(0), 3);
+    let late = recovery.on_ack_sample(0, 4, 0, 1_900);
+    assert_eq!(late.newly_lost, 2);
+    assert_eq!(
+        recovery.outstanding(0),
+        0,
+        "lost packets are no longer in flight"
+    );
+    assert_eq!(recovery.next_deadline(), Some(1_900));
+    assert_eq!(recovery.next_lost(1_900), Some((0, 1)));
+    recovery.on_send(0, 1, 1_900);
+    assert_eq!(recovery.next_lost(1_900), Some((0, 2)));
+    recovery.on_send(0, 2, 1_901);
+    assert_eq!(recovery.outstanding(0), 2);
+    assert_eq!(recovery.next_lost(1_901), None);
+    let stats = recovery.stats();
+    assert_eq!(
+        (stats.reorder_losses, stats.timeouts, stats.retransmissions),
+        (2, 0, 2)
+    );
+    // No ACK came back after the ACK of a packet sent later: nothing measured as reordered.
+    assert_eq!(recovery.reordering().reordered, 0);
+}
+
+#[test]
+fn without_a_reordering_window_only_timers_declare_losses() {
+    let mut recovery = SelectiveRepeat::new(PATIENT, &[6]).track_reordering();
+    send_all(&mut recovery, &[0, 100, 200, 300]);
+    recovery.on_ack_sample(0, 0, 0, 1_000);
+    recovery.on_send(0, 4, 900);
+    assert_eq!(recovery.on_ack_sample(0, 4, 0, 1_900).newly_lost, 0);
+    assert_eq!(recovery.stats().reorder_losses, 0);
+    // Packet 3 comes back after packet 4, sent 600 later: reordered by 600.
+    recovery.on_ack_sample(0, 3, 0, 1_950);
+    let reordering = recovery.reordering();
+    assert_eq!((reordering.reordered, reordering.max), (1, 600));
+    // 600 has 10 significant bits: the bound of its quantile is 1 024.
+    assert_eq!(reordering.quantile_bound(0.99), Some(1_024));
+}
+
+#[test]
+fn outstanding_counts_packets_in_flight_through_acks_and_timeouts() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[3]);
+    send_all(&mut recovery, &[0, 1, 2]);
+    assert_eq!(recovery.outstanding(0), 3);
+    assert_eq!(recovery.on_ack(0, 1, 50), Ack::New);
+    assert_eq!(recovery.outstanding(0), 2);
+    assert_eq!(recovery.on_ack(0, 1, 51), Ack::Duplicate);
+    assert_eq!(recovery.outstanding(0), 2);
+    // rto = max(10, 50 + 4·25) = 150: packet 0 expires at 150 and leaves the flight…
+    assert_eq!(recovery.next_lost(150), Some((0, 0)));
+    assert_eq!(recovery.outstanding(0), 1);
+    // … and re-enters it when sent again.
+    recovery.on_send(0, 0, 150);
+    assert_eq!(recovery.outstanding(0), 2);
+    assert_eq!(recovery.outstanding(7), 0);
+}
