@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::{LinkParams, TopologyKind};
-use ofan_transport::RecoveryConfig;
+use ofan_transport::{CcKind, RecoveryConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
@@ -477,6 +477,16 @@ pub struct ModelConfig {
     /// defaults).
     #[serde(default)]
     pub failure_timing: FailureTiming,
+    /// The hosts' congestion control (absent in older reports and when `none`: the pacer
+    /// alone, today's hosts event for event). With a CCA the hosts also detect losses with a
+    /// reordering window and their timers' floor is the unloaded round trip (see
+    /// [`crate::sim`], "Congestion control").
+    #[serde(default, skip_serializing_if = "CcKind::is_none")]
+    pub cc: CcKind,
+    /// With congestion control: the reordering window of loss detection, per mille of the
+    /// smoothed RTT (`None`: the model's default, see [`crate::sim`], "Congestion control").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_window_permille: Option<u32>,
 }
 
 impl ModelConfig {
@@ -508,6 +518,8 @@ impl ModelConfig {
             degraded: Vec::new(),
             fail_at: Vec::new(),
             failure_timing: FailureTiming::default(),
+            cc: CcKind::None,
+            reorder_window_permille: None,
         }
     }
 

@@ -13,7 +13,8 @@
 //! * [`workload`]: traffic matrices (permutation, inter-pod permutation, all-to-all, ring,
 //!   matrix files) and failure samples, drawn from the seed.
 //! * [`sim`]: the event loop — output-queued store-and-forward switches with per-port FIFOs,
-//!   paced hosts (no congestion control, paper §2.2) whose links carry their data and their
+//!   paced hosts (no congestion control by default, paper §2.2; DCTCP, NSCC or MSwift windows
+//!   with [`ModelConfig::cc`], paper §6.5) whose links carry their data and their
 //!   ACKs (one per data frame; [`AckAirtime`] says how the pacer makes room for them) and
 //!   that recover lost frames with the lab agent's selective repeat ([`ofan_transport`],
 //!   timers [`RecoveryConfig`]). Every
@@ -74,8 +75,8 @@ pub use config::{
     ARF_CONTROL_DELAY_PS, ARF_WINDOW_PS, FAILURE_DETECT_PS, FAILURE_REROUTE_PS,
 };
 pub use error::ModelError;
-pub use ofan_transport::RecoveryConfig;
-pub use report::{QueueStats, RunReport, Stage};
+pub use ofan_transport::{CcKind, RecoveryConfig};
+pub use report::{CcRun, QueueStats, RunReport, Stage};
 pub use shard::Shard;
 pub use sim::{run, run_on};
 

@@ -199,6 +199,33 @@ pub struct ModelRun {
     /// of them when.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub link_failures: Vec<LinkFailureRun>,
+    /// The hosts' congestion control and loss detection (absent without congestion control).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc: Option<CcRun>,
+}
+
+/// What congestion control did in a run ([`crate::ModelConfig::cc`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CcRun {
+    /// The algorithm and every parameter, as scaled to the fabric (times in ps).
+    pub config: ofan_transport::CcConfig,
+    /// The reordering window, per mille of the smoothed RTT.
+    pub reorder_window_permille: u32,
+    /// The retransmission timers in force (ps).
+    pub recovery: ofan_transport::RecoveryConfig,
+    /// Packets declared lost by the reordering window (before their timer).
+    pub reorder_losses: u64,
+    /// ACKs with an RTT sample, and of those the ones that came back after the ACK of a
+    /// packet of the same flow sent later.
+    pub rtt_samples: u64,
+    /// See `rtt_samples`.
+    pub reordered_acks: u64,
+    /// Largest reordering (how much later the overtaking packet was sent), ps.
+    pub max_reordering_ps: u64,
+    /// Upper bound (a power of two, ps) of the 99th percentile of the reordering.
+    pub reordering_p99_ps: Option<u64>,
+    /// Mean congestion window at the end of the run over the flows, bytes.
+    pub mean_final_window: u64,
 }
 
 /// A link that failed during the run ([`crate::ModelConfig::fail_at`]).

@@ -36,9 +36,13 @@
 //! # Algorithms
 //! [`CcKind`] names them; windows are bytes, never below one `mss` nor above `max_window`
 //! (1.5 × the bandwidth-delay product, htsim's `_maxwnd` for NSCC; the same cap for all, so
-//! that no algorithm wins by holding more than the fabric can carry); every algorithm starts at
-//! one BDP (line rate from the first packet: no slow start — a collective's flows start
-//! together and the paper's CCAs start at the BDP, as htsim's `initNscc` does).
+//! that no algorithm wins by holding more than the fabric can carry). No slow start: a
+//! collective's flows start together at line rate. NSCC starts at one BDP (htsim's
+//! `initNscc`) and its fast increase takes it to the cap within a round trip of empty
+//! queues; DCTCP and MSwift start at the cap (htsim's `UecSrc` default `_cwnd = _maxwnd`) —
+//! a window of exactly one BDP is short of the round trip as soon as any queue forms (the
+//! hosts' own ACKs, store and forward), and DCTCP's one packet per RTT would not make up the
+//! difference within a 7-RTT message.
 //!
 //! * **`none`** — [`NoControl`]: an infinite window; the caller's pacer alone decides, as
 //!   before congestion control existed (the model does not even call it: `none` is the old
@@ -50,8 +54,10 @@
 //!   recommended gain); on an ACK with ECE it cuts `cwnd ← cwnd · (1 − α/2)` at most once per
 //!   window of data (§3.4); otherwise congestion avoidance adds one `mss` per window of ACKed
 //!   bytes. Losses follow standard TCP (§3.5, RFC 5681): a loss halves the window once per
-//!   window (`ssthresh = cwnd/2`), a timeout drops it to one `mss` with `ssthresh = cwnd/2`,
-//!   and below `ssthresh` every ACKed byte adds a byte (slow start). `α` starts at 1, the
+//!   window (`ssthresh = cwnd/2`), a timeout drops it to one `mss` with `ssthresh = cwnd/2`
+//!   (timers expiring within one RTT of that count as the same timeout: the per-packet timers
+//!   of one window expire together), and below `ssthresh` every ACKed byte adds a byte (slow
+//!   start). `α` starts at 1, the
 //!   conservative value Linux's `dctcp_alpha_on_init` defaults to, kept as a fraction of 1024.
 //!   Simplified: no delayed-ACK state machine (every packet is ACKed with its own echo, so the
 //!   receiver side of §3.2 is exact), no CWR handshake.
@@ -88,14 +94,19 @@
 //!   above it, multiplicative decrease `cwnd ← cwnd · max(1 − β·(delay − target)/delay,
 //!   1 − max_mdf)`, β = 0.8, max_mdf = ½, at most once per RTT (`now − last decrease ≥ rtt`).
 //!   A loss cuts by `max_mdf` (once per RTT); a timeout too, and after
-//!   `retx_reset` consecutive timeouts the window falls to one `mss`. MSwift's change for
+//!   `retx_reset` consecutive timeouts (at least an RTT apart: the per-packet timers of one
+//!   window expire together) the window falls to one `mss`. MSwift's change for
 //!   sprayed traffic: the delay Swift reacts to is the **median of the last `median_samples`
 //!   RTT samples** (9 by default, odd so the median is one sample), not the latest one — a few
 //!   packets that crossed a congested path no longer throttle a flow whose other paths are
-//!   empty. Simplified: no flow-based or hop-based target scaling (one fabric target, the
-//!   longest path's), no pacing below one packet per RTT (the window never drops below one
-//!   `mss`), no separate endpoint-delay loop (the model's hosts do not queue). The target is a
-//!   quarter of `base_rtt`, half NSCC's (the paper: "MSwift targets smaller queues than NSCC").
+//!   empty. Simplified: no flow-based target scaling, no pacing below one packet per RTT (the
+//!   window never drops below one `mss`), no separate endpoint-delay loop (the model's hosts
+//!   do not queue); Swift's topology (hop-count) scaling of the target is taken from the path
+//!   itself: the target is the flow's smallest RTT so far plus the queueing allowance
+//!   (`target_delay − base_rtt`), at most `target_delay` — a flow on a 2-link path aims at
+//!   the same queue as one on a 6-link path, instead of filling the queue until the long
+//!   path's target is exceeded. The allowance is a quarter of `base_rtt`, half NSCC's target
+//!   (the paper: "MSwift targets smaller queues than NSCC").
 //!
 //! # Example
 //! ```
@@ -263,7 +274,7 @@ pub struct CcConfig {
     pub path: PathParams,
     /// The caller's time unit per second (1e9 for ns, 1e12 for ps).
     pub ticks_per_second: u64,
-    /// Initial window, bytes (one BDP).
+    /// Initial window, bytes (1.5 BDP; one BDP for NSCC).
     pub initial_window: u64,
     /// Largest window, bytes (1.5 BDP).
     pub max_window: u64,
@@ -304,12 +315,13 @@ impl CcConfig {
         let bdp = path.bdp(ticks);
         let mss = path.mss;
         let micros = |us: u64| (u128::from(us) * u128::from(ticks) / 1_000_000) as u64;
+        let max_window = (bdp + bdp / 2).max(mss);
         let mut config = Self {
             kind,
             path,
             ticks_per_second: ticks,
-            initial_window: bdp,
-            max_window: (bdp + bdp / 2).max(mss),
+            initial_window: max_window,
+            max_window,
             dctcp: None,
             nscc: None,
             mswift: None,
@@ -321,6 +333,7 @@ impl CcConfig {
             }
             CcKind::Dctcp => config.dctcp = Some(DctcpParams { g_shift: 4 }),
             CcKind::Nscc => {
+                config.initial_window = bdp;
                 // htsim initNsccParams: reference 100 Gb/s × 12 µs.
                 let reference_bdp = 150_000u128;
                 let reference_rtt = u128::from(micros(12)).max(1);
@@ -596,6 +609,11 @@ impl CongestionControl for Dctcp {
     }
 
     fn on_timeout(&mut self, now: Time) {
+        // The timers of the packets sent in one window expire together: one event, as one
+        // RTO is for TCP (RFC 5681 §3.1 resets the window once, then backs off).
+        if now < self.loss_end {
+            return;
+        }
         self.ssthresh = (self.cwnd / 2).max(self.mss);
         self.cwnd = self.mss;
         self.loss_end = now + self.rtt;
@@ -811,6 +829,10 @@ pub struct Mswift {
     last_decrease: Option<Time>,
     /// Latest RTT sample (the "once per RTT" of decreases).
     rtt: Time,
+    /// Smallest RTT seen: the flow's own unloaded path (at most `base_rtt`).
+    min_rtt: Time,
+    /// `target_delay − base_rtt`: the queueing the target allows above a path's own base.
+    target_queue: Time,
     timeouts: u32,
     samples: [Time; MEDIAN_MAX],
     next: usize,
@@ -833,6 +855,8 @@ impl Mswift {
             ai_fp: 0,
             last_decrease: None,
             rtt: config.path.base_rtt,
+            min_rtt: config.path.base_rtt,
+            target_queue: params.target_delay.saturating_sub(config.path.base_rtt),
             timeouts: 0,
             samples: [0; MEDIAN_MAX],
             next: 0,
@@ -876,11 +900,16 @@ impl CongestionControl for Mswift {
             return;
         };
         self.rtt = rtt;
+        self.min_rtt = self.min_rtt.min(rtt);
         self.samples[self.next] = rtt;
         self.next = (self.next + 1) % self.params.median_samples as usize;
         self.filled = (self.filled + 1).min(self.params.median_samples as usize);
         let delay = self.median_delay().unwrap_or(rtt);
-        let target = self.params.target_delay;
+        // Swift's topology scaling: the target grows with the path (its unloaded RTT).
+        let target = self
+            .params
+            .target_delay
+            .min(self.min_rtt + self.target_queue);
         if delay < target {
             // cwnd += ai · mss · acked / cwnd
             self.ai_fp +=
@@ -904,6 +933,10 @@ impl CongestionControl for Mswift {
     }
 
     fn on_timeout(&mut self, now: Time) {
+        // Timers expiring within one RTT of the last decrease are one timeout event.
+        if !self.can_decrease(now) {
+            return;
+        }
         self.timeouts += 1;
         if self.timeouts >= self.params.retx_reset {
             self.cwnd = self.mss;

@@ -822,11 +822,28 @@ impl SelectiveRepeat {
     fn pop_reorder_loss(&mut self) -> Option<(u32, u32)> {
         while let Some((flow, seq, _)) = self.lost.pop_front() {
             let packet = &self.packets[self.flows[flow as usize].first + seq as usize];
-            if !packet.acked && packet.transmissions == 1 {
+            if !packet.acked && !packet.counted {
                 return Some((flow, seq));
             }
         }
         None
+    }
+
+    /// Gives back a packet [`next_lost`](Self::next_lost) returned and the caller could not send
+    /// yet (a congestion window was full): it is offered first again, and counts as waiting to
+    /// be sent for [`next_deadline`](Self::next_deadline) from `now`.
+    pub fn defer_lost(&mut self, flow: u32, seq: u32, now: Time) {
+        if self.index(flow, seq).is_some() {
+            self.lost.push_front((flow, seq, now));
+        }
+    }
+
+    /// When the earliest armed retransmission timer expires, leaving out the packets that
+    /// wait to be sent again ([`next_deadline`](Self::next_deadline) includes them); `None`
+    /// when no timer is armed.
+    #[inline]
+    pub fn next_timer(&mut self) -> Option<Time> {
+        self.earliest().map(|(deadline, _)| deadline)
     }
 
     /// When the earliest armed timer expires (the caller sleeps until then when it has nothing

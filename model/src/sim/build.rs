@@ -12,6 +12,7 @@ use ofan_topology::{
 use ofan_transport::{RecoveryConfig, SelectiveRepeat};
 
 use super::arf::{Arf, PortWindow};
+use super::cc::HostCc;
 use super::failure::LinkFailures;
 use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
@@ -37,6 +38,10 @@ const FAILURE_ATTEMPTS: u32 = 1000;
 /// most `rto_max`). With links failing during the run, a packet may also time out once per
 /// `rto_min` until routing has reconverged, and the hosts allow for that on top.
 const GIVE_UP_TIMEOUTS: u32 = 64;
+
+fn host_count_of(hosts: &[Host]) -> usize {
+    hosts.len()
+}
 
 /// [`AckAirtime::Reserved`]: every sending host reserves, after each data frame, the airtime of
 /// the ACKs it will send per data frame it sends — at most one ACK: a host receives at most
@@ -351,9 +356,14 @@ impl<'a> Sim<'a> {
             reserve_ack_airtime(&mut hosts, &flows, wire(config.link.ack_bytes));
         }
         let slowest_ppm = port_ppm.iter().copied().min().unwrap_or(1_000_000);
-        let recovery = config.recovery.unwrap_or_else(|| {
-            default_recovery(config, fat_tree, &flows, wire(data_frame), slowest_ppm)
-        });
+        let cc = HostCc::new(config, fat_tree, flows.len(), host_count_of(&hosts));
+        let recovery = match (&cc, config.recovery) {
+            (_, Some(recovery)) => recovery,
+            (Some(cc), None) => cc.recovery,
+            (None, None) => {
+                default_recovery(config, fat_tree, &flows, wire(data_frame), slowest_ppm)
+            }
+        };
         // A packet lost to a failed link may time out all the while routing reconverges; the
         // hosts give up only on what is still lost after that.
         let give_up = link_failures.as_ref().map_or(GIVE_UP_TIMEOUTS, |failing| {
@@ -367,7 +377,16 @@ impl<'a> Sim<'a> {
                 .map(|&flow| flows[flow as usize].packets)
                 .collect();
             host.recovery = SelectiveRepeat::new(recovery, &packets).give_up_after(give_up);
+            if let Some(cc) = &cc {
+                host.recovery =
+                    std::mem::replace(&mut host.recovery, SelectiveRepeat::new(recovery, &[]))
+                        .with_reordering_window(cc.reorder_permille);
+            }
         }
+        let cc = cc.map(|mut cc| {
+            cc.recovery = recovery;
+            Box::new(cc)
+        });
         let host_count = hosts.len();
         let flow_ends = flows.iter().map(|flow| [flow.src, flow.dst]).collect();
         let (arf, arf_windows) = if scheme.uses_arf() {
@@ -437,6 +456,9 @@ impl<'a> Sim<'a> {
             port_ppm,
             link_failures,
             ahead: [Ahead::default(); AHEAD],
+            cc,
+            #[cfg(test)]
+            stop_after: u64::MAX,
         })
     }
 }

@@ -108,6 +108,10 @@ impl Sim<'_> {
     /// due time; the check is a safety net).
     pub(super) fn wake(&mut self, host: u32) {
         let now = self.now;
+        if let Some(cc) = self.cc.as_deref_mut() {
+            // Whatever it does next, the host is no longer waiting for an ACK.
+            cc.blocked[host as usize] = false;
+        }
         let nic = self.nodes[host as usize].port_base as usize;
         let free_at = self.ports[nic].free_at;
         if free_at > now {
@@ -120,7 +124,23 @@ impl Sim<'_> {
             self.arm_timer(host);
             return;
         }
-        let (flow_id, seq) = if let Some((local, seq)) = state.recovery.next_lost(now) {
+        let lost = if self.cc.is_some() {
+            self.next_lost_windowed(host)
+        } else {
+            state.recovery.next_lost(now)
+        };
+        if lost.is_none() && !self.open_window(host) {
+            // Every window is full: the next ACK (or the timer) brings the host back.
+            if let Some(cc) = self.cc.as_deref_mut() {
+                cc.blocked[host as usize] = true;
+            }
+            // Its ACKs no longer wait for room after a data frame.
+            self.release_acks(host, nic, u64::MAX);
+            self.arm_timer(host);
+            return;
+        }
+        let state = &mut self.hosts[host as usize];
+        let (flow_id, seq) = if let Some((local, seq)) = lost {
             (state.flows[local as usize], seq)
         } else if !state.active.is_empty() {
             if state.cursor >= state.active.len() {
@@ -198,10 +218,18 @@ impl Sim<'_> {
     /// when it finds nothing expired).
     // Not inlined: it runs once per host at the end of its data and on losses.
     #[inline(never)]
-    fn arm_timer(&mut self, host: u32) {
+    pub(super) fn arm_timer(&mut self, host: u32) {
         let now = self.queue.now();
+        let blocked = self.blocked(host);
         let state = &mut self.hosts[host as usize];
-        let Some(deadline) = state.recovery.next_deadline() else {
+        // A host that waits for room in a window waits for an ACK or a timer, not for the
+        // packets that wait for that room.
+        let deadline = if blocked {
+            state.recovery.next_timer()
+        } else {
+            state.recovery.next_deadline()
+        };
+        let Some(deadline) = deadline else {
             return;
         };
         // A deadline already past (an RTT sample shortened the timeout) fires now: an event in
@@ -224,6 +252,12 @@ impl Sim<'_> {
             return;
         }
         state.timer_at = NO_TIMER;
+        if let Some(cc) = self.cc.as_deref() {
+            if !state.active.is_empty() && !cc.blocked[host as usize] {
+                // The pacer's next event is pending and looks for expired packets first.
+                return;
+            }
+        }
         let Some(deadline) = state.recovery.next_deadline() else {
             return;
         };
@@ -250,9 +284,10 @@ impl Sim<'_> {
     fn send_ack(&mut self, host: u32, ack: Packet) {
         self.counts.acks_sent += 1;
         let nic = self.nodes[host as usize].port_base as usize;
+        let blocked = self.blocked(host);
         let state = &mut self.hosts[host as usize];
         state.ack_airtime += self.ser_ack;
-        let sending = !state.active.is_empty();
+        let sending = !state.active.is_empty() && !blocked;
         let fits = state.held_acks.is_empty()
             && self.now.max(self.ports[nic].free_at) + self.ser_ack <= state.due;
         if sending && !fits {
@@ -273,6 +308,10 @@ impl Sim<'_> {
                 flow.recycled.push_back(packet.entropy);
             }
             let state = &mut self.hosts[host as usize];
+            if self.cc.is_some() {
+                self.ack_cc(host, packet, now);
+                return;
+            }
             match state
                 .recovery
                 .on_ack_echo(flow.local, packet.seq(), packet.copy(), now)

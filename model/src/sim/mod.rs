@@ -54,6 +54,31 @@
 //! count distinct packets in a bitset; a flow is done at the first ACK of its last
 //! unacknowledged packet.
 //!
+//! # Congestion control
+//! [`ModelConfig::cc`] `none` (the default) is everything above, event for event. With a CCA
+//! ([`ofan_transport::cc`]: `dctcp`, `nscc`, `mswift`) every flow has its own controller,
+//! built from one [`CcConfig`] scaled to the fabric: the base RTT is the unloaded round trip
+//! of the longest path (DATA there, its ACK back, every hop store-and-forward at line rate,
+//! plus propagation), the packet is the full DATA frame. The pacer still lets a frame leave at
+//! most every frame time (line rate); a new packet leaves only if its flow's window has room
+//! for it beyond its outstanding packets (sent, not ACKed, not declared lost), taking the
+//! host's flows in round-robin order from the cursor; a packet declared lost is sent again
+//! under the same rule, first (its bytes left the flight, so the window normally has room).
+//! When no flow may send, the host is *blocked*: no pacer event is pending, its ACKs leave at
+//! once, and the next ACK that opens a window (or a retransmission timer) wakes it, no earlier
+//! than its pacer allows. The receiver's ACK echoes the DATA packet's CE mark and its copy
+//! number; the sender knows when it sent each copy, so the ACK of the latest copy gives the
+//! exact RTT — the same delay a send timestamp echoed in the ACK would give, without growing
+//! the 16-byte frame (the lab's header can carry the timestamp itself). Every first ACK calls
+//! the controller with its ECN echo and RTT; a timer that expires calls `on_timeout`.
+//! Loss detection adds a reordering window
+//! ([`SelectiveRepeat::with_reordering_window`](ofan_transport::SelectiveRepeat::with_reordering_window),
+//! [`ModelConfig::reorder_window_permille`], default one smoothed RTT, chosen from the
+//! reordering the model measures: docs/model.md), whose losses call `on_loss`; the timers'
+//! floor is four unloaded round trips plus 16 frame times (RFC 6298's `srtt + 4·rttvar`
+//! above it), not a full buffer's round trip. The report's `cc` section gives the parameters
+//! and what loss detection did.
+//!
 //! # Adaptive routing
 //! Under the `arf-*` schemes every switch runs the adaptive-routing framework's control plane
 //! ([`ofan_dataplane::arf`], the switch's own code; `arf.rs` here only feeds it). Each port
@@ -111,6 +136,8 @@
 //! * `forward.rs`: where a switch sends a frame — down by the destination, up by the
 //!   load-balancing core or a DRB source route.
 //! * `host.rs`: the hosts — pacer, retransmission timers, ACKs, receiving.
+//! * `cc.rs`: the hosts' congestion control — windows, blocked pacers, the ACK path with a
+//!   CCA, the report's `cc` section.
 //! * `prefetch.rs`: what the next events will touch, loaded ahead.
 //! * `arf.rs`: the adaptive-routing framework's control plane (detectors, notifications,
 //!   tables, path-quality views).
@@ -133,9 +160,13 @@
 //! [`ModelConfig::degraded`]: crate::ModelConfig::degraded
 //! [`ModelConfig::fail_at`]: crate::ModelConfig::fail_at
 //! [`FailureTiming`]: crate::FailureTiming
+//! [`ModelConfig::cc`]: crate::ModelConfig::cc
+//! [`ModelConfig::reorder_window_permille`]: crate::ModelConfig::reorder_window_permille
+//! [`CcConfig`]: ofan_transport::CcConfig
 
 mod arf;
 mod build;
+mod cc;
 mod failure;
 mod forward;
 mod host;
@@ -232,6 +263,11 @@ struct Sim<'a> {
     link_failures: Option<LinkFailures>,
     /// What the prefetch stages learnt about the events ahead, by position (`prefetch.rs`).
     ahead: [Ahead; AHEAD],
+    /// Congestion control, when the hosts run one (`host.rs`, `cc.rs`).
+    cc: Option<Box<cc::HostCc>>,
+    /// Tests: the loop stops before the first event after this time.
+    #[cfg(test)]
+    stop_after: u64,
 }
 
 /// From this many hosts on, the per-host state on malloc's heap is moved to huge pages once it
@@ -311,6 +347,10 @@ impl Sim<'_> {
 
     fn run_loop(&mut self) {
         while let Some(event) = self.queue.pop() {
+            #[cfg(test)]
+            if event.time > self.stop_after {
+                break;
+            }
             if event.wake && event.target & TIMER_BIT != 0 {
                 self.timer(event.target & !TIMER_BIT, event.time);
                 continue;

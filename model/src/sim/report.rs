@@ -128,6 +128,7 @@ impl Sim<'_> {
                 events: self.events,
                 end_ps: end,
                 degraded,
+                cc: self.cc_report(),
                 arf,
                 link_failures,
             }),

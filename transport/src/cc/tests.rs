@@ -5,7 +5,8 @@ use proptest::prelude::*;
 use super::*;
 
 /// 1 000-byte packets, a 10 000-tick round trip at 8 Tb/s with ticks of 1 ps: a BDP of
-/// 10 000 bytes (ten packets), windows capped at 15 000.
+/// 10 000 bytes (ten packets), windows capped at 15 000 — where DCTCP and MSwift start (NSCC
+/// starts at the BDP).
 const PATH: PathParams = PathParams {
     mss: 1_000,
     base_rtt: 10_000,
@@ -56,10 +57,11 @@ fn names_parse_and_unknown_names_say_what_is_expected() {
 }
 
 #[test]
-fn windows_start_at_one_bdp_and_are_capped_at_one_and_a_half() {
+fn windows_start_at_the_cap_or_one_bdp_and_are_capped_at_one_and_a_half() {
     let config = CcConfig::new(CcKind::Dctcp, PATH);
-    assert_eq!(config.initial_window, 10_000);
+    assert_eq!(config.initial_window, 15_000);
     assert_eq!(config.max_window, 15_000);
+    assert_eq!(CcConfig::new(CcKind::Nscc, PATH).initial_window, 10_000);
     // The lab's unit: the same path in ns has the same BDP.
     let ns = PathParams {
         base_rtt: 10,
@@ -82,7 +84,7 @@ fn dctcp_alpha_follows_the_marked_fraction_of_each_window() {
     flow.on_ack(ack(false, None, 10));
     flow.on_ack(ack(true, None, 20));
     // α = 1 at the mark: the window is halved, once.
-    assert_eq!(flow.window(), 5_000);
+    assert_eq!(flow.window(), 7_500);
     flow.on_ack(ack(false, None, 30));
     flow.on_ack(ack(false, Some(0), 40));
     // M = 1/4 = 256/1024: α = 1024 − 1024/16 + 256/16 = 1024 − 64 + 16 = 976.
@@ -93,18 +95,18 @@ fn dctcp_alpha_follows_the_marked_fraction_of_each_window() {
         flow.on_ack(ack(false, Some(0), now));
     }
     assert_eq!(flow.alpha(), 805);
-    // The five unmarked ACKs since the cut (at 30 … 70) are one window of 5 000 bytes:
-    // congestion avoidance added one mss.
-    assert_eq!(flow.window(), 6_000);
+    // The six unmarked ACKs so far (at 10, 30 … 70) are less than one window of 7 500 bytes:
+    // congestion avoidance has not added a packet yet.
+    assert_eq!(flow.window(), 7_500);
     // Window 5: two ACKs, both marked (M = 1): 805 − 50 + 64 = 819 — and one cut by α/2 with
-    // the α in force at the mark (805): 6 000 − ⌊6 000 · 805 / 2048⌋ = 6 000 − 2 358 = 3 642.
+    // the α in force at the mark (805): 7 500 − ⌊7 500 · 805 / 2048⌋ = 7 500 − 2 947 = 4 553.
     flow.on_ack(ack(true, None, 80));
-    assert_eq!(flow.window(), 3_642);
+    assert_eq!(flow.window(), 4_553);
     flow.on_ack(ack(true, Some(0), 90));
     assert_eq!(flow.alpha(), 819);
     // That ACK ended the window of the cut (it answers a packet sent after the cut), so its
-    // mark starts the next reduction, with the new α: 3 642 − ⌊3 642 · 819 / 2048⌋ = 2 186.
-    assert_eq!(flow.window(), 2_186);
+    // mark starts the next reduction, with the new α: 4 553 − ⌊4 553 · 819 / 2048⌋ = 2 733.
+    assert_eq!(flow.window(), 2_733);
 }
 
 #[test]
@@ -115,14 +117,17 @@ fn dctcp_cuts_at_most_once_per_window_and_adds_one_packet_per_window() {
     flow.on_ack(ack(true, None, 30));
     assert_eq!(
         flow.window(),
-        5_000,
+        7_500,
         "one cut for three marks in one window"
     );
-    // Congestion avoidance from 5 000: five unmarked 1 000-byte ACKs add one mss.
-    for now in 40..45 {
+    // Congestion avoidance from 7 500: eight unmarked 1 000-byte ACKs (8 000 ≥ 7 500 bytes)
+    // add one mss.
+    for now in 40..47 {
         flow.on_ack(ack(false, None, now));
     }
-    assert_eq!(flow.window(), 6_000);
+    assert_eq!(flow.window(), 7_500);
+    flow.on_ack(ack(false, None, 47));
+    assert_eq!(flow.window(), 8_500);
 }
 
 #[test]
@@ -130,13 +135,15 @@ fn dctcp_timeout_restarts_from_one_packet_in_slow_start() {
     let mut flow = dctcp();
     flow.on_timeout(100);
     assert_eq!(flow.window(), 1_000);
-    // ssthresh = 5 000: slow start doubles per window of ACKs up to it.
-    for now in 101..105 {
+    // ssthresh = 15 000 / 2 = 7 500: slow start adds every ACKed byte while below it —
+    // 1 000 → 7 000 after six ACKs, 8 000 after the seventh —
+    for now in 101..=107 {
         flow.on_ack(ack(false, None, now));
     }
-    assert_eq!(flow.window(), 5_000);
-    flow.on_ack(ack(false, None, 105));
-    assert_eq!(flow.window(), 5_000, "congestion avoidance above ssthresh");
+    assert_eq!(flow.window(), 8_000);
+    // — then congestion avoidance: one ACK adds nothing yet.
+    flow.on_ack(ack(false, None, 108));
+    assert_eq!(flow.window(), 8_000, "congestion avoidance above ssthresh");
 }
 
 #[test]
@@ -207,34 +214,35 @@ fn nscc_loss_takes_its_bytes_off_the_window() {
 fn swift_decreases_at_most_once_per_rtt() {
     let mut flow = mswift();
     // target = base + base/4 = 12 500; every sample 25 000, so the median is 25 000:
-    // cwnd · (1 − 0.8 · (25 000 − 12 500) / 25 000) = 10 000 · 0.6 = 6 000.
+    // cwnd · (1 − 0.8 · (25 000 − 12 500) / 25 000) = 15 000 · 0.6 = 9 000.
     flow.on_ack(ack(false, Some(25_000), 100_000));
-    assert_eq!(flow.window(), 6_000);
+    assert_eq!(flow.window(), 9_000);
     // Half an RTT later: no second decrease.
     flow.on_ack(ack(false, Some(25_000), 112_500));
-    assert_eq!(flow.window(), 6_000);
-    // One RTT after the first: 6 000 · 0.6 = 3 600.
+    assert_eq!(flow.window(), 9_000);
+    // One RTT after the first: 9 000 · 0.6 = 5 400.
     flow.on_ack(ack(false, Some(25_000), 125_000));
-    assert_eq!(flow.window(), 3_600);
-    // Another RTT later: 3 600 · 0.6 = 2 160.
+    assert_eq!(flow.window(), 5_400);
+    // Another RTT later: 5 400 · 0.6 = 3 240.
     flow.on_ack(ack(false, Some(25_000), 150_000));
-    assert_eq!(flow.window(), 2_160);
+    assert_eq!(flow.window(), 3_240);
     // A very long delay cuts by at most max_mdf = ½: 1 − 0.8 · (10⁷ − 12 500) / 10⁷ < ½.
     let mut fresh = mswift();
     fresh.on_ack(ack(false, Some(10_000_000), 100_000));
-    assert_eq!(fresh.window(), 5_000);
+    assert_eq!(fresh.window(), 7_500);
 }
 
 #[test]
 fn mswift_reacts_to_the_median_not_to_one_congested_path() {
     let mut flow = mswift();
-    // Eight ACKs from empty paths (RTT = base 10 000 < target): additive increase,
-    // 1 mss per window: 8 · 1 000 · 1 000 / ~10 000 ≈ 790 bytes.
+    // From half the cap, eight ACKs from empty paths (RTT = base 10 000 < target): additive
+    // increase, 1 mss per window: 8 · 1 000 · 1 000 / ~7 500 ≈ 1 000 bytes.
+    flow.on_timeout(0);
     for now in 1..=8 {
         flow.on_ack(ack(false, Some(10_000), now * 100));
     }
     let before = flow.window();
-    assert!(before > 10_000);
+    assert!(before > 7_500, "{before}");
     // One ACK from a congested path: Swift alone would cut by 40 %; the median of the last
     // nine samples is still 10 000, so the window keeps growing.
     flow.on_ack(ack(false, Some(25_000), 900));
@@ -246,7 +254,10 @@ fn mswift_reacts_to_the_median_not_to_one_congested_path() {
 fn swift_timeouts_cut_then_reset_to_one_packet() {
     let mut flow = mswift();
     flow.on_timeout(0);
-    assert_eq!(flow.window(), 5_000);
+    assert_eq!(flow.window(), 7_500);
+    // The other timers of the same window, expiring within the RTT: the same event.
+    flow.on_timeout(10);
+    assert_eq!(flow.window(), 7_500);
     for now in 1..=4 {
         flow.on_timeout(now * 1_000_000);
     }

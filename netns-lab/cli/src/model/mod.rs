@@ -20,7 +20,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
 use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
-    default_threads, run_many, workload, AckAirtime, BufferLimit, DegradedLink, Failures,
+    default_threads, run_many, workload, AckAirtime, BufferLimit, CcKind, DegradedLink, Failures,
     LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Shard, Stage, StartPhase, Workload,
 };
 
@@ -117,6 +117,13 @@ struct Common {
     /// arf-packet, spray, reps, drb.
     #[arg(long, default_value = "ofan")]
     scheme: String,
+    /// The hosts' congestion control: none (the pacer alone), dctcp, nscc, mswift.
+    #[arg(long, default_value = "none")]
+    cc: String,
+    /// With --cc: the reordering window of loss detection, per mille of the smoothed RTT
+    /// (default 1000 ‰, see docs/model.md).
+    #[arg(long)]
+    reorder_window_permille: Option<u32>,
     /// Message size per flow (bytes; K/M/G suffixes are binary: 1M = 1 MiB).
     #[arg(long, default_value = "1M", value_parser = parse_size)]
     size: u64,
@@ -323,6 +330,8 @@ impl Common {
         };
         config.message_bytes = self.size;
         config.scheme = self.scheme.parse()?;
+        config.cc = self.cc.parse::<CcKind>().context("--cc")?;
+        config.reorder_window_permille = self.reorder_window_permille;
         config.pipe_ports = self.pipe_size;
         config.workload = match self.workload {
             WorkloadKind::Permutation => Workload::Permutation,
@@ -456,8 +465,9 @@ fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
 
 fn print_reports(reports: &[RunReport]) {
     println!(
-        "{:>10} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
+        "{:>10} {:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
         "scheme",
+        "cc",
         "seed",
         "CCT µs",
         "bound µs",
@@ -477,8 +487,9 @@ fn print_reports(reports: &[RunReport]) {
         let model = model_of(r);
         let edge = &model.edge_uplink;
         println!(
-            "{:>10} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
+            "{:>10} {:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
             model.config.scheme.name(),
+            model.config.cc.name(),
             model.config.seed,
             r.cct_ps
                 .map_or("-".into(), |c| format!("{:.3}", c as f64 / 1e6)),
@@ -548,6 +559,27 @@ fn print_reports(reports: &[RunReport]) {
                 failed
                     .last_loss_ps
                     .map_or("-".into(), |t| format!("{:.1} µs", us(t))),
+            );
+        }
+        if let Some(cc) = &model.cc {
+            let us = |ps: u64| ps as f64 / 1e6;
+            println!(
+                "{:>10} {:>5}   cc {}: base RTT {:.2} µs, initial window {:.1} KB, timeouts \
+                 {} (rto_min {:.2} µs), reordering-window losses {} (window {} ‰ of srtt), \
+                 reordered ACKs {} of {}, max reordering {:.2} µs, final window {:.1} KB",
+                model.config.scheme.name(),
+                model.config.seed,
+                cc.config.kind,
+                us(cc.config.path.base_rtt),
+                cc.config.initial_window as f64 / 1000.0,
+                r.packets.timeouts,
+                us(cc.recovery.rto_min),
+                cc.reorder_losses,
+                cc.reorder_window_permille,
+                cc.reordered_acks,
+                cc.rtt_samples,
+                us(cc.max_reordering_ps),
+                cc.mean_final_window as f64 / 1000.0,
             );
         }
         if let Some(arf) = &model.arf {
