@@ -8,6 +8,7 @@
 //! | [`message_sizes`] | Fig. 4 | message size | max queue, CCT increase; fitted growth exponents |
 //! | [`network_sizes`] | Fig. 6 / 17 | hosts | CCT increase of pOfan pipe sizes and DRB; DRB/Ofan max-queue ratio |
 //! | [`failures`] | Fig. 9 (§6.2) | link-failure probability | CCT increase at ρ_max pacing |
+//! | [`congestion_control`] | Fig. 12 (§6.5) | scheme, per CCA | CCT increase, utilization, max queue |
 //!
 //! Figs. 3, 4 and 6/17 follow the analysis of paper §3.3 and run with unlimited buffers
 //! ([`BufferLimit::Unlimited`]), so that queues show their growth instead of drops (which the
@@ -20,6 +21,8 @@ use std::fmt::Write as _;
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::TopologyKind;
 use serde::{Deserialize, Serialize};
+
+use ofan_transport::CcKind;
 
 use crate::config::{BufferLimit, Failures, ModelConfig, Pacing, Scheme, Workload};
 use crate::error::ModelError;
@@ -309,6 +312,15 @@ fn metrics_of(report: &RunReport) -> RunMetrics {
         if let Some(rho) = model.rho_max {
             m.insert("rho_max".into(), rho);
         }
+        if let Some(cc) = &model.cc {
+            m.insert(
+                "retransmissions".into(),
+                report.packets.retransmissions as f64,
+            );
+            m.insert("timeouts".into(), report.packets.timeouts as f64);
+            m.insert("reorder_losses".into(), cc.reorder_losses as f64);
+            m.insert("ecn_marks".into(), report.packets.ecn_marks as f64);
+        }
     }
     for stats in &report.queues {
         let stage = stats.stage;
@@ -482,6 +494,15 @@ pub enum FigureSpec {
         /// Schemes compared.
         schemes: Vec<Scheme>,
     },
+    /// Fig. 12 ([`congestion_control`]).
+    CongestionControl {
+        /// Congestion-control algorithms (one series each).
+        ccs: Vec<CcKind>,
+        /// Schemes compared (the x categories).
+        schemes: Vec<Scheme>,
+        /// Message size, bytes (the paper: 4 MB).
+        message_bytes: u64,
+    },
 }
 
 impl FigureSpec {
@@ -494,6 +515,7 @@ impl FigureSpec {
             Self::MessageSizes { .. } => "fig4",
             Self::NetworkSizes { .. } => "fig6_17",
             Self::Failures { .. } => "failures",
+            Self::CongestionControl { .. } => "fig12",
         }
     }
 
@@ -592,6 +614,25 @@ impl FigureSpec {
                     }
                 }
             }
+            Self::CongestionControl {
+                ccs,
+                schemes,
+                message_bytes,
+            } => {
+                for &cc in ccs {
+                    for (index, &scheme) in schemes.iter().enumerate() {
+                        let mut config = base.clone();
+                        config.cc = cc;
+                        config.scheme = scheme;
+                        config.message_bytes = *message_bytes;
+                        jobs.push(Job {
+                            series: cc.name().into(),
+                            x: index as f64,
+                            config,
+                        });
+                    }
+                }
+            }
         }
         jobs
     }
@@ -606,6 +647,11 @@ impl FigureSpec {
             Self::MessageSizes { schemes, .. } => finish_message_sizes(settings, points, schemes),
             Self::NetworkSizes { .. } => finish_network_sizes(settings, points),
             Self::Failures { .. } => finish_failures(settings, points),
+            Self::CongestionControl {
+                schemes,
+                message_bytes,
+                ..
+            } => finish_congestion_control(settings, points, schemes, *message_bytes),
         }
     }
 }
@@ -998,5 +1044,73 @@ fn finish_failures(settings: (&ModelConfig, u64), points: Vec<Point>) -> Figure 
          schemes see the same samples"
             .into(),
     );
+    fig
+}
+
+/// Fig. 12 (§6.5): a permutation of `message_bytes` messages (the paper: 4 MB, 6.8 RTTs) under
+/// each congestion-control algorithm and scheme — CCT increase over the bound, utilization,
+/// max queue, and what the transport did (retransmissions, timeouts, losses found by the
+/// reordering window, ECN marks). Buffers as configured (the paper's 800 KB, drop-tail).
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn congestion_control(
+    settings: &Sweep,
+    ccs: &[CcKind],
+    schemes: &[Scheme],
+    message_bytes: u64,
+) -> Result<Figure, ModelError> {
+    build(
+        &FigureSpec::CongestionControl {
+            ccs: ccs.to_vec(),
+            schemes: schemes.to_vec(),
+            message_bytes,
+        },
+        settings,
+    )
+}
+
+fn finish_congestion_control(
+    settings: (&ModelConfig, u64),
+    points: Vec<Point>,
+    schemes: &[Scheme],
+    message_bytes: u64,
+) -> Figure {
+    let mut fig = figure(
+        "fig12",
+        "Fig. 12: permutation under congestion control",
+        "scheme",
+        false,
+        settings,
+    );
+    fig.x_categories = schemes.iter().map(|s| s.name().to_owned()).collect();
+    fig.points = points;
+    fig.panels = vec![
+        panel("cct_increase_pct", "CCT increase (%)", false),
+        panel("utilization", "utilization", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+        panel("retransmissions", "retransmissions per run", false),
+        panel("timeouts", "timeouts per run", false),
+    ];
+    fig.notes.push(format!(
+        "{} KiB messages; mean ± SEM over {} seeds of the CCT increase (%):",
+        message_bytes / 1024,
+        settings.1
+    ));
+    for series in fig.series_names() {
+        let mut line = format!("{series:>8}:");
+        for (index, scheme) in fig.x_categories.iter().enumerate() {
+            let summary = fig
+                .points
+                .iter()
+                .find(|p| p.series == series && p.x == index as f64)
+                .and_then(|p| p.metrics.get("cct_increase_pct"));
+            let _ = match summary {
+                Some(s) => write!(line, " {scheme} {:.2} ± {:.2}", s.mean, s.sem),
+                None => write!(line, " {scheme} -"),
+            };
+        }
+        fig.notes.push(line);
+    }
     fig
 }

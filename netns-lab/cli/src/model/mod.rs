@@ -2,7 +2,7 @@
 //!
 //! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
 //!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
-//! * `model fig1 | fig3 | fig4 | fig6 | failures`: reproduce a paper figure; prints the tables
+//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig12`: reproduce a paper figure; prints the tables
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
 //! * `model bench`: wall time, events per second and peak memory of one configuration, or of
 //!   the permutation at several network sizes (`--sizes`).
@@ -54,6 +54,9 @@ enum ModelCommand {
     Fig6(FigArgs),
     /// §6.2: CCT increase vs link-failure probability, hosts paced at ρ_max.
     Failures(FigArgs),
+    /// Fig. 12 (§6.5): a permutation of 4 MiB messages under each congestion control
+    /// (`--ccs`) and scheme: CCT increase, utilization, max queue, retransmissions.
+    Fig12(FigArgs),
     /// Time one configuration (median wall time, events/s, peak memory), or the permutation
     /// at several network sizes (`--sizes`: a table).
     Bench(BenchArgs),
@@ -259,6 +262,12 @@ struct FigArgs {
     /// Failures: link-failure probabilities.
     #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
     probs: Vec<f64>,
+    /// Fig. 12: congestion-control algorithms (none, dctcp, nscc, mswift).
+    #[arg(long, value_delimiter = ',', default_value = "dctcp,nscc,mswift")]
+    ccs: Vec<String>,
+    /// Fig. 12: message size (the paper's 4 MB, 6.8 base RTTs at 800 Gb/s).
+    #[arg(long, default_value = "4M", value_parser = parse_size)]
+    message_size: u64,
     /// Run only shard I of N of the figure's runs (run i, in the order of the points and
     /// their seeds, when i mod N = I − 1) and write them as `<out>/<name>.part-I-of-N.json`,
     /// for `model merge`.
@@ -285,6 +294,7 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
         ModelCommand::Fig4(args) => figure(args, FigureKind::Fig4),
         ModelCommand::Fig6(args) => figure(args, FigureKind::Fig6),
         ModelCommand::Failures(args) => figure(args, FigureKind::Failures),
+        ModelCommand::Fig12(args) => figure(args, FigureKind::Fig12),
         ModelCommand::Bench(args) => bench(args),
         ModelCommand::Merge(args) => merge(args),
     }
@@ -625,6 +635,7 @@ enum FigureKind {
     Fig4,
     Fig6,
     Failures,
+    Fig12,
 }
 
 fn schemes(names: &[String], default: &[&str]) -> anyhow::Result<Vec<Scheme>> {
@@ -665,6 +676,18 @@ fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
         FigureKind::Failures => FigureSpec::Failures {
             probabilities: args.probs.clone(),
             schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
+        },
+        FigureKind::Fig12 => FigureSpec::CongestionControl {
+            ccs: args
+                .ccs
+                .iter()
+                .map(|name| name.parse::<CcKind>().context("--ccs"))
+                .collect::<anyhow::Result<_>>()?,
+            schemes: schemes(
+                &args.schemes,
+                &["reps", "ar", "ofan", "pofan", "ecmp", "rsq"],
+            )?,
+            message_bytes: args.message_size,
         },
     };
     let started = Instant::now();
