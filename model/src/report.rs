@@ -201,7 +201,7 @@ pub struct ModelRun {
     pub link_failures: Vec<LinkFailureRun>,
     /// The hosts' congestion control and loss detection (absent without congestion control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cc: Option<CcRun>,
+    pub cc: Option<Box<CcRun>>,
 }
 
 /// What congestion control did in a run ([`crate::ModelConfig::cc`]).

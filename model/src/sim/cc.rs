@@ -225,7 +225,7 @@ impl Sim<'_> {
 
 impl Sim<'_> {
     /// The report's `cc` section (`None` without congestion control).
-    pub(super) fn cc_report(&self) -> Option<CcRun> {
+    pub(super) fn cc_report(&self) -> Option<Box<CcRun>> {
         use ofan_transport::{CongestionControl as _, ReorderStats};
         let cc = self.cc.as_deref()?;
         let mut reordering = ReorderStats::default();
@@ -235,7 +235,7 @@ impl Sim<'_> {
             reorder_losses += host.recovery.stats().reorder_losses;
         }
         let windows: u64 = cc.flows.iter().map(|flow| flow.window()).sum();
-        Some(CcRun {
+        Some(Box::new(CcRun {
             config: cc.config,
             reorder_window_permille: cc.reorder_permille,
             recovery: cc.recovery,
@@ -245,7 +245,7 @@ impl Sim<'_> {
             max_reordering_ps: reordering.max,
             reordering_p99_ps: reordering.quantile_bound(0.99),
             mean_final_window: windows / cc.flows.len().max(1) as u64,
-        })
+        }))
     }
 }
 
