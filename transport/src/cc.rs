@@ -8,11 +8,13 @@
 //! ([`PathParams`] says what the caller measured: frame size, unloaded round trip, line rate).
 //! One [`Controller`] per flow. The caller owns the wire and the pacer:
 //!
-//! * before sending a **new** packet of `bytes`, it asks [`CongestionControl::can_send`] with
-//!   the bytes it has in flight (sent, not yet ACKed, not declared lost —
-//!   [`crate::SelectiveRepeat::outstanding`] counts them in packets); a packet the recovery
-//!   declared lost is sent again without asking (it replaces bytes that left the network, as
-//!   htsim's `can_send_NSCC` lets a retransmission queue through);
+//! * before sending a packet of `bytes`, it asks [`CongestionControl::can_send`] with the
+//!   bytes it has in flight (sent, not yet ACKed, not declared lost —
+//!   [`crate::SelectiveRepeat::outstanding`] counts them in packets). The model asks for
+//!   retransmissions too: a packet declared lost left the flight, so it normally fits, and a
+//!   burst of retransmissions into the queue that dropped the originals is what a window cut
+//!   by the loss is for (htsim's `can_send_NSCC` lets its retransmission queue through
+//!   instead; a caller may do either);
 //! * inside the window it sends at its pacer's rate (line rate: the window limits how much is
 //!   in flight, the pacer how fast it leaves);
 //! * for every ACK of a packet not ACKed before it calls [`CongestionControl::on_ack`] with
