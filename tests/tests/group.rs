@@ -5,7 +5,8 @@
 //! four members — two leaves and both spines of a radix-4 leaf-spine — with four hosts, the
 //! topology's addresses and static routes, and one `ofan-switch group` process (started in a
 //! namespace of its own) running the four. Each member is read through its own admin socket,
-//! the group through its control socket.
+//! the group through its control socket. The pool's test (`group/pool.rs`) runs switch data
+//! paths in this process on a pool of one thread.
 //!
 //! Every namespace carries the test process's unique prefix and is deleted by [`Lab`], which
 //! also stops the processes it started (by pid), also when a test fails; a member's XDP program
@@ -22,6 +23,11 @@ use std::time::Duration;
 use ofan_tests::{binary, key_values, serial, Lab};
 use ofan_topology::{Role, Topology};
 use serde_json::Value;
+
+#[path = "group/pool.rs"]
+mod pool;
+
+use pool::pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_restart;
 
 /// The members: two leaves and both spines of a radix-4 leaf-spine (leaves 2 and 3 are stubs:
 /// namespaces that only hold the spines' links to them).
@@ -623,4 +629,5 @@ fn member_killed_and_restarted_forwards_again_and_the_others_never_stop() {
 ofan_tests::root_tests!(
     group_of_four_forwards_and_counts_each_member_on_its_own,
     member_killed_and_restarted_forwards_again_and_the_others_never_stop,
+    pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_restart,
 );
