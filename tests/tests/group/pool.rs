@@ -121,12 +121,46 @@ impl PooledSwitch {
 
 impl Drop for PooledSwitch {
     /// A test that failed midway still stops the data path (its program detaches) before the
-    /// namespaces go.
+    /// namespaces go — unless the stop hangs (what the test may have caught): then the thread
+    /// is left behind after 10 s, and the test reports its failure instead of hanging.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !thread.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
         }
+    }
+}
+
+/// The pool, ended on drop: its threads end once every switch has stopped (they are joined),
+/// within 5 s, else they are left behind (a failing test reports instead of hanging).
+struct PoolGuard {
+    pool: Option<Arc<WorkerPool>>,
+}
+
+impl PoolGuard {
+    /// Drops the pool; whether its threads ended within 5 s.
+    fn end(&mut self) -> bool {
+        let Some(pool) = self.pool.take() else {
+            return true;
+        };
+        let (dropped, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            drop(pool);
+            let _ = dropped.send(());
+        });
+        done.recv_timeout(Duration::from_secs(5)).is_ok()
+    }
+}
+
+impl Drop for PoolGuard {
+    fn drop(&mut self) {
+        self.end();
     }
 }
 
@@ -258,17 +292,21 @@ pub(crate) fn pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_
         lab.exec(switch, &["sysctl", "-qw", "net.ipv4.ip_forward=0"]);
     }
 
-    let pool = Arc::new(
-        WorkerPool::start(PoolConfig {
-            threads: 1,
-            rt_priority: None,
-            pin: false,
-            keep_awake_ns: 0,
-            keep_awake_by: KeepAwakeBy::Auto,
-            fair_share_rest_ns: 0,
-        })
-        .expect("the pool"),
-    );
+    let mut guard = PoolGuard {
+        pool: Some(Arc::new(
+            WorkerPool::start(PoolConfig {
+                threads: 1,
+                rt_priority: None,
+                pin: false,
+                keep_awake_ns: 0,
+                keep_awake_by: KeepAwakeBy::Auto,
+                fair_share_rest_ns: 0,
+            })
+            .expect("the pool"),
+        )),
+    };
+    // Dropped before the guard, which drops the last reference.
+    let pool = Arc::clone(guard.pool.as_ref().expect("the pool"));
     let s1 = PooledSwitch::start("s1", lab.ns("s1"), &["p0", "p1", "p2"], &pool);
     let s2 = PooledSwitch::start("s2", lab.ns("s2"), &["p0", "p1"], &pool);
     let s3 = PooledSwitch::start("s3", lab.ns("s3"), &["p0", "p1"], &pool);
@@ -345,14 +383,7 @@ pub(crate) fn pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_
         switch.stop();
     }
     // Every worker handed back: dropping the pool joins its thread.
-    let (dropped, done) = mpsc::channel();
-    std::thread::spawn(move || {
-        drop(pool);
-        let _ = dropped.send(());
-    });
-    assert!(
-        done.recv_timeout(Duration::from_secs(5)).is_ok(),
-        "the pool did not end with every switch stopped"
-    );
+    drop(pool);
+    assert!(guard.end(), "the pool did not end with every switch stopped");
     assert_eq!(threads_named("ofan-pool"), Vec::<String>::new());
 }
