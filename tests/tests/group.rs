@@ -205,7 +205,7 @@ impl Fabric {
     fn running(&self, member: &str) -> bool {
         let status = self.control_ok("status");
         let state = &status["members"][member];
-        assert_ne!(state["state"], "failed", "{member}: {status}");
+        assert_ne!(state["state"], "failed", "{member} failed: {status}");
         state["state"] == "running"
     }
 
@@ -571,6 +571,11 @@ fn member_killed_and_restarted_forwards_again_and_the_others_never_stop() {
         fabric.running("spine-0") && fabric.resolved("spine-0")
     });
     assert!(restarted, "spine-0 did not come back:\n{}", fabric.lab.log("group"));
+    // Every member runs: the kill and the restart took no other down.
+    let status = fabric.control_ok("status");
+    for member in MEMBERS {
+        assert_eq!(status["members"][member]["state"], "running", "{status}");
+    }
     let since_kill = started.elapsed().as_secs_f64();
     let fresh = fabric.counters(&["spine-0"])["spine-0"];
     assert!(
