@@ -54,7 +54,12 @@ impl Fabric {
         let topology = Topology::leaf_spine(4).expect("k = 4");
         let mut lab = Lab::new(tag);
         lab.add_ns("ctl");
-        let present: Vec<&str> = MEMBERS.iter().chain(&STUBS).chain(&HOSTS).copied().collect();
+        let present: Vec<&str> = MEMBERS
+            .iter()
+            .chain(&STUBS)
+            .chain(&HOSTS)
+            .copied()
+            .collect();
         for node in &present {
             lab.add_ns(node);
         }
@@ -343,7 +348,16 @@ impl Fabric {
         self.lab
             .try_exec(
                 from,
-                &["ping", "-c", "3", "-i", "0.05", "-W", "1", &self.address(to)],
+                &[
+                    "ping",
+                    "-c",
+                    "3",
+                    "-i",
+                    "0.05",
+                    "-W",
+                    "1",
+                    &self.address(to),
+                ],
             )
             .status
             .success()
@@ -431,7 +445,10 @@ fn kernel_forwarded(lab: &Lab, ns: &str) -> u64 {
     let snmp = lab.exec(ns, &["cat", "/proc/net/snmp"]);
     let snmp = String::from_utf8_lossy(&snmp.stdout);
     let mut ip = snmp.lines().filter(|line| line.starts_with("Ip:"));
-    let (names, values) = (ip.next().expect("Ip: names"), ip.next().expect("Ip: values"));
+    let (names, values) = (
+        ip.next().expect("Ip: names"),
+        ip.next().expect("Ip: values"),
+    );
     names
         .split_whitespace()
         .zip(values.split_whitespace())
@@ -495,8 +512,7 @@ fn group_of_four_forwards_and_counts_each_member_on_its_own() {
         for member in MEMBERS {
             let counted = moved[member];
             let (mut rx, mut tx, mut forwarded) = ([0; PORTS], [0; PORTS], 0);
-            if let Some(&(_, port_in, port_out)) = flow.path.iter().find(|(m, _, _)| *m == member)
-            {
+            if let Some(&(_, port_in, port_out)) = flow.path.iter().find(|(m, _, _)| *m == member) {
                 rx[port_in] = N;
                 tx[port_out] = N;
                 forwarded = N;
@@ -570,7 +586,11 @@ fn member_killed_and_restarted_forwards_again_and_the_others_never_stop() {
     let restarted = fabric.lab.wait_for(Duration::from_secs(20), || {
         fabric.running("spine-0") && fabric.resolved("spine-0")
     });
-    assert!(restarted, "spine-0 did not come back:\n{}", fabric.lab.log("group"));
+    assert!(
+        restarted,
+        "spine-0 did not come back:\n{}",
+        fabric.lab.log("group")
+    );
     // Every member runs: the kill and the restart took no other down.
     let status = fabric.control_ok("status");
     for member in MEMBERS {
@@ -588,7 +608,11 @@ fn member_killed_and_restarted_forwards_again_and_the_others_never_stop() {
         .wait_for(Duration::from_secs(5), || fabric.ping(from, to));
     assert!(through, "no ping through the restarted spine-0");
     let before_restart = fabric.counters(&["spine-0"]);
-    assert_eq!(fabric.udp(from, to, N, "after"), N, "through the restarted spine-0");
+    assert_eq!(
+        fabric.udp(from, to, N, "after"),
+        N,
+        "through the restarted spine-0"
+    );
     let counted = moved(&before_restart, &fabric.counters(&["spine-0"]))["spine-0"];
     assert_eq!(
         (counted.forwarded, counted.rx[0], counted.tx[1]),

@@ -115,7 +115,11 @@ impl PooledSwitch {
             .join()
             .expect("no panic")
             .unwrap_or_else(|e| panic!("{}: {e}", self.name));
-        assert!(balanced, "{}: frames unaccounted for of {frames}", self.name);
+        assert!(
+            balanced,
+            "{}: frames unaccounted for of {frames}",
+            self.name
+        );
     }
 }
 
@@ -170,9 +174,7 @@ fn thread_cpu_ticks(name: &str) -> u64 {
     let mut found = tasks.filter_map(Result::ok).filter(|task| {
         std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.trim() == name)
     });
-    let task = found
-        .next()
-        .unwrap_or_else(|| panic!("no thread {name}"));
+    let task = found.next().unwrap_or_else(|| panic!("no thread {name}"));
     assert!(found.next().is_none(), "two threads named {name}");
     let stat = std::fs::read_to_string(task.path().join("stat")).expect("stat");
     // Fields 14 and 15 (utime, stime) are the 12th and 13th after the command name.
@@ -219,7 +221,16 @@ fn start_flow(lab: &mut Lab, tag: &str, flow: Flow<'_>) -> String {
     lab.spawn(
         to,
         &label,
-        &[&udp, "recv", "--bind", "0.0.0.0:9000", "--count", &count, "--timeout-ms", "3000"],
+        &[
+            &udp,
+            "recv",
+            "--bind",
+            "0.0.0.0:9000",
+            "--count",
+            &count,
+            "--timeout-ms",
+            "3000",
+        ],
     );
     assert!(lab.wait_for(Duration::from_secs(5), || lab.log(&label).contains("ready")));
     let target = format!("{to_addr}:9000");
@@ -238,7 +249,9 @@ fn start_flow(lab: &mut Lab, tag: &str, flow: Flow<'_>) -> String {
 /// Datagrams the receiver `label` got, once it has reported (each once).
 fn received(lab: &Lab, label: &str) -> u64 {
     assert!(
-        lab.wait_for(Duration::from_secs(30), || lab.log(label).contains("received=")),
+        lab.wait_for(Duration::from_secs(30), || lab
+            .log(label)
+            .contains("received=")),
         "receiver {label} never reported"
     );
     let report = key_values(&lab.log(label));
@@ -336,8 +349,14 @@ pub(crate) fn pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_
         let after = [&s1, &s2, &s3].map(PooledSwitch::forwarded);
         [0, 1, 2].map(|i| after[i] - before[i])
     };
-    let counted = lab.wait_for(Duration::from_secs(2), || forwarded().iter().all(|&f| f >= N));
-    assert!(counted, "forwarded by s1, s2, s3: {:?} of {N} each", forwarded());
+    let counted = lab.wait_for(Duration::from_secs(2), || {
+        forwarded().iter().all(|&f| f >= N)
+    });
+    assert!(
+        counted,
+        "forwarded by s1, s2, s3: {:?} of {N} each",
+        forwarded()
+    );
 
     // Idle: the thread sleeps (it would spin a whole CPU, 2 s = 200 ticks, if it did not).
     std::thread::sleep(Duration::from_millis(300));
@@ -359,7 +378,10 @@ pub(crate) fn pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_
     let beside = start_flow(&mut lab, "beside", beside);
     std::thread::sleep(Duration::from_millis(500));
     s2.stop();
-    assert!(!ping(&lab, "h1", "10.9.3.1"), "h1 reached h2 with s2 stopped");
+    assert!(
+        !ping(&lab, "h1", "10.9.3.1"),
+        "h1 reached h2 with s2 stopped"
+    );
     let s2 = PooledSwitch::start("s2", lab.ns("s2"), &["p0", "p1"], &pool);
     let back = lab.wait_for(Duration::from_secs(10), || ping(&lab, "h1", "10.9.3.1"));
     assert!(back, "no ping h1 → h2 through the restarted s2");
@@ -384,6 +406,9 @@ pub(crate) fn pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_
     }
     // Every worker handed back: dropping the pool joins its thread.
     drop(pool);
-    assert!(guard.end(), "the pool did not end with every switch stopped");
+    assert!(
+        guard.end(),
+        "the pool did not end with every switch stopped"
+    );
     assert_eq!(threads_named("ofan-pool"), Vec::<String>::new());
 }
