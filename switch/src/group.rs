@@ -254,13 +254,17 @@ impl Blueprint {
             .name(format!("sw-{node}"))
             .spawn(move || {
                 let _span = tracing::info_span!("switch", node = %name).entered();
-                enter_network_namespace(&netns)
-                    .with_context(|| format!("cannot enter network namespace `{netns}`"))?;
-                let mut config = config::load(config_file.as_deref(), &overrides)?;
-                let ports = &config.runtime.ports;
-                config.runtime.splices = by_port(ports, &splices);
-                config.runtime.host_links = by_port(ports, &host_links);
-                let result = run_switch_until(config, &member_stop, Some(&member_crash), threads);
+                let result = (|| {
+                    enter_network_namespace(&netns)
+                        .with_context(|| format!("cannot enter network namespace `{netns}`"))?;
+                    let mut config = config::load(config_file.as_deref(), &overrides)?;
+                    let ports = &config.runtime.ports;
+                    config.runtime.splices = by_port(ports, &splices);
+                    config.runtime.host_links = by_port(ports, &host_links);
+                    run_switch_until(config, &member_stop, Some(&member_crash), threads)
+                })();
+                // Every way a member ends with an error is in the log, a bad configuration or
+                // namespace included (not only in the control socket's `status`).
                 if let Err(error) = &result {
                     tracing::error!("{error:#}");
                 }

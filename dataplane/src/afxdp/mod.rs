@@ -709,6 +709,13 @@ fn open_queue(
         Socket::new(&info)
     }
     .map_err(fail("create socket"))?;
+    // The first socket's descriptor is the UMEM's.
+    sys::set_close_on_exec(socket.as_raw_fd()).map_err(|source| RuntimeError::Socket {
+        port: port.name.clone(),
+        queue,
+        step: "close on exec",
+        source,
+    })?;
     let device = umem.fq_cq(&socket).map_err(fail("fill/completion rings"))?;
     let ring = NonZeroU32::new(ring_size);
     let bind = |flags: u16| -> Result<xdpilone::User, RuntimeError> {

@@ -595,6 +595,23 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// Marks descriptor `fd` close-on-exec, so that a process this one starts does not inherit it.
+///
+/// xdpilone opens its AF_XDP sockets (and the UMEM's) without `SOCK_CLOEXEC`. A child started
+/// while a switch runs in the process would hold them open until it exits: a stopped switch's
+/// socket — and its UMEM's registration on the queue — would outlive its stop, and a switch
+/// started again on the same queue would fail to bind (EBUSY) until then.
+///
+/// # Errors
+/// The `fcntl` error (EBADF for a descriptor that is not open).
+pub fn set_close_on_exec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFD and F_SETFD take no pointer; they read and set the descriptor's flags, and
+    // fail with EBADF for one that is not open.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) }).map(drop)
+}
+
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
     let fd = check(fd)?;
     // SAFETY: `fd` was just returned by the kernel, is valid, and nothing else owns it.
