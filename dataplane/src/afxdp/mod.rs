@@ -533,12 +533,22 @@ impl Runtime {
     }
 
     /// Ends the data path as a crash of its process would: the workers stop and the sockets
-    /// close, but the XDP program stays attached (as it does when a process is killed), so its
-    /// ports drop what arrives until a new switch replaces the program. For `ofan-switch
-    /// group`, whose members cannot be killed alone.
+    /// close, but the XDP program stays attached with every port set to drop, so the switch is
+    /// the black hole a crashed box is until a new switch replaces the program. For
+    /// `ofan-switch group`, whose members cannot be killed alone.
+    ///
+    /// The drop flags are what makes it a black hole: a program left as it was finds no socket
+    /// for a data frame and passes it to the kernel, and a lab's switch namespace (IPv4
+    /// forwarding on, for ICMP errors) forwards it along the kernel's routes.
     pub fn abandon(mut self) {
         self.close_splices();
-        if let Some(steering) = self.steering.take() {
+        if let Some(mut steering) = self.steering.take() {
+            let ports: Vec<u16> = steering.attached().map(|(_, port)| port).collect();
+            for port in ports {
+                if let Err(error) = steering.set_port_drop(port, true) {
+                    tracing::warn!(port, %error, "abandoned port keeps passing frames to the kernel");
+                }
+            }
             // The links' destructors would detach the program: a killed process runs none.
             std::mem::forget(steering);
         }
