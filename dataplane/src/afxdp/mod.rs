@@ -50,7 +50,9 @@ pub use frames::FrameCensus;
 /// The most RX queues per port that can have an AF_XDP socket (the XSKMAP's slots per port).
 pub use ofan_ebpf_common::MAX_QUEUES;
 pub use steer::{Buffers, Steering, XdpMode};
-pub use sys::{enter_network_namespace, ifindex, monotonic_ns, mtu, release_free_memory};
+pub use sys::{
+    enter_network_namespace, ifindex, monotonic_ns, mtu, pin_to_cpu, release_free_memory,
+};
 
 use crate::egress::EgressQueue;
 use crate::fib::{PortId, SharedFib};

@@ -836,9 +836,13 @@ pub fn set_realtime(priority: u8) -> io::Result<()> {
 /// Pins the calling thread to one CPU.
 ///
 /// # Errors
-/// The `sched_setaffinity` error.
+/// A CPU outside the process's affinity mask, not online or beyond `CPU_SETSIZE` (EINVAL).
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET writes inside it.
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET writes inside it, as
+    // `cpu` is below CPU_SETSIZE (checked above).
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
