@@ -189,3 +189,108 @@ pub fn recv_with_ttl(socket: &std::net::UdpSocket, buffer: &mut [u8]) -> io::Res
     }
     Ok(received)
 }
+
+/// A level-triggered epoll instance: the one system interface of [`crate::event`].
+#[derive(Debug)]
+pub struct Epoll(std::os::fd::OwnedFd);
+
+impl Epoll {
+    /// A new instance, closed on exec.
+    ///
+    /// # Errors
+    /// The `epoll_create1` error.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: epoll_create1 takes a flag word and returns a new descriptor or -1.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a descriptor this call just created and nothing else owns.
+        Ok(Self(unsafe {
+            <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd)
+        }))
+    }
+
+    /// Watches `fd` for `events` (`EPOLLIN`, `EPOLLOUT`…), reporting them with `token`;
+    /// `modify`: changes an existing watch instead.
+    ///
+    /// # Errors
+    /// The `epoll_ctl` error (`EBADF` for a closed `fd`, `EEXIST`/`ENOENT`).
+    pub fn control(
+        &self,
+        fd: std::os::fd::RawFd,
+        events: u32,
+        token: u64,
+        modify: bool,
+    ) -> io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        let op = if modify {
+            libc::EPOLL_CTL_MOD
+        } else {
+            libc::EPOLL_CTL_ADD
+        };
+        // SAFETY: `event` is valid for reads for the call; the kernel checks the descriptors.
+        let ret = unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut event) };
+        if ret < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Stops watching `fd`.
+    ///
+    /// # Errors
+    /// The `epoll_ctl` error (`ENOENT` when it was not watched, `EBADF` when closed).
+    pub fn delete(&self, fd: std::os::fd::RawFd) -> io::Result<()> {
+        let mut event = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: as in `control` (a non-null event for kernels before 2.6.9).
+        let ret =
+            unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut event) };
+        if ret < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout` (`None`: without end) for events and puts `(token, events)` of
+    /// each ready descriptor into `ready` (cleared first; at most its capacity, at least one).
+    /// An interrupted wait returns with none.
+    ///
+    /// # Errors
+    /// The `epoll_wait` error other than `EINTR`.
+    pub fn wait(
+        &self,
+        ready: &mut Vec<(u64, u32)>,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<()> {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
+        // Rounded up: a deadline 0.3 ms away must not turn into a spin of zero timeouts.
+        let timeout_ms = timeout.map_or(-1, |t| {
+            let ms = t.as_nanos().div_ceil(1_000_000);
+            libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
+        });
+        // SAFETY: `events` is valid for writes of its length for the call.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as libc::c_int,
+                timeout_ms,
+            )
+        };
+        ready.clear();
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            return if error.kind() == io::ErrorKind::Interrupted {
+                Ok(())
+            } else {
+                Err(error)
+            };
+        }
+        ready.extend(events[..n as usize].iter().map(|e| {
+            let (token, flags) = (e.u64, e.events);
+            (token, flags)
+        }));
+        Ok(())
+    }
+}
