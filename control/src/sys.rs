@@ -1,36 +1,55 @@
-//! The one module of this crate with `unsafe`: the UDP probe that makes the kernel resolve a
-//! neighbour, a socket peer's credentials, the effective uid, and receiving a datagram with its
+//! The one module of this crate with `unsafe`: the UDP probes that make the kernel resolve a
+//! neighbour, the control loop's epoll, a socket peer's credentials, the effective uid, and receiving a datagram with its
 //! TTL and arrival interface (`recvmsg` control messages) for the notifications' GTSM check. (The rtnetlink socket is `ofan_netlink::RouteSocket`.)
 
 use std::io;
 use std::os::fd::AsRawFd;
 
-/// Sends one empty UDP datagram to `addr`:9 (discard) out of `ifname`, which makes the kernel
-/// resolve the neighbour; the datagram itself is harmless.
-///
-/// # Errors
-/// The socket or send error.
-pub fn probe_neighbor(ifname: &str, addr: std::net::IpAddr) -> io::Result<()> {
-    let socket = std::net::UdpSocket::bind(match addr {
-        std::net::IpAddr::V4(_) => "0.0.0.0:0",
-        std::net::IpAddr::V6(_) => "[::]:0",
-    })?;
-    let name = std::ffi::CString::new(ifname)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;
-    // SAFETY: the option value is a NUL-terminated name valid for the call.
-    let ret = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_BINDTODEVICE,
-            name.as_ptr().cast(),
-            name.as_bytes_with_nul().len() as u32,
-        )
-    };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
+/// The sockets the FIB mirror sends its neighbour probes from: opened once, in the switch's
+/// namespace (a probe sent later from a control loop's thread goes out of the right one).
+#[derive(Debug)]
+pub struct NeighborProbes {
+    v4: Option<std::net::UdpSocket>,
+    v6: Option<std::net::UdpSocket>,
+}
+
+impl NeighborProbes {
+    /// One socket per family, where the namespace has it.
+    pub fn open() -> Self {
+        Self {
+            v4: std::net::UdpSocket::bind("0.0.0.0:0").ok(),
+            v6: std::net::UdpSocket::bind("[::]:0").ok(),
+        }
     }
-    socket.send_to(&[], (addr, 9)).map(drop)
+
+    /// Sends one empty UDP datagram to `addr`:9 (discard) out of `ifname`, which makes the
+    /// kernel resolve the neighbour; the datagram itself is harmless.
+    ///
+    /// # Errors
+    /// No socket of the family, or the socket-option or send error.
+    pub fn probe(&self, ifname: &str, addr: std::net::IpAddr) -> io::Result<()> {
+        let socket = match addr {
+            std::net::IpAddr::V4(_) => self.v4.as_ref(),
+            std::net::IpAddr::V6(_) => self.v6.as_ref(),
+        }
+        .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no socket of the family"))?;
+        let name = std::ffi::CString::new(ifname)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;
+        // SAFETY: the option value is a NUL-terminated name valid for the call.
+        let ret = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_BINDTODEVICE,
+                name.as_ptr().cast(),
+                name.as_bytes_with_nul().len() as u32,
+            )
+        };
+        if ret < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        socket.send_to(&[], (addr, 9)).map(drop)
+    }
 }
 
 /// The credentials of a Unix socket's peer (`SO_PEERCRED`).

@@ -7,11 +7,11 @@
 //! the one loop of an `ofan-switch group`. Nothing of the switch's control runs on a thread of
 //! its own unless it is listed below as still threaded.
 //!
-//! The sources: the admin socket ([`ofan_control::endpoint::AdminServer`], which reads
-//! counters when a request asks for them), and the switch's [`Housekeeping`] (once a second:
-//! a dead worker, and the local addresses the mirror found, for the steering program). Still
-//! on threads of their own: the FIB mirror, the BMP station, the notifier, and the metrics
-//! endpoint when configured.
+//! The sources: the FIB mirror's follower ([`ofan_control::mirror::Follower`]), the admin
+//! socket ([`ofan_control::endpoint::AdminServer`], which reads counters when a request asks
+//! for them), and the switch's [`Housekeeping`] (once a second: a dead worker, and the local
+//! addresses the mirror found, for the steering program). Still on threads of their own: the
+//! BMP station, the notifier, and the metrics endpoint when configured.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,7 +79,7 @@ impl Running {
         let shared: Arc<SharedFib> = Arc::new(SharedFib::from_pointee(
             Fib::builder().build().context("empty forwarding table")?,
         ));
-        let mirror = Mirror::start(config.mirror.clone(), Arc::clone(&shared))
+        let (mirror, follower) = Mirror::open(config.mirror.clone(), Arc::clone(&shared))
             .context("cannot mirror the kernel FIB")?;
         // Bound before the data path starts, so a BGP daemon started next finds the station.
         let station = config
@@ -180,6 +180,7 @@ impl Running {
         housekeeping.sync_local_addresses();
         housekeeping.next = next_tick(Instant::now());
         let sources = vec![
+            control.add(Box::new(follower)),
             control.add(Box::new(server)),
             control.add(Box::new(housekeeping)),
         ];
