@@ -136,11 +136,16 @@ pub fn enable_ttl_and_pktinfo(socket: &std::net::UdpSocket) -> io::Result<()> {
 }
 
 /// Receives one IPv4 datagram into `buffer` with its TTL and arrival interface (`recvmsg`);
-/// blocks as the socket is set to (read timeout: `WouldBlock`/`TimedOut`).
+/// blocks as the socket is set to (read timeout: `WouldBlock`/`TimedOut`), or not at all with
+/// `dont_wait` (none queued: `WouldBlock`).
 ///
 /// # Errors
 /// The `recvmsg` error; `InvalidData` for a sender that is not IPv4.
-pub fn recv_with_ttl(socket: &std::net::UdpSocket, buffer: &mut [u8]) -> io::Result<Received> {
+pub fn recv_with_ttl(
+    socket: &std::net::UdpSocket,
+    buffer: &mut [u8],
+    dont_wait: bool,
+) -> io::Result<Received> {
     // Room for IP_TTL (an int) and IP_PKTINFO (in_pktinfo), each with its cmsghdr; u64 words
     // keep it aligned for cmsghdr.
     let mut control = [0u64; 16];
@@ -158,9 +163,10 @@ pub fn recv_with_ttl(socket: &std::net::UdpSocket, buffer: &mut [u8]) -> io::Res
     message.msg_iovlen = 1;
     message.msg_control = control.as_mut_ptr().cast();
     message.msg_controllen = std::mem::size_of_val(&control);
+    let flags = if dont_wait { libc::MSG_DONTWAIT } else { 0 };
     // SAFETY: every pointer in `message` (name, one iovec over `buffer`, control) is valid for
     // writes of the length given beside it for the duration of the call.
-    let len = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut message, 0) };
+    let len = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut message, flags) };
     if len < 0 {
         return Err(io::Error::last_os_error());
     }

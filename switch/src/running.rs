@@ -10,8 +10,9 @@
 //! The sources: the FIB mirror's follower ([`ofan_control::mirror::Follower`]), the admin
 //! socket ([`ofan_control::endpoint::AdminServer`], which reads counters when a request asks
 //! for them), and the switch's [`Housekeeping`] (once a second: a dead worker, and the local
-//! addresses the mirror found, for the steering program). Still on threads of their own: the
-//! BMP station, the notifier, and the metrics endpoint when configured.
+//! addresses the mirror found, for the steering program), and with adaptive routing the
+//! notifier ([`arf::NotifierSource`]). Still on threads of their own: the BMP station, and the
+//! metrics endpoint when configured.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -51,7 +52,6 @@ pub struct Running {
     failed: Arc<AtomicBool>,
     mirror: Mirror,
     station: Option<Station>,
-    notifier: Option<(arf::Notifier, Arc<AtomicBool>)>,
     /// Ends the metrics endpoint's threads.
     metrics_stop: Arc<AtomicBool>,
     _socket: admin::AdminSocket,
@@ -118,32 +118,27 @@ impl Running {
             }));
         }
         let notifier = match &config.adaptive_routing {
-            Some(settings) => {
-                let stop = Arc::new(AtomicBool::new(false));
-                let notifier = arf::Notifier::start(
-                    arf::Inputs {
-                        settings: settings.clone(),
-                        ports: config
-                            .runtime
-                            .ports
-                            .iter()
-                            .zip(&config.mirror.ports)
-                            .map(|(spec, port)| arf::PortInfo {
-                                name: spec.name.clone(),
-                                fabric: port.role != ofan_dataplane::fib::PortRole::Host,
-                                full_frame_bytes: full_frame_bytes(&spec.name),
-                            })
-                            .collect(),
-                        telemetry: Arc::clone(runtime.telemetry()),
-                        balancer: Arc::clone(runtime.balancer()),
-                        fib: Arc::clone(&shared),
-                        learned: Arc::clone(&paths.learned),
-                    },
-                    Arc::clone(&stop),
-                )
-                .context("cannot start adaptive-routing notifications")?;
-                Some((notifier, stop))
-            }
+            Some(settings) => Some(
+                arf::Notifier::open(arf::Inputs {
+                    settings: settings.clone(),
+                    ports: config
+                        .runtime
+                        .ports
+                        .iter()
+                        .zip(&config.mirror.ports)
+                        .map(|(spec, port)| arf::PortInfo {
+                            name: spec.name.clone(),
+                            fabric: port.role != ofan_dataplane::fib::PortRole::Host,
+                            full_frame_bytes: full_frame_bytes(&spec.name),
+                        })
+                        .collect(),
+                    telemetry: Arc::clone(runtime.telemetry()),
+                    balancer: Arc::clone(runtime.balancer()),
+                    fib: Arc::clone(&shared),
+                    learned: Arc::clone(&paths.learned),
+                })
+                .context("cannot start adaptive-routing notifications")?,
+            ),
             None => None,
         };
         let telemetry = Arc::clone(runtime.telemetry());
@@ -179,11 +174,14 @@ impl Running {
         };
         housekeeping.sync_local_addresses();
         housekeeping.next = next_tick(Instant::now());
-        let sources = vec![
+        let mut sources = vec![
             control.add(Box::new(follower)),
             control.add(Box::new(server)),
             control.add(Box::new(housekeeping)),
         ];
+        if let Some((_, source)) = notifier {
+            sources.push(control.add(Box::new(source)));
+        }
         tracing::info!(
             switch = %config.name,
             algorithm = %config.runtime.lb.algorithm,
@@ -205,7 +203,6 @@ impl Running {
             failed,
             mirror,
             station,
-            notifier,
             metrics_stop,
             _socket: socket,
         })
@@ -220,10 +217,6 @@ impl Running {
     fn halt(&mut self) -> Option<Runtime> {
         self.control.remove(&std::mem::take(&mut self.sources));
         self.metrics_stop.store(true, Ordering::Relaxed);
-        if let Some((notifier, stop)) = self.notifier.take() {
-            stop.store(true, Ordering::Relaxed);
-            notifier.join();
-        }
         lock(&self.data_path).take()
     }
 
