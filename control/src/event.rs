@@ -51,6 +51,11 @@ impl Interest {
 }
 
 /// A control component the loop drives.
+///
+/// The loop follows a source's descriptors by number: a source that closes a descriptor and
+/// opens another in the same call may get the same number back, which the loop would take for
+/// the old one (no longer watched: epoll forgets a descriptor when it closes). Open the new one
+/// first, then close the old.
 pub trait Source: Send {
     /// The descriptors it waits on now, with what for (asked again after every call).
     fn interests(&self, out: &mut Vec<(RawFd, Interest)>);

@@ -11,8 +11,9 @@
 //! socket ([`ofan_control::endpoint::AdminServer`], which reads counters when a request asks
 //! for them), and the switch's [`Housekeeping`] (once a second: a dead worker, and the local
 //! addresses the mirror found, for the steering program), and with adaptive routing the
-//! notifier ([`arf::NotifierSource`]). Still on threads of their own: the BMP station, and the
-//! metrics endpoint when configured.
+//! notifier ([`arf::NotifierSource`]), and under BGP the BMP station
+//! ([`ofan_control::bmp::StationSource`]). Only the metrics endpoint, when configured, keeps
+//! threads of its own (an HTTP server with a thread per client; a lab does not use it).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -82,13 +83,14 @@ impl Running {
         let (mirror, follower) = Mirror::open(config.mirror.clone(), Arc::clone(&shared))
             .context("cannot mirror the kernel FIB")?;
         // Bound before the data path starts, so a BGP daemon started next finds the station.
-        let station = config
-            .bmp
-            .map(|addr| {
-                Station::start(addr)
-                    .with_context(|| format!("cannot listen for BMP on {addr} (bgp.bmp)"))
-            })
-            .transpose()?;
+        let (station, station_source) = match config.bmp {
+            Some(addr) => {
+                let (station, source) = Station::open(addr)
+                    .with_context(|| format!("cannot listen for BMP on {addr} (bgp.bmp)"))?;
+                (Some(station), Some(source))
+            }
+            None => (None, None),
+        };
         let paths = match (&station, &config.plan_paths) {
             (Some(station), _) => PathInfo {
                 source: PathSource::Bmp,
@@ -180,6 +182,9 @@ impl Running {
             control.add(Box::new(housekeeping)),
         ];
         if let Some((_, source)) = notifier {
+            sources.push(control.add(Box::new(source)));
+        }
+        if let Some(source) = station_source {
             sources.push(control.add(Box::new(source)));
         }
         tracing::info!(
