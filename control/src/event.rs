@@ -75,7 +75,12 @@ pub struct SourceId(u64);
 
 /// Requests to the loop from other threads.
 enum Op {
-    Add(SourceId, Box<dyn Source>, tracing::Span),
+    Add(
+        SourceId,
+        Box<dyn Source>,
+        tracing::Span,
+        Option<Arc<AtomicBool>>,
+    ),
     /// Remove (and drop) the sources, then say so.
     Remove(Vec<SourceId>, mpsc::Sender<()>),
 }
@@ -107,9 +112,19 @@ impl LoopHandle {
     /// Hands `source` to the loop, to be driven from its next turn on, within the current
     /// tracing span (a group's member's, so its sources log as that member).
     pub fn add(&self, source: Box<dyn Source>) -> SourceId {
+        self.add_watched(source, None)
+    }
+
+    /// [`Self::add`]; if the source panics (and is dropped), `failed` is set.
+    pub fn add_watched(
+        &self,
+        source: Box<dyn Source>,
+        failed: Option<Arc<AtomicBool>>,
+    ) -> SourceId {
         let id = SourceId(self.inbox.next_id.fetch_add(1, Ordering::Relaxed));
         if !self.inbox.closed.load(Ordering::Acquire) {
-            lock(&self.inbox.ops).push(Op::Add(id, source, tracing::Span::current()));
+            let span = tracing::Span::current();
+            lock(&self.inbox.ops).push(Op::Add(id, source, span, failed));
             self.wake();
         }
         id
@@ -155,6 +170,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct Entry {
     source: Box<dyn Source>,
     span: tracing::Span,
+    /// Set if the source panics.
+    failed: Option<Arc<AtomicBool>>,
     /// What is registered now: descriptor, interest, token.
     registered: Vec<(RawFd, Interest, u64)>,
 }
@@ -273,40 +290,63 @@ impl EventLoop {
             let Some(&(id, fd)) = self.tokens.get(&token) else {
                 continue;
             };
-            if let Some(entry) = self.sources.get_mut(&id) {
-                let _entered = entry.span.enter();
-                entry.source.on_ready(fd, now);
-            }
-            self.sync(id);
+            self.call(id, |source| source.on_ready(fd, now));
         }
         self.ready = ready;
-        let now = Instant::now();
+        // The clock is read after each deadline: a source whose deadline is "now" is due.
         let due: Vec<SourceId> = self
             .sources
             .iter()
-            .filter(|(_, entry)| entry.source.deadline().is_some_and(|at| at <= now))
+            .filter(|(_, entry)| {
+                entry
+                    .source
+                    .deadline()
+                    .is_some_and(|at| at <= Instant::now())
+            })
             .map(|(&id, _)| id)
             .collect();
+        let now = Instant::now();
         for id in due {
-            if let Some(entry) = self.sources.get_mut(&id) {
-                let _entered = entry.span.enter();
-                entry.source.on_timer(now);
-            }
-            self.sync(id);
+            self.call(id, |source| source.on_timer(now));
         }
         Ok(())
+    }
+
+    /// Calls source `id` (within its span), then follows its descriptors. A source that
+    /// panics is dropped, and the loop goes on with the others: in a group, one member's
+    /// control bug must not stop every member's.
+    fn call(&mut self, id: SourceId, call: impl FnOnce(&mut dyn Source)) {
+        let Some(entry) = self.sources.get_mut(&id) else {
+            return;
+        };
+        let panicked = {
+            let _entered = entry.span.enter();
+            let source = &mut *entry.source;
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(source))).is_err()
+        };
+        if panicked {
+            let _entered = entry.span.clone().entered();
+            tracing::error!("a control source panicked: it is dropped, the others go on");
+            if let Some(failed) = &entry.failed {
+                failed.store(true, Ordering::Relaxed);
+            }
+            self.drop_source(id);
+            return;
+        }
+        self.sync(id);
     }
 
     fn take_ops(&mut self) {
         let ops = std::mem::take(&mut *lock(&self.inbox.ops));
         for op in ops {
             match op {
-                Op::Add(id, source, span) => {
+                Op::Add(id, source, span, failed) => {
                     self.sources.insert(
                         id,
                         Entry {
                             source,
                             span,
+                            failed,
                             registered: Vec::new(),
                         },
                     );
@@ -448,6 +488,45 @@ mod tests {
             self.ticks.fetch_add(1, Ordering::Relaxed);
             self.next = now + Duration::from_millis(10);
         }
+    }
+
+    /// Panics at its first deadline.
+    struct Faulty;
+
+    impl Source for Faulty {
+        fn interests(&self, _out: &mut Vec<(RawFd, Interest)>) {}
+        fn on_ready(&mut self, _fd: RawFd, _now: Instant) {}
+        fn deadline(&self) -> Option<Instant> {
+            Some(Instant::now())
+        }
+        fn on_timer(&mut self, _now: Instant) {
+            panic!("a bug in one source");
+        }
+    }
+
+    #[test]
+    fn a_source_that_panics_is_dropped_and_the_others_go_on() {
+        let mut event_loop = EventLoop::new().unwrap();
+        let handle = event_loop.handle();
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        let ticks = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(AtomicBool::new(false));
+        handle.add_watched(Box::new(Faulty), Some(Arc::clone(&failed)));
+        handle.add(Box::new(Counter {
+            socket: ours,
+            bytes: Arc::new(AtomicU64::new(0)),
+            ticks: Arc::clone(&ticks),
+            next: Instant::now(),
+        }));
+        for _ in 0..5 {
+            event_loop.turn(Some(Duration::from_millis(20))).unwrap();
+        }
+        assert_eq!(event_loop.len(), 1, "the faulty source is gone");
+        assert!(failed.load(Ordering::Relaxed), "and its owner is told");
+        assert!(
+            ticks.load(Ordering::Relaxed) >= 1,
+            "the other one still runs"
+        );
     }
 
     #[test]

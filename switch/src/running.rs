@@ -176,17 +176,17 @@ impl Running {
         };
         housekeeping.sync_local_addresses();
         housekeeping.next = next_tick(Instant::now());
-        let mut sources = vec![
-            control.add(Box::new(follower)),
-            control.add(Box::new(server)),
-            control.add(Box::new(housekeeping)),
-        ];
+        // A source that panics is dropped by the loop and fails the switch, as a dead worker
+        // does: it is stopped, the group's other members go on.
+        let add = |source: Box<dyn Source>| control.add_watched(source, Some(Arc::clone(&failed)));
+        let mut sources = vec![add(Box::new(follower)), add(Box::new(server))];
         if let Some((_, source)) = notifier {
-            sources.push(control.add(Box::new(source)));
+            sources.push(add(Box::new(source)));
         }
         if let Some(source) = station_source {
-            sources.push(control.add(Box::new(source)));
+            sources.push(add(Box::new(source)));
         }
+        sources.push(add(Box::new(housekeeping)));
         tracing::info!(
             switch = %config.name,
             algorithm = %config.runtime.lb.algorithm,
@@ -213,7 +213,7 @@ impl Running {
         })
     }
 
-    /// Whether a worker died (the switch should be stopped).
+    /// Whether a worker or a control source died (the switch should be stopped).
     pub fn failed(&self) -> bool {
         self.failed.load(Ordering::Relaxed)
     }
@@ -245,7 +245,7 @@ impl Running {
             station.stop();
         }
         if failed {
-            anyhow::bail!("{name}: a worker died (see the log above)");
+            anyhow::bail!("{name}: a worker or a control source died (see the log above)");
         }
         match report {
             Some(report) if !report.frames_balanced() => anyhow::bail!(
