@@ -44,7 +44,9 @@ pub const LONG_ABOUT: &str = "\
 Run several switches in one process: each in its network namespace (--netns, `{node}` replaced \
 by the member's name), with its own FIB mirror, admin socket (--admin-socket with `{node}`), \
 counters, BMP station and notifications, as `ofan-switch run` would; their pipes are served by \
-a shared pool of --workers threads (default: one per CPU).
+a shared pool of --workers threads (default: one per CPU), and their control work (FIB mirrors, \
+admin sockets, BMP stations, notifications) by one event loop on one thread: the group's threads \
+do not grow with its members.
 
 A switch in its own process sleeps in epoll until each frame wakes it: in a lab of twenty \
 switches on two cores that is a wake-up and a context switch per frame per hop. Pool threads \
