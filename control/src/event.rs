@@ -433,6 +433,16 @@ impl Drop for EventLoop {
     }
 }
 
+/// Waits up to `timeout` until one of `fds` is readable (or hung up), for a thread that waits
+/// on a socket or two of its own rather than joining a loop (the group's control socket);
+/// returns which are.
+///
+/// # Errors
+/// The `poll` error.
+pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> io::Result<Vec<bool>> {
+    crate::sys::poll_readable(fds, timeout)
+}
+
 /// Drives `source` on a thread of its own named `name` until `stop` is set (looked at after
 /// each call of the source, and at least every `check`).
 ///

@@ -319,3 +319,38 @@ impl Epoll {
         Ok(())
     }
 }
+
+/// Waits up to `timeout` until one of `fds` is readable (or hung up); returns which are.
+///
+/// # Errors
+/// The `poll` error other than `EINTR` (an interrupted wait returns none ready).
+pub fn poll_readable(
+    fds: &[std::os::fd::RawFd],
+    timeout: std::time::Duration,
+) -> io::Result<Vec<bool>> {
+    let mut polled: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let timeout_ms =
+        libc::c_int::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `polled` is valid for reads and writes of its length for the call.
+    let n = unsafe {
+        libc::poll(
+            polled.as_mut_ptr(),
+            polled.len() as libc::nfds_t,
+            timeout_ms,
+        )
+    };
+    if n < 0 {
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+    Ok(polled.iter().map(|p| p.revents != 0).collect())
+}

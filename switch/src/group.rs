@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +29,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use ofan_control::event::{EventLoop, LoopHandle};
+use ofan_control::event::{self, EventLoop, LoopHandle};
 use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
 use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
@@ -342,6 +343,9 @@ fn in_namespace<T: Send + 'static>(
         .with_context(|| format!("cannot start a thread for {node}"))
 }
 
+/// How often the main thread records the members' ends without a request.
+const REAP_EVERY: Duration = Duration::from_secs(1);
+
 /// Runs the group until SIGINT/SIGTERM.
 ///
 /// # Errors
@@ -435,19 +439,29 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
         control = %args.control.display(),
         "group running"
     );
+    // The main thread sleeps until a request or a signal comes, or a second has passed (to
+    // record members that started, failed to, or whose worker died).
+    let (signalled, signal_writer) =
+        UnixStream::pair().context("cannot create the signal socket")?;
+    signalled.set_nonblocking(true)?;
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::low_level::pipe::register(signal, signal_writer.try_clone()?)
+            .context("cannot install signal handlers")?;
+    }
+    let waited = [listener.as_raw_fd(), signalled.as_raw_fd()];
     while !stop.load(Ordering::Relaxed) {
         reap(&blueprint, &members);
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if let Err(error) = serve(stream, &blueprint, &members) {
-                    tracing::warn!(%error, "control connection");
-                }
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(error) => tracing::warn!(%error, "control socket"),
+        if let Err(error) = event::wait_readable(&waited, REAP_EVERY) {
+            tracing::warn!(%error, "control socket: wait");
+            std::thread::sleep(REAP_EVERY);
         }
+        while let Ok((stream, _)) = listener.accept() {
+            reap(&blueprint, &members);
+            if let Err(error) = serve(stream, &blueprint, &members) {
+                tracing::warn!(%error, "control connection");
+            }
+        }
+        std::io::Read::read(&mut &signalled, &mut [0u8; 16]).ok();
     }
     tracing::info!("stopping every member");
     let mut failures = Vec::new();
