@@ -5,7 +5,7 @@
 //! four members — two leaves and both spines of a radix-4 leaf-spine — with four hosts, the
 //! topology's addresses and static routes, and one `ofan-switch group` process (started in a
 //! namespace of its own) running the four. Each member is read through its own admin socket,
-//! the group through its control socket. The pool's test (`group/pool.rs`) runs switch data
+//! the group through its control socket, its threads through `/proc`. The pool's test (`group/pool.rs`) runs switch data
 //! paths in this process on a pool of one thread.
 //!
 //! Every namespace carries the test process's unique prefix and is deleted by [`Lab`], which
@@ -43,6 +43,8 @@ const PORTS: usize = 4;
 struct Fabric {
     lab: Lab,
     topology: Topology,
+    /// The group's process (`ip netns exec` execs it: the pid spawned).
+    group: u32,
 }
 
 impl Fabric {
@@ -83,7 +85,11 @@ impl Fabric {
                 }
             }
         }
-        let mut fabric = Fabric { lab, topology };
+        let mut fabric = Fabric {
+            lab,
+            topology,
+            group: 0,
+        };
         for member in MEMBERS {
             // As in a lab: the kernel answers expired TTLs (traceroute). The tests read the data
             // path's own counters, since the kernel would forward what it is passed.
@@ -190,11 +196,16 @@ impl Fabric {
         }
         let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
         let command: Vec<&str> = command.iter().map(String::as_str).collect();
-        self.lab.spawn("ctl", "group", &command);
+        self.group = self.lab.spawn("ctl", "group", &command);
         let listening = self.lab.wait_for(Duration::from_secs(10), || {
             std::path::Path::new(&self.control_path()).exists()
         });
         assert!(listening, "no control socket:\n{}", self.lab.log("group"));
+        self.wait_up();
+    }
+
+    /// Waits until every member runs and has resolved its next hops.
+    fn wait_up(&self) {
         let up = self.lab.wait_for(Duration::from_secs(20), || {
             MEMBERS.iter().all(|m| self.running(m) && self.resolved(m))
         });
@@ -204,6 +215,32 @@ impl Fabric {
             self.control_ok("status"),
             self.lab.log("group")
         );
+    }
+
+    /// The names of the group's threads, once no member is starting or stopping (no `sw-`
+    /// thread: those live only for that) and two looks 200 ms apart agree, or after 5 s.
+    fn settled_threads(&self) -> Vec<String> {
+        let look = || {
+            let tasks = format!("/proc/{}/task", self.group);
+            let mut names: Vec<String> = std::fs::read_dir(&tasks)
+                .unwrap_or_else(|e| panic!("{tasks}: {e}"))
+                .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+                .map(|name| name.trim().to_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut last = look();
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = look();
+            let settled = now == last && !now.iter().any(|name| name.starts_with("sw-"));
+            if settled || std::time::Instant::now() > deadline {
+                return now;
+            }
+            last = now;
+        }
     }
 
     /// Whether the group says `member` runs; a member that failed fails the test.
@@ -657,8 +694,49 @@ fn member_killed_and_restarted_forwards_again_and_the_others_never_stop() {
     fabric.stops_cleanly(MEMBERS.len());
 }
 
+/// The group's control work — admin sockets, FIB mirrors, notifications, BMP — runs on one
+/// loop whatever the number of members: with one member running the group has exactly the
+/// threads it has with four (the data path's are the pool's, fixed by --workers), and none of
+/// them is a member's.
+fn control_threads_do_not_grow_with_the_members() {
+    let _machine = serial();
+    let mut fabric = Fabric::up("thr");
+    let four = fabric.settled_threads();
+    for member in &MEMBERS[1..] {
+        fabric.control_ok(&format!("stop {member}"));
+    }
+    let one = fabric.settled_threads();
+    assert_eq!(
+        four.len(),
+        one.len(),
+        "threads with four members: {four:?}; with one: {one:?}"
+    );
+    for member in &MEMBERS[1..] {
+        fabric.control_ok(&format!("start {member}"));
+    }
+    fabric.wait_up();
+    let again = fabric.settled_threads();
+    assert_eq!(
+        four, again,
+        "threads before and after three members restarted"
+    );
+    for name in &four {
+        assert!(
+            !MEMBERS.iter().any(|member| name.contains(member)),
+            "thread {name} is a member's: {four:?}"
+        );
+    }
+    println!(
+        "group threads with 4 members and with 1: {}: {four:?}",
+        four.len()
+    );
+    // Three stopped on request, then all four at SIGTERM.
+    fabric.stops_cleanly(MEMBERS.len() + 3);
+}
+
 ofan_tests::root_tests!(
     group_of_four_forwards_and_counts_each_member_on_its_own,
+    control_threads_do_not_grow_with_the_members,
     member_killed_and_restarted_forwards_again_and_the_others_never_stop,
     pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_restart,
 );

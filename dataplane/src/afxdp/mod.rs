@@ -137,7 +137,7 @@ pub struct Runtime {
     balancer: Arc<SwitchBalancer>,
     layout: FrameLayout,
     // Dropped last: the sockets (owned by the workers) must be closed before the UMEM goes.
-    _umem: xdpilone::Umem,
+    _umem: sys::HeldUmem,
     area: Arc<UmemArea>,
 }
 
@@ -437,7 +437,7 @@ impl Runtime {
             fast_path,
             balancer,
             layout,
-            _umem: umem,
+            _umem: sys::HeldUmem(umem),
             area,
         };
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -30,6 +30,17 @@ unsafe impl Send for UmemArea {}
 // requires exclusive ownership of the frame.
 unsafe impl Sync for UmemArea {}
 
+/// The UMEM's registration with the kernel (xdpilone's `Umem`), held by the runtime once every
+/// socket is made, only so that it closes after them: nothing reads it any more.
+pub struct HeldUmem(#[allow(dead_code)] pub xdpilone::Umem);
+
+// SAFETY: xdpilone's `Umem` is `!Send` only for its `NonNull` into the area (an `UmemArea`,
+// itself `Send`, owned by the runtime beside it); the rest is an `Arc` of the socket's fd and a
+// `Send + Sync` device set. A `HeldUmem` gives no access to the `Umem`: it is only moved and
+// dropped, and dropping it closes the fd (if the last) and touches no memory of the area, on
+// whatever thread.
+unsafe impl Send for HeldUmem {}
+
 impl UmemArea {
     /// Maps `frames × frame_size` bytes of anonymous memory, 2 MiB-aligned and advised for
     /// transparent huge pages, populated up front so the first packets do not fault.
