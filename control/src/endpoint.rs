@@ -3,7 +3,9 @@
 //! live view ([`serve_routes`]: several `GET` routes, one of them a stream of server-sent
 //! events).
 //!
-//! Both serve each connection on its own thread, at most [`Limits::max_clients`] at once (one
+//! The admin socket's server is an [`event::Source`] ([`AdminServer`]): a switch's control loop
+//! serves it beside everything else, without a thread per connection. The HTTP server serves
+//! each connection on its own thread. Both serve at most [`Limits::max_clients`] at once (one
 //! more is told it is busy and closed), and give each request one deadline for reading the
 //! request and writing the reply together ([`Limits::deadline`]): a client that connects and
 //! sends nothing, or trickles bytes, holds one slot until its deadline and never blocks the
@@ -17,6 +19,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
@@ -27,6 +30,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::admin::{self, Reply, Request};
+use crate::event::{self, Interest, Source};
 use crate::sys;
 
 /// How many clients an endpoint serves at once, and how long each may take.
@@ -144,11 +148,206 @@ impl EndpointCounters {
 /// Answers an admin request from a peer allowed to send it.
 pub type AdminHandler = dyn Fn(Request) -> Reply + Send + Sync;
 
-/// Binds `path` (mode 0600) and serves admin requests on a thread until `stop` is set (checked
-/// after each connection). `handler` answers what the peer's [`Access`] allows.
+/// The admin socket's server as a [`Source`] of a control loop: it accepts, reads each
+/// client's request line without blocking (through [`admin::MAX_REQUEST_BYTES`], never
+/// further), answers it with the handler, and writes the reply as the socket takes it; each
+/// client has [`Limits::deadline`] for all of that, and at most [`Limits::max_clients`] are
+/// served at once (one more is told it is busy). A client that sends nothing holds one slot
+/// until its deadline and delays no one: the loop never waits on a client.
+pub struct AdminServer {
+    listener: UnixListener,
+    owner: u32,
+    limits: Limits,
+    counters: Arc<EndpointCounters>,
+    handler: Arc<AdminHandler>,
+    clients: Vec<AdminClient>,
+}
+
+impl std::fmt::Debug for AdminServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminServer")
+            .field("clients", &self.clients.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One connection of the admin socket.
+struct AdminClient {
+    stream: UnixStream,
+    access: Access,
+    deadline: Instant,
+    /// The request so far (at most `MAX_REQUEST_BYTES + 1` bytes).
+    request: Vec<u8>,
+    /// The reply, once answered, and how much of it is written.
+    reply: Option<(Vec<u8>, usize)>,
+}
+
+/// What became of a client after a read or a write.
+enum ClientState {
+    Open,
+    Done,
+}
+
+impl AdminServer {
+    /// Binds `path` (mode 0600). `handler` answers what each peer's [`Access`] allows.
+    ///
+    /// # Errors
+    /// When the socket cannot be bound or its mode set.
+    pub fn bind(
+        path: &Path,
+        limits: Limits,
+        counters: Arc<EndpointCounters>,
+        handler: Arc<AdminHandler>,
+    ) -> io::Result<Self> {
+        let listener = bind_private(path)?;
+        listener.set_nonblocking(true)?;
+        Ok(Self {
+            listener,
+            owner: sys::effective_uid(),
+            limits,
+            counters,
+            handler,
+            clients: Vec::new(),
+        })
+    }
+
+    fn accept(&mut self, now: Instant) {
+        while let Ok((stream, _)) = self.listener.accept() {
+            if self.clients.len() >= self.limits.max_clients
+                || stream.set_nonblocking(true).is_err()
+            {
+                EndpointCounters::count(&self.counters.busy);
+                // Best effort: a short line fits any socket buffer.
+                let _ = writeln!(&stream, "{}", Reply::Error("busy".into()).to_line());
+                continue;
+            }
+            let access = Peer::of(&stream).map_or(Access::ReadOnly, |peer| peer.access(self.owner));
+            self.clients.push(AdminClient {
+                stream,
+                access,
+                deadline: now + self.limits.deadline,
+                request: Vec::new(),
+                reply: None,
+            });
+        }
+    }
+
+    /// Reads what client `client` sent; answers once the line is whole (or too long, or the
+    /// peer ended it).
+    fn read(&self, client: &mut AdminClient) -> ClientState {
+        let mut chunk = [0u8; 1024];
+        let limit = admin::MAX_REQUEST_BYTES + 1;
+        loop {
+            let room = (limit - client.request.len()).min(chunk.len());
+            match (&client.stream).read(&mut chunk[..room]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    client.request.extend_from_slice(&chunk[..n]);
+                    if client.request.contains(&b'\n') || client.request.len() >= limit {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return ClientState::Open,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return ClientState::Done,
+            }
+        }
+        let reply = match admin::read_request(client.request.as_slice()) {
+            Ok(None) | Err(_) => return ClientState::Done,
+            Ok(Some(Err(refusal))) => {
+                EndpointCounters::count(&self.counters.oversized);
+                refusal
+            }
+            Ok(Some(Ok(line))) => match Request::parse(&line) {
+                Ok(request) if request.needs_privilege() && client.access != Access::Privileged => {
+                    EndpointCounters::count(&self.counters.denied);
+                    Reply::Error(format!(
+                        "`{}` needs root or the switch's user",
+                        request.name()
+                    ))
+                }
+                Ok(request) => (self.handler)(request),
+                Err(refusal) => refusal,
+            },
+        };
+        EndpointCounters::count(&self.counters.served);
+        let mut line = reply.to_line().into_bytes();
+        line.push(b'\n');
+        client.reply = Some((line, 0));
+        Self::write(client)
+    }
+
+    /// Writes what the socket takes of the reply.
+    fn write(client: &mut AdminClient) -> ClientState {
+        let Some((reply, written)) = client.reply.as_mut() else {
+            return ClientState::Open;
+        };
+        while *written < reply.len() {
+            match (&client.stream).write(&reply[*written..]) {
+                Ok(0) => return ClientState::Done,
+                Ok(n) => *written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return ClientState::Open,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return ClientState::Done,
+            }
+        }
+        ClientState::Done
+    }
+}
+
+impl Source for AdminServer {
+    fn interests(&self, out: &mut Vec<(RawFd, Interest)>) {
+        out.push((self.listener.as_raw_fd(), Interest::Read));
+        for client in &self.clients {
+            let interest = if client.reply.is_some() {
+                Interest::Write
+            } else {
+                Interest::Read
+            };
+            out.push((client.stream.as_raw_fd(), interest));
+        }
+    }
+
+    fn on_ready(&mut self, fd: RawFd, now: Instant) {
+        if fd == self.listener.as_raw_fd() {
+            self.accept(now);
+            return;
+        }
+        let Some(at) = self.clients.iter().position(|c| c.stream.as_raw_fd() == fd) else {
+            return;
+        };
+        let mut client = self.clients.swap_remove(at);
+        let state = if client.reply.is_some() {
+            Self::write(&mut client)
+        } else {
+            self.read(&mut client)
+        };
+        if matches!(state, ClientState::Open) {
+            self.clients.push(client);
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.clients.iter().map(|c| c.deadline).min()
+    }
+
+    fn on_timer(&mut self, now: Instant) {
+        let counters = &self.counters;
+        self.clients.retain(|client| {
+            let late = client.deadline <= now;
+            if late && client.reply.is_none() {
+                EndpointCounters::count(&counters.timed_out);
+            }
+            !late
+        });
+    }
+}
+
+/// Binds `path` (mode 0600) and serves admin requests ([`AdminServer`]) on a thread of its own
+/// until `stop` is set (looked at after each connection, and every second).
 ///
 /// # Errors
-/// When the socket cannot be bound or its mode set.
+/// When the socket cannot be bound or its mode set, or the thread not started.
 pub fn serve_admin(
     path: &Path,
     limits: Limits,
@@ -156,37 +355,8 @@ pub fn serve_admin(
     handler: Arc<AdminHandler>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<()> {
-    let listener = bind_private(path)?;
-    let owner = sys::effective_uid();
-    let active = Arc::new(AtomicUsize::new(0));
-    std::thread::Builder::new()
-        .name("ofan-admin".into())
-        .spawn(move || {
-            // A blocking accept: an idle switch must not wake up to poll.
-            for stream in listener.incoming() {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let Some(slot) = Slot::take(&active, limits.max_clients) else {
-                    EndpointCounters::count(&counters.busy);
-                    let _ = stream.set_write_timeout(Some(limits.deadline));
-                    let _ = writeln!(&stream, "{}", Reply::Error("busy".into()).to_line());
-                    continue;
-                };
-                let (client_counters, handler) = (Arc::clone(&counters), Arc::clone(&handler));
-                let spawned = std::thread::Builder::new()
-                    .name("ofan-admin-client".into())
-                    .spawn(move || {
-                        let _slot = slot;
-                        answer_admin(&stream, owner, limits, &client_counters, &*handler);
-                    });
-                if spawned.is_err() {
-                    EndpointCounters::count(&counters.busy);
-                }
-            }
-        })?;
-    Ok(())
+    let server = AdminServer::bind(path, limits, counters, handler)?;
+    event::spawn("ofan-admin", Box::new(server), stop, Duration::from_secs(1)).map(drop)
 }
 
 /// Binds a Unix socket at `path` readable and writable by its owner only. The mode is set right
@@ -197,53 +367,6 @@ fn bind_private(path: &Path) -> io::Result<UnixListener> {
     let listener = UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
-}
-
-fn answer_admin(
-    stream: &UnixStream,
-    owner: u32,
-    limits: Limits,
-    counters: &EndpointCounters,
-    handler: &AdminHandler,
-) {
-    let deadline = Instant::now() + limits.deadline;
-    let access = Peer::of(stream).map_or(Access::ReadOnly, |peer| peer.access(owner));
-    let reader = DeadlineReader {
-        stream,
-        deadline,
-        set: |s: &UnixStream, t| s.set_read_timeout(t),
-    };
-    let reply = match admin::read_request(BufReader::new(reader)) {
-        Ok(None) => return,
-        Err(_) => {
-            EndpointCounters::count(&counters.timed_out);
-            return;
-        }
-        Ok(Some(Err(refusal))) => {
-            EndpointCounters::count(&counters.oversized);
-            refusal
-        }
-        Ok(Some(Ok(line))) => match Request::parse(&line) {
-            Ok(request) if request.needs_privilege() && access != Access::Privileged => {
-                EndpointCounters::count(&counters.denied);
-                Reply::Error(format!(
-                    "`{}` needs root or the switch's user",
-                    request.name()
-                ))
-            }
-            Ok(request) => handler(request),
-            Err(refusal) => refusal,
-        },
-    };
-    EndpointCounters::count(&counters.served);
-    let remaining = deadline.saturating_duration_since(Instant::now());
-    if stream
-        .set_write_timeout(Some(remaining.max(Duration::from_millis(1))))
-        .is_ok()
-    {
-        let mut stream = stream;
-        let _ = writeln!(stream, "{}", reply.to_line());
-    }
 }
 
 /// The longest HTTP request head the metrics endpoint reads (request line and headers).

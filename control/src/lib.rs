@@ -19,6 +19,9 @@
 //!   the topology plan or, under BGP, from [`bmp`]: the BMP station (RFC 7854) the local BGP
 //!   daemon reports to.
 //!
+//! - [`event`]: the control loop — every component above that waits on a socket or a timer is
+//!   an [`event::Source`], driven by one loop per switch, or one per group of switches.
+//!
 //! - [`notify`]: the adaptive-routing congestion notifications: wire format, the speaker's
 //!   state machine (recipients, refresh, rate limit, rejections), the UDP transport (GTSM).
 #![deny(unsafe_code)]
@@ -26,6 +29,7 @@
 pub mod admin;
 pub mod bmp;
 pub mod endpoint;
+pub mod event;
 pub mod kernel;
 pub mod mirror;
 pub mod notify;

@@ -1,8 +1,9 @@
 //! The FIB mirror: what the kernel of the switch's namespace forwards by, the data path forwards
 //! by.
 //!
-//! A control thread dumps links, addresses, routes, next-hop objects and neighbours over
-//! rtnetlink, turns them into an immutable [`Fib`] and publishes it with one atomic swap; the
+//! The mirror's [`Follower`] — a source of the switch's control loop ([`crate::event`]), or of a
+//! loop on a thread of its own ([`Mirror::start`]) — dumps links, addresses, routes, next-hop
+//! objects and neighbours over rtnetlink, turns them into an immutable [`Fib`] and publishes it with one atomic swap; the
 //! workers pick it up at their next batch. It then listens to the kernel's change notifications
 //! and rebuilds whenever one arrives (after a 2 ms pause that lets a burst of changes settle),
 //! and dumps again without one every [`RESYNC_RESOLVING`] while some next hop waits for its MAC
@@ -31,6 +32,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -46,6 +48,7 @@ use ofan_netlink::{
     RouteHop, RouteKind, RouteSocket,
 };
 
+use crate::event::{self, Interest, Source};
 use crate::kernel::KernelState;
 use crate::sys;
 
@@ -374,7 +377,7 @@ fn gateway_of(state: &KernelState, prefix: &IpPrefix, hop: &RouteHop) -> Option<
     }
 }
 
-/// A running mirror thread.
+/// A running mirror: its status and its listener (its [`Follower`] is in a control loop).
 pub struct Mirror {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
@@ -383,8 +386,8 @@ pub struct Mirror {
     listener: Arc<Mutex<Option<Listener>>>,
 }
 
-/// What the mirror calls with every table it publishes, on its own thread, right after the
-/// swap: for a data path that keeps a copy of the table of its own (the XDP fast path's maps).
+/// What the mirror calls with every table it publishes, on the thread of its loop, right after
+/// the swap: for a data path that keeps a copy of the table of its own (the XDP fast path's maps).
 pub type Listener = Box<dyn Fn(&Fib) + Send>;
 
 impl std::fmt::Debug for Mirror {
@@ -397,11 +400,36 @@ impl std::fmt::Debug for Mirror {
 
 impl Mirror {
     /// Builds the first table (so the data path starts with the kernel's routes), publishes it
-    /// into `shared`, and starts the thread that follows the kernel from then on.
+    /// into `shared`, and starts a thread that follows the kernel from then on.
     ///
     /// # Errors
     /// Netlink errors, or a first table that cannot be built.
     pub fn start(config: MirrorConfig, shared: Arc<SharedFib>) -> Result<Self, MirrorError> {
+        let (mut mirror, follower) = Self::open(config, shared)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        // The longest a stop waits: the follower's own deadline is often seconds away.
+        let check = Duration::from_millis(200);
+        mirror.handle = Some(event::spawn(
+            "ofan-mirror",
+            Box::new(follower),
+            Arc::clone(&stop),
+            check,
+        )?);
+        mirror.stop = stop;
+        Ok(mirror)
+    }
+
+    /// Builds the first table as [`Self::start`] does, and returns the mirror with its
+    /// [`Follower`] for the caller's control loop to drive (every socket of it opened here, in
+    /// the calling thread's network namespace). The mirror stops when the loop drops the
+    /// follower.
+    ///
+    /// # Errors
+    /// Netlink errors, or a first table that cannot be built.
+    pub fn open(
+        config: MirrorConfig,
+        shared: Arc<SharedFib>,
+    ) -> Result<(Self, Follower), MirrorError> {
         let events = RouteSocket::subscribed(&[
             Group::Link,
             Group::Neighbor,
@@ -412,6 +440,7 @@ impl Mirror {
             Group::Nexthop,
         ])?;
         let mut requests = RouteSocket::open()?;
+        let probes = sys::NeighborProbes::open();
         let state = dump(&mut requests)?;
         let (fib, notes) = build_fib(&state, &config)?;
         shared.store(Arc::new(fib));
@@ -423,6 +452,8 @@ impl Mirror {
             listener: Arc::clone(&listener),
             requests,
             events,
+            probes,
+            buffer: vec![0u8; 1 << 16],
             status: Arc::clone(&status),
             last_state: state,
             resolving: HashMap::new(),
@@ -430,25 +461,24 @@ impl Mirror {
             pending: None,
             unresolved: BTreeMap::new(),
             last_refresh: Instant::now(),
+            settle: None,
         };
         follower.note(&notes, None);
         follower.resolve(&notes);
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread_stop = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("ofan-control".into())
-            .spawn(move || follower.run(&thread_stop))?;
-        Ok(Self {
-            stop,
-            handle: Some(handle),
-            status,
-            shared,
-            listener,
-        })
+        Ok((
+            Self {
+                stop: Arc::new(AtomicBool::new(false)),
+                handle: None,
+                status,
+                shared,
+                listener,
+            },
+            follower,
+        ))
     }
 
     /// Calls `listener` with the table in use now, and then with every table the mirror
-    /// publishes (on the mirror's thread, after the swap); replaces an earlier listener. No
+    /// publishes (on the mirror's loop, after the swap); replaces an earlier listener. No
     /// table is missed: one published while this runs reaches the listener after it.
     pub fn on_publish(&self, listener: Listener) {
         let mut slot = self
@@ -469,7 +499,8 @@ impl Mirror {
         self.status.lock().map(|s| s.report()).unwrap_or_default()
     }
 
-    /// Stops the thread.
+    /// Stops its thread, if it has one ([`Self::start`]; one from [`Self::open`] stops when its
+    /// loop drops the follower).
     pub fn stop(mut self) {
         self.halt();
     }
@@ -518,13 +549,19 @@ struct UnresolvedHop {
     logged: bool,
 }
 
-struct Follower {
+/// The mirror's control-loop source: waits for the kernel's change notifications, lets a burst
+/// settle for [`SETTLE`], then dumps and rebuilds; dumps without one after [`RESYNC_QUIET`] (or
+/// [`RESYNC_RESOLVING`]).
+pub struct Follower {
     config: MirrorConfig,
     shared: Arc<SharedFib>,
     /// Called with every table published ([`Mirror::on_publish`]).
     listener: Arc<Mutex<Option<Listener>>>,
     requests: RouteSocket,
     events: RouteSocket,
+    /// The probes' sockets, opened with the others (in the switch's namespace).
+    probes: sys::NeighborProbes,
+    buffer: Vec<u8>,
     status: Arc<Mutex<MirrorStatus>>,
     last_state: KernelState,
     /// When each neighbour was last asked for as a managed entry.
@@ -539,30 +576,51 @@ struct Follower {
     /// The last table's next hops without a MAC address, by (interface index, gateway).
     unresolved: BTreeMap<(u32, IpAddr), UnresolvedHop>,
     last_refresh: Instant,
+    /// When the current burst of notifications has settled: the rebuild is due.
+    settle: Option<Instant>,
+}
+
+impl std::fmt::Debug for Follower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follower")
+            .field("unresolved", &self.unresolved.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long the follower lets a burst of notifications settle before it rebuilds.
+pub const SETTLE: Duration = Duration::from_millis(2);
+
+impl Source for Follower {
+    fn interests(&self, out: &mut Vec<(RawFd, Interest)>) {
+        out.push((self.events.as_fd().as_raw_fd(), Interest::Read));
+    }
+
+    fn on_ready(&mut self, _fd: RawFd, now: Instant) {
+        // Whatever is queued (an error — ENOBUFS: notifications lost — is a change too).
+        while matches!(
+            self.events.recv(&mut self.buffer, Duration::ZERO),
+            Ok(Some(_))
+        ) {}
+        self.settle.get_or_insert(now + SETTLE);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let resync = if !self.unresolved.is_empty() || self.pending.is_some() {
+            RESYNC_RESOLVING
+        } else {
+            RESYNC_QUIET
+        };
+        Some(self.settle.unwrap_or(self.last_refresh + resync))
+    }
+
+    fn on_timer(&mut self, _now: Instant) {
+        self.settle = None;
+        self.refresh();
+    }
 }
 
 impl Follower {
-    fn run(&mut self, stop: &AtomicBool) {
-        let mut buffer = vec![0u8; 1 << 16];
-        while !stop.load(Ordering::Relaxed) {
-            // Wait for a change (or the resync); then let the burst settle.
-            let resync = if !self.unresolved.is_empty() || self.pending.is_some() {
-                RESYNC_RESOLVING
-            } else {
-                RESYNC_QUIET
-            };
-            match self.events.recv(&mut buffer, Duration::from_millis(200)) {
-                Ok(None) if self.last_refresh.elapsed() >= resync => {}
-                Ok(None) => continue,
-                Ok(Some(_)) | Err(_) => {
-                    std::thread::sleep(Duration::from_millis(2));
-                    while matches!(self.events.recv(&mut buffer, Duration::ZERO), Ok(Some(_))) {}
-                }
-            }
-            self.refresh();
-        }
-    }
-
     fn refresh(&mut self) {
         self.last_refresh = Instant::now();
         let state = match dump(&mut self.requests) {
@@ -722,7 +780,7 @@ impl Follower {
                 }
                 Err(error) if unresolved => {
                     tracing::debug!(%error, %gateway, port = %name, "no managed neighbour: probing");
-                    if let Err(error) = sys::probe_neighbor(name, *gateway) {
+                    if let Err(error) = self.probes.probe(name, *gateway) {
                         tracing::debug!(%error, %gateway, port = %name, "neighbour probe failed");
                     }
                 }

@@ -18,8 +18,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ofan_dataplane::afxdp::bench::pin_to_cpu;
 use ofan_dataplane::afxdp::fast::{FastCounters, FastPath};
+use ofan_dataplane::afxdp::pin_to_cpu;
 use ofan_dataplane::afxdp::steer::{StatIndex, Steering, XdpMode};
 use ofan_dataplane::afxdp::{enter_network_namespace, ifindex};
 use ofan_dataplane::fib::{Fib, IpPrefix, NextHop, Port, PortId, PortRole, RouteTarget};

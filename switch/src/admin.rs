@@ -1,13 +1,14 @@
 //! The admin socket (`ofan-switch stats`, `reset`) and the Prometheus text endpoint.
 //!
-//! Both run on their own threads and only read published telemetry: nothing here touches the
-//! workers. A request that changes the data path (`blackhole`) is handed to the main thread,
-//! which owns it, as a [`Control`], and answered when the main thread has applied it.
+//! The admin socket is a source of the switch's control loop ([`server`]); the metrics endpoint
+//! runs on threads of its own. Neither touches the workers: `stats` reads the published
+//! telemetry and, at the time of the request, the steering program's per-CPU counters; a
+//! `blackhole` is applied to the steering program at once.
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,12 +17,14 @@ use metrics_exporter_prometheus::PrometheusHandle;
 pub use ofan_control::admin::Stats;
 use ofan_control::admin::{Reply, Request};
 use ofan_control::bmp::StationStatus;
-use ofan_control::endpoint::{self, EndpointCounters, EndpointsReport, Limits};
+use ofan_control::endpoint::{self, AdminServer, EndpointCounters, EndpointsReport, Limits};
 use ofan_control::mirror::MirrorStatus;
 use ofan_control::paths::{self, LearnedPaths, PathSource};
 use ofan_dataplane::afxdp::monotonic_ns;
 use ofan_dataplane::fib::SharedFib;
 use ofan_dataplane::telemetry::SwitchTelemetry;
+
+use crate::running::{self, DataPath};
 
 /// State the admin threads read.
 #[derive(Debug)]
@@ -34,12 +37,11 @@ pub struct AdminState {
     pub started: Instant,
     /// Data-path telemetry.
     pub telemetry: Arc<SwitchTelemetry>,
-    /// Steering counters, refreshed by the main thread.
-    pub steering: Mutex<Vec<(String, u64)>>,
+    /// The data path: its steering counters are read when `stats` asks, and `blackhole`
+    /// changes its program.
+    pub data_path: DataPath,
     /// The mirror's status.
     pub mirror: Arc<Mutex<MirrorStatus>>,
-    /// Changes for the main thread to apply to the data path.
-    pub controls: mpsc::Sender<Control>,
     /// The forwarding table (the path table is joined onto it).
     pub fib: Arc<SharedFib>,
     /// Interface names in port-id order.
@@ -72,44 +74,36 @@ pub struct PathInfo {
     pub station: Option<Arc<Mutex<StationStatus>>>,
 }
 
-/// A change of the data path the admin socket asks for, applied by the main thread (the owner
-/// of the steering program), which sends the outcome back on `done`.
-#[derive(Debug)]
-pub struct Control {
-    /// What to change.
-    pub change: Change,
-    /// `Err` with the reason the change was refused.
-    pub done: mpsc::Sender<Result<(), String>>,
-}
-
-/// See [`Control`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    /// Drop every frame the port named `port` receives, or stop ([`Request::Blackhole`]).
-    Blackhole {
-        /// Interface name.
-        port: String,
-        /// Drop or pass.
-        blackhole: bool,
-    },
-}
-
-/// How long the admin thread waits for the main thread to apply a [`Control`] (it looks every
-/// 100 ms at most).
-const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
-
 impl AdminState {
-    /// Hands `change` to the main thread and waits for its outcome.
-    fn apply(&self, change: Change) -> Reply {
-        let (done, outcome) = mpsc::channel();
-        if self.controls.send(Control { change, done }).is_err() {
+    /// Makes port `port` drop every frame it receives (`blackhole`), or pass them again.
+    fn blackhole(&self, port: &str, blackhole: bool) -> Reply {
+        let Some(index) = self.port_names.iter().position(|name| name == port) else {
+            return Reply::Error(format!(
+                "no port `{port}` (ports: {})",
+                self.port_names.join(", ")
+            ));
+        };
+        let mut data_path = running::lock(&self.data_path);
+        let Some(runtime) = data_path.as_mut() else {
             return Reply::Error("the switch is stopping".to_owned());
+        };
+        match runtime.set_blackhole(index as u16, blackhole) {
+            Ok(()) => {
+                tracing::info!(port = %port, blackhole, "port blackhole");
+                Reply::Done
+            }
+            Err(error) => Reply::Error(error.to_string()),
         }
-        match outcome.recv_timeout(CONTROL_TIMEOUT) {
-            Ok(Ok(())) => Reply::Done,
-            Ok(Err(reason)) => Reply::Error(reason),
-            Err(_) => Reply::Error("the data path did not apply the change in time".to_owned()),
-        }
+    }
+
+    /// The steering program's counters, read now; the fast path's per-port counters are
+    /// published into the telemetry on the way.
+    fn steering(&self) -> Vec<(String, u64)> {
+        let data_path = running::lock(&self.data_path);
+        data_path.as_ref().map_or_else(Vec::new, |runtime| {
+            runtime.publish_fast_counters();
+            runtime.steering_counters()
+        })
     }
 
     /// Shapes port `port` at `bps` bit/s from its next frame on (no control-thread round trip:
@@ -133,12 +127,13 @@ impl AdminState {
 
     /// Everything, now.
     pub fn stats(&self) -> Stats {
+        let steering = self.steering();
         Stats {
             switch: self.name.clone(),
             algorithm: self.algorithm.clone(),
             uptime_s: self.started.elapsed().as_secs_f64(),
             data_path: self.telemetry.snapshot(monotonic_ns()),
-            steering: self.steering.lock().map(|s| s.clone()).unwrap_or_default(),
+            steering,
             fib: self.mirror.lock().map(|s| s.report()).unwrap_or_default(),
             paths: paths::report(
                 &self.fib.load(),
@@ -175,16 +170,12 @@ impl Drop for AdminSocket {
     }
 }
 
-/// Binds the admin socket (mode 0600) and serves it until `stop`: every peer may read
-/// (`stats`), only root and the switch's own user may `reset` (`ofan_control::endpoint`).
+/// Binds the admin socket (mode 0600), to be served by the switch's control loop: every peer
+/// may read (`stats`), only root and the switch's own user may change (`ofan_control::endpoint`).
 ///
 /// # Errors
 /// When the socket cannot be created (another switch is using the path, no permission…).
-pub fn serve(
-    path: &Path,
-    state: Arc<AdminState>,
-    stop: Arc<AtomicBool>,
-) -> anyhow::Result<AdminSocket> {
+pub fn server(path: &Path, state: Arc<AdminState>) -> anyhow::Result<(AdminServer, AdminSocket)> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -205,16 +196,17 @@ pub fn serve(
             state.telemetry.request_reset();
             Reply::Done
         }
-        Request::Blackhole { port, blackhole } => {
-            state.apply(Change::Blackhole { port, blackhole })
-        }
+        Request::Blackhole { port, blackhole } => state.blackhole(&port, blackhole),
         Request::LinkRate { port, bps } => state.set_link_rate(&port, bps),
     };
-    endpoint::serve_admin(path, Limits::default(), counters, Arc::new(handler), stop)
+    let server = AdminServer::bind(path, Limits::default(), counters, Arc::new(handler))
         .with_context(|| format!("cannot bind admin socket {}", path.display()))?;
-    Ok(AdminSocket {
-        path: path.to_owned(),
-    })
+    Ok((
+        server,
+        AdminSocket {
+            path: path.to_owned(),
+        },
+    ))
 }
 
 /// Publishes the telemetry as Prometheus metrics once a second and serves `GET /metrics`

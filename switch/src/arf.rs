@@ -1,24 +1,25 @@
-//! The adaptive-routing notifier: one control thread that detects congestion on the fabric
-//! ports, tells the neighbours, takes what they tell, and publishes the path-quality view the
-//! `arf-*` modes read.
+//! The adaptive-routing notifier: a source of the switch's control loop
+//! ([`ofan_control::event`]) that detects congestion on the fabric ports, tells the neighbours,
+//! takes what they tell, and publishes the path-quality view the `arf-*` modes read.
 //!
 //! Every window it reads each fabric port's telemetry (the window's largest queue, in the port's
 //! full-size frames, and its drops) into the port's detector
 //! ([`Speaker::observe`]), ages the congestion table out, sends what [`Speaker::due`] says, and
-//! rebuilds the view when a level changed. Between windows it waits on the notification socket,
-//! so a received notification reaches the balancer at once: it is checked
+//! rebuilds the view when a level changed. Between windows the loop waits on the notification
+//! socket for it, so a received notification reaches the balancer at once: it is checked
 //! ([`speaker::check`]: fabric port, TTL 255, parses, not about this switch), applied to the
 //! table, and a changed table is published (`SwitchBalancer::set_path_quality`) before the next
 //! datagram is read. Nothing here touches the workers but that atomic swap.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use arc_swap::ArcSwap;
+use ofan_control::event::{Interest, Source};
 use ofan_control::notify::detect::Window;
 use ofan_control::notify::report::{
     ArfLink, ArfMessage, ArfNeighbour, ArfPort, ArfReport, Latency, COUNTERS,
@@ -66,19 +67,19 @@ pub struct Inputs {
     pub learned: Arc<ArcSwap<LearnedPaths>>,
 }
 
-/// A running notifier.
+/// The notifier: its report, and the [`Source`] that does the work.
 pub struct Notifier {
-    thread: std::thread::JoinHandle<()>,
     /// What `stats` shows, refreshed every window.
     pub report: Arc<Mutex<ArfReport>>,
 }
 
 impl Notifier {
-    /// Binds the socket and starts the thread.
+    /// Binds the socket (in the calling thread's namespace) and returns the notifier with its
+    /// source, for the switch's control loop.
     ///
     /// # Errors
     /// When the socket cannot be bound.
-    pub fn start(inputs: Inputs, stop: Arc<AtomicBool>) -> anyhow::Result<Self> {
+    pub fn open(inputs: Inputs) -> anyhow::Result<(Self, NotifierSource)> {
         let socket = NotifySocket::bind(inputs.settings.port).with_context(|| {
             format!(
                 "cannot bind the notification port {} (adaptive_routing.port)",
@@ -87,15 +88,78 @@ impl Notifier {
         })?;
         let report = Arc::new(Mutex::new(ArfReport::default()));
         let state = State::new(inputs, socket, Arc::clone(&report));
-        let thread = std::thread::Builder::new()
-            .name("ofan-arf".into())
-            .spawn(move || state.run(&stop))?;
-        Ok(Self { thread, report })
+        let window = state.inputs.settings.timing.window_ns;
+        tracing::info!(
+            port = state.socket.port(),
+            window_ms = window / 1_000_000,
+            "adaptive routing: notifications on"
+        );
+        Ok((
+            Self { report },
+            NotifierSource {
+                next_window: next_window(window),
+                state,
+                buffer: [0; 256],
+            },
+        ))
+    }
+}
+
+/// The next window boundary: whole windows of the monotonic clock, so that every member of a
+/// group with the same window comes due in one wake-up of the loop.
+fn next_window(window: u64) -> Instant {
+    let now_ns = monotonic_ns();
+    let boundary = (now_ns / window + 1) * window;
+    Instant::now() + Duration::from_nanos(boundary - now_ns)
+}
+
+/// The notifier's control-loop source: the notification socket, and a deadline every window.
+pub struct NotifierSource {
+    state: State,
+    next_window: Instant,
+    buffer: [u8; 256],
+}
+
+impl Source for NotifierSource {
+    fn interests(&self, out: &mut Vec<(RawFd, Interest)>) {
+        out.push((self.state.socket.as_raw_fd(), Interest::Read));
     }
 
-    /// Waits for the thread (after its stop flag was set).
-    pub fn join(self) {
-        let _ = self.thread.join();
+    fn on_ready(&mut self, _fd: RawFd, _now: Instant) {
+        match self.state.socket.try_receive(&mut self.buffer) {
+            Ok(Some(received)) => {
+                let bytes = if received.truncated {
+                    // Longer than any message: fails the length check.
+                    &self.buffer[..]
+                } else {
+                    &self.buffer[..received.len]
+                };
+                let state = &mut self.state;
+                let arrival = match received
+                    .ifindex
+                    .and_then(|index| state.ifindex.get(&index))
+                    .and_then(|&id| state.inputs.ports.get(id))
+                {
+                    Some(port) if port.fabric => Arrival::Fabric,
+                    Some(_) => Arrival::Host,
+                    None => Arrival::Unknown,
+                };
+                state.receive(arrival, received.ttl, bytes, *received.from.ip());
+            }
+            Ok(None) => {}
+            // Level-triggered: an error that stays would come back at once; the next window
+            // tries again.
+            Err(error) => tracing::warn!(%error, "adaptive routing: receive"),
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        Some(self.next_window)
+    }
+
+    fn on_timer(&mut self, _now: Instant) {
+        self.state.window(monotonic_ns());
+        self.next_window = next_window(self.state.inputs.settings.timing.window_ns);
     }
 }
 
@@ -190,53 +254,6 @@ impl State {
             published_local: Vec::new(),
             neighbours: Vec::new(),
             inputs,
-        }
-    }
-
-    fn run(mut self, stop: &AtomicBool) {
-        let window = self.inputs.settings.timing.window_ns;
-        let mut buffer = [0u8; 256];
-        let mut next_window = monotonic_ns() + window;
-        tracing::info!(
-            port = self.socket.port(),
-            window_ms = window / 1_000_000,
-            "adaptive routing: notifications on"
-        );
-        while !stop.load(Ordering::Relaxed) {
-            let now = monotonic_ns();
-            if now >= next_window {
-                self.window(now);
-                next_window = (next_window + window).max(now + window / 2);
-                continue;
-            }
-            match self
-                .socket
-                .receive(&mut buffer, Duration::from_nanos(next_window - now))
-            {
-                Ok(Some(received)) => {
-                    let bytes = if received.truncated {
-                        // Longer than any message: fails the length check.
-                        &buffer[..]
-                    } else {
-                        &buffer[..received.len]
-                    };
-                    let arrival = match received
-                        .ifindex
-                        .and_then(|index| self.ifindex.get(&index))
-                        .and_then(|&id| self.inputs.ports.get(id))
-                    {
-                        Some(port) if port.fabric => Arrival::Fabric,
-                        Some(_) => Arrival::Host,
-                        None => Arrival::Unknown,
-                    };
-                    self.receive(arrival, received.ttl, bytes, *received.from.ip());
-                }
-                Ok(None) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "adaptive routing: receive");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
         }
     }
 

@@ -2,11 +2,14 @@
 //! of worker threads.
 //!
 //! Each member is the switch `ofan-switch run` would be — the same configuration, FIB mirror,
-//! admin socket, counters, BMP station and adaptive-routing speaker — run on a thread of its own
-//! that first enters the member's network namespace, so that every socket it opens and every
-//! thread it starts belongs there. Only the workers are shared: [`WorkerPool`] threads (one per
-//! CPU by default) step the workers of many switches in turn, so a frame one member transmits is
-//! forwarded by the next one without a wake-up (see `ofan_dataplane::afxdp::pool`).
+//! admin socket, counters, BMP station and adaptive-routing speaker — started on a short-lived
+//! thread that first enters the member's network namespace, so that every socket it opens
+//! belongs there ([`Running::start`]). What runs after that is shared: [`WorkerPool`] threads
+//! (one per CPU by default) step the workers of many switches in turn, so a frame one member
+//! transmits is forwarded by the next one without a wake-up (see
+//! `ofan_dataplane::afxdp::pool`), and one control loop ([`EventLoop`], thread `ofan-control`)
+//! serves every member's control sources — admin sockets and housekeeping — instead of threads
+//! per member. A member is stopped on a thread in its namespace too (a detach may need it).
 //!
 //! Members start and stop on their own through the group's control socket (one line per
 //! request: `status`, `stop NODE`, `kill NODE`, `start NODE`; one JSON line per reply): a
@@ -17,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +29,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use ofan_control::event::{self, EventLoop, LoopHandle};
 use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
 use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
@@ -32,14 +37,17 @@ use ofan_switch::config;
 use ofan_topology::{Role, Topology};
 use serde::Serialize;
 
-use super::{init_logging, run_switch_until, stop_on_signals, RunArgs};
+use super::{init_logging, stop_on_signals, RunArgs};
+use crate::running::Running;
 
 /// `--help` of `ofan-switch group`.
 pub const LONG_ABOUT: &str = "\
 Run several switches in one process: each in its network namespace (--netns, `{node}` replaced \
 by the member's name), with its own FIB mirror, admin socket (--admin-socket with `{node}`), \
 counters, BMP station and notifications, as `ofan-switch run` would; their pipes are served by \
-a shared pool of --workers threads (default: one per CPU).
+a shared pool of --workers threads (default: one per CPU), and their control work (FIB mirrors, \
+admin sockets, BMP stations, notifications) by one event loop on one thread: the group's threads \
+do not grow with its members.
 
 A switch in its own process sleeps in epoll until each frame wakes it: in a lab of twenty \
 switches on two cores that is a wake-up and a context switch per frame per hop. Pool threads \
@@ -129,17 +137,35 @@ enum MemberState {
 }
 
 struct Member {
-    stop: Arc<AtomicBool>,
-    /// Set with `stop` by `kill NODE`: the member ends as a killed process would.
-    crash: Arc<AtomicBool>,
-    thread: Option<JoinHandle<anyhow::Result<()>>>,
+    /// The thread starting it in its namespace, until it is joined.
+    starting: Option<JoinHandle<anyhow::Result<Running>>>,
+    /// The switch, once started.
+    running: Option<Running>,
     state: MemberState,
+}
+
+impl Member {
+    /// Whether it runs or is starting.
+    fn is_up(&self) -> bool {
+        self.starting.is_some() || self.running.is_some()
+    }
+}
+
+/// How a member ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// As a stopped process: program detached, frames accounted for.
+    Stop,
+    /// As a killed process: sockets closed, program left attached and dropping.
+    Kill,
 }
 
 /// What every member is started from.
 struct Blueprint {
     args: GroupArgs,
     pool: Arc<WorkerPool>,
+    /// The control loop every member's sources join.
+    control: LoopHandle,
     /// With --splice: each member's in-process links, by port name.
     splices: BTreeMap<String, BTreeMap<String, SplicePort>>,
     /// With --host-links: each member's host links' files, by port name.
@@ -230,10 +256,13 @@ impl Blueprint {
         position * self.pool.threads() / self.args.members.len().max(1)
     }
 
+    fn netns(&self, node: &str) -> String {
+        self.args.netns.replace("{node}", node)
+    }
+
+    /// Starts member `node` on a thread in its namespace (its state is `running` from now; a
+    /// start that fails makes it `failed` when [`settle`] joins the thread).
     fn start(&self, node: &str) -> anyhow::Result<Member> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let crash = Arc::new(AtomicBool::new(false));
-        let netns = self.args.netns.replace("{node}", node);
         let mut overrides = self.args.run.overrides.clone();
         overrides.node = Some(node.to_owned());
         overrides.admin_socket = overrides
@@ -247,34 +276,75 @@ impl Blueprint {
             pool: Arc::clone(&self.pool),
             first: self.thread_of(node),
         };
-        let member_stop = Arc::clone(&stop);
-        let member_crash = Arc::clone(&crash);
-        let name = node.to_owned();
-        let thread = std::thread::Builder::new()
-            .name(format!("sw-{node}"))
-            .spawn(move || {
-                let _span = tracing::info_span!("switch", node = %name).entered();
-                enter_network_namespace(&netns)
-                    .with_context(|| format!("cannot enter network namespace `{netns}`"))?;
-                let mut config = config::load(config_file.as_deref(), &overrides)?;
-                let ports = &config.runtime.ports;
-                config.runtime.splices = by_port(ports, &splices);
-                config.runtime.host_links = by_port(ports, &host_links);
-                let result = run_switch_until(config, &member_stop, Some(&member_crash), threads);
-                if let Err(error) = &result {
-                    tracing::error!("{error:#}");
-                }
-                result
-            })
-            .with_context(|| format!("cannot start a thread for {node}"))?;
+        let control = self.control.clone();
+        let starting = in_namespace(node, &self.netns(node), move || {
+            let mut config = config::load(config_file.as_deref(), &overrides)?;
+            let ports = &config.runtime.ports;
+            config.runtime.splices = by_port(ports, &splices);
+            config.runtime.host_links = by_port(ports, &host_links);
+            Running::start(config, threads, &control)
+        })?;
         Ok(Member {
-            stop,
-            crash,
-            thread: Some(thread),
+            starting: Some(starting),
+            running: None,
             state: MemberState::Running,
         })
     }
+
+    /// Ends member `node` as `end` says, on a thread in its namespace, and records how it
+    /// ended.
+    fn end(&self, node: &str, member: &mut Member, end: End) -> MemberState {
+        settle(member);
+        let Some(running) = member.running.take() else {
+            return member.state.clone();
+        };
+        let ended = in_namespace(node, &self.netns(node), move || match end {
+            End::Stop => running.stop(),
+            End::Kill => {
+                running.abandon();
+                anyhow::bail!("killed")
+            }
+        });
+        member.state = match ended.map(JoinHandle::join) {
+            Ok(Ok(Ok(()))) => MemberState::Stopped,
+            Ok(Ok(Err(error))) | Err(error) => MemberState::Failed {
+                error: format!("{error:#}"),
+            },
+            Ok(Err(_)) => MemberState::Failed {
+                error: "its thread panicked".to_owned(),
+            },
+        };
+        member.state.clone()
+    }
 }
+
+/// Runs `work` on a thread (named after `node`) that first enters network namespace `netns`,
+/// within the member's tracing span; every error it ends with is logged.
+fn in_namespace<T: Send + 'static>(
+    node: &str,
+    netns: &str,
+    work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<JoinHandle<anyhow::Result<T>>> {
+    let (name, netns) = (node.to_owned(), netns.to_owned());
+    std::thread::Builder::new()
+        .name(format!("sw-{node}"))
+        .spawn(move || {
+            let _span = tracing::info_span!("switch", node = %name).entered();
+            let result = enter_network_namespace(&netns)
+                .with_context(|| format!("cannot enter network namespace `{netns}`"))
+                .and_then(|()| work());
+            // Every way a member ends with an error is in the log, a bad configuration or
+            // namespace included (not only in the control socket's `status`).
+            if let Err(error) = &result {
+                tracing::error!("{error:#}");
+            }
+            result
+        })
+        .with_context(|| format!("cannot start a thread for {node}"))
+}
+
+/// How often the main thread records the members' ends without a request.
+const REAP_EVERY: Duration = Duration::from_secs(1);
 
 /// Runs the group until SIGINT/SIGTERM.
 ///
@@ -341,9 +411,20 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
         }
         _ => BTreeMap::new(),
     };
+    let mut event_loop = EventLoop::new().context("cannot create the control loop")?;
+    let control = event_loop.handle();
+    let control_stop = Arc::new(AtomicBool::new(false));
+    let control_thread = {
+        let stop = Arc::clone(&control_stop);
+        std::thread::Builder::new()
+            .name("ofan-control".into())
+            .spawn(move || event_loop.run_until(|| stop.load(Ordering::Relaxed)))
+            .context("cannot start the control loop's thread")?
+    };
     let blueprint = Blueprint {
         args: args.clone(),
         pool,
+        control: control.clone(),
         splices,
         host_links,
     };
@@ -358,30 +439,58 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
         control = %args.control.display(),
         "group running"
     );
+    // The main thread sleeps until a request or a signal comes, or a second has passed (to
+    // record members that started, failed to, or whose worker died).
+    let (signalled, signal_writer) =
+        UnixStream::pair().context("cannot create the signal socket")?;
+    signalled.set_nonblocking(true)?;
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::low_level::pipe::register(signal, signal_writer.try_clone()?)
+            .context("cannot install signal handlers")?;
+    }
+    let waited = [listener.as_raw_fd(), signalled.as_raw_fd()];
     while !stop.load(Ordering::Relaxed) {
-        reap(&members);
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if let Err(error) = serve(stream, &blueprint, &members) {
-                    tracing::warn!(%error, "control connection");
-                }
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(error) => tracing::warn!(%error, "control socket"),
+        reap(&blueprint, &members);
+        if let Err(error) = event::wait_readable(&waited, REAP_EVERY) {
+            tracing::warn!(%error, "control socket: wait");
+            std::thread::sleep(REAP_EVERY);
         }
+        while let Ok((stream, _)) = listener.accept() {
+            reap(&blueprint, &members);
+            if let Err(error) = serve(stream, &blueprint, &members) {
+                tracing::warn!(%error, "control connection");
+            }
+        }
+        std::io::Read::read(&mut &signalled, &mut [0u8; 16]).ok();
     }
     tracing::info!("stopping every member");
     let mut failures = Vec::new();
     let mut all = std::mem::take(&mut *lock(&members));
-    for member in all.values() {
-        member.stop.store(true, Ordering::SeqCst);
-    }
-    for (node, member) in &mut all {
-        if let MemberState::Failed { error } = join(member) {
-            failures.push(format!("{node}: {error}"));
+    // All at once, each on its own thread (a stop waits for the member's workers).
+    std::thread::scope(|scope| {
+        let ends: Vec<_> = all
+            .iter_mut()
+            .map(|(node, member)| {
+                let blueprint = &blueprint;
+                scope.spawn(move || (node.clone(), blueprint.end(node, member, End::Stop)))
+            })
+            .collect();
+        for end in ends {
+            match end.join() {
+                Ok((node, MemberState::Failed { error })) => {
+                    failures.push(format!("{node}: {error}"));
+                }
+                Ok(_) => {}
+                Err(_) => failures.push("a member's stop panicked".to_owned()),
+            }
         }
+    });
+    control_stop.store(true, Ordering::Relaxed);
+    control.wake();
+    match control_thread.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => failures.push(format!("control loop: {error}")),
+        Err(_) => failures.push("the control loop panicked".to_owned()),
     }
     let _ = std::fs::remove_file(&args.control);
     drop(blueprint);
@@ -422,28 +531,40 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Waits for a member's thread (its stop flag set, or ended on its own) and records its end.
-fn join(member: &mut Member) -> MemberState {
-    if let Some(thread) = member.thread.take() {
-        member.state = match thread.join() {
-            Ok(Ok(())) => MemberState::Stopped,
-            Ok(Err(error)) => MemberState::Failed {
+/// Joins a member's starting thread, if any (waiting for it): the member runs from then on, or
+/// failed to start.
+fn settle(member: &mut Member) {
+    let Some(thread) = member.starting.take() else {
+        return;
+    };
+    match thread.join() {
+        Ok(Ok(running)) => member.running = Some(running),
+        Ok(Err(error)) => {
+            member.state = MemberState::Failed {
                 error: format!("{error:#}"),
-            },
-            Err(_) => MemberState::Failed {
+            };
+        }
+        Err(_) => {
+            member.state = MemberState::Failed {
                 error: "its thread panicked".to_owned(),
-            },
-        };
+            };
+        }
     }
-    member.state.clone()
 }
 
-/// Records the members that ended on their own (a failed start, a dead worker).
-fn reap(members: &Mutex<BTreeMap<String, Member>>) {
+/// Records the members that started or failed to, and stops those whose workers died.
+fn reap(blueprint: &Blueprint, members: &Mutex<BTreeMap<String, Member>>) {
     let mut members = lock(members);
-    for member in members.values_mut() {
-        if member.thread.as_ref().is_some_and(JoinHandle::is_finished) {
-            join(member);
+    for (node, member) in members.iter_mut() {
+        if member
+            .starting
+            .as_ref()
+            .is_some_and(JoinHandle::is_finished)
+        {
+            settle(member);
+        }
+        if member.running.as_ref().is_some_and(Running::failed) {
+            blueprint.end(node, member, End::Stop);
         }
     }
 }
@@ -542,16 +663,14 @@ fn answer(
             let node = known(node)?;
             let mut members = lock(members);
             let member = members.get_mut(&node).expect("every member has an entry");
-            // `kill`: the member ends as a killed process would (see `run_switch_until`).
-            member.crash.store(verb == "kill", Ordering::SeqCst);
-            member.stop.store(true, Ordering::SeqCst);
-            join(member);
+            let end = if verb == "kill" { End::Kill } else { End::Stop };
+            blueprint.end(&node, member, end);
             Ok(None)
         }
         "start" => {
             let node = known(node)?;
             let mut members = lock(members);
-            if members.get(&node).is_some_and(|m| m.thread.is_some()) {
+            if members.get(&node).is_some_and(Member::is_up) {
                 bail!("{node} is running");
             }
             let member = blueprint.start(&node)?;
@@ -675,9 +794,11 @@ mod tests {
             fair_share_rest_ns: 0,
         })
         .expect("pool");
+        let event_loop = EventLoop::new().expect("control loop");
         let blueprint = Blueprint {
             args: args(&argv),
             pool: Arc::new(pool),
+            control: event_loop.handle(),
             splices: BTreeMap::new(),
             host_links: BTreeMap::new(),
         };

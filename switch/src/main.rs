@@ -10,27 +10,24 @@
 mod admin;
 mod arf;
 mod group;
+mod running;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use anyhow::Context;
-use arc_swap::ArcSwap;
 use clap::{Parser, Subcommand};
 use ofan_control::admin::{Client, Request};
-use ofan_control::bmp::Station;
-use ofan_control::mirror::Mirror;
-use ofan_control::paths::{LearnedPaths, PathSource};
-use ofan_dataplane::afxdp::{Runtime, Threads};
-use ofan_dataplane::fib::{Fib, SharedFib};
+use ofan_control::event::EventLoop;
+use ofan_control::paths::PathSource;
+use ofan_dataplane::afxdp::Threads;
 use ofan_dataplane::forward::DropReason;
 use ofan_dataplane::telemetry::drop_counter_name;
 use ofan_switch::config;
 
-use admin::PathInfo;
+use running::Running;
 
 /// One AF_XDP load-balancing switch (Ofan, pOfan and the algorithms they are measured against).
 #[derive(Debug, Parser)]
@@ -148,243 +145,27 @@ fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// Runs one switch until `stop` is set (or its data path fails), then stops it cleanly; its
-/// workers on `threads`. In a group ([`group`]) the calling thread is in the switch's namespace.
+/// Runs one switch until `stop` is set (or its data path fails), then stops it cleanly: its
+/// control sources in one loop on this thread, its workers on `threads`.
 fn run_switch(
     config: config::SwitchConfig,
     stop: &AtomicBool,
     threads: Threads,
 ) -> anyhow::Result<()> {
-    run_switch_until(config, stop, None, threads)
-}
-
-/// [`run_switch`]; when `crash` is set at the stop, the switch ends as a killed process would
-/// ([`Runtime::abandon`]: sockets closed, program left attached, nothing else cleaned up).
-fn run_switch_until(
-    config: config::SwitchConfig,
-    stop: &AtomicBool,
-    crash: Option<&AtomicBool>,
-    threads: Threads,
-) -> anyhow::Result<()> {
-    let shared: Arc<SharedFib> = Arc::new(SharedFib::from_pointee(
-        Fib::builder().build().context("empty forwarding table")?,
-    ));
-    let mirror = Mirror::start(config.mirror.clone(), Arc::clone(&shared))
-        .context("cannot mirror the kernel FIB")?;
-    // Bound before the data path starts, so a BGP daemon started next finds the station.
-    let station = config
-        .bmp
-        .map(|addr| {
-            Station::start(addr)
-                .with_context(|| format!("cannot listen for BMP on {addr} (bgp.bmp)"))
-        })
-        .transpose()?;
-    let paths = match (&station, &config.plan_paths) {
-        (Some(station), _) => PathInfo {
-            source: PathSource::Bmp,
-            learned: station.learned(),
-            station: Some(station.status_handle()),
-        },
-        (None, Some(plan)) => PathInfo {
-            source: PathSource::Plan,
-            learned: Arc::new(ArcSwap::from_pointee(plan.clone())),
-            station: None,
-        },
-        (None, None) => PathInfo {
-            source: PathSource::None,
-            learned: Arc::new(ArcSwap::from_pointee(LearnedPaths::default())),
-            station: None,
-        },
-    };
-    let mut runtime = Runtime::start_on(config.runtime.clone(), Arc::clone(&shared), threads)
-        .context("cannot start the data path")?;
-    if let Some(fast) = runtime.fast_path() {
-        // Every table the mirror publishes goes into the XDP program's maps as well.
-        mirror.on_publish(Box::new(move |fib| {
-            let Ok(mut fast) = fast.lock() else { return };
-            if let Err(error) = fast.publish(fib) {
-                tracing::error!(%error, "XDP fast path off until the next table: cannot publish");
-            }
-        }));
+    let mut control = EventLoop::new().context("cannot create the control loop")?;
+    // A signal wakes the loop, which then sees `stop`.
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let waker = control.handle().waker().context("control loop waker")?;
+        signal_hook::low_level::pipe::register(signal, waker)
+            .context("cannot install signal handlers")?;
     }
-    let arf_stop = Arc::new(AtomicBool::new(false));
-    let notifier = match &config.adaptive_routing {
-        Some(settings) => Some(
-            arf::Notifier::start(
-                arf::Inputs {
-                    settings: settings.clone(),
-                    ports: config
-                        .runtime
-                        .ports
-                        .iter()
-                        .zip(&config.mirror.ports)
-                        .map(|(spec, port)| arf::PortInfo {
-                            name: spec.name.clone(),
-                            fabric: port.role != ofan_dataplane::fib::PortRole::Host,
-                            full_frame_bytes: full_frame_bytes(&spec.name),
-                        })
-                        .collect(),
-                    telemetry: Arc::clone(runtime.telemetry()),
-                    balancer: Arc::clone(runtime.balancer()),
-                    fib: Arc::clone(&shared),
-                    learned: Arc::clone(&paths.learned),
-                },
-                Arc::clone(&arf_stop),
-            )
-            .context("cannot start adaptive-routing notifications")?,
-        ),
-        None => None,
-    };
-    let (controls, control_requests) = std::sync::mpsc::channel();
-    let state = Arc::new(admin::AdminState {
-        name: config.name.clone(),
-        algorithm: config.runtime.lb.algorithm.to_string(),
-        started: Instant::now(),
-        telemetry: Arc::clone(runtime.telemetry()),
-        steering: Mutex::new(Vec::new()),
-        mirror: mirror.status_handle(),
-        controls,
-        fib: Arc::clone(&shared),
-        port_names: config.mirror.ports.iter().map(|p| p.name.clone()).collect(),
-        paths,
-        endpoints: admin::Endpoints::default(),
-        adaptive_routing: notifier.as_ref().map(|n| Arc::clone(&n.report)),
-    });
-    let admin_stop = Arc::new(AtomicBool::new(false));
-    let _socket = admin::serve(
-        &config.admin_socket,
-        Arc::clone(&state),
-        Arc::clone(&admin_stop),
-    )?;
-    if let Some(addr) = config.metrics {
-        admin::serve_metrics(addr, Arc::clone(&state), Arc::clone(&admin_stop))?;
-    }
-    tracing::info!(
-        switch = %config.name,
-        algorithm = %config.runtime.lb.algorithm,
-        ports = config.runtime.ports.len(),
-        pipes = config.runtime.pipes.len(),
-        frame_size = runtime.frame_size(),
-        frames_per_packet = runtime.layout().frames_per_packet,
-        link_rate = %ofan_topology::units::format_rate(config.runtime.ports.first().map_or(0, |p| p.egress.link_rate_bps)),
-        socket = %config.admin_socket.display(),
-        "forwarding"
-    );
-
-    // The program's load left tens of MB freed but held by the allocator.
-    ofan_dataplane::afxdp::release_free_memory();
-    let mut local_addresses = Vec::new();
-    let port_names: Vec<&str> = config
-        .runtime
-        .ports
-        .iter()
-        .map(|p| p.name.as_str())
-        .collect();
-    let mut failed = false;
-    while !stop.load(Ordering::Relaxed) {
-        if runtime.failed() {
-            tracing::error!(switch = %config.name, "a worker died: stopping the switch");
-            failed = true;
-            break;
-        }
-        // Wakes at once for a change from the admin socket, else every 100 ms.
-        if let Ok(control) = control_requests.recv_timeout(Duration::from_millis(100)) {
-            let outcome = apply(&mut runtime, &port_names, &control.change);
-            let _ = control.done.send(outcome);
-        }
-        sync_local_addresses(&mut runtime, &state, &mut local_addresses);
-        if let Ok(mut steering) = state.steering.lock() {
-            *steering = runtime.steering_counters();
-        }
-        runtime.publish_fast_counters();
-    }
-
-    if crash.is_some_and(|crash| crash.load(Ordering::SeqCst)) {
-        tracing::warn!(switch = %config.name, "killed: data path abandoned, program left attached");
-        admin_stop.store(true, Ordering::Relaxed);
-        arf_stop.store(true, Ordering::Relaxed);
-        if let Some(notifier) = notifier {
-            notifier.join();
-        }
-        runtime.abandon();
-        mirror.stop();
-        if let Some(station) = station {
-            station.stop();
-        }
-        anyhow::bail!("killed");
-    }
-    tracing::info!("stopping");
-    admin_stop.store(true, Ordering::Relaxed);
-    arf_stop.store(true, Ordering::Relaxed);
-    if let Some(notifier) = notifier {
-        notifier.join();
-    }
-    let report = runtime.stop();
-    mirror.stop();
-    if let Some(station) = station {
-        station.stop();
-    }
-    if failed {
-        anyhow::bail!("{}: a worker died (see the log above)", config.name);
-    }
-    if report.frames_balanced() {
-        tracing::info!(frames = report.frames, "stopped; every frame accounted for");
-        Ok(())
-    } else {
-        anyhow::bail!(
-            "frame accounting is off after stop: {} frames, {} accounted for ({:?})",
-            report.frames,
-            report.census.total(),
-            report.census
-        )
-    }
-}
-
-/// Applies a change the admin socket asked for to the data path.
-fn apply(runtime: &mut Runtime, ports: &[&str], change: &admin::Change) -> Result<(), String> {
-    match change {
-        admin::Change::Blackhole { port, blackhole } => {
-            let index = ports
-                .iter()
-                .position(|name| name == port)
-                .ok_or_else(|| format!("no port `{port}` (ports: {})", ports.join(", ")))?;
-            runtime
-                .set_blackhole(index as u16, *blackhole)
-                .map_err(|error| error.to_string())?;
-            tracing::info!(port = %port, blackhole, "port blackhole");
-            Ok(())
-        }
-    }
-}
-
-/// Keeps the steering program's local-address sets equal to the addresses the FIB mirror last
-/// saw (`applied`: what the program has), so that frames to the switch's own addresses — BFD,
-/// ping — go to its kernel instead of the data path, which would drop them.
-fn sync_local_addresses(
-    runtime: &mut Runtime,
-    state: &admin::AdminState,
-    applied: &mut Vec<std::net::IpAddr>,
-) {
-    let Ok(mut wanted) = state.mirror.lock().map(|s| s.local_addresses.clone()) else {
-        return;
-    };
-    wanted.sort_unstable();
-    if wanted == *applied {
-        return;
-    }
-    let Some(steering) = runtime.steering_mut() else {
-        return;
-    };
-    match steering.set_local_addrs(&wanted) {
-        Ok(()) => {
-            tracing::info!(
-                addresses = wanted.len(),
-                "local addresses steered to the kernel"
-            );
-            *applied = wanted;
-        }
-        Err(error) => tracing::warn!(%error, "cannot update the local addresses"),
-    }
+    let switch = Running::start(config, threads, &control.handle())?;
+    control
+        .run_until(|| stop.load(Ordering::Relaxed) || switch.failed())
+        .context("control loop")?;
+    // Its sources (the admin socket among them) close with it.
+    drop(control);
+    switch.stop()
 }
 
 fn stats(socket: &std::path::Path, json: bool) -> anyhow::Result<()> {
@@ -604,10 +385,4 @@ fn print_paths(stats: &ofan_control::admin::Stats) {
             .collect();
         println!("  {:<18} {}", route.prefix, hops.join(" | "));
     }
-}
-
-/// A full-size frame on interface `name`: its MTU (in the switch's namespace) plus the 14-byte
-/// Ethernet header; 1 514 when the MTU cannot be read.
-fn full_frame_bytes(name: &str) -> u32 {
-    ofan_dataplane::afxdp::mtu(name).map_or(1_514, |mtu| mtu + 14)
 }

@@ -3,7 +3,8 @@
 //!
 //! FRR's bgpd (`-M bmp`) connects to the station (`bmp connect 127.0.0.1 port 11019`) and
 //! mirrors every BGP message it receives (`bmp mirror`); [`rib::Rib`] keeps each peer's paths and
-//! [`Station`] publishes the learned table with one atomic swap after every batch of messages,
+//! [`Station`] — a source of the switch's control loop ([`StationSource`], [`crate::event`]) —
+//! publishes the learned table with one atomic swap after every batch of messages,
 //! for `stats` and the adaptive-routing policy to read without waiting. One daemon is served at a
 //! time: a new connection (the daemon restarted) replaces the old one and starts from an empty
 //! table; when the daemon goes away the last table stays, marked disconnected.
@@ -17,23 +18,25 @@ mod tests;
 
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::event::{self, Interest, Source};
 use crate::paths::LearnedPaths;
 use rib::{Rib, RibStatus};
 
 /// The largest BMP message accepted (a BGP message is at most 65 535 bytes, RFC 8654, plus
 /// BMP headers and TLVs); a longer length means a corrupt stream.
 pub const MAX_MESSAGE: usize = 1 << 20;
-/// How often the station checks for a stop request, a new connection and new bytes.
-const POLL: Duration = Duration::from_millis(20);
+/// How often a station on a thread of its own ([`Station::start`]) looks at its stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// The byte stream is not BMP: the connection is closed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,7 +100,7 @@ impl StationStatus {
     }
 }
 
-/// A running BMP station.
+/// A running BMP station: its status and table (its [`StationSource`] is in a control loop).
 #[derive(Debug)]
 pub struct Station {
     stop: Arc<AtomicBool>,
@@ -111,8 +114,25 @@ impl Station {
     /// serves daemons on a thread of its own.
     ///
     /// # Errors
-    /// The address cannot be bound.
+    /// The address cannot be bound, or the thread not started.
     pub fn start(addr: SocketAddr) -> io::Result<Self> {
+        let (mut station, source) = Self::open(addr)?;
+        station.thread = Some(event::spawn(
+            "bmp",
+            Box::new(source),
+            Arc::clone(&station.stop),
+            STOP_CHECK,
+        )?);
+        Ok(station)
+    }
+
+    /// Listens on `addr` (in the calling thread's network namespace) and returns the station
+    /// with its [`StationSource`], for the caller's control loop to drive; the station stops
+    /// when the loop drops the source.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub fn open(addr: SocketAddr) -> io::Result<(Self, StationSource)> {
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let status = Arc::new(Mutex::new(StationStatus {
@@ -120,22 +140,22 @@ impl Station {
             ..StationStatus::default()
         }));
         let learned = Arc::new(ArcSwap::from_pointee(LearnedPaths::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut serving = Serving {
+        let source = StationSource {
             listener,
-            stop: Arc::clone(&stop),
+            session: None,
+            chunk: vec![0_u8; 64 * 1024],
             status: Arc::clone(&status),
             learned: Arc::clone(&learned),
         };
-        let thread = std::thread::Builder::new()
-            .name("bmp".into())
-            .spawn(move || serving.run())?;
-        Ok(Self {
-            stop,
-            thread: Some(thread),
-            status,
-            learned,
-        })
+        Ok((
+            Self {
+                stop: Arc::new(AtomicBool::new(false)),
+                thread: None,
+                status,
+                learned,
+            },
+            source,
+        ))
     }
 
     /// The learned table, as the station last published it.
@@ -150,7 +170,7 @@ impl Station {
         Arc::clone(&self.status)
     }
 
-    /// Stops the thread and closes the socket.
+    /// Stops its thread, if it has one, which closes the socket ([`Self::start`]).
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
@@ -165,12 +185,38 @@ impl Drop for Station {
     }
 }
 
-/// The station's thread.
-struct Serving {
+/// The station's control-loop source: the listening socket and the daemon's connection.
+pub struct StationSource {
     listener: TcpListener,
-    stop: Arc<AtomicBool>,
+    session: Option<Session>,
+    chunk: Vec<u8>,
     status: Arc<Mutex<StationStatus>>,
     learned: Arc<ArcSwap<LearnedPaths>>,
+}
+
+impl std::fmt::Debug for StationSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StationSource")
+            .field("connected", &self.session.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Source for StationSource {
+    fn interests(&self, out: &mut Vec<(RawFd, Interest)>) {
+        out.push((self.listener.as_raw_fd(), Interest::Read));
+        if let Some(session) = &self.session {
+            out.push((session.stream.as_raw_fd(), Interest::Read));
+        }
+    }
+
+    fn on_ready(&mut self, fd: RawFd, _now: Instant) {
+        if fd == self.listener.as_raw_fd() {
+            self.accept();
+        } else {
+            self.read();
+        }
+    }
 }
 
 /// One daemon's connection.
@@ -182,72 +228,71 @@ struct Session {
     current: bool,
 }
 
-impl Serving {
-    fn run(&mut self) {
-        let mut session: Option<Session> = None;
-        let mut chunk = vec![0_u8; 64 * 1024];
-        while !self.stop.load(Ordering::Relaxed) {
-            if let Ok((stream, peer)) = self.listener.accept() {
-                tracing::info!(%peer, "BMP session from the routing daemon");
-                if let Some(new) = Self::open(stream) {
-                    session = Some(new);
-                    self.update_status(|s| {
-                        s.connections += 1;
-                        s.connected = true;
-                    });
-                    self.publish(session.as_mut());
-                }
+impl StationSource {
+    /// A new connection replaces the session (the daemon restarted).
+    fn accept(&mut self) {
+        while let Ok((stream, peer)) = self.listener.accept() {
+            tracing::info!(%peer, "BMP session from the routing daemon");
+            // Opened before the old one closes: a descriptor number is never reused within a
+            // call of the loop (see `event::Source`).
+            if let Some(new) = Self::open(stream) {
+                self.session = Some(new);
+                self.update_status(|s| {
+                    s.connections += 1;
+                    s.connected = true;
+                });
+                self.publish();
             }
-            let Some(current) = session.as_mut() else {
-                std::thread::sleep(POLL);
-                continue;
-            };
-            match current.stream.read(&mut chunk) {
-                Ok(0) => {
-                    tracing::warn!("BMP session closed by the routing daemon");
-                    session = None;
-                    self.update_status(|s| s.connected = false);
-                }
-                Ok(n) => {
-                    current.buffer.extend_from_slice(&chunk[..n]);
-                    match split_messages(&mut current.buffer) {
-                        Ok(messages) => {
-                            for message in messages {
-                                if let Err(error) = current.rib.handle(message) {
-                                    tracing::debug!(%error, "BMP message ignored");
-                                }
+        }
+    }
+
+    /// Reads what the daemon sent (one chunk: the loop calls again while more is queued).
+    fn read(&mut self) {
+        let Some(current) = self.session.as_mut() else {
+            return;
+        };
+        match (&current.stream).read(&mut self.chunk) {
+            Ok(0) => {
+                tracing::warn!("BMP session closed by the routing daemon");
+                self.session = None;
+                self.update_status(|s| s.connected = false);
+            }
+            Ok(n) => {
+                current.buffer.extend_from_slice(&self.chunk[..n]);
+                match split_messages(&mut current.buffer) {
+                    Ok(messages) => {
+                        for message in messages {
+                            if let Err(error) = current.rib.handle(message) {
+                                tracing::debug!(%error, "BMP message ignored");
                             }
-                            self.publish(Some(current));
                         }
-                        Err(error) => {
-                            tracing::warn!(%error, "not a BMP stream: connection closed");
-                            session = None;
-                            self.update_status(|s| {
-                                s.bad_streams += 1;
-                                s.connected = false;
-                            });
-                        }
+                        self.publish();
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "not a BMP stream: connection closed");
+                        self.session = None;
+                        self.update_status(|s| {
+                            s.bad_streams += 1;
+                            s.connected = false;
+                        });
                     }
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "BMP session failed");
-                    session = None;
-                    self.update_status(|s| s.connected = false);
-                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(error) => {
+                tracing::warn!(%error, "BMP session failed");
+                self.session = None;
+                self.update_status(|s| s.connected = false);
             }
         }
     }
 
     fn open(stream: TcpStream) -> Option<Session> {
-        stream.set_nonblocking(false).ok()?;
-        stream.set_read_timeout(Some(POLL)).ok()?;
+        stream.set_nonblocking(true).ok()?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
@@ -263,8 +308,8 @@ impl Serving {
     /// only once it monitors a peer: a restarted daemon's station keeps showing the paths of
     /// the previous session (which a graceful restart keeps forwarding by) until its sessions
     /// come back.
-    fn publish(&self, session: Option<&mut Session>) {
-        if let Some(session) = session {
+    fn publish(&mut self) {
+        if let Some(session) = self.session.as_mut() {
             let rib = session.rib.status();
             session.current |= !rib.peers.is_empty();
             if session.current {

@@ -51,7 +51,7 @@ impl NotifySocket {
     pub fn receive(&self, buffer: &mut [u8], timeout: Duration) -> io::Result<Option<Received>> {
         self.socket
             .set_read_timeout(Some(timeout.max(Duration::from_micros(1))))?;
-        match sys::recv_with_ttl(&self.socket, buffer) {
+        match sys::recv_with_ttl(&self.socket, buffer, false) {
             Ok(received) => Ok(Some(received)),
             Err(error)
                 if matches!(
@@ -63,6 +63,24 @@ impl NotifySocket {
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// One datagram if one is queued, without waiting; `None` when none is.
+    ///
+    /// # Errors
+    /// A receive error.
+    pub fn try_receive(&self, buffer: &mut [u8]) -> io::Result<Option<Received>> {
+        match sys::recv_with_ttl(&self.socket, buffer, true) {
+            Ok(received) => Ok(Some(received)),
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The socket's descriptor (for a control loop to wait on).
+    #[must_use]
+    pub fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.socket)
     }
 
     /// Sends one message to `to` on the notification port.

@@ -50,7 +50,9 @@ pub use frames::FrameCensus;
 /// The most RX queues per port that can have an AF_XDP socket (the XSKMAP's slots per port).
 pub use ofan_ebpf_common::MAX_QUEUES;
 pub use steer::{Buffers, Steering, XdpMode};
-pub use sys::{enter_network_namespace, ifindex, monotonic_ns, mtu, release_free_memory};
+pub use sys::{
+    enter_network_namespace, ifindex, monotonic_ns, mtu, pin_to_cpu, release_free_memory,
+};
 
 use crate::egress::EgressQueue;
 use crate::fib::{PortId, SharedFib};
@@ -135,7 +137,7 @@ pub struct Runtime {
     balancer: Arc<SwitchBalancer>,
     layout: FrameLayout,
     // Dropped last: the sockets (owned by the workers) must be closed before the UMEM goes.
-    _umem: xdpilone::Umem,
+    _umem: sys::HeldUmem,
     area: Arc<UmemArea>,
 }
 
@@ -435,7 +437,7 @@ impl Runtime {
             fast_path,
             balancer,
             layout,
-            _umem: umem,
+            _umem: sys::HeldUmem(umem),
             area,
         };
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -533,12 +535,22 @@ impl Runtime {
     }
 
     /// Ends the data path as a crash of its process would: the workers stop and the sockets
-    /// close, but the XDP program stays attached (as it does when a process is killed), so its
-    /// ports drop what arrives until a new switch replaces the program. For `ofan-switch
-    /// group`, whose members cannot be killed alone.
+    /// close, but the XDP program stays attached with every port set to drop, so the switch is
+    /// the black hole a crashed box is until a new switch replaces the program. For
+    /// `ofan-switch group`, whose members cannot be killed alone.
+    ///
+    /// The drop flags are what makes it a black hole: a program left as it was finds no socket
+    /// for a data frame and passes it to the kernel, and a lab's switch namespace (IPv4
+    /// forwarding on, for ICMP errors) forwards it along the kernel's routes.
     pub fn abandon(mut self) {
         self.close_splices();
-        if let Some(steering) = self.steering.take() {
+        if let Some(mut steering) = self.steering.take() {
+            let ports: Vec<u16> = steering.attached().map(|(_, port)| port).collect();
+            for port in ports {
+                if let Err(error) = steering.set_port_drop(port, true) {
+                    tracing::warn!(port, %error, "abandoned port keeps passing frames to the kernel");
+                }
+            }
             // The links' destructors would detach the program: a killed process runs none.
             std::mem::forget(steering);
         }
@@ -709,6 +721,13 @@ fn open_queue(
         Socket::new(&info)
     }
     .map_err(fail("create socket"))?;
+    // The first socket's descriptor is the UMEM's.
+    sys::set_close_on_exec(socket.as_raw_fd()).map_err(|source| RuntimeError::Socket {
+        port: port.name.clone(),
+        queue,
+        step: "close on exec",
+        source,
+    })?;
     let device = umem.fq_cq(&socket).map_err(fail("fill/completion rings"))?;
     let ring = NonZeroU32::new(ring_size);
     let bind = |flags: u16| -> Result<xdpilone::User, RuntimeError> {

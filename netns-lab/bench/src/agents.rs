@@ -21,8 +21,8 @@ use anyhow::Context;
 use ofan_dataplane::afxdp::bench::frame::UdpFlows;
 use ofan_dataplane::afxdp::bench::gen::{GenConfig, TrafficGen};
 use ofan_dataplane::afxdp::bench::live::{LiveConfig, LiveCounter, LiveGen};
-use ofan_dataplane::afxdp::bench::pin_to_cpu;
 use ofan_dataplane::afxdp::bench::sink::{SinkCount, XdpSink};
+use ofan_dataplane::afxdp::pin_to_cpu;
 use ofan_dataplane::afxdp::redirect::XdpRedirect;
 use ofan_dataplane::afxdp::{monotonic_ns, BindMode, XdpMode};
 

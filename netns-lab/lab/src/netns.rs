@@ -16,8 +16,7 @@ use std::ffi::OsStr;
 use std::io;
 use std::process::{Command, ExitStatus, Output, Stdio};
 
-/// Where `ip netns` keeps its namespace files.
-const NETNS_DIR: &str = "/run/netns";
+use crate::net::NETNS_DIR;
 
 /// A command about namespaces failed.
 #[derive(Debug, thiserror::Error)]

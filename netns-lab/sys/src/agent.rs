@@ -17,11 +17,8 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// CLOCK_MONOTONIC in nanoseconds — the clock all network namespaces of a machine share, and
-/// the clock of `--start-at`.
-#[must_use]
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
+/// the clock of `--start-at` (the data path's: agents and switches read the same clock).
+pub use ofan_dataplane::afxdp::monotonic_ns;
 
 /// A clock that always exists (CLOCK_MONOTONIC, the calling thread's CPU-time clock) in
 /// nanoseconds.

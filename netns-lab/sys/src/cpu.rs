@@ -26,28 +26,8 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
-/// Pins the calling thread to `cpu`.
-///
-/// # Errors
-/// A CPU outside the process's affinity mask or not online (EINVAL).
-pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    // SAFETY: cpu_set_t is a plain bit array, for which all zeroes is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is below CPU_SETSIZE (checked above), the bound CPU_SET needs; the set is
-    // then passed with its size, and pid 0 is the calling thread.
-    let ret = unsafe {
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
+/// Pins the calling thread to `cpu` (the data path's, which the switch's workers use).
+pub use ofan_dataplane::afxdp::pin_to_cpu;
 
 /// CPU time the calling thread has used, nanoseconds (CLOCK_THREAD_CPUTIME_ID).
 #[must_use]

@@ -27,6 +27,3 @@ pub mod frame;
 pub mod gen;
 pub mod live;
 pub mod sink;
-
-/// Pins the calling thread to one CPU (for the generator's sending thread).
-pub use super::sys::pin_to_cpu;

@@ -30,6 +30,17 @@ unsafe impl Send for UmemArea {}
 // requires exclusive ownership of the frame.
 unsafe impl Sync for UmemArea {}
 
+/// The UMEM's registration with the kernel (xdpilone's `Umem`), held by the runtime once every
+/// socket is made, only so that it closes after them: nothing reads it any more.
+pub struct HeldUmem(#[allow(dead_code)] pub xdpilone::Umem);
+
+// SAFETY: xdpilone's `Umem` is `!Send` only for its `NonNull` into the area (an `UmemArea`,
+// itself `Send`, owned by the runtime beside it); the rest is an `Arc` of the socket's fd and a
+// `Send + Sync` device set. A `HeldUmem` gives no access to the `Umem`: it is only moved and
+// dropped, and dropping it closes the fd (if the last) and touches no memory of the area, on
+// whatever thread.
+unsafe impl Send for HeldUmem {}
+
 impl UmemArea {
     /// Maps `frames × frame_size` bytes of anonymous memory, 2 MiB-aligned and advised for
     /// transparent huge pages, populated up front so the first packets do not fault.
@@ -595,6 +606,23 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// Marks descriptor `fd` close-on-exec, so that a process this one starts does not inherit it.
+///
+/// xdpilone opens its AF_XDP sockets (and the UMEM's) without `SOCK_CLOEXEC`. A child started
+/// while a switch runs in the process would hold them open until it exits: a stopped switch's
+/// socket — and its UMEM's registration on the queue — would outlive its stop, and a switch
+/// started again on the same queue would fail to bind (EBUSY) until then.
+///
+/// # Errors
+/// The `fcntl` error (EBADF for a descriptor that is not open).
+pub fn set_close_on_exec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFD and F_SETFD take no pointer; they read and set the descriptor's flags, and
+    // fail with EBADF for one that is not open.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) }).map(drop)
+}
+
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
     let fd = check(fd)?;
     // SAFETY: `fd` was just returned by the kernel, is valid, and nothing else owns it.
@@ -819,9 +847,13 @@ pub fn set_realtime(priority: u8) -> io::Result<()> {
 /// Pins the calling thread to one CPU.
 ///
 /// # Errors
-/// The `sched_setaffinity` error.
+/// A CPU outside the process's affinity mask, not online or beyond `CPU_SETSIZE` (EINVAL).
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET writes inside it.
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET writes inside it, as
+    // `cpu` is below CPU_SETSIZE (checked above).
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);

@@ -32,6 +32,7 @@ mod receiver;
 mod reporting;
 mod sender;
 mod shared;
+mod udp4;
 
 use ofan_dataplane::afxdp::hostlink::RingId;
 use receiver::{receive_loop, HostReceiver};

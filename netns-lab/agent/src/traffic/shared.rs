@@ -13,12 +13,11 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 
 use anyhow::Context;
-use ofan_dataplane::afxdp::hostlink::{
-    self, HostLink, Pop, Push, RingId, Udp4Addresses, UDP4_HEADERS,
-};
+use ofan_dataplane::afxdp::hostlink::{HostLink, Pop, Push, RingId};
 use ofan_dataplane::wire::MacAddr;
 
 use super::sys;
+use super::udp4::{self, Udp4Addresses, UDP4_HEADERS};
 
 /// The largest frame the switch puts in a slot (a 4096-byte UMEM frame's).
 pub(super) const FRAME_MAX: usize = 4096 + 64;
@@ -90,7 +89,7 @@ impl SharedLink {
             src: SocketAddrV4::new(self.own, datagram.src_port),
             dst: datagram.dst,
         };
-        hostlink::write_udp4_headers(frame, &addresses, datagram.tos, ident, payload.len());
+        udp4::write_udp4_headers(frame, &addresses, datagram.tos, ident, payload.len());
         frame[UDP4_HEADERS..len].copy_from_slice(payload);
         match self.link.push(ring, &frame[..len]) {
             Push::Queued => Ok(()),
@@ -118,7 +117,7 @@ impl SharedLink {
                 }
                 Pop::Frame(len) => len,
             };
-            let Some(datagram) = hostlink::parse_udp4(&frame[..len]) else {
+            let Some(datagram) = udp4::parse_udp4(&frame[..len]) else {
                 *malformed += 1;
                 continue;
             };
