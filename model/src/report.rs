@@ -371,6 +371,10 @@ pub struct LabSetup {
     /// the agents did is in their reports, `--agent-catch-up`).
     #[serde(default)]
     pub catch_up: bool,
+    /// The hosts' congestion control and its parameters (time in ns; absent: none, the pacer
+    /// alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc: Option<ofan_transport::CcConfig>,
     /// Repetition number, from 0.
     pub repetition: u32,
     /// Seed of the collective (permutation) of this repetition.

@@ -131,6 +131,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::recovery::Time;
 
+mod flows;
+pub use flows::{recovery_config, FlowWindows, REORDER_WINDOW_PERMILLE, RTO_FLOOR_RTTS};
+
 /// Which congestion-control algorithm a sender runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -10,20 +10,7 @@ use crate::config::ModelConfig;
 use crate::report::CcRun;
 use ofan_transport::Ack;
 
-/// The reordering window of the hosts' loss detection with congestion control, per mille of
-/// the smoothed RTT: a packet is declared lost once a packet of its flow sent more than
-/// `srtt · 1.0` later has been ACKed. Chosen from the reordering the model measures (docs/model.md,
-/// "Congestion control"): under every scheme the 99th percentile of reordering stays below
-/// one unloaded round trip, and a loss then costs about two round trips instead of a timeout.
-pub(super) const REORDER_WINDOW_PERMILLE: u32 = 1000;
-
-/// The floor of the retransmission timeout with congestion control, in unloaded round trips
-/// (plus 16 frame times): a timer is the fallback for a lost tail (the reordering window finds
-/// the rest), and a spurious one cuts a window, so it waits four round trips — the RTO above
-/// it is RFC 6298's `srtt + 4·rttvar` of the measured RTTs. With only two, REPS under NSCC at
-/// k = 8 (4 MiB) timed out ~100 packets that were queued, not lost, as all hosts started
-/// together.
-const RTO_FLOOR_RTTS: u64 = 4;
+use ofan_transport::cc::{recovery_config, REORDER_WINDOW_PERMILLE};
 
 /// What the hosts' congestion control needs beyond the hosts themselves.
 #[derive(Debug)]
@@ -45,7 +32,7 @@ pub(super) struct HostCc {
 impl HostCc {
     /// The congestion control of `config` (`None` for `none`): the unloaded round trip of the
     /// longest path (6 links in a fat tree, 4 in a leaf-spine, DATA there and its ACK back at
-    /// line rate, plus propagation) is the CCAs' base RTT and, [`RTO_FLOOR_RTTS`] times over
+    /// line rate, plus propagation) is the CCAs' base RTT and, `ofan_transport::cc::RTO_FLOOR_RTTS` times over
     /// plus 16 frame times, the floor of the retransmission timeout.
     pub(super) fn new(
         config: &ModelConfig,
@@ -76,7 +63,7 @@ impl HostCc {
         let cc = CcConfig::new(config.cc, path);
         Some(Self {
             config: cc,
-            recovery: RecoveryConfig::for_round_trip(data_wire, RTO_FLOOR_RTTS * base_rtt),
+            recovery: recovery_config(data_wire, base_rtt),
             reorder_permille: config
                 .reorder_window_permille
                 .unwrap_or(REORDER_WINDOW_PERMILLE),

@@ -2,8 +2,10 @@
 //! traffic whose completion time (CCT) the experiments measure (paper §2.1–§2.2).
 //!
 //! The agent is collective-agnostic. The lab writes one [`collective::Plan`] per run (hosts and
-//! flows); every agent sends the flows whose source is its host — at a constant ρ × link rate,
-//! round-robin over its flows, never faster, no congestion control — and acknowledges every DATA
+//! flows); every agent sends the flows whose source is its host — at ρ × link rate,
+//! round-robin over its flows, never faster, and with a congestion control ([`cc_config`],
+//! `ofan_transport::cc`: DCTCP, NSCC or MSwift, the model's own code) only as much as each
+//! flow's window lets it — and acknowledges every DATA
 //! packet it receives with one 64-byte ACK that echoes ECN CE and the copy it answers. A packet
 //! whose ACK does not come back within its retransmission timeout is sent again, before new
 //! ones (selective repeat, `ofan_transport::SelectiveRepeat`, the model's hosts' own code), so a
@@ -46,6 +48,25 @@ use anyhow::Context;
 #[must_use]
 pub fn monotonic_now_ns() -> u64 {
     sys::monotonic_ns()
+}
+
+/// The congestion control of a run's flows, in ns (`None` for `none`): `kind` scaled to a
+/// full DATA packet of `payload` UDP bytes (its Ethernet frame), the unloaded round trip of
+/// the longest path `base_rtt_ns` and the hosts' link rate. The agents and the run report
+/// (`setup.cc`) build it here, so they say the same.
+#[must_use]
+pub fn cc_config(
+    kind: ofan_transport::CcKind,
+    payload: u32,
+    base_rtt_ns: u64,
+    link_rate_bps: u64,
+) -> Option<ofan_transport::CcConfig> {
+    let path = ofan_transport::PathParams {
+        mss: wire::frame_bytes(u64::from(payload)),
+        base_rtt: base_rtt_ns,
+        rate_bps: link_rate_bps,
+    };
+    (!kind.is_none()).then(|| ofan_transport::CcConfig::with_unit(kind, path, 1_000_000_000))
 }
 
 /// The text of a `--matrix` file.

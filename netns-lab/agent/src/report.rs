@@ -47,12 +47,29 @@ pub struct AgentReport {
     /// The sender's loss recovery: retransmissions, timeouts, RTT estimate (ns).
     #[serde(default)]
     pub recovery: ofan_transport::RecoveryStats,
+    /// The sender's congestion control (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc: Option<CcReport>,
     /// Packets that were not counted above.
     pub ignored: Ignored,
     /// How well the departure schedule was kept.
     pub pacing: PacingReport,
     /// Host-side load balancing.
     pub entropy: EntropyReport,
+}
+
+/// What the sender's congestion control did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CcReport {
+    /// The algorithm and its parameters (time in ns).
+    pub config: ofan_transport::CcConfig,
+    /// The flows' mean congestion window at the end, bytes.
+    pub mean_window_bytes: u64,
+    /// Time the windows held the host back while it had new packets to send, ns (the pacing
+    /// report's rates leave it out: a window-limited host is not a late one).
+    pub blocked_ns: u64,
+    /// How far out of order the ACKs came back, ns (what the reordering window must span).
+    pub reordering: ofan_transport::ReorderStats,
 }
 
 /// One own flow.

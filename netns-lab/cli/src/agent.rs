@@ -174,6 +174,18 @@ struct RunArgs {
     /// frame time alone, 16 frame times at least).
     #[arg(long, value_name = "DURATION", default_value = "0s")]
     max_round_trip: String,
+    /// Congestion control of every flow: none (the pacer alone), dctcp (RFC 8257: ECN
+    /// fraction), nscc (Ultra Ethernet NSCC: ECN and delay), mswift (Swift's delay target on
+    /// the median of recent RTTs). With one, a packet sent a smoothed RTT before one already
+    /// ACKed is resent at once, and the timers wait four unloaded round trips, not
+    /// --max-round-trip. Needs --base-rtt.
+    #[arg(long, value_name = "CCA", default_value = "none")]
+    cc: String,
+    /// The unloaded round trip of the longest path (a full DATA frame there store-and-forward,
+    /// its ACK back): what the congestion control scales its window and delay target to
+    /// (`ofan-lab run` passes its fabric's).
+    #[arg(long, value_name = "DURATION")]
+    base_rtt: Option<String>,
     /// Create this file the moment the agent completes (the lab's runner waits for every
     /// agent's before it stops them all).
     #[arg(long, value_name = "FILE")]
@@ -352,6 +364,7 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
     if args.entropies == 0 {
         bail!("--entropies must be at least 1");
     }
+    let cc = congestion_control(args, link_rate_bps)?;
     let config = AgentConfig {
         plan,
         host: hosts[0],
@@ -381,6 +394,7 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
                 .as_nanos(),
         )
         .unwrap_or(u64::MAX),
+        cc,
         host_link: None,
     };
     let configs: Vec<AgentConfig> = hosts
@@ -520,4 +534,34 @@ fn read_hosts(path: &Path) -> anyhow::Result<Vec<PlanHost>> {
             }
         })
         .collect()
+}
+
+/// `--cc` and `--base-rtt`: one configuration for every flow, in ns (`None` for none).
+fn congestion_control(
+    args: &RunArgs,
+    link_rate_bps: u64,
+) -> anyhow::Result<Option<ofan_transport::CcConfig>> {
+    let kind: ofan_transport::CcKind = args.cc.parse().map_err(|e| anyhow::anyhow!("--cc: {e}"))?;
+    if kind.is_none() {
+        return Ok(None);
+    }
+    let Some(base_rtt) = &args.base_rtt else {
+        bail!(
+            "--cc {kind} needs --base-rtt: the unloaded round trip of the longest path, which \
+             its window and delay target are scaled to (`ofan-lab run` passes its fabric's)"
+        );
+    };
+    let base_rtt_ns = parse_duration(base_rtt)
+        .with_context(|| format!("--base-rtt {base_rtt}"))?
+        .as_nanos();
+    if base_rtt_ns == 0 {
+        bail!("--base-rtt {base_rtt}: must be positive");
+    }
+    let base_rtt_ns = u64::try_from(base_rtt_ns).unwrap_or(u64::MAX);
+    Ok(ofan_lab_agent::cc_config(
+        kind,
+        args.payload,
+        base_rtt_ns,
+        link_rate_bps,
+    ))
 }

@@ -207,6 +207,14 @@ pub struct RunArgs {
     /// Host-side load balancing of the agents.
     #[arg(long, value_enum, default_value = "none")]
     pub host_lb: HostLbArg,
+    /// The hosts' congestion control: none (each host sends at ρ × the link rate, whatever
+    /// the queues), dctcp (RFC 8257: the fraction of CE-marked ACKs; mark with `up
+    /// --ecn-threshold`), nscc (Ultra Ethernet NSCC: ECN and queueing delay together), mswift
+    /// (Swift's delay target on the median of the last 9 RTTs). With one, a lost packet is
+    /// resent once a packet sent a smoothed RTT after it was ACKed, and timers wait four
+    /// unloaded round trips (docs/experiments.md, "Congestion control").
+    #[arg(long, value_name = "CCA", default_value = "none")]
+    pub cc: String,
     /// Also write the results (JSON) here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -230,6 +238,10 @@ pub struct CompareArgs {
     /// Message sizes, comma-separated.
     #[arg(long, value_name = "SIZES", default_value = "1MB")]
     pub sizes: String,
+    /// The hosts' congestion control, comma-separated: none, dctcp, nscc, mswift (see `run
+    /// --help`); every variant runs under each.
+    #[arg(long, value_name = "CCAS", default_value = "none")]
+    pub cc: String,
     /// The collective.
     #[arg(long, value_enum, default_value = "permutation")]
     pub collective: CollectiveName,
@@ -248,6 +260,7 @@ impl CompareArgs {
             lb: lb.to_owned(),
             host_lb: "none".to_owned(),
             sizes: sizes.to_owned(),
+            cc: "none".to_owned(),
             collective: CollectiveName::Permutation,
             lab: LabOptions {
                 name: name.to_owned(),
@@ -344,6 +357,13 @@ impl TrafficOptions {
     }
 }
 
+/// One name of `--cc`.
+fn parse_cc(text: &str) -> anyhow::Result<ofan_transport::CcKind> {
+    text.trim()
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--cc `{}`: {e}", text.trim()))
+}
+
 fn run_command(args: &RunArgs) -> anyhow::Result<()> {
     let bytes = parse_size(&args.size)?;
     let collective = args.traffic.collective(args.collective)?;
@@ -353,7 +373,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<()> {
         .lb
         .clone()
         .unwrap_or_else(|| session.original_lb().to_owned());
-    let variant = Variant::new(&lb, args.host_lb.into())?;
+    let variant = Variant::new(&lb, args.host_lb.into())?.with_cc(parse_cc(&args.cc)?);
     let out = args.traffic.out.clone();
     let experiment = Experiment::new(collective, args.traffic.traffic()?, out, "run")?;
     let cells = [Cell { variant, bytes }];
@@ -389,6 +409,15 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
             _ => variants.push(Variant::new("ecmp", host_lb)?),
         }
     }
+    let ccs = args
+        .cc
+        .split(',')
+        .map(parse_cc)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let variants: Vec<Variant> = ccs
+        .iter()
+        .flat_map(|&cc| variants.iter().map(move |v| v.clone().with_cc(cc)))
+        .collect();
     if variants.is_empty() || sizes.is_empty() {
         bail!("nothing to compare: give --lb and --sizes");
     }

@@ -364,6 +364,13 @@ impl Experiment {
                     payload,
                     buffer: lab.state.params.buffer.clone(),
                     catch_up: lab.state.params.catch_up,
+                    cc: ofan_lab_agent::cc_config(
+                        cell.variant.cc,
+                        payload,
+                        metrics::base_rtt_ns(&lab.topology, &plan, link_rate_bps, payload)
+                            .map_err(anyhow::Error::msg)?,
+                        link_rate_bps,
+                    ),
                     repetition,
                     seed,
                     slowed_links: lab.slowed_links(),

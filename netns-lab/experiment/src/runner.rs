@@ -155,6 +155,7 @@ pub fn run_repetition(
     let exe = std::path::PathBuf::from(format!("/proc/{}/exe", std::process::id()));
     let stagger = stagger_ns(&setup, plan.hosts.len());
     // `agent` and the options every host shares, logging to `log`.
+    let cc = setup.cc;
     let agent = |command: &mut Command, log: &Path| -> anyhow::Result<()> {
         let log = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
         command
@@ -179,6 +180,11 @@ pub fn run_repetition(
             .stderr(log);
         if options.catch_up {
             command.arg("--catch-up");
+        }
+        if let Some(cc) = &cc {
+            command
+                .args(["--cc", cc.kind.name()])
+                .args(["--base-rtt", &format!("{}ns", cc.path.base_rtt)]);
         }
         if lab.state.params.host_links == ofan_lab::HostLinks::Shared {
             command.arg("--host-links").arg(lab.dir.host_links());

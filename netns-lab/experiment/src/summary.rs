@@ -11,14 +11,18 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::{lab_of, RunReport};
 use ofan_lab_agent::entropy::HostLb;
+use ofan_transport::CcKind;
 
-/// What runs: a switch algorithm and the agents' host load balancing.
+/// What runs: a switch algorithm, the agents' host load balancing and their congestion
+/// control.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variant {
     /// Switch algorithm (canonical name).
     pub lb: String,
     /// Host load balancing.
     pub host_lb: HostLb,
+    /// The hosts' congestion control.
+    pub cc: CcKind,
 }
 
 impl Variant {
@@ -34,7 +38,14 @@ impl Variant {
         Ok(Self {
             lb: algorithm.name().to_owned(),
             host_lb,
+            cc: CcKind::None,
         })
+    }
+
+    /// This variant with the hosts running `cc`.
+    #[must_use]
+    pub fn with_cc(self, cc: CcKind) -> Self {
+        Self { cc, ..self }
     }
 
     /// `--host-lb` spelling.
@@ -47,19 +58,30 @@ impl Variant {
         }
     }
 
-    /// Display name: the switch algorithm, or the host scheme over ecmp (`spray`, `reps`).
+    /// Display name: the switch algorithm, or the host scheme over ecmp (`spray`, `reps`),
+    /// and the congestion control after a slash when there is one (`ofan/dctcp`).
     #[must_use]
     pub fn name(&self) -> String {
-        variant_name(&self.lb, self.host_lb_name())
+        variant_name(&self.lb, self.host_lb_name(), self.cc)
     }
 }
 
-fn variant_name(lb: &str, host_lb: &str) -> String {
-    match (lb, host_lb) {
+fn variant_name(lb: &str, host_lb: &str, cc: CcKind) -> String {
+    let balancing = match (lb, host_lb) {
         (lb, "none") => lb.to_owned(),
         ("ecmp", host) => host.to_owned(),
         (lb, host) => format!("{lb}+{host}"),
+    };
+    if cc.is_none() {
+        balancing
+    } else {
+        format!("{balancing}/{cc}")
     }
+}
+
+/// The congestion control a repetition ran.
+fn cc_of(run: &RunReport) -> CcKind {
+    lab_of(run).setup.cc.map_or(CcKind::None, |cc| cc.kind)
 }
 
 /// One cell: every repetition of a variant at a message size.
@@ -71,6 +93,9 @@ pub struct CellSummary {
     pub lb: String,
     /// Host load balancing.
     pub host_lb: String,
+    /// The hosts' congestion control.
+    #[serde(default, skip_serializing_if = "CcKind::is_none")]
+    pub cc: CcKind,
     /// Bytes per flow.
     pub message_bytes: u64,
     /// Repetitions.
@@ -140,6 +165,7 @@ fn metrics_of(report: &RunReport) -> Vec<(String, f64)> {
             report.packets.retransmissions as f64,
         ),
         ("ce_marks".to_owned(), report.packets.ecn_marks as f64),
+        ("timeouts".to_owned(), report.packets.timeouts as f64),
         ("unaccounted".to_owned(), lab.census.unaccounted as f64),
         (
             "shaper_late_p99_packet_times".to_owned(),
@@ -175,7 +201,7 @@ pub fn summarize(runs: Vec<RunReport>) -> Summarized {
     let mut groups: BTreeMap<(String, u64), Vec<&RunReport>> = BTreeMap::new();
     for run in &runs {
         let key = (
-            variant_name(&lab_of(run).setup.lb, &lab_of(run).setup.host_lb),
+            variant_name(&lab_of(run).setup.lb, &lab_of(run).setup.host_lb, cc_of(run)),
             lab_of(run).setup.message_bytes,
         );
         if !groups.contains_key(&key) {
@@ -197,6 +223,7 @@ pub fn summarize(runs: Vec<RunReport>) -> Summarized {
                 variant: key.0.clone(),
                 lb: lab_of(group[0]).setup.lb.clone(),
                 host_lb: lab_of(group[0]).setup.host_lb.clone(),
+                cc: cc_of(group[0]),
                 message_bytes: key.1,
                 runs: group.len(),
                 exactly_once_runs: group
@@ -322,6 +349,7 @@ mod tests {
                     payload: 1472,
                     buffer: "2MB".into(),
                     catch_up: true,
+                    cc: None,
                     repetition,
                     seed: 1 + u64::from(repetition),
                     slowed_links: Vec::new(),
@@ -358,6 +386,43 @@ mod tests {
         assert!((spray.metrics["cct_increase"].mean - 0.05).abs() < 1e-12);
         // Not watched (a lab of switch processes): none stalled, none watched.
         assert_eq!((spray.watched_runs, spray.stalled_runs), (0, 0));
+    }
+
+    #[test]
+    fn runs_under_another_congestion_control_are_another_cell() {
+        let under = |cc: CcKind, repetition: u32| {
+            let mut report = run("ofan", "none", 1 << 20, repetition, 3000);
+            if let Details::Lab(lab) = &mut report.details {
+                let path = ofan_transport::PathParams {
+                    mss: 1518,
+                    base_rtt: 10_000_000,
+                    rate_bps: 8_000_000,
+                };
+                lab.setup.cc = ofan_lab_agent::cc_config(cc, 1472, path.base_rtt, path.rate_bps);
+            }
+            report
+        };
+        let results = summarize(vec![
+            under(CcKind::None, 0),
+            under(CcKind::Dctcp, 0),
+            under(CcKind::Dctcp, 1),
+            under(CcKind::Nscc, 0),
+        ]);
+        let cells: Vec<(&str, CcKind, usize)> = results
+            .cells
+            .iter()
+            .map(|cell| (cell.variant.as_str(), cell.cc, cell.runs))
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                ("ofan", CcKind::None, 1),
+                ("ofan/dctcp", CcKind::Dctcp, 2),
+                ("ofan/nscc", CcKind::Nscc, 1)
+            ]
+        );
+        let variant = Variant::new("rsq", HostLb::Spray).unwrap();
+        assert_eq!(variant.with_cc(CcKind::Mswift).name(), "rsq+spray/mswift");
     }
 
     #[test]

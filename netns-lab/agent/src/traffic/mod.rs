@@ -17,13 +17,15 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use ofan_transport::{RecoveryConfig, RecoveryStats, SelectiveRepeat};
+use ofan_transport::{CcConfig, FlowWindows, RecoveryConfig, RecoveryStats, SelectiveRepeat};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::collective::Plan;
 use super::entropy::{EntropySelector, HostLb};
 use super::pacing::{achieved_bps, HostLink, Lateness, Pacer};
-use super::report::{AgentReport, EntropyReport, FlowReport, Ignored, PacingReport, SourceReport};
+use super::report::{
+    AgentReport, CcReport, EntropyReport, FlowReport, Ignored, PacingReport, SourceReport,
+};
 use super::sys;
 use super::track::{Seen, SeqSet};
 use super::wire::{self, Flags, Header, Kind, ECN_ECT0, HEADER_LEN};
@@ -87,6 +89,10 @@ pub struct AgentConfig {
     /// The longest round trip that loses nothing (every queue on the path full), ns: the
     /// retransmission timers never fire sooner ([`RecoveryConfig::for_round_trip`]).
     pub max_round_trip_ns: u64,
+    /// Congestion control of every flow (time in ns; `None`: none, the pacer alone). With one,
+    /// loss detection adds the reordering window and the timers' floor is a few unloaded
+    /// round trips (`ofan_transport::cc::recovery_config`), not `max_round_trip_ns`.
+    pub cc: Option<CcConfig>,
     /// Created when the agent completes.
     pub done_file: Option<std::path::PathBuf>,
     /// The host's shared-memory link to its edge switch (`None`: its UDP sockets carry the
@@ -175,6 +181,12 @@ struct SenderStats {
     recycled: u64,
     fresh: u64,
     recovery: RecoveryStats,
+    /// How far out of order the ACKs came back (measured under congestion control).
+    reordering: ofan_transport::ReorderStats,
+    /// The flows' mean congestion window at the end, bytes (`None`: no congestion control).
+    mean_window: Option<u64>,
+    /// Time the windows held the host back while it had new packets to send, ns.
+    blocked_ns: u64,
 }
 
 /// What the receiver measured.

@@ -69,6 +69,11 @@ pub(super) fn report(
         .collect();
 
     let lateness = sent.lateness.summary();
+    // The paced phase without the time the windows held the host back: the rate the pacer
+    // kept while it was allowed to send.
+    let last_paced = sent
+        .last_ns
+        .map(|last| last.saturating_sub(sent.blocked_ns));
     let host = &plan.hosts[me as usize];
     AgentReport {
         host: host.name.clone(),
@@ -88,15 +93,21 @@ pub(super) fn report(
         received: received_report,
         acks_sent: received.acks_sent,
         recovery: sent.recovery,
+        cc: config.cc.map(|cc| CcReport {
+            config: cc,
+            mean_window_bytes: sent.mean_window.unwrap_or(0),
+            blocked_ns: sent.blocked_ns,
+            reordering: sent.reordering,
+        }),
         ignored: received.ignored.clone(),
         pacing: PacingReport {
             requested_bps: config.load * config.link_rate_bps as f64,
-            achieved_bps: match (sent.first_ns, sent.last_ns) {
+            achieved_bps: match (sent.first_ns, last_paced) {
                 (Some(first), Some(last)) => achieved_bps(first, last, sent.wire_bytes_but_last),
                 _ => None,
             },
             ack_wire_bytes: 0,
-            link_bps: match (sent.first_ns, sent.last_ns, sent.ack_bytes_at_first) {
+            link_bps: match (sent.first_ns, last_paced, sent.ack_bytes_at_first) {
                 (Some(first), Some(last), Some(acks)) => achieved_bps(
                     first,
                     last,
@@ -104,7 +115,7 @@ pub(super) fn report(
                 ),
                 _ => None,
             },
-            expected_link_bps: match (sent.first_ns, sent.last_ns, sent.ack_bytes_at_first) {
+            expected_link_bps: match (sent.first_ns, last_paced, sent.ack_bytes_at_first) {
                 (Some(first), Some(last), Some(acks)) if last > first => {
                     let ack_bps =
                         (sent.ack_bytes_at_last - acks) as f64 * 8.0 * 1e9 / (last - first) as f64;

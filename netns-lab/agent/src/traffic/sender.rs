@@ -104,6 +104,13 @@ pub(super) struct HostSender<'a> {
     pacer: Pacer,
     selector: EntropySelector,
     recovery: SelectiveRepeat,
+    /// The flows' congestion windows (`None`: no congestion control).
+    windows: Option<FlowWindows>,
+    /// Every window was full (or held the packets to resend back): idle until an ACK opens
+    /// one, looked at again from this time on ([`BLOCKED_POLL_STEPS`]).
+    blocked_until: Option<u64>,
+    /// Since when the windows have held back a host with new packets left.
+    blocked_since: Option<u64>,
     buf: Vec<u8>,
     next_sequence: Vec<u32>,
     /// Own flows with new packets left, served round-robin from `cursor`.
@@ -154,7 +161,13 @@ impl<'a> HostSender<'a> {
                 pool.len() as u16,
                 config.seed ^ (u64::from(config.host) << 32),
             ),
-            recovery: SelectiveRepeat::new(recovery_config(config), &packets),
+            recovery: new_recovery(config, &packets),
+            windows: config
+                .cc
+                .as_ref()
+                .map(|cc| FlowWindows::new(cc, flows.len())),
+            blocked_until: None,
+            blocked_since: None,
             buf: vec![0u8; config.payload as usize],
             next_sequence: vec![0u32; flows.len()],
             active: (0..flows.len()).filter(|&i| flows[i].packets > 0).collect(),
@@ -178,7 +191,12 @@ impl<'a> HostSender<'a> {
             return None;
         }
         if self.idle {
-            let timer = self.recovery.next_deadline().unwrap_or(u64::MAX);
+            let timer = match self.blocked_until {
+                // Waiting for room in a window: the packets that wait for it are not due, an
+                // ACK (looked for from `until` on) or an expired timer is.
+                Some(until) => self.recovery.next_timer().unwrap_or(u64::MAX).min(until),
+                None => self.recovery.next_deadline().unwrap_or(u64::MAX),
+            };
             return Some(timer.min(self.deadline_ns).max(due));
         }
         Some(due)
@@ -186,8 +204,22 @@ impl<'a> HostSender<'a> {
 
     /// Applies an ACK the receiver passed on.
     pub(super) fn on_feedback(&mut self, ack: Feedback) {
-        self.recovery
-            .on_ack_echo(ack.flow, ack.sequence, ack.copy, ack.at_ns);
+        match &mut self.windows {
+            Some(windows) => {
+                windows.on_ack(
+                    &mut self.recovery,
+                    ack.flow,
+                    ack.sequence,
+                    ack.copy,
+                    ack.ce,
+                    ack.at_ns,
+                );
+            }
+            None => {
+                self.recovery
+                    .on_ack_echo(ack.flow, ack.sequence, ack.copy, ack.at_ns);
+            }
+        }
         self.selector.on_ack(ack.flow as usize, ack.entropy, ack.ce);
     }
 
@@ -202,25 +234,47 @@ impl<'a> HostSender<'a> {
             return Ok(());
         }
         let due = self.pacer.due_ns();
-        let (local, sequence, retransmission) =
-            if let Some((flow, seq)) = self.recovery.next_lost(now) {
-                (flow as usize, seq, true)
-            } else if let Some(&local) = self.active.get(self.cursor) {
-                (local, self.next_sequence[local], false)
-            } else {
-                // Nothing to send until a timer expires or an ACK completes the flows.
-                self.idle = true;
-                if now >= self.deadline_ns {
-                    self.finished = true;
+        self.blocked_until = None;
+        let lost = match &mut self.windows {
+            Some(windows) => windows.next_lost(&mut self.recovery, now),
+            None => self.recovery.next_lost(now),
+        };
+        if lost.is_none() {
+            if let Some(windows) = &self.windows {
+                match windows.first_open(&self.recovery, &self.active, self.cursor) {
+                    Some(open) => self.cursor = open,
+                    // Every window full (or nothing new left): idle until an ACK opens one.
+                    None => {
+                        self.blocked_until = Some(now + self.blocked_poll_ns());
+                        if !self.active.is_empty() {
+                            self.blocked_since.get_or_insert(now);
+                        }
+                    }
                 }
-                return Ok(());
-            };
+            }
+        }
+        let (local, sequence, retransmission) = if let Some((flow, seq)) = lost {
+            (flow as usize, seq, true)
+        } else if let (None, Some(&local)) = (self.blocked_until, self.active.get(self.cursor)) {
+            (local, self.next_sequence[local], false)
+        } else {
+            // Nothing to send until a timer expires, or an ACK opens a window or completes
+            // the flows.
+            self.idle = true;
+            if now >= self.deadline_ns {
+                self.finished = true;
+            }
+            return Ok(());
+        };
         let flow = &self.flows[local];
         let len = if sequence + 1 == flow.packets {
             flow.last_payload
         } else {
             self.config.payload
         };
+        if let Some(since) = self.blocked_since.take() {
+            self.stats.blocked_ns += now.saturating_sub(since);
+        }
         if self.idle {
             self.pacer.resume(now);
             self.idle = false;
@@ -333,12 +387,22 @@ impl<'a> HostSender<'a> {
         Ok(())
     }
 
+    /// How long a host whose windows are all full waits before it looks for an opened one: a
+    /// step of the departure grid (an eighth of a full frame's wire time; the same without a
+    /// grid), so that an ACK's room is used within the lateness the pacer allows anyway.
+    fn blocked_poll_ns(&self) -> u64 {
+        let wire_bits = wire::wire_bytes(u64::from(self.config.payload)) * 8;
+        (wire_bits * 1_000_000_000 / self.config.link_rate_bps.max(1) / BLOCKED_POLL_STEPS).max(1)
+    }
+
     /// What this host's sender measured.
     pub(super) fn finish(mut self, realtime: bool) -> SenderStats {
         self.stats.realtime = realtime;
         self.stats.recycled = self.selector.recycled;
         self.stats.fresh = self.selector.fresh;
         self.stats.recovery = self.recovery.stats();
+        self.stats.reordering = self.recovery.reordering();
+        self.stats.mean_window = self.windows.as_ref().map(FlowWindows::mean_window);
         (self.stats.lost_ns, self.stats.lost_sends) = self.pacer.lost();
         self.stats
     }
@@ -405,13 +469,29 @@ pub(super) fn send_loop(
     Ok(is_realtime)
 }
 
-/// The retransmission timers of `config`'s agent, as the model's: one full DATA frame's wire
-/// time at the link rate and the longest round trip that loses nothing
-/// (`RecoveryConfig::for_round_trip`).
-fn recovery_config(config: &AgentConfig) -> RecoveryConfig {
-    let frame_ns = wire::wire_bytes(u64::from(config.payload)) as f64 * 8.0 * 1e9
-        / config.link_rate_bps as f64;
-    RecoveryConfig::for_round_trip(frame_ns.ceil() as u64, config.max_round_trip_ns)
+/// Steps of a full frame's wire time a host whose windows are full waits between looks for an
+/// opened one (as [`GRID_STEPS_PER_FRAME`]).
+const BLOCKED_POLL_STEPS: u64 = GRID_STEPS_PER_FRAME;
+
+/// The loss recovery of `config`'s agent for flows of `packets`, as the model's: timers from
+/// one full DATA frame's wire time at the link rate and the longest round trip that loses
+/// nothing (`RecoveryConfig::for_round_trip`); under congestion control, from a few unloaded
+/// round trips (`ofan_transport::cc::recovery_config`) with the reordering window.
+fn new_recovery(config: &AgentConfig, packets: &[u32]) -> SelectiveRepeat {
+    let frame_ns = (wire::wire_bytes(u64::from(config.payload)) as f64 * 8.0 * 1e9
+        / config.link_rate_bps as f64)
+        .ceil() as u64;
+    match &config.cc {
+        Some(cc) => SelectiveRepeat::new(
+            ofan_transport::cc::recovery_config(frame_ns, cc.path.base_rtt),
+            packets,
+        )
+        .with_reordering_window(ofan_transport::cc::REORDER_WINDOW_PERMILLE),
+        None => SelectiveRepeat::new(
+            RecoveryConfig::for_round_trip(frame_ns, config.max_round_trip_ns),
+            packets,
+        ),
+    }
 }
 
 /// Applies every ACK the receiver has passed on so far, each to its host.
@@ -554,6 +634,7 @@ mod tests {
             realtime: None,
             linger: Linger::Quiet(Duration::ZERO),
             max_round_trip_ns: 0,
+            cc: None,
             done_file: None,
             host_link: None,
         }

@@ -248,6 +248,24 @@ pub fn max_round_trip_ns(
     ))
 }
 
+/// The unloaded round trip of the plan's longest path in the lab, ns: a full DATA frame there
+/// and its ACK back, store-and-forward at the link rate, no queue ([`max_round_trip_ns`] with
+/// empty buffers) — what the hosts' congestion control scales its window and delay target to,
+/// as the model does. The lab's own per-hop processing (tens of µs) is not in it: the
+/// delay-based CCAs measure the queueing delay against the smallest RTT they saw when it is
+/// smaller, not larger, so a few per cent of it shows as queueing.
+///
+/// # Errors
+/// When a plan host is not a host of the topology.
+pub fn base_rtt_ns(
+    topology: &Topology,
+    plan: &Plan,
+    link_rate_bps: u64,
+    payload: u32,
+) -> Result<u64, String> {
+    max_round_trip_ns(topology, plan, link_rate_bps, payload, 0)
+}
+
 /// Everything a repetition produced.
 #[derive(Debug)]
 pub struct RepInput<'a> {

@@ -18,6 +18,7 @@ fn setup() -> LabSetup {
         payload: PAYLOAD,
         buffer: "2MB".into(),
         catch_up: true,
+        cc: None,
         repetition: 0,
         seed: 1,
         slowed_links: Vec::new(),
@@ -80,6 +81,7 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
         }],
         acks_sent: packets - missing,
         recovery: ofan_transport::RecoveryStats::default(),
+        cc: None,
         ignored: Ignored::default(),
         pacing: PacingReport {
             requested_bps: RATE as f64,
