@@ -142,6 +142,11 @@ struct Member {
     /// The switch, once started.
     running: Option<Running>,
     state: MemberState,
+    /// Its network namespace, held open while the group lives: no thread of the group need
+    /// stay in a member's namespace (the control loop and the pool serve every member from
+    /// the root namespace), and this descriptor is how tools that look for the processes of
+    /// a namespace find the group (`ofan-lab down --all` and `reset` stat every descriptor).
+    _namespace: Option<std::fs::File>,
 }
 
 impl Member {
@@ -284,10 +289,12 @@ impl Blueprint {
             config.runtime.host_links = by_port(ports, &host_links);
             Running::start(config, threads, &control)
         })?;
+        let namespace = std::path::Path::new("/run/netns").join(self.netns(node));
         Ok(Member {
             starting: Some(starting),
             running: None,
             state: MemberState::Running,
+            _namespace: std::fs::File::open(namespace).ok(),
         })
     }
 

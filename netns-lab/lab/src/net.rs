@@ -394,19 +394,27 @@ pub fn pids_in_namespaces(names: &[String]) -> Vec<(u32, String)> {
                 .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
                 .filter(|pid| *pid != own)
                 .filter_map(|pid| {
-                    // Any thread counts: an `ofan-switch group` runs in the root namespace
-                    // with one thread in each of its switches' namespaces.
-                    let in_target = |path: &Path| {
-                        let meta = std::fs::metadata(path.join("ns/net")).ok()?;
+                    // Any thread counts, and any open descriptor of the namespace: an
+                    // `ofan-switch group` runs in the root namespace and holds its switches'
+                    // namespaces open (a thread of it may be in one while it starts a switch).
+                    let target_of = |path: &Path| {
+                        let meta = std::fs::metadata(path).ok()?;
                         targets.get(&(meta.dev(), meta.ino())).copied()
                     };
                     let process = PathBuf::from(format!("/proc/{pid}"));
-                    let name = in_target(&process).or_else(|| {
-                        std::fs::read_dir(process.join("task"))
-                            .ok()?
-                            .filter_map(Result::ok)
-                            .find_map(|task| in_target(&task.path()))
-                    })?;
+                    let name = target_of(&process.join("ns/net"))
+                        .or_else(|| {
+                            std::fs::read_dir(process.join("task"))
+                                .ok()?
+                                .filter_map(Result::ok)
+                                .find_map(|task| target_of(&task.path().join("ns/net")))
+                        })
+                        .or_else(|| {
+                            std::fs::read_dir(process.join("fd"))
+                                .ok()?
+                                .filter_map(Result::ok)
+                                .find_map(|fd| target_of(&fd.path()))
+                        })?;
                     Some((pid, name.clone()))
                 })
                 .collect()
