@@ -187,6 +187,11 @@ pub struct UpArgs {
     /// after a crash. For a machine of your own, not a shared server (docs/lab.md).
     #[arg(long)]
     pub tune_machine: bool,
+    /// Queue depth above which the switches mark ECN-capable frames CE (the agents send ECT(0)
+    /// and echo CE in their ACKs: the signal of `run --cc dctcp|nscc`): auto (a tenth of
+    /// --buffer, as the model's --ecn), off, or a size (e.g. 16KB).
+    #[arg(long, value_name = "auto|off|BYTES", default_value = "auto")]
+    pub ecn_threshold: String,
 }
 
 /// `--fast-path`: a [`FastPathMode`].
@@ -654,6 +659,10 @@ impl UpArgs {
                 FastPathMode::Off
             },
             tune_machine: self.tune_machine,
+            ecn_threshold: self
+                .ecn_threshold
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--ecn-threshold {e}"))?,
         };
         spec.validate()?;
         Ok(spec)

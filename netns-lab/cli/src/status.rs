@@ -63,13 +63,14 @@ pub fn table(status: &LabStatus<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "lab `{}` ({:?}): {}, lb {}, link rate {}, buffer {}, MTU {}, seed {}, routing {}{}, {} shapers{}",
+        "lab `{}` ({:?}): {}, lb {}, link rate {}, buffer {} (ECN {}), MTU {}, seed {}, routing {}{}, {} shapers{}",
         lab.state.name,
         lab.state.phase,
         params.topo,
         params.lb,
         params.link_rate,
         params.buffer,
+        params.ecn_threshold.as_deref().unwrap_or("off"),
         params.mtu,
         params.seed,
         params.routing,

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use ofan_dataplane::lb::Algorithm;
+use ofan_transport::CcKind;
 
 use metrics::{LabSetup, RunReport};
 use ofan_lab::{self as lab, LabSpec, Loaded, Shaping, TopologySource};
@@ -334,6 +335,22 @@ impl Experiment {
             entropies: 64,
             port: 7000,
         };
+        if lab.state.params.ecn_threshold.is_none() {
+            let marked: Vec<&str> = cells
+                .iter()
+                .map(|cell| cell.variant.cc)
+                .filter(|cc| matches!(cc, CcKind::Dctcp | CcKind::Nscc))
+                .map(CcKind::name)
+                .collect();
+            if let Some(cc) = marked.first() {
+                observer.note(&format!(
+                    "lab `{}` marks no ECN (up --ecn-threshold off, or built before ECN marking): \
+                     {cc} sees no CE mark, only {}",
+                    lab.state.name,
+                    if *cc == "dctcp" { "losses" } else { "delays and losses" }
+                ));
+            }
+        }
         let total = cells.len() * traffic.repeat as usize;
         let started = Instant::now();
         let mut reports: Vec<RunReport> = Vec::with_capacity(total);

@@ -122,6 +122,10 @@ fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
         "--metrics".to_owned(),
         "off".to_owned(),
     ];
+    if let Some(threshold) = &params.ecn_threshold {
+        args.push("--ecn-threshold".to_owned());
+        args.push(threshold.clone());
+    }
     if params.rt_priority > 0 {
         args.push("--rt-priority".to_owned());
         args.push(params.rt_priority.to_string());

@@ -407,6 +407,48 @@ pub struct LabSpec {
     /// Whether the lab may change machine-wide settings for its fidelity (`up --tune-machine`,
     /// [`super::machine`]): off, it changes none.
     pub tune_machine: bool,
+    /// Queue depth above which the switches mark ECN-capable frames CE (the signal of the
+    /// hosts' congestion control).
+    pub ecn_threshold: EcnThreshold,
+}
+
+/// Where the switches start marking CE (`up --ecn-threshold`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EcnThreshold {
+    /// A tenth of the buffer, as the model's `--ecn` default (the default).
+    #[default]
+    Auto,
+    /// No marking.
+    Off,
+    /// At this queue depth, bytes.
+    Bytes(u64),
+}
+
+impl EcnThreshold {
+    /// The depth for a buffer of `buffer_bytes` (`None`: off); a tenth of a buffer of under
+    /// 10 bytes is 1 byte.
+    #[must_use]
+    pub fn for_buffer(self, buffer_bytes: u64) -> Option<u64> {
+        match self {
+            Self::Auto => Some((buffer_bytes / 10).max(1)),
+            Self::Off => None,
+            Self::Bytes(bytes) => Some(bytes),
+        }
+    }
+}
+
+impl std::str::FromStr for EcnThreshold {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "auto" => Ok(Self::Auto),
+            "off" => Ok(Self::Off),
+            size => ofan_topology::units::parse_size(size)
+                .map(Self::Bytes)
+                .map_err(|e| format!("`{size}` is neither auto, off nor a size: {e}")),
+        }
+    }
 }
 
 impl LabSpec {
@@ -436,6 +478,7 @@ impl LabSpec {
             switch_log: None,
             fast_path: FastPathMode::Off,
             tune_machine: false,
+            ecn_threshold: EcnThreshold::Auto,
         }
     }
 
@@ -537,6 +580,10 @@ impl LabSpec {
             switch_log: self.switch_log.clone(),
             fast_path: self.fast_path,
             tune_machine: self.tune_machine,
+            ecn_threshold: self
+                .ecn_threshold
+                .for_buffer(self.buffer_bytes)
+                .map(format_size),
         }
     }
 }
@@ -706,6 +753,28 @@ mod tests {
         old.as_object_mut().unwrap().remove("bfd");
         let old: Params = serde_json::from_value(old).unwrap();
         assert_eq!(old.bfd, None);
+    }
+
+    #[test]
+    fn the_ecn_threshold_is_a_tenth_of_the_buffer_unless_given_and_reaches_the_switches() {
+        let topology = Topology::new(TopologyKind::FatTree { k: 4 }).unwrap();
+        let bin = || PathBuf::from("/bin/ofan-switch");
+        let mut spec = LabSpec::new("lab");
+        spec.buffer_bytes = 2 << 20;
+        let params = spec.params(&topology, bin());
+        let auto = params.ecn_threshold.clone().expect("marking by default");
+        assert_eq!(ofan_topology::units::parse_size(&auto).unwrap(), (2 << 20) / 10);
+        spec.ecn_threshold = "16KB".parse().unwrap();
+        assert_eq!(spec.params(&topology, bin()).ecn_threshold.as_deref(), Some("16KB"));
+        spec.ecn_threshold = "off".parse().unwrap();
+        assert_eq!(spec.params(&topology, bin()).ecn_threshold, None);
+        let error = "lots".parse::<EcnThreshold>().unwrap_err();
+        assert!(error.contains("neither auto, off nor a size"), "{error}");
+        // Labs recorded before ECN marking load without it: no marking.
+        let mut json = serde_json::to_value(&params).unwrap();
+        json.as_object_mut().unwrap().remove("ecn_threshold");
+        let old: Params = serde_json::from_value(json).unwrap();
+        assert_eq!(old.ecn_threshold, None);
     }
 
     #[test]

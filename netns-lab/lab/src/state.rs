@@ -77,6 +77,10 @@ pub struct Params {
     /// labs recorded before: they all did).
     #[serde(default)]
     pub tune_machine: bool,
+    /// Queue depth above which the switches mark ECN-capable frames CE, as given to them
+    /// (`up --ecn-threshold`; absent: no marking, as labs recorded before did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_threshold: Option<String>,
 }
 
 /// What a link is, or what `link A B up|down|blackhole` makes of it.

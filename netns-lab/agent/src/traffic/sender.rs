@@ -641,6 +641,42 @@ mod tests {
     }
 
     #[test]
+    fn a_full_window_holds_the_host_back_until_an_ack_opens_it() {
+        let mut config = loopback_config(1, Duration::from_millis(10));
+        // DCTCP whose cap is two full frames: 1.5 BDP of 1 518-byte frames at 10 Mbit/s
+        // needs a BDP of 2 024 bytes, a base RTT of 1.62 ms.
+        config.cc = crate::cc_config(ofan_transport::CcKind::Dctcp, 1472, 1_619_200, 10_000_000);
+        assert_eq!(config.cc.unwrap().max_window, 3_036);
+        let fixture = OneFlow::new(config, 1472);
+        let mut host = fixture.sender(fixture.config.start_at_ns + 10_000_000);
+        host.step(1_000_000).unwrap();
+        host.step(2_230_400).unwrap();
+        assert_eq!(host.next_wake(), Some(3_460_800), "paced as before");
+        host.step(3_460_800).unwrap();
+        // Two frames in flight fill the window: idle, looking again an eighth of a frame
+        // time later (1.2304 ms / 8), the pacer's schedule not late.
+        let blocked = host.next_wake().unwrap();
+        assert_eq!(blocked, 3_460_800 + 153_800);
+        host.step(blocked).unwrap();
+        assert_eq!(host.next_wake(), Some(blocked + 153_800), "still full");
+        host.on_feedback(Feedback {
+            flow: 0,
+            sequence: 0,
+            copy: 0,
+            at_ns: 3_700_000,
+            entropy: 0,
+            ce: false,
+        });
+        let open = host.next_wake().unwrap();
+        host.step(open).unwrap();
+        let stats = host.finish(false);
+        assert_eq!(stats.packets, 3, "the ACK let the third out");
+        assert_eq!(stats.blocked_ns, open - 3_460_800);
+        assert_eq!(stats.lateness.summary().max_ns, 0, "a held-back host is not late");
+        assert!(stats.mean_window.is_some());
+    }
+
+    #[test]
     fn a_host_paces_its_departures_and_stops_at_its_deadline() {
         let fixture = OneFlow::new(loopback_config(1, Duration::from_millis(5)), 100);
         let config = &fixture.config;
