@@ -45,9 +45,7 @@
 pub mod cc;
 pub mod recovery;
 
-pub use cc::{
-    AckEvent, CcConfig, CcKind, CongestionControl, Controller, FlowWindows, PathParams,
-};
+pub use cc::{AckEvent, CcConfig, CcKind, CongestionControl, Controller, FlowWindows, PathParams};
 pub use recovery::{
     Ack, AckSample, RecoveryConfig, RecoveryError, RecoveryStats, ReorderStats, SelectiveRepeat,
     Time, ECHO_MASK,

@@ -347,7 +347,11 @@ impl Experiment {
                     "lab `{}` marks no ECN (up --ecn-threshold off, or built before ECN marking): \
                      {cc} sees no CE mark, only {}",
                     lab.state.name,
-                    if *cc == "dctcp" { "losses" } else { "delays and losses" }
+                    if *cc == "dctcp" {
+                        "losses"
+                    } else {
+                        "delays and losses"
+                    }
                 ));
             }
         }
@@ -394,7 +398,7 @@ impl Experiment {
                 };
                 let dir = self.out.join("runs").join(format!(
                     "{}-{}-r{repetition}",
-                    cell.variant.name(),
+                    cell.variant.name().replace('/', "-"),
                     summary::size_label(cell.bytes)
                 ));
                 // Every repetition starts on the fabric it measures: under BGP, every switch's

@@ -201,7 +201,11 @@ pub fn summarize(runs: Vec<RunReport>) -> Summarized {
     let mut groups: BTreeMap<(String, u64), Vec<&RunReport>> = BTreeMap::new();
     for run in &runs {
         let key = (
-            variant_name(&lab_of(run).setup.lb, &lab_of(run).setup.host_lb, cc_of(run)),
+            variant_name(
+                &lab_of(run).setup.lb,
+                &lab_of(run).setup.host_lb,
+                cc_of(run),
+            ),
             lab_of(run).setup.message_bytes,
         );
         if !groups.contains_key(&key) {

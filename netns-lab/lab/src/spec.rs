@@ -763,9 +763,15 @@ mod tests {
         spec.buffer_bytes = 2 << 20;
         let params = spec.params(&topology, bin());
         let auto = params.ecn_threshold.clone().expect("marking by default");
-        assert_eq!(ofan_topology::units::parse_size(&auto).unwrap(), (2 << 20) / 10);
+        assert_eq!(
+            ofan_topology::units::parse_size(&auto).unwrap(),
+            (2 << 20) / 10
+        );
         spec.ecn_threshold = "16KB".parse().unwrap();
-        assert_eq!(spec.params(&topology, bin()).ecn_threshold.as_deref(), Some("16KB"));
+        assert_eq!(
+            spec.params(&topology, bin()).ecn_threshold.as_deref(),
+            Some("16KB")
+        );
         spec.ecn_threshold = "off".parse().unwrap();
         assert_eq!(spec.params(&topology, bin()).ecn_threshold, None);
         let error = "lots".parse::<EcnThreshold>().unwrap_err();

@@ -174,7 +174,10 @@ mod tests {
             rate_bps: 10_672_000_000,
         };
         let config = CcConfig::with_unit(CcKind::Dctcp, path, 1_000_000_000);
-        assert_eq!(config.max_window, 2_001, "1.5 BDP: room for two packets, not three");
+        assert_eq!(
+            config.max_window, 2_001,
+            "1.5 BDP: room for two packets, not three"
+        );
         FlowWindows::new(&config, flows)
     }
 

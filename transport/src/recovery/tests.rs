@@ -532,6 +532,36 @@ fn reordering_window_declares_lost_only_what_a_later_packet_overtook_by_the_wind
     assert_eq!(recovery.reordering().reordered, 0);
 }
 
+/// Packets 1 and 2 are declared lost by packet 4's ACK (window 500 ‰ of srtt ≈ 500), packet
+/// 2's first copy comes back 700 late (it was only late), then packet 6, sent 700 after packet 5,
+/// is ACKed: how many packets that ACK declares lost.
+fn late_then_overtaken(mut recovery: SelectiveRepeat) -> (u32, ReorderStats) {
+    send_all(&mut recovery, &[0, 100, 200, 300]);
+    recovery.on_ack_sample(0, 0, 0, 1_000);
+    recovery.on_ack_sample(0, 3, 0, 1_300);
+    recovery.on_send(0, 4, 900);
+    assert_eq!(recovery.on_ack_sample(0, 4, 0, 1_900).newly_lost, 2);
+    assert_eq!(recovery.next_lost(1_900), Some((0, 1)));
+    recovery.on_send(0, 1, 1_900);
+    recovery.on_ack_sample(0, 2, 0, 1_950);
+    recovery.on_send(0, 5, 1_000);
+    recovery.on_send(0, 6, 1_700);
+    let lost = recovery.on_ack_sample(0, 6, 0, 2_700).newly_lost;
+    (lost, recovery.reordering())
+}
+
+#[test]
+fn an_adaptive_window_widens_to_the_reordering_a_late_ack_showed() {
+    let patient = || SelectiveRepeat::new(PATIENT, &[8]);
+    let (fixed, _) = late_then_overtaken(patient().with_reordering_window(500));
+    let (adaptive, reordering) =
+        late_then_overtaken(patient().with_adaptive_reordering_window(500));
+    // Packet 2 came back 700 after packet 4 (sent 700 later) was ACKed.
+    assert_eq!((reordering.reordered, reordering.max), (1, 700));
+    // Packet 5 was overtaken by 700: beyond a window of srtt/2 ≈ 540, within 700 + 700/8.
+    assert_eq!((fixed, adaptive), (1, 0));
+}
+
 #[test]
 fn without_a_reordering_window_only_timers_declare_losses() {
     let mut recovery = SelectiveRepeat::new(PATIENT, &[6]).track_reordering();
