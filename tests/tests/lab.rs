@@ -1231,6 +1231,103 @@ fn fan_in_drops_are_recovered_and_every_frame_is_accounted() {
     lab.down_and_check(&pids);
 }
 
+/// The agents' reports of the one repetition a `run` wrote under `output.dir`.
+fn agent_reports(output: &RunOutput) -> Vec<Value> {
+    let runs = output.dir.join("runs");
+    let repetition = std::fs::read_dir(&runs)
+        .expect("runs/")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.is_dir())
+        .expect("a repetition's directory");
+    std::fs::read_dir(&repetition)
+        .expect("the repetition's files")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension().is_some_and(|ext| ext == "json")
+                && path
+                    .file_name()
+                    .is_some_and(|name| name.to_string_lossy().starts_with("h-"))
+        })
+        .map(|path| serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+        .collect()
+}
+
+/// `run --cc dctcp`: a 4:1 incast into a 16 KB buffer (ECN marks above a tenth of it), once
+/// without congestion control and once with DCTCP. With it, the switches' CE marks come back
+/// in the ACKs and cut the senders' windows: the senders are held back, fewer frames are
+/// dropped, every drop is recovered, and the report names the CCA and its parameters.
+fn congestion_control_holds_an_incast_back_and_recovers_every_drop() {
+    let _machine = serial();
+    let lab = LabGuard::new("cc");
+    lab.ok(&["up", "--k", "4", "--lb", "pofan", "--buffer", "16KB"]);
+    let pids = lab.switch_pids();
+    let status = lab.ok(&["status"]);
+    assert!(status.contains("(ECN 1.6KB)"), "{status}");
+    let mut rows = vec![vec!["0"; 16]; 16];
+    for source in [0, 8, 12, 15] {
+        rows[source][5] = "131072";
+    }
+    let matrix = std::env::temp_dir().join(format!("{}-incast.csv", lab.name));
+    let text: String = rows.iter().map(|row| row.join(",") + "\n").collect();
+    std::fs::write(&matrix, text).unwrap();
+    let mut drops = Vec::new();
+    for cc in ["none", "dctcp"] {
+        let output = run_results(
+            &lab,
+            cc,
+            &["matrix", "--matrix", matrix.to_str().unwrap(), "--cc", cc],
+        );
+        let run = &output.results["runs"][0];
+        let report = ofan_model::report::RunReport::from_json(&run.to_string())
+            .unwrap_or_else(|e| panic!("{e}: {run}"));
+        let lab_run = report.lab().expect("a lab report");
+        let agents = agent_reports(&output);
+        let blocked: u64 = agents
+            .iter()
+            .filter_map(|agent| agent["cc"]["blocked_ns"].as_u64())
+            .sum();
+        eprintln!(
+            "{cc}: {:?}, {:?}, CCT {:?} ps, held back {:.1} ms in all",
+            report.drops,
+            report.packets,
+            report.cct_ps,
+            blocked as f64 * 1e-6
+        );
+        assert!(
+            lab_run.delivery.exactly_once,
+            "{cc}: {:?}",
+            lab_run.delivery
+        );
+        assert_eq!(report.packets.flows_complete, 4, "{cc}");
+        assert!(
+            report.packets.ecn_marks > 0,
+            "{cc}: the queue passed 1.6 KB"
+        );
+        match cc {
+            "none" => {
+                assert_eq!(lab_run.setup.cc, None);
+                assert!(agents.iter().all(|agent| agent.get("cc").is_none()));
+            }
+            _ => {
+                let config = lab_run.setup.cc.expect("setup.cc");
+                assert_eq!(config.kind, ofan_transport::CcKind::Dctcp);
+                assert_eq!(config.path.rate_bps, 8_000_000);
+                assert!(output.table.contains("pofan/dctcp"), "{}", output.table);
+                assert!(blocked > 0, "the windows held the senders back");
+            }
+        }
+        drops.push(report.drops.total);
+    }
+    assert!(
+        drops[1] < drops[0],
+        "DCTCP drops fewer frames than constant-rate senders: {drops:?}"
+    );
+    let _ = std::fs::remove_file(&matrix);
+    lab.down_and_check(&pids);
+}
+
 /// `run --chaos`: every repetition meets its fault (a link flap, a switch killed with SIGKILL
 /// and started again) while the collective runs, and says either that every packet was
 /// accounted for or which fault voided it — never neither. Afterwards every switch runs,
@@ -2785,6 +2882,7 @@ ofan_tests::root_tests!(
     small_permutation_produces_a_complete_result_file,
     ecmp_lab_lights_every_core_link,
     fan_in_drops_are_recovered_and_every_frame_is_accounted,
+    congestion_control_holds_an_incast_back_and_recovers_every_drop,
     bgp_lab_converges_reroutes_and_restores_ecmp,
     bird_lab_converges_reroutes_and_restores_ecmp,
     bfd_routes_around_a_blackholed_link,

@@ -185,8 +185,10 @@ struct SenderStats {
     reordering: ofan_transport::ReorderStats,
     /// The flows' mean congestion window at the end, bytes (`None`: no congestion control).
     mean_window: Option<u64>,
-    /// Time the windows held the host back while it had new packets to send, ns.
+    /// Time the windows held the host back while it had new packets to send, ns, and the ACK
+    /// wire bytes its link carried meanwhile (left out of the paced phase's rates).
     blocked_ns: u64,
+    blocked_ack_bytes: u64,
 }
 
 /// What the receiver measured.

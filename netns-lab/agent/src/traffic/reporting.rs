@@ -111,14 +111,16 @@ pub(super) fn report(
                 (Some(first), Some(last), Some(acks)) => achieved_bps(
                     first,
                     last,
-                    sent.wire_bytes_but_last + (sent.ack_bytes_at_last - acks),
+                    sent.wire_bytes_but_last
+                        + (sent.ack_bytes_at_last - acks).saturating_sub(sent.blocked_ack_bytes),
                 ),
                 _ => None,
             },
             expected_link_bps: match (sent.first_ns, last_paced, sent.ack_bytes_at_first) {
                 (Some(first), Some(last), Some(acks)) if last > first => {
-                    let ack_bps =
-                        (sent.ack_bytes_at_last - acks) as f64 * 8.0 * 1e9 / (last - first) as f64;
+                    let paced_acks =
+                        (sent.ack_bytes_at_last - acks).saturating_sub(sent.blocked_ack_bytes);
+                    let ack_bps = paced_acks as f64 * 8.0 * 1e9 / (last - first) as f64;
                     (config.load * config.link_rate_bps as f64 + ack_bps)
                         .min(config.link_rate_bps as f64)
                 }

@@ -109,8 +109,9 @@ pub(super) struct HostSender<'a> {
     /// Every window was full (or held the packets to resend back): idle until an ACK opens
     /// one, looked at again from this time on ([`BLOCKED_POLL_STEPS`]).
     blocked_until: Option<u64>,
-    /// Since when the windows have held back a host with new packets left.
-    blocked_since: Option<u64>,
+    /// Since when the windows have held back a host with new packets left, and the ACK wire
+    /// bytes its link had carried then.
+    blocked_since: Option<(u64, u64)>,
     buf: Vec<u8>,
     next_sequence: Vec<u32>,
     /// Own flows with new packets left, served round-robin from `cursor`.
@@ -247,7 +248,8 @@ impl<'a> HostSender<'a> {
                     None => {
                         self.blocked_until = Some(now + self.blocked_poll_ns());
                         if !self.active.is_empty() {
-                            self.blocked_since.get_or_insert(now);
+                            let acks = self.link.ack_bytes();
+                            self.blocked_since.get_or_insert((now, acks));
                         }
                     }
                 }
@@ -272,12 +274,16 @@ impl<'a> HostSender<'a> {
         } else {
             self.config.payload
         };
-        if let Some(since) = self.blocked_since.take() {
+        if let Some((since, acks)) = self.blocked_since.take() {
             self.stats.blocked_ns += now.saturating_sub(since);
+            self.stats.blocked_ack_bytes += self.link.ack_bytes().saturating_sub(acks);
         }
         if self.idle {
             self.pacer.resume(now);
             self.idle = false;
+            // The ACKs sent while the host waited had its link to themselves: they delay no
+            // departure.
+            self.acks_charged = self.link.ack_bytes();
         } else {
             self.stats.lateness.record(now.saturating_sub(due));
         }
