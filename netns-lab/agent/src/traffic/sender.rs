@@ -248,8 +248,10 @@ impl<'a> HostSender<'a> {
                     None => {
                         self.blocked_until = Some(now + self.blocked_poll_ns());
                         if !self.active.is_empty() {
+                            // Held back since its departure fell due (the pass that found
+                            // it full may come up to a grid step later).
                             let acks = self.link.ack_bytes();
-                            self.blocked_since.get_or_insert((now, acks));
+                            self.blocked_since.get_or_insert((due.min(now), acks));
                         }
                     }
                 }
