@@ -34,6 +34,9 @@ pub struct RunProgress {
     pub flows_done: usize,
     /// The repetition's lower bound on its completion time, seconds.
     pub expected_s: f64,
+    /// The hosts' congestion control (`none`, `dctcp`, `nscc`, `mswift`).
+    #[serde(default)]
+    pub cc: ofan_transport::CcKind,
 }
 
 impl RunProgress {
@@ -41,6 +44,18 @@ impl RunProgress {
     /// finished.
     #[must_use]
     pub fn of(plan: &Plan, done: &[bool], pid: u32, expected_s: f64) -> Self {
+        Self::under(plan, done, pid, expected_s, ofan_transport::CcKind::None)
+    }
+
+    /// [`RunProgress::of`] for hosts running congestion control `cc`.
+    #[must_use]
+    pub fn under(
+        plan: &Plan,
+        done: &[bool],
+        pid: u32,
+        expected_s: f64,
+        cc: ofan_transport::CcKind,
+    ) -> Self {
         let finished = |host: u32| done.get(host as usize).copied().unwrap_or(false);
         Self {
             collective: collective_name(&plan.kind).to_owned(),
@@ -50,6 +65,7 @@ impl RunProgress {
             flows: plan.flows.len(),
             flows_done: plan.flows.iter().filter(|f| finished(f.dst)).count(),
             expected_s,
+            cc,
         }
     }
 }
@@ -136,6 +152,7 @@ mod tests {
         assert_eq!(progress.collective, "all-to-all");
         assert_eq!((progress.hosts_done, progress.hosts), (1, 3));
         assert_eq!((progress.flows_done, progress.flows), (2, 4));
+        assert_eq!(progress.cc, ofan_transport::CcKind::None);
     }
 
     #[test]
@@ -150,6 +167,7 @@ mod tests {
             flows: 2,
             flows_done: 1,
             expected_s: 0.5,
+            cc: ofan_transport::CcKind::Nscc,
         };
         {
             let mut file = ProgressFile::new(&dir);

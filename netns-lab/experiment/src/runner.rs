@@ -284,7 +284,13 @@ pub fn run_repetition(
             .iter()
             .map(|host| done_file(&host.name).exists())
             .collect();
-        progress.write(RunProgress::of(plan, &done, std::process::id(), expected_s));
+        progress.write(RunProgress::under(
+            plan,
+            &done,
+            std::process::id(),
+            expected_s,
+            cc.map_or(ofan_transport::CcKind::None, |cc| cc.kind),
+        ));
         let running: Vec<&str> = agents
             .0
             .iter_mut()
