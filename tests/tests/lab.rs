@@ -1264,7 +1264,7 @@ fn congestion_control_holds_an_incast_back_and_recovers_every_drop() {
     lab.ok(&["up", "--k", "4", "--lb", "pofan", "--buffer", "16KB"]);
     let pids = lab.switch_pids();
     let status = lab.ok(&["status"]);
-    assert!(status.contains("(ECN 1.6KB)"), "{status}");
+    assert!(status.contains("(ECN 1638B)"), "a tenth of 16 KB: {status}");
     let mut rows = vec![vec!["0"; 16]; 16];
     for source in [0, 8, 12, 15] {
         rows[source][5] = "131072";
