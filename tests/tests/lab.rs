@@ -1328,6 +1328,60 @@ fn congestion_control_holds_an_incast_back_and_recovers_every_drop() {
     lab.down_and_check(&pids);
 }
 
+/// `run` interrupted (SIGTERM, as Ctrl-C's SIGINT) while its agents send, on a lab it built
+/// for the run: it stops its agents, removes the lab and says so — nothing is left.
+fn an_interrupted_run_removes_the_lab_it_built_and_its_agents() {
+    let _machine = serial();
+    let lab = LabGuard::new("int");
+    let out = std::env::temp_dir().join(format!("{}-interrupted", lab.name));
+    let mut run = Command::new(binary("ofan-lab"))
+        .args([
+            "run",
+            "permutation",
+            "--size",
+            "4MB",
+            "--name",
+            &lab.name,
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ofan-lab run");
+    // The agents run once the progress file is there.
+    let progress = lab.state_dir().join("progress.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !progress.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "no repetition started within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids = lab.switch_pids();
+    std::thread::sleep(Duration::from_millis(500));
+    send_signal(run.id(), libc::SIGTERM);
+    let status = run.wait().expect("wait for run");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(!status.success(), "an interrupted run fails: {said}");
+    assert!(said.contains("interrupted"), "{said}");
+    assert_nothing_left(&lab.prefix(), &lab.state_dir(), &pids);
+    // No agent is left sending: no process with `agent … --lab <this lab>` is alive.
+    let flag = format!("\0--lab\0{}\0", lab.name);
+    let agents: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+        .filter(|cmdline| cmdline.contains("\0agent\0") && cmdline.contains(&flag))
+        .collect();
+    assert!(agents.is_empty(), "agents left: {agents:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// `run --chaos`: every repetition meets its fault (a link flap, a switch killed with SIGKILL
 /// and started again) while the collective runs, and says either that every packet was
 /// accounted for or which fault voided it — never neither. Afterwards every switch runs,
@@ -2888,6 +2942,7 @@ ofan_tests::root_tests!(
     bfd_routes_around_a_blackholed_link,
     routing_restart_keeps_the_switch_fib,
     chaos_run_accounts_for_every_repetition_or_names_its_fault,
+    an_interrupted_run_removes_the_lab_it_built_and_its_agents,
     a_run_whose_routes_flapped_is_not_faithful,
     slowed_core_link_makes_arf_wcmp_move_traffic_off_it,
     view_draws_the_lab_live_in_a_browser,

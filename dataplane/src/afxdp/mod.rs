@@ -25,6 +25,7 @@ mod frames;
 pub mod hostlink;
 mod inbox;
 pub mod pool;
+mod queue;
 pub mod redirect;
 pub mod splice;
 pub mod steer;
@@ -33,12 +34,11 @@ mod sys;
 mod worker;
 
 use std::io;
-use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use xdpilone::{IfInfo, Socket, SocketConfig, UmemConfig};
+use xdpilone::UmemConfig;
 
 use config::{queues_per_port, validate};
 pub use config::{
@@ -61,6 +61,7 @@ use crate::lb::SwitchBalancer;
 use crate::telemetry::{SharedFrames, SwitchTelemetry};
 use frames::FramePool;
 use inbox::Inboxes;
+use queue::open_queue;
 use sys::{EventFd, UmemArea};
 use worker::{OwnedPort, QueueLoads, QueueRings, Worker, WorkerShared};
 
@@ -685,93 +686,6 @@ fn serve_host_links(
 /// the depth of a frame whose slot has ended (`Worker::run`); the lab's runner counts on it
 /// (`RESET_SETTLE`, `SETTLE_AFTER` in `netns-lab`'s `experiment::runner`).
 const IDLE_WAKE_MS: i32 = 100;
-
-/// Bind flag: the socket takes packets of several buffers (`XDP_USE_SG`, Linux 6.6).
-const XDP_USE_SG: u16 = 1 << 4;
-
-fn open_queue(
-    umem: &xdpilone::Umem,
-    port: &PortSpec,
-    queue: u32,
-    first: bool,
-    bind_mode: BindMode,
-    buffers: Buffers,
-    ring_size: u32,
-) -> Result<QueueRings, RuntimeError> {
-    let fail = |step: &'static str| {
-        move |error: xdpilone::Errno| RuntimeError::Socket {
-            port: port.name.clone(),
-            queue,
-            step,
-            source: errno(error),
-        }
-    };
-    let mut info = IfInfo::invalid();
-    let name = std::ffi::CString::new(port.name.as_str()).map_err(|_| RuntimeError::Socket {
-        port: port.name.clone(),
-        queue,
-        step: "interface name",
-        source: io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"),
-    })?;
-    info.from_name(&name).map_err(fail("look up interface"))?;
-    info.set_queue(queue);
-    let socket = if first {
-        Socket::with_shared(&info, umem)
-    } else {
-        Socket::new(&info)
-    }
-    .map_err(fail("create socket"))?;
-    // The first socket's descriptor is the UMEM's.
-    sys::set_close_on_exec(socket.as_raw_fd()).map_err(|source| RuntimeError::Socket {
-        port: port.name.clone(),
-        queue,
-        step: "close on exec",
-        source,
-    })?;
-    let device = umem.fq_cq(&socket).map_err(fail("fill/completion rings"))?;
-    let ring = NonZeroU32::new(ring_size);
-    let bind = |flags: u16| -> Result<xdpilone::User, RuntimeError> {
-        let user = umem
-            .rx_tx(
-                &socket,
-                &SocketConfig {
-                    rx_size: ring,
-                    tx_size: ring,
-                    bind_flags: flags,
-                },
-            )
-            .map_err(fail("rx/tx rings"))?;
-        umem.bind(&user).map_err(fail("bind"))?;
-        Ok(user)
-    };
-    // Sockets sharing the UMEM inherit the first socket's flags and must not repeat them.
-    let user = if !first {
-        bind(0)?
-    } else {
-        let sg = match buffers {
-            Buffers::Single => 0,
-            Buffers::Multi => XDP_USE_SG,
-        };
-        let copy = SocketConfig::XDP_BIND_COPY | SocketConfig::XDP_BIND_NEED_WAKEUP | sg;
-        let zero_copy = SocketConfig::XDP_BIND_ZEROCOPY | SocketConfig::XDP_BIND_NEED_WAKEUP | sg;
-        match bind_mode.resolve(&port.name) {
-            BindMode::ZeroCopy => bind(zero_copy)?,
-            _ => bind(copy)?,
-        }
-    };
-    let rx = user.map_rx().map_err(fail("map rx ring"))?;
-    let tx = user.map_tx().map_err(fail("map tx ring"))?;
-    Ok(QueueRings {
-        queue,
-        device,
-        rx,
-        tx: Some(tx),
-        partial: sys::Assembly::default(),
-        _user: user,
-        fill_outstanding: 0,
-        tx_outstanding: 0,
-    })
-}
 
 #[cfg(test)]
 mod tests {

@@ -365,6 +365,7 @@ fn parse_cc(text: &str) -> anyhow::Result<ofan_transport::CcKind> {
 }
 
 fn run_command(args: &RunArgs) -> anyhow::Result<()> {
+    ofan_lab_experiment::interrupt::catch()?;
     let bytes = parse_size(&args.size)?;
     let collective = args.traffic.collective(args.collective)?;
     let mut observer = Stderr;
@@ -390,6 +391,7 @@ fn run_command(args: &RunArgs) -> anyhow::Result<()> {
 
 /// Runs `compare` and returns the results directory (the demo prints it).
 pub fn compare_command(args: &CompareArgs) -> anyhow::Result<PathBuf> {
+    ofan_lab_experiment::interrupt::catch()?;
     let sizes = args
         .sizes
         .split(',')

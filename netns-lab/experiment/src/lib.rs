@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod chaos;
+pub mod interrupt;
 pub mod kernel;
 pub mod metrics;
 pub mod output;
@@ -363,6 +364,7 @@ impl Experiment {
             session.ensure_lb(&cell.variant.lb, observer)?;
             let mut lab = session.load()?;
             for repetition in 0..traffic.repeat {
+                interrupt::check()?;
                 if traffic.chaos.is_some() && repetition > 0 {
                     // The last fault restarted processes and rewrote the state.
                     lab = session.load()?;

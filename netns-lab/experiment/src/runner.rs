@@ -279,6 +279,11 @@ pub fn run_repetition(
     // For the lab's live view (`ofan-lab view`), which cannot see the agents.
     let mut progress = ProgressFile::new(lab.dir.root());
     while Instant::now() < deadline {
+        if crate::interrupt::interrupted() {
+            // The agents stop with `agents` (killed on drop), the fault's thread here.
+            cancel.store(true, Ordering::Relaxed);
+            crate::interrupt::check()?;
+        }
         let done: Vec<bool> = plan
             .hosts
             .iter()

@@ -169,6 +169,13 @@ impl TrafficGen {
         info.from_name(&name).map_err(fail("look up interface"))?;
         info.set_queue(config.queue);
         let socket = Socket::with_shared(&info, &umem).map_err(fail("create socket"))?;
+        // Its descriptor is the UMEM's too: a process the generator's process starts must not
+        // hold them (see `set_close_on_exec`).
+        afxdp_sys::set_close_on_exec(socket.as_raw_fd()).map_err(|source| GenError::Socket {
+            interface: config.interface.clone(),
+            step: "close on exec",
+            source,
+        })?;
         let device = umem.fq_cq(&socket).map_err(fail("fill/completion rings"))?;
         let mode = match config.bind_mode.resolve(&config.interface) {
             BindMode::ZeroCopy => SocketConfig::XDP_BIND_ZEROCOPY,
