@@ -430,38 +430,38 @@ pub fn run_dragonfly(config: &DragonflyConfig) -> Result<DragonflyReport, ModelE
 }
 
 impl Sim<'_> {
-    /// The flows of the collective, for the lower bound (uniform: spread evenly over the
-    /// other hosts, its expectation).
+    /// The flows of the collective, for the lower bound. Uniform: the expected matrix
+    /// rounded to whole packets — packet `j` of host `x` to host `x + 1 + (j mod (N − 1))` —
+    /// so that every host sends and receives its share in the packets it really sends.
     fn flows(&self) -> Vec<(HostId, HostId, u64)> {
         let hosts = self.config.shape.hosts();
         let bytes = self.config.message_bytes;
         if hosts < 2 {
             return Vec::new();
         }
-        if self.destinations.is_empty() {
-            // Uniform: the expected matrix; only its host and group sums enter the bound, so
-            // the per-pair share is spread as whole bytes plus the remainder on the first.
-            let share = bytes / u64::from(hosts - 1);
-            let extra = bytes % u64::from(hosts - 1);
-            (0..hosts)
-                .flat_map(|src| {
-                    (0..hosts)
-                        .filter(move |&dst| dst != src)
-                        .enumerate()
-                        .map(move |(i, dst)| {
-                            let own = share + u64::from(i == 0) * extra;
-                            (HostId(src), HostId(dst), own)
-                        })
-                })
-                .filter(|&(_, _, b)| b > 0)
-                .collect()
-        } else {
-            self.destinations
+        if !self.destinations.is_empty() {
+            return self
+                .destinations
                 .iter()
                 .enumerate()
                 .map(|(src, &dst)| (HostId(src as u32), HostId(dst), bytes))
-                .collect()
+                .collect();
         }
+        let payload = u64::from(self.config.link.payload_bytes);
+        let packets = bytes.div_ceil(payload);
+        let others = u64::from(hosts - 1);
+        let short = packets * payload - bytes;
+        let last_offset = (packets - 1) % others;
+        let mut flows = Vec::new();
+        for src in 0..hosts {
+            for offset in 0..others.min(packets) {
+                let count = packets / others + u64::from(offset < packets % others);
+                let flow = count * payload - if offset == last_offset { short } else { 0 };
+                let dst = (u64::from(src) + 1 + offset) % u64::from(hosts);
+                flows.push((HostId(src), HostId(dst as u32), flow));
+            }
+        }
+        flows
     }
 
     fn push(&mut self, time: u64, kind: Kind) {

@@ -81,3 +81,26 @@ fn bad_configurations_are_refused_by_name() {
     assert!(error.contains("message_bytes"), "{error}");
     assert!("all-to-all".parse::<DragonflyWorkload>().is_err());
 }
+
+/// At 1,056 hosts a uniform host's 1 MiB is fewer packets than there are other hosts: the
+/// bound must count the packets as sent, not the expected matrix's byte shares.
+#[test]
+fn the_bound_holds_at_the_large_size() {
+    for workload in [DragonflyWorkload::Uniform, DragonflyWorkload::Adversarial] {
+        let config = DragonflyConfig {
+            shape: ofan_topology::DragonflyShape::balanced(4).unwrap(),
+            scheme: DragonflyScheme::UgalG,
+            workload,
+            message_bytes: 1 << 20,
+            ..DragonflyConfig::small()
+        };
+        let report = run_dragonfly(&config).unwrap();
+        assert_eq!(report.hosts, 1056);
+        assert!(
+            report.cct_ps >= report.lower_bound_ps,
+            "{workload}: {report:?}"
+        );
+        // The NIC bound, about 11 µs at 800 Gb/s, is the binding one for both.
+        assert!(report.lower_bound_ps < 13_000_000, "{workload}: {report:?}");
+    }
+}
