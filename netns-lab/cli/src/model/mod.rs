@@ -240,10 +240,12 @@ struct Common {
     /// µs (default 64000: the lab's BIRD + BFD at a remote switch; FRR took 124000).
     #[arg(long)]
     reroute_delay_us: Option<f64>,
-    /// Adaptive-routing framework (`arf-*`): detection window, µs (default 4).
+    /// Adaptive-routing framework (`arf-*`): detection window, µs (default 4; on a dragonfly,
+    /// `arf-ugal`'s reporting period, default 1).
     #[arg(long)]
     arf_window_us: Option<f64>,
-    /// Adaptive-routing framework: control-plane delay of a notification, µs (default 100).
+    /// Adaptive-routing framework: control-plane delay of a notification, µs (default 100; on
+    /// a dragonfly, in-band across the group, default 2).
     #[arg(long)]
     arf_delay_us: Option<f64>,
     /// Adaptive-routing framework: refresh every this many windows (default 10; hold = 3×).
@@ -353,6 +355,11 @@ impl Common {
     fn config(&self) -> anyhow::Result<ModelConfig> {
         let mut config = ModelConfig::paper();
         config.topology = self.topology.tiered("this command")?.kind(self.k);
+        if self.p.is_some() || self.a.is_some() || self.h.is_some() {
+            bail!(
+                "--p, --a and --h shape a dragonfly (--topology dragonfly); a fat tree takes --k"
+            );
+        }
         config.link.rate_bps = self
             .rate_gbps
             .checked_mul(1_000_000_000)
