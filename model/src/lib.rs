@@ -27,6 +27,10 @@
 //!   same type the lab writes.
 //! * [`figures`]: the paper's figures as sweeps over many runs, with tables, fits and SVG plots
 //!   ([`svg`]).
+//! * [`dragonfly`]: the same kind of packet-level run on a dragonfly
+//!   ([`ofan_topology::Dragonfly`]) under the dragonfly schemes of
+//!   [`ofan_dataplane::lb::dragonfly`] (min, Valiant, UGAL, the framework's notified UGAL,
+//!   per-destination-group rotation); its own report, [`dragonfly::DragonflyReport`].
 //! * [`shard`]: sweeps split into independent processes ([`Shard`] `I/N`), whose parts join
 //!   into exactly the unsharded result.
 //!
@@ -55,6 +59,7 @@
 #![deny(unsafe_code)]
 
 pub mod config;
+pub mod dragonfly;
 mod error;
 pub mod figures;
 mod queue;

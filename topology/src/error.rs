@@ -6,6 +6,16 @@ use crate::model::{LinkId, NodeId, PortIndex, Role, TopologyKind};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TopologyError {
+    /// A dragonfly parameter (or an intermediate group) is out of range.
+    #[error("dragonfly parameter {name} = {value} refused: {reason}")]
+    DragonflyParameter {
+        /// The parameter's name (`p`, `a`, `h`, `via`).
+        name: &'static str,
+        /// The rejected value.
+        value: u32,
+        /// Why, with the range it must be in.
+        reason: String,
+    },
     /// The switch radix is odd or outside `4..=64`.
     #[error("switch radix k = {k} must be even and in 4..=64")]
     OddOrOutOfRangeK {

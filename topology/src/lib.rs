@@ -26,6 +26,11 @@
 //!
 //! k is even and in `4..=64`.
 //!
+//! [`Dragonfly`] (module [`dragonfly`]) is the third family, kept apart because it has no tiers:
+//! `g = a·h + 1` groups of `a` all-to-all routers with `p` hosts and `h` global links each, one
+//! global link between every pair of groups; its own ids, ports, addresses, destination keys,
+//! minimal and Valiant paths and collective lower bound are documented there.
+//!
 //! ## Node ids and names (contract)
 //!
 //! Ids are dense, tier by tier: hosts, then edge switches, then aggregation switches, then
@@ -97,6 +102,7 @@
 
 mod addressing;
 mod construct;
+pub mod dragonfly;
 mod error;
 pub mod load;
 mod model;
@@ -108,6 +114,7 @@ pub mod timing;
 mod topology;
 pub mod units;
 
+pub use dragonfly::{Dragonfly, DragonflyShape};
 pub use error::TopologyError;
 pub use load::{Flow, LinkLoad, TrafficMatrix};
 pub use model::{Link, LinkId, Node, NodeId, Port, PortDirection, PortIndex, Role, TopologyKind};

@@ -39,6 +39,7 @@
 //! `key + keys · class` (paper F.2: `id = d + N_d · t`). Simple RR has one pointer per size
 //! class for the whole switch (the same start rule, identity port order).
 
+pub mod dragonfly;
 mod fastmod;
 mod order;
 mod rng;

@@ -347,5 +347,6 @@ fn unassigned_addresses_have_no_owner() {
     }
 }
 
+mod dragonfly;
 mod paths;
 mod rho;

@@ -59,4 +59,5 @@ fn assert_rounds(ports: &[u8], valid: PortMask) {
 
 mod arf;
 mod baselines;
+mod dragonfly;
 mod ofan;

@@ -105,7 +105,12 @@ fn bench_sizes(args: &BenchArgs, config: ModelConfig) -> anyhow::Result<()> {
     let ks: Vec<(u64, u16)> = args
         .sizes
         .iter()
-        .map(|&hosts| Ok((hosts, radix_of(args.common.topology, hosts)?)))
+        .map(|&hosts| {
+            Ok((
+                hosts,
+                radix_of(args.common.topology.tiered("model bench")?, hosts)?,
+            ))
+        })
         .collect::<anyhow::Result<_>>()?;
     println!(
         "{} {} {} B, seed {}, one thread; median of up to {} runs (at most {:.0} s per size)",
@@ -122,7 +127,7 @@ fn bench_sizes(args: &BenchArgs, config: ModelConfig) -> anyhow::Result<()> {
     );
     for (hosts, k) in ks {
         let config = ModelConfig {
-            topology: args.common.topology.kind(k),
+            topology: args.common.topology.tiered("model bench")?.kind(k),
             ..config.clone()
         };
         // Best effort: without it the high-water mark is the largest size's so far.

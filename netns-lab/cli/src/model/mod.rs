@@ -17,12 +17,18 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
+use ofan_dataplane::lb::dragonfly::DragonflyScheme;
+use ofan_model::dragonfly::{
+    run_dragonfly, DragonflyConfig, DragonflyReport, DragonflyWorkload, DRAGONFLY_ARF_DELAY_PS,
+    DRAGONFLY_ARF_WINDOW_PS,
+};
 use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
 use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
     default_threads, run_many, workload, AckAirtime, BufferLimit, CcKind, DegradedLink, Failures,
     LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Shard, Stage, StartPhase, Workload,
 };
+use ofan_topology::DragonflyShape;
 
 use super::Shape;
 use bench::{bench, BenchArgs};
@@ -65,13 +71,37 @@ enum ModelCommand {
     Merge(MergeArgs),
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum WorkloadKind {
     Permutation,
     InterPod,
     AllToAll,
     Ring,
     Matrix,
+    /// Dragonfly: every packet to a uniformly random other host.
+    Uniform,
+    /// Dragonfly: every host of group G to the same position in group G + 1.
+    Adversarial,
+}
+
+/// The families `model` runs: the lab's shapes, and the dragonfly (model only so far).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModelShape {
+    FatTree,
+    LeafSpine,
+    /// g = a·h + 1 groups of a routers with p hosts and h global links each (--p, --a, --h).
+    Dragonfly,
+}
+
+impl ModelShape {
+    /// The tiered family, or an error for the dragonfly (which `model run` alone knows).
+    fn tiered(self, what: &str) -> anyhow::Result<Shape> {
+        match self {
+            Self::FatTree => Ok(Shape::FatTree),
+            Self::LeafSpine => Ok(Shape::LeafSpine),
+            Self::Dragonfly => bail!("{what} runs on fat trees and leaf-spines; a dragonfly runs with `model run --topology dragonfly`"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -103,11 +133,21 @@ enum StartPhaseArg {
 struct Common {
     /// Topology family.
     #[arg(long, value_enum, default_value = "fat-tree")]
-    topology: Shape,
+    topology: ModelShape,
     /// Switch radix k (even, 4..=64).
     #[arg(long, default_value_t = 12)]
     k: u16,
-    /// Traffic matrix.
+    /// Dragonfly: hosts per router (default 2).
+    #[arg(long)]
+    p: Option<u16>,
+    /// Dragonfly: routers per group, all-to-all inside the group (default 2p, balanced).
+    #[arg(long)]
+    a: Option<u16>,
+    /// Dragonfly: global links per router; g = a·h + 1 groups (default p, balanced).
+    #[arg(long)]
+    h: Option<u16>,
+    /// Traffic matrix. Fat tree and leaf-spine: permutation, inter-pod, all-to-all, ring,
+    /// matrix. Dragonfly: uniform, permutation, adversarial.
     #[arg(long, value_enum, default_value = "permutation")]
     workload: WorkloadKind,
     /// Traffic-matrix file for `--workload matrix`: lines `src dst [bytes]` (host indices).
@@ -116,10 +156,14 @@ struct Common {
     /// Ring stride for `--workload ring`.
     #[arg(long, default_value_t = 1)]
     ring_stride: u32,
-    /// Load-balancing scheme: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow,
-    /// arf-packet, spray, reps, drb.
-    #[arg(long, default_value = "ofan")]
-    scheme: String,
+    /// Load-balancing scheme. Fat tree and leaf-spine: ecmp, rsq, rr, jsq, ar, drill, ofan,
+    /// pofan, arf-wcmp, arf-flow, arf-packet, spray, reps, drb (default ofan). Dragonfly: min,
+    /// valiant, ugal-l, ugal-g (global queue knowledge, a reference only the model has),
+    /// arf-ugal (UGAL plus the framework's notified global-link queues), rotate (Ofan's
+    /// per-destination-group rotation over the group's global links), ugal-rotate (default
+    /// min).
+    #[arg(long)]
+    scheme: Option<String>,
     /// The hosts' congestion control: none (the pacer alone), dctcp, nscc, mswift.
     #[arg(long, default_value = "none")]
     cc: String,
@@ -196,10 +240,12 @@ struct Common {
     /// µs (default 64000: the lab's BIRD + BFD at a remote switch; FRR took 124000).
     #[arg(long)]
     reroute_delay_us: Option<f64>,
-    /// Adaptive-routing framework (`arf-*`): detection window, µs (default 4).
+    /// Adaptive-routing framework (`arf-*`): detection window, µs (default 4; on a dragonfly,
+    /// `arf-ugal`'s reporting period, default 1).
     #[arg(long)]
     arf_window_us: Option<f64>,
-    /// Adaptive-routing framework: control-plane delay of a notification, µs (default 100).
+    /// Adaptive-routing framework: control-plane delay of a notification, µs (default 100; on
+    /// a dragonfly, in-band across the group, default 2).
     #[arg(long)]
     arf_delay_us: Option<f64>,
     /// Adaptive-routing framework: refresh every this many windows (default 10; hold = 3×).
@@ -308,7 +354,12 @@ fn parse_size(text: &str) -> Result<u64, String> {
 impl Common {
     fn config(&self) -> anyhow::Result<ModelConfig> {
         let mut config = ModelConfig::paper();
-        config.topology = self.topology.kind(self.k);
+        config.topology = self.topology.tiered("this command")?.kind(self.k);
+        if self.p.is_some() || self.a.is_some() || self.h.is_some() {
+            bail!(
+                "--p, --a and --h shape a dragonfly (--topology dragonfly); a fat tree takes --k"
+            );
+        }
         config.link.rate_bps = self
             .rate_gbps
             .checked_mul(1_000_000_000)
@@ -339,7 +390,7 @@ impl Common {
             StartPhaseArg::Random => StartPhase::Random,
         };
         config.message_bytes = self.size;
-        config.scheme = self.scheme.parse()?;
+        config.scheme = self.scheme.as_deref().unwrap_or("ofan").parse()?;
         config.cc = self.cc.parse::<CcKind>().context("--cc")?;
         config.reorder_window_permille = self.reorder_window_permille;
         config.pipe_ports = self.pipe_size;
@@ -350,6 +401,9 @@ impl Common {
             WorkloadKind::Ring => Workload::Ring {
                 stride: self.ring_stride,
             },
+            WorkloadKind::Uniform | WorkloadKind::Adversarial => {
+                bail!("--workload uniform and adversarial are dragonfly patterns (--topology dragonfly)")
+            }
             WorkloadKind::Matrix => {
                 let path = self
                     .matrix
@@ -409,12 +463,83 @@ impl Common {
         Ok(config)
     }
 
+    fn link_params(&self) -> anyhow::Result<ofan_topology::LinkParams> {
+        Ok(ofan_topology::LinkParams {
+            rate_bps: self
+                .rate_gbps
+                .checked_mul(1_000_000_000)
+                .context("--rate-gbps is too large")?,
+            propagation_ps: self.latency_ns.saturating_mul(1000),
+            payload_bytes: u32::try_from(self.payload).context("--payload must fit in 32 bits")?,
+            header_bytes: self.header,
+            ack_bytes: self.ack,
+            gap_bytes: self.gap,
+        })
+    }
+
+    /// The dragonfly run these options describe (seed left at 1); refuses the options a
+    /// dragonfly run does not model.
+    fn dragonfly(&self) -> anyhow::Result<DragonflyConfig> {
+        let unsupported = [
+            ("--fail-prob", self.fail_prob.is_some()),
+            ("--fail-links", !self.fail_links.is_empty()),
+            ("--degrade", !self.degrade.is_empty()),
+            ("--fail-at", !self.fail_at.is_empty()),
+            ("--cc", self.cc != "none"),
+            ("--matrix", self.matrix.is_some()),
+        ];
+        if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
+            bail!("{flag} is not modelled on a dragonfly (buffered routers, hosts at line rate, no failures)");
+        }
+        let p = self.p.unwrap_or(2);
+        let shape = DragonflyShape::new(
+            p,
+            self.a.unwrap_or(p.saturating_mul(2)),
+            self.h.unwrap_or(p),
+        )?;
+        let workload = match self.workload {
+            WorkloadKind::Uniform => DragonflyWorkload::Uniform,
+            WorkloadKind::Permutation => DragonflyWorkload::Permutation,
+            WorkloadKind::Adversarial => DragonflyWorkload::Adversarial,
+            other => bail!(
+                "--workload {} is a fat-tree pattern; a dragonfly runs uniform, permutation or adversarial",
+                other.to_possible_value().expect("no skipped variants").get_name()
+            ),
+        };
+        let scheme: DragonflyScheme = self
+            .scheme
+            .as_deref()
+            .unwrap_or("min")
+            .parse()
+            .context("--scheme")?;
+        let picoseconds = |us: f64| (us * 1e6).round() as u64;
+        let config = DragonflyConfig {
+            shape,
+            link: self.link_params()?,
+            scheme,
+            workload,
+            message_bytes: self.size,
+            arf_window_ps: self
+                .arf_window_us
+                .map_or(DRAGONFLY_ARF_WINDOW_PS, picoseconds),
+            arf_delay_ps: self
+                .arf_delay_us
+                .map_or(DRAGONFLY_ARF_DELAY_PS, picoseconds),
+            seed: 1,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
     fn threads(&self) -> usize {
         self.threads.unwrap_or_else(default_threads)
     }
 }
 
 fn run_one(args: RunArgs) -> anyhow::Result<()> {
+    if args.common.topology == ModelShape::Dragonfly {
+        return run_dragonfly_seeds(&args);
+    }
     let mut base = args.common.config()?;
     base.seed = args.seed;
     let seeds = args.seeds.max(1);
@@ -446,6 +571,88 @@ fn run_one(args: RunArgs) -> anyhow::Result<()> {
         eprintln!("shard {shard}: wrote {}", path.display());
     } else if let Some(path) = args.json {
         write_out(&path, &reports_json(&reports)?)?;
+    }
+    Ok(())
+}
+
+/// `model run --topology dragonfly`: the seeds in parallel, a table, the reports as JSON.
+fn run_dragonfly_seeds(args: &RunArgs) -> anyhow::Result<()> {
+    if args.shard.is_some() {
+        bail!("--shard splits fat-tree sweeps; a dragonfly run is not sharded");
+    }
+    let base = args.common.dragonfly()?;
+    let configs: Vec<DragonflyConfig> = (0..args.seeds.max(1))
+        .map(|i| DragonflyConfig {
+            seed: args.seed + i,
+            ..base.clone()
+        })
+        .collect();
+    let started = Instant::now();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(vec![None; configs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..args.common.threads().clamp(1, configs.len()) {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(config) = configs.get(index) else {
+                    break;
+                };
+                let report = run_dragonfly(config).map_err(|e| e.to_string());
+                results.lock().expect("no thread panics holding the lock")[index] = Some(report);
+            });
+        }
+    });
+    let reports = results
+        .into_inner()
+        .expect("no thread panics holding the lock")
+        .into_iter()
+        .map(|r| r.expect("every seed ran").map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<Vec<DragonflyReport>>>()?;
+    let wall = started.elapsed().as_secs_f64();
+    println!("{}, {} B per host", base.shape, base.message_bytes);
+    println!(
+        "{:<12} {:<12} {:>5} {:>10} {:>10} {:>7} {:>8} {:>8} {:>7} {:>10} {:>10}",
+        "scheme",
+        "workload",
+        "seed",
+        "CCT µs",
+        "bound µs",
+        "CCT/LB",
+        "thrput",
+        "minimal",
+        "global",
+        "maxQ glob",
+        "maxQ loc"
+    );
+    for r in &reports {
+        println!(
+            "{:<12} {:<12} {:>5} {:>10.2} {:>10.2} {:>7.3} {:>8.3} {:>8.3} {:>7.3} {:>8} KB {:>7} KB",
+            r.scheme,
+            r.workload,
+            r.seed,
+            r.cct_ps as f64 / 1e6,
+            r.lower_bound_ps as f64 / 1e6,
+            r.cct_increase(),
+            r.throughput,
+            r.minimal_share,
+            r.mean_global_hops,
+            r.max_global_queue_bytes / 1000,
+            r.max_local_queue_bytes / 1000,
+        );
+    }
+    let events: u64 = reports.iter().map(|r| r.events).sum();
+    eprintln!(
+        "{} run(s) in {wall:.3} s wall, {:.1} M events/s",
+        reports.len(),
+        events as f64 / wall / 1e6
+    );
+    if let Some(path) = &args.json {
+        let text = if reports.len() == 1 {
+            serde_json::to_string_pretty(&reports[0])?
+        } else {
+            serde_json::to_string_pretty(&reports)?
+        };
+        write_out(path, &text)?;
     }
     Ok(())
 }
