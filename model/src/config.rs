@@ -11,6 +11,8 @@ use ofan_topology::{LinkParams, TopologyKind};
 use ofan_transport::{CcKind, RecoveryConfig};
 use serde::{Deserialize, Serialize};
 
+use crate::collective::Collective;
+use crate::deps::FlowGraph;
 use crate::error::ModelError;
 
 /// Who balances northbound packets, and how.
@@ -321,6 +323,20 @@ pub enum Workload {
         /// The flows (a pair listed twice is one flow carrying the sum).
         flows: Vec<FlowSpec>,
     },
+    /// An htsim connection matrix ([`crate::htsim::parse`]): flows with start times and
+    /// triggers; every flow stays a flow of its own.
+    Htsim {
+        /// `Nodes N` of the file's header.
+        nodes: u32,
+        /// Its flows and triggers.
+        graph: FlowGraph,
+    },
+    /// A ring collective whose steps wait for the previous step's chunk
+    /// ([`crate::collective`]); `message_bytes` is each host's buffer.
+    Collective {
+        /// Which collective, servers, ring order.
+        collective: Collective,
+    },
 }
 
 impl Workload {
@@ -333,6 +349,8 @@ impl Workload {
             Workload::AllToAll => "all_to_all",
             Workload::Ring { .. } => "ring",
             Workload::Matrix { .. } => "matrix",
+            Workload::Htsim { .. } => "htsim",
+            Workload::Collective { collective } => collective.kind.name(),
         }
     }
 }

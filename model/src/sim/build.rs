@@ -457,6 +457,7 @@ impl<'a> Sim<'a> {
             link_failures,
             ahead: [Ahead::default(); AHEAD],
             cc,
+            deps: None,
             #[cfg(test)]
             stop_after: u64::MAX,
         })

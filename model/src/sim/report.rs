@@ -129,6 +129,7 @@ impl Sim<'_> {
                 end_ps: end,
                 degraded,
                 cc: self.cc_report(),
+                phases: self.phase_report(),
                 arf,
                 link_failures,
             }),

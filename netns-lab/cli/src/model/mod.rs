@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
+use ofan_model::collective::{Collective, CollectiveKind, RingOrder};
 use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
 use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
@@ -72,6 +73,19 @@ enum WorkloadKind {
     AllToAll,
     Ring,
     Matrix,
+    /// Ring all-reduce: reduce-scatter then all-gather, each step waiting for the previous
+    /// step's chunk; `--size` is each host's buffer.
+    RingAllreduce,
+    /// Ring all-gather (one phase).
+    RingAllgather,
+    /// Ring reduce-scatter (one phase).
+    RingReducescatter,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RingOrderArg {
+    Index,
+    Random,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -110,9 +124,23 @@ struct Common {
     /// Traffic matrix.
     #[arg(long, value_enum, default_value = "permutation")]
     workload: WorkloadKind,
-    /// Traffic-matrix file for `--workload matrix`: lines `src dst [bytes]` (host indices).
+    /// Traffic-matrix file for `--workload matrix`: lines `src dst [bytes]` (host indices),
+    /// or htsim's connection-matrix format (a file starting with `Nodes N`): `Connections M`,
+    /// `Triggers K`, lines `SRC->DST id I start PS size BYTES [send_done_trigger U]
+    /// [recv_done_trigger U]`, `SRC->DST id I trigger T size BYTES ...` (starts when trigger T
+    /// fires) and `trigger id T oneshot|multishot|barrier [count C]`; start times in ps, as
+    /// htsim reads them. See docs/model.md, "Workloads with dependencies".
     #[arg(long)]
     matrix: Option<PathBuf>,
+    /// Ring collectives: hosts per server. 1: one flat ring over every host; G > 1: G rings
+    /// over the servers (G consecutive hosts each), rank r to rank r of the next server, each
+    /// step carrying 1/n of the buffer; intra-server traffic is skipped (not modelled).
+    #[arg(long, default_value_t = 1)]
+    gpus_per_server: u32,
+    /// Ring collectives: the servers' order on the ring (random: seeded, as random server
+    /// placement).
+    #[arg(long, value_enum, default_value = "random")]
+    ring_order: RingOrderArg,
     /// Ring stride for `--workload ring`.
     #[arg(long, default_value_t = 1)]
     ring_stride: u32,
@@ -357,11 +385,36 @@ impl Common {
                     .context("--workload matrix needs --matrix FILE")?;
                 let text = fs::read_to_string(path)
                     .with_context(|| format!("reading {}", path.display()))?;
-                Workload::Matrix {
-                    flows: workload::parse_matrix(&text, self.size)
-                        .with_context(|| format!("parsing {}", path.display()))?,
+                if ofan_model::htsim::is_htsim(&text) {
+                    let matrix = ofan_model::htsim::parse(&text)
+                        .with_context(|| format!("parsing {} (htsim format)", path.display()))?;
+                    Workload::Htsim {
+                        nodes: matrix.nodes,
+                        graph: matrix.graph,
+                    }
+                } else {
+                    Workload::Matrix {
+                        flows: workload::parse_matrix(&text, self.size)
+                            .with_context(|| format!("parsing {}", path.display()))?,
+                    }
                 }
             }
+            WorkloadKind::RingAllreduce
+            | WorkloadKind::RingAllgather
+            | WorkloadKind::RingReducescatter => Workload::Collective {
+                collective: Collective {
+                    kind: match self.workload {
+                        WorkloadKind::RingAllreduce => CollectiveKind::AllReduce,
+                        WorkloadKind::RingAllgather => CollectiveKind::AllGather,
+                        _ => CollectiveKind::ReduceScatter,
+                    },
+                    gpus_per_server: self.gpus_per_server,
+                    order: match self.ring_order {
+                        RingOrderArg::Index => RingOrder::Index,
+                        RingOrderArg::Random => RingOrder::Random,
+                    },
+                },
+            },
         };
         config.failures = match (self.fail_prob, self.fail_links.is_empty()) {
             (Some(_), false) => bail!("--fail-prob and --fail-links exclude each other"),
@@ -526,6 +579,20 @@ fn print_reports(reports: &[RunReport]) {
     }
     for r in reports {
         let model = model_of(r);
+        for phase in &model.phases {
+            let us =
+                |ps: Option<u64>| ps.map_or("-".into(), |ps| format!("{:.3}", ps as f64 / 1e6));
+            println!(
+                "{:>10} {:>5}   phase {}: {} flows, {} µs → {} µs, CCT {} µs",
+                model.config.scheme.name(),
+                model.config.seed,
+                phase.name,
+                phase.flows,
+                us(phase.start_ps),
+                us(phase.end_ps),
+                us(phase.cct_ps),
+            );
+        }
         for slow in &model.degraded {
             println!(
                 "{:>10} {:>5}   degraded {} → {} at {:.2}: {:.1} KB, {:.2} × its stage's mean",

@@ -1,0 +1,93 @@
+//! `ofan-lab model run` with the workloads that have dependencies: an htsim connection-matrix
+//! file through `--matrix`, and the ring collectives with their phases.
+
+use std::process::Command;
+
+fn ofan_lab(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ofan-lab"))
+        .args(args)
+        .output()
+        .expect("ofan-lab runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../../model/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn an_htsim_file_runs_unchanged_through_matrix() {
+    let file = fixture("htsim-allreduce-16n-4g.cm");
+    let (ok, stdout, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "4",
+        "--workload",
+        "matrix",
+        "--matrix",
+        &file,
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{stderr}");
+    let json_start = stdout.find("\n{").expect("a JSON report") + 1;
+    let report: serde_json::Value = serde_json::from_str(&stdout[json_start..]).expect("JSON");
+    assert_eq!(report["flows"], 112);
+    assert_eq!(report["packets"]["flows_complete"], 112);
+}
+
+#[test]
+fn a_bad_htsim_line_is_named() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let file = dir.path().join("bad.cm");
+    std::fs::write(
+        &file,
+        "Nodes 16\nConnections 1\n0->1 id 1 start 0 size 10 colour 3\n",
+    )
+    .expect("writes");
+    let (ok, _, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "4",
+        "--workload",
+        "matrix",
+        "--matrix",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("line 3") && stderr.contains("unknown word `colour`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_ring_all_reduce_reports_its_phases() {
+    let (ok, stdout, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "4",
+        "--workload",
+        "ring-allreduce",
+        "--gpus-per-server",
+        "2",
+        "--size",
+        "256K",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("phase reduce-scatter: 112 flows"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("phase all-gather: 112 flows"), "{stdout}");
+}
