@@ -8,6 +8,7 @@
 //! | [`message_sizes`] | Fig. 4 | message size | max queue, CCT increase; fitted growth exponents |
 //! | [`network_sizes`] | Fig. 6 / 17 | hosts | CCT increase of pOfan pipe sizes and DRB; DRB/Ofan max-queue ratio |
 //! | [`failures`] | Fig. 9 (§6.2) | link-failure probability | CCT increase at ρ_max pacing |
+//! | [`two_level`] | Fig. 10 (§6.3) | leaf-spine hosts | CCT, CCT increase, max queue, utilization; CCT reduction of Ofan/pOfan vs REPS and AR |
 //! | [`congestion_control`] | Fig. 12 (§6.5) | scheme, per CCA | CCT increase, utilization, max queue |
 //!
 //! Figs. 3, 4 and 6/17 follow the analysis of paper §3.3 and run with unlimited buffers
@@ -494,6 +495,13 @@ pub enum FigureSpec {
         /// Schemes compared.
         schemes: Vec<Scheme>,
     },
+    /// Fig. 10 ([`two_level`]).
+    TwoLevel {
+        /// Leaf-spine radices k (k²/2 hosts each; the paper: 64).
+        ks: Vec<u16>,
+        /// Schemes compared.
+        schemes: Vec<Scheme>,
+    },
     /// Fig. 12 ([`congestion_control`]).
     CongestionControl {
         /// Congestion-control algorithms (one series each).
@@ -515,6 +523,7 @@ impl FigureSpec {
             Self::MessageSizes { .. } => "fig4",
             Self::NetworkSizes { .. } => "fig6_17",
             Self::Failures { .. } => "failures",
+            Self::TwoLevel { .. } => "fig10",
             Self::CongestionControl { .. } => "fig12",
         }
     }
@@ -614,6 +623,20 @@ impl FigureSpec {
                     }
                 }
             }
+            Self::TwoLevel { ks, schemes } => {
+                for &scheme in schemes {
+                    for &k in ks {
+                        let mut config = base.clone();
+                        config.topology = TopologyKind::LeafSpine { k };
+                        config.scheme = scheme;
+                        jobs.push(Job {
+                            series: series_name(scheme, base.pipe_ports),
+                            x: f64::from(k) * f64::from(k) / 2.0,
+                            config,
+                        });
+                    }
+                }
+            }
             Self::CongestionControl {
                 ccs,
                 schemes,
@@ -647,6 +670,7 @@ impl FigureSpec {
             Self::MessageSizes { schemes, .. } => finish_message_sizes(settings, points, schemes),
             Self::NetworkSizes { .. } => finish_network_sizes(settings, points),
             Self::Failures { .. } => finish_failures(settings, points),
+            Self::TwoLevel { .. } => finish_two_level(settings, points),
             Self::CongestionControl {
                 schemes,
                 message_bytes,
@@ -1112,5 +1136,78 @@ fn finish_congestion_control(
         }
         fig.notes.push(line);
     }
+    fig
+}
+
+/// A scheme's series name: its own, but pOfan named by its pipe size as in the paper (`4ofan`).
+fn series_name(scheme: Scheme, pipe_ports: u16) -> String {
+    if scheme == Scheme::Switch(Algorithm::Pofan) {
+        format!("{pipe_ports}ofan")
+    } else {
+        scheme.name().to_owned()
+    }
+}
+
+/// Fig. 10 (§6.3): the permutation on two-level fat trees (leaf-spine, k²/2 hosts; the paper:
+/// k = 64, 2,048 hosts) — CCT, its increase over the bound, max queue and utilization, and the
+/// CCT reduction of Ofan and pOfan against REPS and AR. Buffers as configured.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn two_level(settings: &Sweep, ks: &[u16], schemes: &[Scheme]) -> Result<Figure, ModelError> {
+    build(
+        &FigureSpec::TwoLevel {
+            ks: ks.to_vec(),
+            schemes: schemes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_two_level(settings: (&ModelConfig, u64), points: Vec<Point>) -> Figure {
+    let mut fig = figure(
+        "fig10",
+        "Fig. 10: permutation on a two-level fat tree (leaf-spine)",
+        "hosts",
+        false,
+        settings,
+    );
+    fig.points = points;
+    fig.panels = vec![
+        panel("cct_us", "CCT (µs)", false),
+        panel("cct_increase_pct", "CCT increase (%)", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+        panel("utilization", "utilization", false),
+    ];
+    let series = fig.series_names();
+    let mean_cct = |name: &str, x: f64| {
+        fig.points
+            .iter()
+            .find(|p| p.series == name && p.x == x)
+            .and_then(|p| p.metrics.get("cct_us"))
+            .map(|s| s.mean)
+    };
+    let mut xs: Vec<f64> = fig.points.iter().map(|p| p.x).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let ours: Vec<&String> = series.iter().filter(|s| s.ends_with("ofan")).collect();
+    let theirs: Vec<&String> = series.iter().filter(|s| !s.ends_with("ofan")).collect();
+    let mut notes = vec![
+        "CCT reduction = 1 − CCT(ours) / CCT(theirs), of the mean CCTs (the paper: Ofan and 4Ofan \
+         cut the CCT by over 11 % against REPS and AR at k = 64)"
+            .to_owned(),
+    ];
+    for &x in &xs {
+        let mut line = format!("{x:>6} hosts:");
+        for our in &ours {
+            for their in &theirs {
+                if let (Some(a), Some(b)) = (mean_cct(our, x), mean_cct(their, x)) {
+                    let _ = write!(line, " {our} vs {their} {:.1} %", (1.0 - a / b) * 100.0);
+                }
+            }
+        }
+        notes.push(line);
+    }
+    fig.notes.extend(notes);
     fig
 }

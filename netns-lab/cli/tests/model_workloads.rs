@@ -91,3 +91,41 @@ fn a_ring_all_reduce_reports_its_phases() {
     );
     assert!(stdout.contains("phase all-gather: 112 flows"), "{stdout}");
 }
+
+/// `model fig10` at a small radix: one point per scheme, every run complete, and the CCT
+/// reduction notes (structure and invariants, never a target number).
+#[test]
+fn fig10_quick_runs_every_scheme_on_a_leaf_spine() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().to_str().expect("utf-8");
+    let (ok, stdout, stderr) = ofan_lab(&[
+        "model",
+        "fig10",
+        "--leaf-spine-ks",
+        "8",
+        "--seeds",
+        "1",
+        "--out",
+        out,
+    ]);
+    assert!(ok, "{stderr}");
+    let figure: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fig10.json")).expect("fig10.json"),
+    )
+    .expect("JSON");
+    let points = figure["points"].as_array().expect("points");
+    let series: Vec<&str> = points
+        .iter()
+        .map(|p| p["series"].as_str().expect("series"))
+        .collect();
+    assert_eq!(series, ["reps", "ar", "ofan", "4ofan"]);
+    for point in points {
+        assert_eq!(point["x"], 32.0, "k = 8: 32 hosts");
+        let increase = point["metrics"]["cct_increase_pct"]["mean"]
+            .as_f64()
+            .expect("every run completes");
+        assert!(increase >= 0.0, "no run beats the bound");
+    }
+    assert!(stdout.contains("ofan vs reps"), "{stdout}");
+    assert!(stdout.contains("4ofan vs ar"), "{stdout}");
+}

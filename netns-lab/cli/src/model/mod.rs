@@ -2,7 +2,7 @@
 //!
 //! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
 //!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
-//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig12`: reproduce a paper figure; prints the tables
+//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig10 | fig12`: reproduce a paper figure; prints the tables
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
 //! * `model bench`: wall time, events per second and peak memory of one configuration, or of
 //!   the permutation at several network sizes (`--sizes`).
@@ -55,6 +55,11 @@ enum ModelCommand {
     Fig6(FigArgs),
     /// §6.2: CCT increase vs link-failure probability, hosts paced at ρ_max.
     Failures(FigArgs),
+    /// Fig. 10 (§6.3): the permutation on leaf-spine fabrics (`--leaf-spine-ks`, default 64:
+    /// 2,048 hosts) for REPS, AR, Ofan and 4Ofan (pOfan, `--pipe-size`): CCT, increase, max
+    /// queue, utilization, and Ofan's CCT reduction against REPS and AR (quick:
+    /// `--leaf-spine-ks 16 --seeds 1`).
+    Fig10(FigArgs),
     /// Fig. 12 (§6.5): a permutation of 4 MiB messages under each congestion control
     /// (`--ccs`) and scheme: CCT increase, utilization, max queue, retransmissions.
     Fig12(FigArgs),
@@ -290,6 +295,9 @@ struct FigArgs {
     /// Failures: link-failure probabilities.
     #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
     probs: Vec<f64>,
+    /// Fig. 10: leaf-spine radices k (k²/2 hosts each; the paper's 64: 2,048 hosts).
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    leaf_spine_ks: Vec<u16>,
     /// Fig. 12: congestion-control algorithms (none, dctcp, nscc, mswift).
     #[arg(long, value_delimiter = ',', default_value = "dctcp,nscc,mswift")]
     ccs: Vec<String>,
@@ -322,6 +330,7 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
         ModelCommand::Fig4(args) => figure(args, FigureKind::Fig4),
         ModelCommand::Fig6(args) => figure(args, FigureKind::Fig6),
         ModelCommand::Failures(args) => figure(args, FigureKind::Failures),
+        ModelCommand::Fig10(args) => figure(args, FigureKind::Fig10),
         ModelCommand::Fig12(args) => figure(args, FigureKind::Fig12),
         ModelCommand::Bench(args) => bench(args),
         ModelCommand::Merge(args) => merge(args),
@@ -702,6 +711,7 @@ enum FigureKind {
     Fig4,
     Fig6,
     Failures,
+    Fig10,
     Fig12,
 }
 
@@ -743,6 +753,10 @@ fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
         FigureKind::Failures => FigureSpec::Failures {
             probabilities: args.probs.clone(),
             schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
+        },
+        FigureKind::Fig10 => FigureSpec::TwoLevel {
+            ks: args.leaf_spine_ks.clone(),
+            schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
         },
         FigureKind::Fig12 => FigureSpec::CongestionControl {
             ccs: args
