@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::collective::Collective;
 use crate::deps::FlowGraph;
 use crate::error::ModelError;
+use crate::mix::SwitchSchemes;
 
 /// Who balances northbound packets, and how.
 ///
@@ -505,6 +506,10 @@ pub struct ModelConfig {
     /// smoothed RTT (`None`: the model's default, see [`crate::sim`], "Congestion control").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder_window_permille: Option<u32>,
+    /// Switches that run another scheme than [`ModelConfig::scheme`] (paper §6.4; absent in
+    /// older reports and when every switch runs `scheme`).
+    #[serde(default, skip_serializing_if = "SwitchSchemes::is_uniform")]
+    pub switch_schemes: SwitchSchemes,
 }
 
 impl ModelConfig {
@@ -538,6 +543,7 @@ impl ModelConfig {
             failure_timing: FailureTiming::default(),
             cc: CcKind::None,
             reorder_window_permille: None,
+            switch_schemes: SwitchSchemes::Uniform,
         }
     }
 

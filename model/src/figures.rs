@@ -9,6 +9,7 @@
 //! | [`network_sizes`] | Fig. 6 / 17 | hosts | CCT increase of pOfan pipe sizes and DRB; DRB/Ofan max-queue ratio |
 //! | [`failures`] | Fig. 9 (§6.2) | link-failure probability | CCT increase at ρ_max pacing |
 //! | [`two_level`] | Fig. 10 (§6.3) | leaf-spine hosts | CCT, CCT increase, max queue, utilization; CCT reduction of Ofan/pOfan vs REPS and AR |
+//! | [`incremental`] | Fig. 11 (§6.4) | all A, B on half the switches by placement, all B | CCT increase, max queue; midpoint of all-A and all-B |
 //! | [`congestion_control`] | Fig. 12 (§6.5) | scheme, per CCA | CCT increase, utilization, max queue |
 //!
 //! Figs. 3, 4 and 6/17 follow the analysis of paper §3.3 and run with unlimited buffers
@@ -27,6 +28,7 @@ use ofan_transport::CcKind;
 
 use crate::config::{BufferLimit, Failures, ModelConfig, Pacing, Scheme, Workload};
 use crate::error::ModelError;
+use crate::mix::{Placement, SwitchSchemes};
 use crate::report::{RunReport, Stage};
 use crate::run_many;
 use crate::shard::Shard;
@@ -502,6 +504,13 @@ pub enum FigureSpec {
         /// Schemes compared.
         schemes: Vec<Scheme>,
     },
+    /// Fig. 11 ([`incremental`]).
+    Incremental {
+        /// The scheme deployed first (the paper: AR).
+        base: Scheme,
+        /// The scheme rolled out on half the switches (the paper: 4Ofan).
+        placed: Scheme,
+    },
     /// Fig. 12 ([`congestion_control`]).
     CongestionControl {
         /// Congestion-control algorithms (one series each).
@@ -524,6 +533,7 @@ impl FigureSpec {
             Self::NetworkSizes { .. } => "fig6_17",
             Self::Failures { .. } => "failures",
             Self::TwoLevel { .. } => "fig10",
+            Self::Incremental { .. } => "fig11",
             Self::CongestionControl { .. } => "fig12",
         }
     }
@@ -637,6 +647,29 @@ impl FigureSpec {
                     }
                 }
             }
+            Self::Incremental {
+                base: first,
+                placed,
+            } => {
+                let series = format!(
+                    "{} in {}",
+                    series_name(*placed, base.pipe_ports),
+                    series_name(*first, base.pipe_ports)
+                );
+                for (index, (scheme, schemes)) in incremental_variants(*first, *placed)
+                    .into_iter()
+                    .enumerate()
+                {
+                    let mut config = base.clone();
+                    config.scheme = scheme;
+                    config.switch_schemes = schemes;
+                    jobs.push(Job {
+                        series: series.clone(),
+                        x: index as f64,
+                        config,
+                    });
+                }
+            }
             Self::CongestionControl {
                 ccs,
                 schemes,
@@ -671,6 +704,9 @@ impl FigureSpec {
             Self::NetworkSizes { .. } => finish_network_sizes(settings, points),
             Self::Failures { .. } => finish_failures(settings, points),
             Self::TwoLevel { .. } => finish_two_level(settings, points),
+            Self::Incremental { base, placed } => {
+                finish_incremental(settings, points, *base, *placed)
+            }
             Self::CongestionControl {
                 schemes,
                 message_bytes,
@@ -1207,6 +1243,90 @@ fn finish_two_level(settings: (&ModelConfig, u64), points: Vec<Point>) -> Figure
             }
         }
         notes.push(line);
+    }
+    fig.notes.extend(notes);
+    fig
+}
+
+/// Fig. 11's x categories: all `base`, `placed` on half the switches by each placement, all
+/// `placed`: (the configuration's scheme, its switch schemes).
+fn incremental_variants(base: Scheme, placed: Scheme) -> Vec<(Scheme, SwitchSchemes)> {
+    let mut variants = vec![(base, SwitchSchemes::Uniform)];
+    for placement in Placement::ALL {
+        variants.push((
+            base,
+            SwitchSchemes::Mix {
+                scheme: placed,
+                placement,
+            },
+        ));
+    }
+    variants.push((placed, SwitchSchemes::Uniform));
+    variants
+}
+
+/// Fig. 11 (§6.4): incremental deployment — the permutation with every balancing switch on
+/// `base`, with `placed` on half of them by each of the paper's placements (random switches,
+/// random pods, all aggregation, all edge), and all on `placed`: CCT increase and max queue,
+/// with the midpoint of the two uniform fabrics' increases.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn incremental(settings: &Sweep, base: Scheme, placed: Scheme) -> Result<Figure, ModelError> {
+    build(&FigureSpec::Incremental { base, placed }, settings)
+}
+
+fn finish_incremental(
+    settings: (&ModelConfig, u64),
+    points: Vec<Point>,
+    base: Scheme,
+    placed: Scheme,
+) -> Figure {
+    let pipe = settings.0.pipe_ports;
+    let (a, b) = (series_name(base, pipe), series_name(placed, pipe));
+    let mut fig = figure(
+        "fig11",
+        "Fig. 11: incremental deployment (half the balancing switches)",
+        "deployment",
+        false,
+        settings,
+    );
+    fig.x_categories = std::iter::once(format!("all {a}"))
+        .chain(Placement::ALL.iter().map(|p| p.name().to_owned()))
+        .chain(std::iter::once(format!("all {b}")))
+        .collect();
+    fig.points = points;
+    fig.panels = vec![
+        panel("cct_increase_pct", "CCT increase (%)", false),
+        panel("cct_us", "CCT (µs)", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+    ];
+    let increase = |index: usize| {
+        fig.points
+            .iter()
+            .find(|p| p.x == index as f64)
+            .and_then(|p| p.metrics.get("cct_increase_pct"))
+            .map(|s| s.mean)
+    };
+    let last = fig.x_categories.len() - 1;
+    let mut notes = Vec::new();
+    if let (Some(all_a), Some(all_b)) = (increase(0), increase(last)) {
+        let midpoint = (all_a + all_b) / 2.0;
+        notes.push(format!(
+            "CCT increase: all {a} {all_a:.2} %, all {b} {all_b:.2} %, midpoint {midpoint:.2} % \
+             (the paper: midpoint 7.3 %, every mix slightly above it and below all {a}, best at \
+             the edge)"
+        ));
+        for (index, placement) in Placement::ALL.iter().enumerate() {
+            if let Some(mix) = increase(index + 1) {
+                notes.push(format!(
+                    "{:>16}: {mix:.2} % ({:+.2} points vs all {a}, {:+.2} vs the midpoint)",
+                    placement.name(),
+                    mix - all_a,
+                    mix - midpoint
+                ));
+            }
+        }
     }
     fig.notes.extend(notes);
     fig

@@ -62,6 +62,7 @@ pub mod deps;
 mod error;
 pub mod figures;
 pub mod htsim;
+pub mod mix;
 mod queue;
 pub mod report;
 pub mod shard;

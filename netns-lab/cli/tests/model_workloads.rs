@@ -129,3 +129,42 @@ fn fig10_quick_runs_every_scheme_on_a_leaf_spine() {
     assert!(stdout.contains("ofan vs reps"), "{stdout}");
     assert!(stdout.contains("4ofan vs ar"), "{stdout}");
 }
+
+/// `model fig11` at k = 4: all-AR, the four placements, all-4Ofan, every run complete.
+#[test]
+fn fig11_quick_runs_the_four_placements_between_the_uniform_fabrics() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().to_str().expect("utf-8");
+    let (ok, stdout, stderr) =
+        ofan_lab(&["model", "fig11", "--k", "4", "--seeds", "1", "--out", out]);
+    assert!(ok, "{stderr}");
+    let figure: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fig11.json")).expect("fig11.json"),
+    )
+    .expect("JSON");
+    let categories: Vec<&str> = figure["x_categories"]
+        .as_array()
+        .expect("categories")
+        .iter()
+        .map(|c| c.as_str().expect("a name"))
+        .collect();
+    assert_eq!(
+        categories,
+        [
+            "all ar",
+            "random-switches",
+            "random-pods",
+            "aggregation",
+            "edge",
+            "all 4ofan"
+        ]
+    );
+    let points = figure["points"].as_array().expect("points");
+    assert_eq!(points.len(), 6);
+    for point in points {
+        assert!(point["metrics"]["cct_increase_pct"]["mean"]
+            .as_f64()
+            .is_some());
+    }
+    assert!(stdout.contains("midpoint"), "{stdout}");
+}

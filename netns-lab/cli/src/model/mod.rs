@@ -2,7 +2,7 @@
 //!
 //! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
 //!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
-//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig10 | fig12`: reproduce a paper figure; prints the tables
+//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig10 | fig11 | fig12`: reproduce a paper figure; prints the tables
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
 //! * `model bench`: wall time, events per second and peak memory of one configuration, or of
 //!   the permutation at several network sizes (`--sizes`).
@@ -19,6 +19,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use ofan_model::collective::{Collective, CollectiveKind, RingOrder};
 use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
+use ofan_model::mix::{Mix, SwitchSchemes};
 use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
     default_threads, run_many, workload, AckAirtime, BufferLimit, CcKind, DegradedLink, Failures,
@@ -60,6 +61,11 @@ enum ModelCommand {
     /// queue, utilization, and Ofan's CCT reduction against REPS and AR (quick:
     /// `--leaf-spine-ks 16 --seeds 1`).
     Fig10(FigArgs),
+    /// Fig. 11 (§6.4): incremental deployment — the permutation with every balancing switch
+    /// on AR, with 4Ofan (pOfan, `--pipe-size`) on half of them by each placement (random
+    /// switches, random pods, all aggregation, all edge), and all on 4Ofan (`--schemes
+    /// BASE,PLACED`).
+    Fig11(FigArgs),
     /// Fig. 12 (§6.5): a permutation of 4 MiB messages under each congestion control
     /// (`--ccs`) and scheme: CCT increase, utilization, max queue, retransmissions.
     Fig12(FigArgs),
@@ -153,6 +159,17 @@ struct Common {
     /// arf-packet, spray, reps, drb.
     #[arg(long, default_value = "ofan")]
     scheme: String,
+    /// Switches that run another scheme: a file of `SWITCH SCHEME` lines (`e-p0-0 pofan`,
+    /// `#` comments); the others run --scheme. Switch algorithms only (not spray, reps, drb,
+    /// arf-*), on edge and aggregation switches.
+    #[arg(long, conflicts_with = "mix")]
+    scheme_map: Option<PathBuf>,
+    /// Incremental deployment: A:B:PLACEMENT runs A everywhere but B on half the edge and
+    /// aggregation switches, placed on random-switches, random-pods (whole pods),
+    /// aggregation (all of them) or edge (all of them), e.g. ar:pofan:edge; random
+    /// placements follow the seed. Replaces --scheme.
+    #[arg(long)]
+    mix: Option<String>,
     /// The hosts' congestion control: none (the pacer alone), dctcp, nscc, mswift.
     #[arg(long, default_value = "none")]
     cc: String,
@@ -331,6 +348,7 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
         ModelCommand::Fig6(args) => figure(args, FigureKind::Fig6),
         ModelCommand::Failures(args) => figure(args, FigureKind::Failures),
         ModelCommand::Fig10(args) => figure(args, FigureKind::Fig10),
+        ModelCommand::Fig11(args) => figure(args, FigureKind::Fig11),
         ModelCommand::Fig12(args) => figure(args, FigureKind::Fig12),
         ModelCommand::Bench(args) => bench(args),
         ModelCommand::Merge(args) => merge(args),
@@ -377,6 +395,22 @@ impl Common {
         };
         config.message_bytes = self.size;
         config.scheme = self.scheme.parse()?;
+        if let Some(path) = &self.scheme_map {
+            let text =
+                fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            config.switch_schemes = SwitchSchemes::Map {
+                switches: ofan_model::mix::parse_scheme_map(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?,
+            };
+        }
+        if let Some(mix) = &self.mix {
+            let mix: Mix = mix.parse().context("--mix")?;
+            config.scheme = mix.base;
+            config.switch_schemes = SwitchSchemes::Mix {
+                scheme: mix.placed,
+                placement: mix.placement,
+            };
+        }
         config.cc = self.cc.parse::<CcKind>().context("--cc")?;
         config.reorder_window_permille = self.reorder_window_permille;
         config.pipe_ports = self.pipe_size;
@@ -535,6 +569,17 @@ fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// The scheme column: the scheme, and what other switches run (`ar+pofan@edge`, `ar+map`).
+fn scheme_label(config: &ModelConfig) -> String {
+    match &config.switch_schemes {
+        SwitchSchemes::Uniform => config.scheme.name().to_owned(),
+        SwitchSchemes::Map { .. } => format!("{}+map", config.scheme),
+        SwitchSchemes::Mix { scheme, placement } => {
+            format!("{}+{scheme}@{placement}", config.scheme)
+        }
+    }
+}
+
 fn print_reports(reports: &[RunReport]) {
     println!(
         "{:>10} {:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
@@ -560,7 +605,7 @@ fn print_reports(reports: &[RunReport]) {
         let edge = &model.edge_uplink;
         println!(
             "{:>10} {:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
-            model.config.scheme.name(),
+            scheme_label(&model.config),
             model.config.cc.name(),
             model.config.seed,
             r.cct_ps
@@ -712,6 +757,7 @@ enum FigureKind {
     Fig6,
     Failures,
     Fig10,
+    Fig11,
     Fig12,
 }
 
@@ -758,6 +804,13 @@ fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
             ks: args.leaf_spine_ks.clone(),
             schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
         },
+        FigureKind::Fig11 => {
+            let pair = schemes(&args.schemes, &["ar", "pofan"])?;
+            let [base, placed] = pair[..] else {
+                bail!("fig11 compares two schemes: --schemes BASE,PLACED (default ar,pofan)");
+            };
+            FigureSpec::Incremental { base, placed }
+        }
         FigureKind::Fig12 => FigureSpec::CongestionControl {
             ccs: args
                 .ccs
