@@ -15,6 +15,7 @@ use crate::collective::Collective;
 use crate::deps::FlowGraph;
 use crate::error::ModelError;
 use crate::mix::SwitchSchemes;
+use crate::moe::Moe;
 
 /// Who balances northbound packets, and how.
 ///
@@ -338,6 +339,11 @@ pub enum Workload {
         /// Which collective, servers, ring order.
         collective: Collective,
     },
+    /// Mixture-of-experts dispatch over servers ([`crate::moe`], paper §6.6).
+    Moe {
+        /// Token matrix and dispatch.
+        moe: Moe,
+    },
 }
 
 impl Workload {
@@ -352,6 +358,7 @@ impl Workload {
             Workload::Matrix { .. } => "matrix",
             Workload::Htsim { .. } => "htsim",
             Workload::Collective { collective } => collective.kind.name(),
+            Workload::Moe { .. } => "moe",
         }
     }
 }

@@ -10,6 +10,7 @@
 //! | [`failures`] | Fig. 9 (§6.2) | link-failure probability | CCT increase at ρ_max pacing |
 //! | [`two_level`] | Fig. 10 (§6.3) | leaf-spine hosts | CCT, CCT increase, max queue, utilization; CCT reduction of Ofan/pOfan vs REPS and AR |
 //! | [`incremental`] | Fig. 11 (§6.4) | all A, B on half the switches by placement, all B | CCT increase, max queue; midpoint of all-A and all-B |
+//! | [`moe`] | Fig. 13 (§6.6) | scheme, per CCA and skew | CCT, CCT increase, max queue |
 //! | [`congestion_control`] | Fig. 12 (§6.5) | scheme, per CCA | CCT increase, utilization, max queue |
 //!
 //! Figs. 3, 4 and 6/17 follow the analysis of paper §3.3 and run with unlimited buffers
@@ -29,6 +30,7 @@ use ofan_transport::CcKind;
 use crate::config::{BufferLimit, Failures, ModelConfig, Pacing, Scheme, Workload};
 use crate::error::ModelError;
 use crate::mix::{Placement, SwitchSchemes};
+use crate::moe::Moe;
 use crate::report::{RunReport, Stage};
 use crate::run_many;
 use crate::shard::Shard;
@@ -511,6 +513,17 @@ pub enum FigureSpec {
         /// The scheme rolled out on half the switches (the paper: 4Ofan).
         placed: Scheme,
     },
+    /// Fig. 13 ([`moe`]).
+    Moe {
+        /// The dispatch (its skew is replaced by each of `skews_permille`).
+        moe: Moe,
+        /// Skews, busiest over mean, per mille (the paper: 1480, and 1130 with EPLB).
+        skews_permille: Vec<u32>,
+        /// Congestion control per panel (`none`: unlimited buffers).
+        ccs: Vec<CcKind>,
+        /// Schemes compared (the x categories).
+        schemes: Vec<Scheme>,
+    },
     /// Fig. 12 ([`congestion_control`]).
     CongestionControl {
         /// Congestion-control algorithms (one series each).
@@ -534,6 +547,7 @@ impl FigureSpec {
             Self::Failures { .. } => "failures",
             Self::TwoLevel { .. } => "fig10",
             Self::Incremental { .. } => "fig11",
+            Self::Moe { .. } => "fig13",
             Self::CongestionControl { .. } => "fig12",
         }
     }
@@ -670,6 +684,43 @@ impl FigureSpec {
                     });
                 }
             }
+            Self::Moe {
+                moe,
+                skews_permille,
+                ccs,
+                schemes,
+            } => {
+                for &cc in ccs {
+                    for &skew in skews_permille {
+                        for (index, &scheme) in schemes.iter().enumerate() {
+                            let mut config = base.clone();
+                            config.topology = TopologyKind::FatTree { k: 8 };
+                            config.cc = cc;
+                            config.scheme = scheme;
+                            config.link.payload_bytes = MOE_PAYLOAD;
+                            // Paper §6: 10 packets of ECN threshold with 64 KB packets.
+                            config.ecn_threshold_bytes =
+                                10 * u64::from(MOE_PAYLOAD + config.link.header_bytes);
+                            config.buffer_limit = if cc.is_none() {
+                                BufferLimit::Unlimited
+                            } else {
+                                config.buffer_limit
+                            };
+                            config.workload = Workload::Moe {
+                                moe: Moe {
+                                    skew_permille: skew,
+                                    ..moe.clone()
+                                },
+                            };
+                            jobs.push(Job {
+                                series: format!("{} {:.2}x", cc.name(), f64::from(skew) / 1000.0),
+                                x: index as f64,
+                                config,
+                            });
+                        }
+                    }
+                }
+            }
             Self::CongestionControl {
                 ccs,
                 schemes,
@@ -704,6 +755,7 @@ impl FigureSpec {
             Self::NetworkSizes { .. } => finish_network_sizes(settings, points),
             Self::Failures { .. } => finish_failures(settings, points),
             Self::TwoLevel { .. } => finish_two_level(settings, points),
+            Self::Moe { schemes, moe, .. } => finish_moe(settings, points, schemes, moe),
             Self::Incremental { base, placed } => {
                 finish_incremental(settings, points, *base, *placed)
             }
@@ -1329,5 +1381,64 @@ fn finish_incremental(
         }
     }
     fig.notes.extend(notes);
+    fig
+}
+
+/// Fig. 13's packets: 64 KB payloads (paper §6.6).
+const MOE_PAYLOAD: u32 = 64 * 1024;
+
+/// Fig. 13 (§6.6): MoE dispatch on a k = 8 fat tree (128 GPUs in 8-GPU servers, one expert
+/// each), 64 KB packets — per congestion control (`none`: unlimited buffers, the paper's (a),
+/// (b); `nscc`: drop-tail buffers, (c), (d)) and skew (1.48 ×, 1.13 × with EPLB): CCT, its
+/// increase over the bound (the busiest receiver's), max queue.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn moe(
+    settings: &Sweep,
+    moe: &Moe,
+    skews_permille: &[u32],
+    ccs: &[CcKind],
+    schemes: &[Scheme],
+) -> Result<Figure, ModelError> {
+    build(
+        &FigureSpec::Moe {
+            moe: moe.clone(),
+            skews_permille: skews_permille.to_vec(),
+            ccs: ccs.to_vec(),
+            schemes: schemes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_moe(
+    settings: (&ModelConfig, u64),
+    points: Vec<Point>,
+    schemes: &[Scheme],
+    moe: &Moe,
+) -> Figure {
+    let mut fig = figure(
+        "fig13",
+        "Fig. 13: MoE dispatch (k = 8, 128 GPUs, 64 KB packets)",
+        "scheme",
+        false,
+        settings,
+    );
+    fig.x_categories = schemes
+        .iter()
+        .map(|&s| series_name(s, settings.0.pipe_ports))
+        .collect();
+    fig.points = points;
+    fig.panels = vec![
+        panel("cct_us", "CCT (µs)", false),
+        panel("cct_increase_pct", "CCT increase (%)", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+        panel("retransmissions", "retransmissions per run", false),
+    ];
+    fig.notes.push(format!(
+        "{} tokens per GPU to {} experts, {} B per token copy; series: CCA and skew",
+        moe.tokens_per_gpu, moe.top_k, moe.token_bytes
+    ));
     fig
 }

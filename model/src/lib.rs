@@ -63,6 +63,7 @@ mod error;
 pub mod figures;
 pub mod htsim;
 pub mod mix;
+pub mod moe;
 mod queue;
 pub mod report;
 pub mod shard;

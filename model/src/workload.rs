@@ -82,6 +82,7 @@ pub fn flows(
                 .collect();
             return non_empty(specs);
         }
+        Workload::Moe { moe } => return non_empty(moe.flows(hosts, seed)?),
         Workload::Htsim { .. } | Workload::Collective { .. } => {
             let graph = graph(topology, workload, message_bytes, seed)?
                 .expect("dependent workloads have a graph");

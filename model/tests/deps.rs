@@ -206,3 +206,25 @@ fn hierarchical_rings_cross_the_fabric_between_servers_only() {
     // Fewer, equally small steps: the fabric's part of the collective is shorter.
     assert!(report.cct_ps.unwrap() < flat.cct_ps.unwrap());
 }
+
+/// MoE dispatch at k = 8: one flow per (GPU, remote server), every one delivered; the
+/// busiest receiver's bytes bound the CCT.
+#[test]
+fn moe_dispatch_runs_and_its_skew_shows_at_the_receivers() {
+    let mut config = ModelConfig::paper();
+    config.topology = TopologyKind::FatTree { k: 8 };
+    config.link.payload_bytes = 64 * 1024;
+    let moe = |skew_permille| ofan_model::moe::Moe {
+        skew_permille,
+        token_bytes: 82,
+        ..ofan_model::moe::Moe::paper()
+    };
+    config.workload = Workload::Moe { moe: moe(1480) };
+    let skewed = run(&config).unwrap();
+    assert_eq!(skewed.flows, 128 * 15);
+    assert_eq!(skewed.packets.flows_complete, 128 * 15);
+    config.workload = Workload::Moe { moe: moe(1130) };
+    let even = run(&config).unwrap();
+    // The busiest receiver sets the bound: more skew, a later bound.
+    assert!(skewed.lower_bound_ps > even.lower_bound_ps);
+}

@@ -168,3 +168,35 @@ fn fig11_quick_runs_the_four_placements_between_the_uniform_fabrics() {
     }
     assert!(stdout.contains("midpoint"), "{stdout}");
 }
+
+/// `model fig13` scaled down: every scheme under no CCA and NSCC at both skews completes.
+#[test]
+fn fig13_quick_runs_moe_dispatch_per_cca_and_skew() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().to_str().expect("utf-8");
+    let (ok, _, stderr) = ofan_lab(&[
+        "model", "fig13", "--scale", "0.01", "--seeds", "1", "--out", out,
+    ]);
+    assert!(ok, "{stderr}");
+    let figure: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fig13.json")).expect("fig13.json"),
+    )
+    .expect("JSON");
+    let points = figure["points"].as_array().expect("points");
+    let mut series: Vec<&str> = points
+        .iter()
+        .map(|p| p["series"].as_str().expect("series"))
+        .collect();
+    series.dedup();
+    assert_eq!(
+        series,
+        ["none 1.48x", "none 1.13x", "nscc 1.48x", "nscc 1.13x"]
+    );
+    assert_eq!(points.len(), 16);
+    for point in points {
+        let increase = point["metrics"]["cct_increase_pct"]["mean"]
+            .as_f64()
+            .expect("every run completes");
+        assert!(increase >= 0.0);
+    }
+}

@@ -2,7 +2,7 @@
 //!
 //! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
 //!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
-//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig10 | fig11 | fig12`: reproduce a paper figure; prints the tables
+//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig10 | fig11 | fig12 | fig13`: reproduce a paper figure; prints the tables
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
 //! * `model bench`: wall time, events per second and peak memory of one configuration, or of
 //!   the permutation at several network sizes (`--sizes`).
@@ -66,6 +66,11 @@ enum ModelCommand {
     /// switches, random pods, all aggregation, all edge), and all on 4Ofan (`--schemes
     /// BASE,PLACED`).
     Fig11(FigArgs),
+    /// Fig. 13 (§6.6): MoE dispatch on a k = 8 fat tree (128 GPUs, 8-GPU servers, 64 KB
+    /// packets) for REPS, AR, Ofan, 4Ofan, per CCA (`--ccs`, default none,nscc; none runs
+    /// with unlimited buffers) and skew (`--skews`, default 1.48,1.13); `--scale 0.01` for
+    /// quick runs (`--moe-trace FILE` for a real token matrix).
+    Fig13(FigArgs),
     /// Fig. 12 (§6.5): a permutation of 4 MiB messages under each congestion control
     /// (`--ccs`) and scheme: CCT increase, utilization, max queue, retransmissions.
     Fig12(FigArgs),
@@ -91,6 +96,10 @@ enum WorkloadKind {
     RingAllgather,
     /// Ring reduce-scatter (one phase).
     RingReducescatter,
+    /// Mixture-of-experts dispatch (paper §6.6): GPU-to-expert tokens from a seeded skew
+    /// model (`--moe-skew`) or a trace (`--moe-trace`), sent to the same-rank GPU of each
+    /// remote server (`--gpus-per-server`, default 8 here).
+    Moe,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -143,11 +152,25 @@ struct Common {
     /// htsim reads them. See docs/model.md, "Workloads with dependencies".
     #[arg(long)]
     matrix: Option<PathBuf>,
-    /// Ring collectives: hosts per server. 1: one flat ring over every host; G > 1: G rings
-    /// over the servers (G consecutive hosts each), rank r to rank r of the next server, each
-    /// step carrying 1/n of the buffer; intra-server traffic is skipped (not modelled).
-    #[arg(long, default_value_t = 1)]
-    gpus_per_server: u32,
+    /// Ring collectives and MoE: hosts per server (default 1 for rings, 8 for MoE). Rings: 1
+    /// is one flat ring over every host; G > 1: G rings over the servers (G consecutive hosts
+    /// each), rank r to rank r of the next server, each step carrying 1/n of the buffer;
+    /// intra-server traffic is skipped (not modelled), for MoE too.
+    #[arg(long)]
+    gpus_per_server: Option<u32>,
+    /// MoE: the busiest expert's load over the mean (the paper: 1.48; with EPLB 1.13).
+    #[arg(long, default_value_t = 1.48)]
+    moe_skew: f64,
+    /// MoE: tokens each GPU routes, each to 8 experts.
+    #[arg(long, default_value_t = 8192)]
+    moe_tokens: u64,
+    /// MoE: a real token matrix instead of the skew model — hosts rows of hosts
+    /// whitespace-separated counts (row = source GPU, column = expert, `#` comments).
+    #[arg(long)]
+    moe_trace: Option<PathBuf>,
+    /// MoE: scale every token's 8,192 bytes by this factor (quick runs: 0.01).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
     /// Ring collectives: the servers' order on the ring (random: seeded, as random server
     /// placement).
     #[arg(long, value_enum, default_value = "random")]
@@ -318,6 +341,9 @@ struct FigArgs {
     /// Fig. 12: congestion-control algorithms (none, dctcp, nscc, mswift).
     #[arg(long, value_delimiter = ',', default_value = "dctcp,nscc,mswift")]
     ccs: Vec<String>,
+    /// Fig. 13: MoE skews, busiest expert over the mean (1.13: EPLB).
+    #[arg(long, value_delimiter = ',', default_value = "1.48,1.13")]
+    skews: Vec<f64>,
     /// Fig. 12: message size (the paper's 4 MB, 6.8 base RTTs at 800 Gb/s).
     #[arg(long, default_value = "4M", value_parser = parse_size)]
     message_size: u64,
@@ -350,6 +376,13 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
         ModelCommand::Fig10(args) => figure(args, FigureKind::Fig10),
         ModelCommand::Fig11(args) => figure(args, FigureKind::Fig11),
         ModelCommand::Fig12(args) => figure(args, FigureKind::Fig12),
+        ModelCommand::Fig13(mut args) => {
+            if args.ccs == ["dctcp", "nscc", "mswift"] {
+                // Fig. 12's default; Fig. 13 compares no CCA with NSCC.
+                args.ccs = vec!["none".into(), "nscc".into()];
+            }
+            figure(args, FigureKind::Fig13)
+        }
         ModelCommand::Bench(args) => bench(args),
         ModelCommand::Merge(args) => merge(args),
     }
@@ -442,6 +475,32 @@ impl Common {
                     }
                 }
             }
+            WorkloadKind::Moe => {
+                if !(self.scale > 0.0 && self.scale.is_finite()) {
+                    bail!("--scale must be positive");
+                }
+                let trace = match &self.moe_trace {
+                    Some(path) => {
+                        let text = fs::read_to_string(path)
+                            .with_context(|| format!("reading {}", path.display()))?;
+                        Some(
+                            ofan_model::moe::parse_trace(&text)
+                                .with_context(|| format!("parsing {}", path.display()))?,
+                        )
+                    }
+                    None => None,
+                };
+                Workload::Moe {
+                    moe: ofan_model::moe::Moe {
+                        skew_permille: (self.moe_skew * 1000.0).round() as u32,
+                        tokens_per_gpu: self.moe_tokens,
+                        token_bytes: ((8192.0 * self.scale).round() as u64).max(1),
+                        gpus_per_server: self.gpus_per_server.unwrap_or(8),
+                        trace,
+                        ..ofan_model::moe::Moe::paper()
+                    },
+                }
+            }
             WorkloadKind::RingAllreduce
             | WorkloadKind::RingAllgather
             | WorkloadKind::RingReducescatter => Workload::Collective {
@@ -451,7 +510,7 @@ impl Common {
                         WorkloadKind::RingAllgather => CollectiveKind::AllGather,
                         _ => CollectiveKind::ReduceScatter,
                     },
-                    gpus_per_server: self.gpus_per_server,
+                    gpus_per_server: self.gpus_per_server.unwrap_or(1),
                     order: match self.ring_order {
                         RingOrderArg::Index => RingOrder::Index,
                         RingOrderArg::Random => RingOrder::Random,
@@ -759,6 +818,7 @@ enum FigureKind {
     Fig10,
     Fig11,
     Fig12,
+    Fig13,
 }
 
 fn schemes(names: &[String], default: &[&str]) -> anyhow::Result<Vec<Scheme>> {
@@ -811,6 +871,26 @@ fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
             };
             FigureSpec::Incremental { base, placed }
         }
+        FigureKind::Fig13 => FigureSpec::Moe {
+            moe: match sweep.base.workload.clone() {
+                Workload::Moe { moe } => moe,
+                _ => ofan_model::moe::Moe {
+                    token_bytes: ((8192.0 * args.common.scale).round() as u64).max(1),
+                    ..ofan_model::moe::Moe::paper()
+                },
+            },
+            skews_permille: args
+                .skews
+                .iter()
+                .map(|skew| (skew * 1000.0).round() as u32)
+                .collect(),
+            ccs: args
+                .ccs
+                .iter()
+                .map(|name| name.parse::<CcKind>().context("--ccs"))
+                .collect::<anyhow::Result<_>>()?,
+            schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
+        },
         FigureKind::Fig12 => FigureSpec::CongestionControl {
             ccs: args
                 .ccs
