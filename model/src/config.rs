@@ -11,7 +11,11 @@ use ofan_topology::{LinkParams, TopologyKind};
 use ofan_transport::{CcKind, RecoveryConfig};
 use serde::{Deserialize, Serialize};
 
+use crate::collective::Collective;
+use crate::deps::FlowGraph;
 use crate::error::ModelError;
+use crate::mix::SwitchSchemes;
+use crate::moe::Moe;
 
 /// Who balances northbound packets, and how.
 ///
@@ -321,6 +325,25 @@ pub enum Workload {
         /// The flows (a pair listed twice is one flow carrying the sum).
         flows: Vec<FlowSpec>,
     },
+    /// An htsim connection matrix ([`crate::htsim::parse`]): flows with start times and
+    /// triggers; every flow stays a flow of its own.
+    Htsim {
+        /// `Nodes N` of the file's header.
+        nodes: u32,
+        /// Its flows and triggers.
+        graph: FlowGraph,
+    },
+    /// A ring collective whose steps wait for the previous step's chunk
+    /// ([`crate::collective`]); `message_bytes` is each host's buffer.
+    Collective {
+        /// Which collective, servers, ring order.
+        collective: Collective,
+    },
+    /// Mixture-of-experts dispatch over servers ([`crate::moe`], paper §6.6).
+    Moe {
+        /// Token matrix and dispatch.
+        moe: Moe,
+    },
 }
 
 impl Workload {
@@ -333,6 +356,9 @@ impl Workload {
             Workload::AllToAll => "all_to_all",
             Workload::Ring { .. } => "ring",
             Workload::Matrix { .. } => "matrix",
+            Workload::Htsim { .. } => "htsim",
+            Workload::Collective { collective } => collective.kind.name(),
+            Workload::Moe { .. } => "moe",
         }
     }
 }
@@ -487,6 +513,10 @@ pub struct ModelConfig {
     /// smoothed RTT (`None`: the model's default, see [`crate::sim`], "Congestion control").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder_window_permille: Option<u32>,
+    /// Switches that run another scheme than [`ModelConfig::scheme`] (paper §6.4; absent in
+    /// older reports and when every switch runs `scheme`).
+    #[serde(default, skip_serializing_if = "SwitchSchemes::is_uniform")]
+    pub switch_schemes: SwitchSchemes,
 }
 
 impl ModelConfig {
@@ -520,6 +550,7 @@ impl ModelConfig {
             failure_timing: FailureTiming::default(),
             cc: CcKind::None,
             reorder_window_permille: None,
+            switch_schemes: SwitchSchemes::Uniform,
         }
     }
 

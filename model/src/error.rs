@@ -46,6 +46,14 @@ pub enum ModelError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A line of a scheme map (switch → scheme) is wrong, or (line 0) a switch it names.
+    #[error("scheme map{}: {reason}", if *line > 0 { format!(" line {line}") } else { String::new() })]
+    SchemeMap {
+        /// 1-based line number (0: found checking the switches against the topology).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// The workload has no flow between distinct hosts.
     #[error("the workload has no flow between distinct hosts")]
     EmptyWorkload,

@@ -8,6 +8,9 @@
 //! | [`message_sizes`] | Fig. 4 | message size | max queue, CCT increase; fitted growth exponents |
 //! | [`network_sizes`] | Fig. 6 / 17 | hosts | CCT increase of pOfan pipe sizes and DRB; DRB/Ofan max-queue ratio |
 //! | [`failures`] | Fig. 9 (§6.2) | link-failure probability | CCT increase at ρ_max pacing |
+//! | [`two_level`] | Fig. 10 (§6.3) | leaf-spine hosts | CCT, CCT increase, max queue, utilization; CCT reduction of Ofan/pOfan vs REPS and AR |
+//! | [`incremental`] | Fig. 11 (§6.4) | all A, B on half the switches by placement, all B | CCT increase, max queue; midpoint of all-A and all-B |
+//! | [`moe`] | Fig. 13 (§6.6) | scheme, per CCA and skew | CCT, CCT increase, max queue |
 //! | [`congestion_control`] | Fig. 12 (§6.5) | scheme, per CCA | CCT increase, utilization, max queue |
 //!
 //! Figs. 3, 4 and 6/17 follow the analysis of paper §3.3 and run with unlimited buffers
@@ -26,6 +29,8 @@ use ofan_transport::CcKind;
 
 use crate::config::{BufferLimit, Failures, ModelConfig, Pacing, Scheme, Workload};
 use crate::error::ModelError;
+use crate::mix::{Placement, SwitchSchemes};
+use crate::moe::Moe;
 use crate::report::{RunReport, Stage};
 use crate::run_many;
 use crate::shard::Shard;
@@ -494,6 +499,31 @@ pub enum FigureSpec {
         /// Schemes compared.
         schemes: Vec<Scheme>,
     },
+    /// Fig. 10 ([`two_level`]).
+    TwoLevel {
+        /// Leaf-spine radices k (k²/2 hosts each; the paper: 64).
+        ks: Vec<u16>,
+        /// Schemes compared.
+        schemes: Vec<Scheme>,
+    },
+    /// Fig. 11 ([`incremental`]).
+    Incremental {
+        /// The scheme deployed first (the paper: AR).
+        base: Scheme,
+        /// The scheme rolled out on half the switches (the paper: 4Ofan).
+        placed: Scheme,
+    },
+    /// Fig. 13 ([`moe`]).
+    Moe {
+        /// The dispatch (its skew is replaced by each of `skews_permille`).
+        moe: Moe,
+        /// Skews, busiest over mean, per mille (the paper: 1480, and 1130 with EPLB).
+        skews_permille: Vec<u32>,
+        /// Congestion control per panel (`none`: unlimited buffers).
+        ccs: Vec<CcKind>,
+        /// Schemes compared (the x categories).
+        schemes: Vec<Scheme>,
+    },
     /// Fig. 12 ([`congestion_control`]).
     CongestionControl {
         /// Congestion-control algorithms (one series each).
@@ -515,6 +545,9 @@ impl FigureSpec {
             Self::MessageSizes { .. } => "fig4",
             Self::NetworkSizes { .. } => "fig6_17",
             Self::Failures { .. } => "failures",
+            Self::TwoLevel { .. } => "fig10",
+            Self::Incremental { .. } => "fig11",
+            Self::Moe { .. } => "fig13",
             Self::CongestionControl { .. } => "fig12",
         }
     }
@@ -614,6 +647,80 @@ impl FigureSpec {
                     }
                 }
             }
+            Self::TwoLevel { ks, schemes } => {
+                for &scheme in schemes {
+                    for &k in ks {
+                        let mut config = base.clone();
+                        config.topology = TopologyKind::LeafSpine { k };
+                        config.scheme = scheme;
+                        jobs.push(Job {
+                            series: series_name(scheme, base.pipe_ports),
+                            x: f64::from(k) * f64::from(k) / 2.0,
+                            config,
+                        });
+                    }
+                }
+            }
+            Self::Incremental {
+                base: first,
+                placed,
+            } => {
+                let series = format!(
+                    "{} in {}",
+                    series_name(*placed, base.pipe_ports),
+                    series_name(*first, base.pipe_ports)
+                );
+                for (index, (scheme, schemes)) in incremental_variants(*first, *placed)
+                    .into_iter()
+                    .enumerate()
+                {
+                    let mut config = base.clone();
+                    config.scheme = scheme;
+                    config.switch_schemes = schemes;
+                    jobs.push(Job {
+                        series: series.clone(),
+                        x: index as f64,
+                        config,
+                    });
+                }
+            }
+            Self::Moe {
+                moe,
+                skews_permille,
+                ccs,
+                schemes,
+            } => {
+                for &cc in ccs {
+                    for &skew in skews_permille {
+                        for (index, &scheme) in schemes.iter().enumerate() {
+                            let mut config = base.clone();
+                            config.topology = TopologyKind::FatTree { k: 8 };
+                            config.cc = cc;
+                            config.scheme = scheme;
+                            config.link.payload_bytes = MOE_PAYLOAD;
+                            // Paper §6: 10 packets of ECN threshold with 64 KB packets.
+                            config.ecn_threshold_bytes =
+                                10 * u64::from(MOE_PAYLOAD + config.link.header_bytes);
+                            config.buffer_limit = if cc.is_none() {
+                                BufferLimit::Unlimited
+                            } else {
+                                config.buffer_limit
+                            };
+                            config.workload = Workload::Moe {
+                                moe: Moe {
+                                    skew_permille: skew,
+                                    ..moe.clone()
+                                },
+                            };
+                            jobs.push(Job {
+                                series: format!("{} {:.2}x", cc.name(), f64::from(skew) / 1000.0),
+                                x: index as f64,
+                                config,
+                            });
+                        }
+                    }
+                }
+            }
             Self::CongestionControl {
                 ccs,
                 schemes,
@@ -647,6 +754,11 @@ impl FigureSpec {
             Self::MessageSizes { schemes, .. } => finish_message_sizes(settings, points, schemes),
             Self::NetworkSizes { .. } => finish_network_sizes(settings, points),
             Self::Failures { .. } => finish_failures(settings, points),
+            Self::TwoLevel { .. } => finish_two_level(settings, points),
+            Self::Moe { schemes, moe, .. } => finish_moe(settings, points, schemes, moe),
+            Self::Incremental { base, placed } => {
+                finish_incremental(settings, points, *base, *placed)
+            }
             Self::CongestionControl {
                 schemes,
                 message_bytes,
@@ -1112,5 +1224,221 @@ fn finish_congestion_control(
         }
         fig.notes.push(line);
     }
+    fig
+}
+
+/// A scheme's series name: its own, but pOfan named by its pipe size as in the paper (`4ofan`).
+fn series_name(scheme: Scheme, pipe_ports: u16) -> String {
+    if scheme == Scheme::Switch(Algorithm::Pofan) {
+        format!("{pipe_ports}ofan")
+    } else {
+        scheme.name().to_owned()
+    }
+}
+
+/// Fig. 10 (§6.3): the permutation on two-level fat trees (leaf-spine, k²/2 hosts; the paper:
+/// k = 64, 2,048 hosts) — CCT, its increase over the bound, max queue and utilization, and the
+/// CCT reduction of Ofan and pOfan against REPS and AR. Buffers as configured.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn two_level(settings: &Sweep, ks: &[u16], schemes: &[Scheme]) -> Result<Figure, ModelError> {
+    build(
+        &FigureSpec::TwoLevel {
+            ks: ks.to_vec(),
+            schemes: schemes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_two_level(settings: (&ModelConfig, u64), points: Vec<Point>) -> Figure {
+    let mut fig = figure(
+        "fig10",
+        "Fig. 10: permutation on a two-level fat tree (leaf-spine)",
+        "hosts",
+        false,
+        settings,
+    );
+    fig.points = points;
+    fig.panels = vec![
+        panel("cct_us", "CCT (µs)", false),
+        panel("cct_increase_pct", "CCT increase (%)", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+        panel("utilization", "utilization", false),
+    ];
+    let series = fig.series_names();
+    let mean_cct = |name: &str, x: f64| {
+        fig.points
+            .iter()
+            .find(|p| p.series == name && p.x == x)
+            .and_then(|p| p.metrics.get("cct_us"))
+            .map(|s| s.mean)
+    };
+    let mut xs: Vec<f64> = fig.points.iter().map(|p| p.x).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let ours: Vec<&String> = series.iter().filter(|s| s.ends_with("ofan")).collect();
+    let theirs: Vec<&String> = series.iter().filter(|s| !s.ends_with("ofan")).collect();
+    let mut notes = vec![
+        "CCT reduction = 1 − CCT(ours) / CCT(theirs), of the mean CCTs (the paper: Ofan and 4Ofan \
+         cut the CCT by over 11 % against REPS and AR at k = 64)"
+            .to_owned(),
+    ];
+    for &x in &xs {
+        let mut line = format!("{x:>6} hosts:");
+        for our in &ours {
+            for their in &theirs {
+                if let (Some(a), Some(b)) = (mean_cct(our, x), mean_cct(their, x)) {
+                    let _ = write!(line, " {our} vs {their} {:.1} %", (1.0 - a / b) * 100.0);
+                }
+            }
+        }
+        notes.push(line);
+    }
+    fig.notes.extend(notes);
+    fig
+}
+
+/// Fig. 11's x categories: all `base`, `placed` on half the switches by each placement, all
+/// `placed`: (the configuration's scheme, its switch schemes).
+fn incremental_variants(base: Scheme, placed: Scheme) -> Vec<(Scheme, SwitchSchemes)> {
+    let mut variants = vec![(base, SwitchSchemes::Uniform)];
+    for placement in Placement::ALL {
+        variants.push((
+            base,
+            SwitchSchemes::Mix {
+                scheme: placed,
+                placement,
+            },
+        ));
+    }
+    variants.push((placed, SwitchSchemes::Uniform));
+    variants
+}
+
+/// Fig. 11 (§6.4): incremental deployment — the permutation with every balancing switch on
+/// `base`, with `placed` on half of them by each of the paper's placements (random switches,
+/// random pods, all aggregation, all edge), and all on `placed`: CCT increase and max queue,
+/// with the midpoint of the two uniform fabrics' increases.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn incremental(settings: &Sweep, base: Scheme, placed: Scheme) -> Result<Figure, ModelError> {
+    build(&FigureSpec::Incremental { base, placed }, settings)
+}
+
+fn finish_incremental(
+    settings: (&ModelConfig, u64),
+    points: Vec<Point>,
+    base: Scheme,
+    placed: Scheme,
+) -> Figure {
+    let pipe = settings.0.pipe_ports;
+    let (a, b) = (series_name(base, pipe), series_name(placed, pipe));
+    let mut fig = figure(
+        "fig11",
+        "Fig. 11: incremental deployment (half the balancing switches)",
+        "deployment",
+        false,
+        settings,
+    );
+    fig.x_categories = std::iter::once(format!("all {a}"))
+        .chain(Placement::ALL.iter().map(|p| p.name().to_owned()))
+        .chain(std::iter::once(format!("all {b}")))
+        .collect();
+    fig.points = points;
+    fig.panels = vec![
+        panel("cct_increase_pct", "CCT increase (%)", false),
+        panel("cct_us", "CCT (µs)", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+    ];
+    let increase = |index: usize| {
+        fig.points
+            .iter()
+            .find(|p| p.x == index as f64)
+            .and_then(|p| p.metrics.get("cct_increase_pct"))
+            .map(|s| s.mean)
+    };
+    let last = fig.x_categories.len() - 1;
+    let mut notes = Vec::new();
+    if let (Some(all_a), Some(all_b)) = (increase(0), increase(last)) {
+        let midpoint = (all_a + all_b) / 2.0;
+        notes.push(format!(
+            "CCT increase: all {a} {all_a:.2} %, all {b} {all_b:.2} %, midpoint {midpoint:.2} % \
+             (the paper: midpoint 7.3 %, every mix slightly above it and below all {a}, best at \
+             the edge)"
+        ));
+        for (index, placement) in Placement::ALL.iter().enumerate() {
+            if let Some(mix) = increase(index + 1) {
+                notes.push(format!(
+                    "{:>16}: {mix:.2} % ({:+.2} points vs all {a}, {:+.2} vs the midpoint)",
+                    placement.name(),
+                    mix - all_a,
+                    mix - midpoint
+                ));
+            }
+        }
+    }
+    fig.notes.extend(notes);
+    fig
+}
+
+/// Fig. 13's packets: 64 KB payloads (paper §6.6).
+const MOE_PAYLOAD: u32 = 64 * 1024;
+
+/// Fig. 13 (§6.6): MoE dispatch on a k = 8 fat tree (128 GPUs in 8-GPU servers, one expert
+/// each), 64 KB packets — per congestion control (`none`: unlimited buffers, the paper's (a),
+/// (b); `nscc`: drop-tail buffers, (c), (d)) and skew (1.48 ×, 1.13 × with EPLB): CCT, its
+/// increase over the bound (the busiest receiver's), max queue.
+///
+/// # Errors
+/// The first run that fails to set up.
+pub fn moe(
+    settings: &Sweep,
+    moe: &Moe,
+    skews_permille: &[u32],
+    ccs: &[CcKind],
+    schemes: &[Scheme],
+) -> Result<Figure, ModelError> {
+    build(
+        &FigureSpec::Moe {
+            moe: moe.clone(),
+            skews_permille: skews_permille.to_vec(),
+            ccs: ccs.to_vec(),
+            schemes: schemes.to_vec(),
+        },
+        settings,
+    )
+}
+
+fn finish_moe(
+    settings: (&ModelConfig, u64),
+    points: Vec<Point>,
+    schemes: &[Scheme],
+    moe: &Moe,
+) -> Figure {
+    let mut fig = figure(
+        "fig13",
+        "Fig. 13: MoE dispatch (k = 8, 128 GPUs, 64 KB packets)",
+        "scheme",
+        false,
+        settings,
+    );
+    fig.x_categories = schemes
+        .iter()
+        .map(|&s| series_name(s, settings.0.pipe_ports))
+        .collect();
+    fig.points = points;
+    fig.panels = vec![
+        panel("cct_us", "CCT (µs)", false),
+        panel("cct_increase_pct", "CCT increase (%)", false),
+        panel("max_queue_kb", "max queue (KB)", false),
+        panel("retransmissions", "retransmissions per run", false),
+    ];
+    fig.notes.push(format!(
+        "{} tokens per GPU to {} experts, {} B per token copy; series: CCA and skew",
+        moe.tokens_per_gpu, moe.top_k, moe.token_bytes
+    ));
     fig
 }

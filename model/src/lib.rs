@@ -11,7 +11,9 @@
 //!   pipe size, failures (from the start, or of a link during the run: [`LinkFailure`],
 //!   [`FailureTiming`]), degraded links, the framework's timing ([`ArfConfig`]), seed.
 //! * [`workload`]: traffic matrices (permutation, inter-pod permutation, all-to-all, ring,
-//!   matrix files) and failure samples, drawn from the seed.
+//!   matrix files) and failure samples, drawn from the seed; [`deps`]: workloads whose flows
+//!   wait for others (htsim's connection matrices, [`htsim`]; ring collectives,
+//!   [`collective`]).
 //! * [`sim`]: the event loop — output-queued store-and-forward switches with per-port FIFOs,
 //!   paced hosts (no congestion control by default, paper §2.2; DCTCP, NSCC or MSwift windows
 //!   with [`ModelConfig::cc`], paper §6.5) whose links carry their data and their
@@ -58,10 +60,15 @@
 // `unsafe` is denied everywhere but in `sys`, which wraps the one CPU instruction the model needs.
 #![deny(unsafe_code)]
 
+pub mod collective;
 pub mod config;
+pub mod deps;
 pub mod dragonfly;
 mod error;
 pub mod figures;
+pub mod htsim;
+pub mod mix;
+pub mod moe;
 mod queue;
 pub mod report;
 pub mod shard;
@@ -81,7 +88,7 @@ pub use config::{
 };
 pub use error::ModelError;
 pub use ofan_transport::{CcKind, RecoveryConfig};
-pub use report::{CcRun, QueueStats, RunReport, Stage};
+pub use report::{CcRun, PhaseRun, QueueStats, RunReport, Stage};
 pub use shard::Shard;
 pub use sim::{run, run_on};
 

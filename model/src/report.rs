@@ -202,6 +202,25 @@ pub struct ModelRun {
     /// The hosts' congestion control and loss detection (absent without congestion control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc: Option<Box<CcRun>>,
+    /// Per phase of a workload with dependencies (a ring collective's reduce-scatter and
+    /// all-gather, an htsim file's one phase `all`): absent for the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseRun>,
+}
+
+/// One phase of a workload with dependencies ([`crate::deps`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseRun {
+    /// The phase's name.
+    pub name: String,
+    /// Its flows.
+    pub flows: u64,
+    /// When its first flow started, ps (`None`: none did).
+    pub start_ps: Option<u64>,
+    /// When its last flow completed, ps (`None`: some flow did not).
+    pub end_ps: Option<u64>,
+    /// `end_ps − start_ps`: the phase's own completion time.
+    pub cct_ps: Option<u64>,
 }
 
 /// What congestion control did in a run ([`crate::ModelConfig::cc`]).

@@ -6,6 +6,7 @@ use ofan_dataplane::lb::{mix64, LbRng};
 use ofan_topology::{FailedLinks, LinkId, Role, Topology};
 
 use crate::config::{FlowSpec, Workload};
+use crate::deps::FlowGraph;
 use crate::error::ModelError;
 
 /// Salt that separates the workload's random stream from the others of a run.
@@ -81,6 +82,12 @@ pub fn flows(
                 .collect();
             return non_empty(specs);
         }
+        Workload::Moe { moe } => return non_empty(moe.flows(hosts, seed)?),
+        Workload::Htsim { .. } | Workload::Collective { .. } => {
+            let graph = graph(topology, workload, message_bytes, seed)?
+                .expect("dependent workloads have a graph");
+            return non_empty(graph.specs());
+        }
     };
     non_empty(
         pairs
@@ -93,6 +100,42 @@ pub fn flows(
             })
             .collect(),
     )
+}
+
+/// The flows and triggers of a workload with dependencies (`None` for the others, whose
+/// flows all start at t = 0): an htsim matrix's graph, checked against the topology, or a ring
+/// collective's over every host.
+///
+/// # Errors
+/// [`ModelError::HostOutOfRange`] for an htsim flow naming a missing host, and the
+/// collective's errors ([`crate::collective::Collective::graph`]).
+pub fn graph(
+    topology: &Topology,
+    workload: &Workload,
+    message_bytes: u64,
+    seed: u64,
+) -> Result<Option<FlowGraph>, ModelError> {
+    let hosts = u32::try_from(topology.hosts().len()).expect("at most 2^32 hosts");
+    match workload {
+        Workload::Htsim { graph, .. } => {
+            if let Some(flow) = graph
+                .flows
+                .iter()
+                .find(|flow| flow.spec.src >= hosts || flow.spec.dst >= hosts)
+            {
+                return Err(ModelError::HostOutOfRange {
+                    src: flow.spec.src,
+                    dst: flow.spec.dst,
+                    hosts,
+                });
+            }
+            Ok(Some(graph.clone()))
+        }
+        Workload::Collective { collective } => {
+            Ok(Some(collective.graph(hosts, message_bytes, seed)?))
+        }
+        _ => Ok(None),
+    }
 }
 
 fn non_empty(flows: Vec<FlowSpec>) -> Result<Vec<FlowSpec>, ModelError> {

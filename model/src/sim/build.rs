@@ -203,6 +203,7 @@ impl<'a> Sim<'a> {
         let fat_tree = matches!(topology.kind(), TopologyKind::FatTree { .. });
         let scheme = config.scheme;
         let algorithm = scheme.switch_algorithm();
+        let algorithms = crate::mix::switch_algorithms(topology, config)?;
         let pipes = k.div_ceil(config.pipe_ports);
         let first_edge = topology.edges()[0].id.0;
 
@@ -227,7 +228,7 @@ impl<'a> Sim<'a> {
                 let up_count = (node.ports.len() - up_first) as u8;
                 let dest_keys = topology.dest_key_count(node.id);
                 let lb = SwitchBalancer::new(LbConfig {
-                    algorithm,
+                    algorithm: algorithms[node.id.index()],
                     up_ports: up_count,
                     dest_keys,
                     pipes,
@@ -409,7 +410,7 @@ impl<'a> Sim<'a> {
             topology,
             config,
             scheme,
-            uses_queues: algorithm.uses_queues(),
+            uses_queues: algorithms.iter().any(|algorithm| algorithm.uses_queues()),
             fat_tree,
             w,
             nodes,
@@ -457,6 +458,7 @@ impl<'a> Sim<'a> {
             link_failures,
             ahead: [Ahead::default(); AHEAD],
             cc,
+            deps: None,
             #[cfg(test)]
             stop_after: u64::MAX,
         })

@@ -134,12 +134,14 @@ impl Sim<'_> {
             .cc
             .as_deref_mut()
             .expect("ack_cc runs under congestion control");
+        let mut sent = false;
         match sample.ack {
             Ack::New => {
                 flow.acked += 1;
                 if flow.acked == flow.packets {
                     flow.done_at = Some(now);
                     self.flows_done += 1;
+                    sent = true;
                 }
                 let controller = &mut cc.flows[packet.flow as usize];
                 controller.on_ack(AckEvent {
@@ -164,13 +166,16 @@ impl Sim<'_> {
                 let state = &mut self.hosts[host as usize];
                 state.due = state.due.max(now);
                 let due = state.due;
-                self.push(due, host, true);
+                self.push_pacer(due, host);
             } else {
                 // A sample may have shortened the timeout.
                 self.arm_timer(host);
             }
         } else if state.active.is_empty() && !state.recovery.complete() {
             self.arm_timer(host);
+        }
+        if sent {
+            self.flow_sent(packet.flow);
         }
     }
 

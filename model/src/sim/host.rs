@@ -108,6 +108,9 @@ impl Sim<'_> {
     /// due time; the check is a safety net).
     pub(super) fn wake(&mut self, host: u32) {
         let now = self.now;
+        if let Some(deps) = self.deps.as_deref_mut() {
+            deps.pacer_pending[host as usize] = false;
+        }
         if let Some(cc) = self.cc.as_deref_mut() {
             // Whatever it does next, the host is no longer waiting for an ACK.
             cc.blocked[host as usize] = false;
@@ -115,7 +118,7 @@ impl Sim<'_> {
         let nic = self.nodes[host as usize].port_base as usize;
         let free_at = self.ports[nic].free_at;
         if free_at > now {
-            self.push(free_at, host, true);
+            self.push_pacer(free_at, host);
             return;
         }
         let state = &mut self.hosts[host as usize];
@@ -204,7 +207,7 @@ impl Sim<'_> {
             state.due += gap;
             let due = state.due;
             self.release_acks(host, nic, due);
-            self.push(due, host, true);
+            self.push_pacer(due, host);
         } else {
             // No new data is left: ACKs go out at once, and only a timer brings the host back.
             state.due = state.due.max(now) + gap;
@@ -252,6 +255,12 @@ impl Sim<'_> {
             return;
         }
         state.timer_at = NO_TIMER;
+        if self.pacer_pending(host) {
+            // A flow started by a dependency woke the pacer, which looks for expired packets
+            // first (without dependencies a timer never meets a pending pacer).
+            return;
+        }
+        let state = &mut self.hosts[host as usize];
         if let Some(cc) = self.cc.as_deref() {
             if !state.active.is_empty() && !cc.blocked[host as usize] {
                 // The pacer's next event is pending and looks for expired packets first.
@@ -312,6 +321,7 @@ impl Sim<'_> {
                 self.ack_cc(host, packet, now);
                 return;
             }
+            let mut sent = false;
             match state
                 .recovery
                 .on_ack_echo(flow.local, packet.seq(), packet.copy(), now)
@@ -321,6 +331,7 @@ impl Sim<'_> {
                     if flow.acked == flow.packets {
                         flow.done_at = Some(now);
                         self.flows_done += 1;
+                        sent = true;
                     }
                 }
                 Ack::Duplicate => self.counts.duplicate_acks += 1,
@@ -331,14 +342,19 @@ impl Sim<'_> {
             if state.active.is_empty() && !state.recovery.complete() {
                 self.arm_timer(host);
             }
+            if sent {
+                self.flow_sent(packet.flow);
+            }
             return;
         }
         debug_assert_eq!(flow.dst, host);
         let bit = flow.delivered_base + packet.seq() as usize;
         let (word, mask) = (&mut self.delivered[bit / 64], 1u64 << (bit % 64));
+        let mut received = false;
         if *word & mask == 0 {
             *word |= mask;
             flow.received += 1;
+            received = flow.received == flow.packets;
             self.counts.data_delivered += 1;
             self.delivered_wire_bytes +=
                 u64::from(packet.frame) + u64::from(self.config.link.gap_bytes);
@@ -364,5 +380,8 @@ impl Sim<'_> {
             via,
         };
         self.send_ack(host, ack);
+        if received {
+            self.flow_received(packet.flow);
+        }
     }
 }

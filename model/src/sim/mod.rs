@@ -167,6 +167,7 @@
 mod arf;
 mod build;
 mod cc;
+mod deps;
 mod failure;
 mod forward;
 mod host;
@@ -187,6 +188,7 @@ use crate::workload;
 use crate::wires::Wires;
 use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
+use deps::{Deps, START_BIT};
 use failure::{LinkFailures, FAIL_BIT};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
@@ -265,6 +267,9 @@ struct Sim<'a> {
     ahead: [Ahead; AHEAD],
     /// Congestion control, when the hosts run one (`host.rs`, `cc.rs`).
     cc: Option<Box<cc::HostCc>>,
+    /// Flows that wait for a time or a trigger, when the workload has dependencies
+    /// (`deps.rs`).
+    deps: Option<Box<Deps>>,
     /// Tests: the loop stops before the first event after this time.
     #[cfg(test)]
     stop_after: u64,
@@ -293,12 +298,21 @@ pub fn run(config: &ModelConfig) -> Result<RunReport, ModelError> {
 /// As [`run`].
 pub fn run_on(topology: &Topology, config: &ModelConfig) -> Result<RunReport, ModelError> {
     config.validate()?;
-    let specs = workload::flows(
+    let graph = workload::graph(
         topology,
         &config.workload,
         config.message_bytes,
         config.seed,
     )?;
+    let specs = match &graph {
+        Some(graph) => graph.specs(),
+        None => workload::flows(
+            topology,
+            &config.workload,
+            config.message_bytes,
+            config.seed,
+        )?,
+    };
     let matrix = host_weighted_matrix(topology, &specs);
     let (failures, rho_max) = choose_failures(topology, config, &matrix)?;
     let rho_max = match (config.pacing, rho_max) {
@@ -311,6 +325,9 @@ pub fn run_on(topology: &Topology, config: &ModelConfig) -> Result<RunReport, Mo
         Pacing::RhoMax => config.load * rho_max.unwrap_or(1.0),
     };
     let mut sim = Sim::new(topology, config, &failures, &specs, send_rate)?;
+    if let Some(graph) = &graph {
+        sim.install_deps(graph)?;
+    }
     if topology.hosts().len() >= HUGE_PAGE_HOSTS {
         crate::sys::collapse_heap_into_huge_pages();
     }
@@ -339,7 +356,7 @@ impl Sim<'_> {
                 }
             };
             self.hosts[host as usize].due = phase;
-            self.push(phase, host, true);
+            self.push_pacer(phase, host);
         }
         self.arf_start();
         self.failures_start();
@@ -350,6 +367,12 @@ impl Sim<'_> {
             #[cfg(test)]
             if event.time > self.stop_after {
                 break;
+            }
+            if event.wake && event.target & START_BIT != 0 {
+                // A flow's start time: not counted in `events` (it moves no frame).
+                self.now = event.time;
+                self.start_flow(event.target & !START_BIT);
+                continue;
             }
             if event.wake && event.target & TIMER_BIT != 0 {
                 self.timer(event.target & !TIMER_BIT, event.time);

@@ -21,7 +21,7 @@ use ofan_topology::Role;
 use super::host::HOST_HOT_BYTES;
 use super::packet::{Packet, NO_VIA};
 use super::port::Port;
-use super::{Sim, ARF_BIT, FAIL_BIT, TIMER_BIT};
+use super::{Sim, ARF_BIT, FAIL_BIT, START_BIT, TIMER_BIT};
 use crate::sys;
 
 /// Lookahead records kept (a power of two above the first stage's distance).
@@ -171,7 +171,7 @@ impl Sim<'_> {
         ahead.step = if !event.wake {
             sys::prefetch(&self.ports[event.target as usize]);
             Step::Port
-        } else if event.target & (TIMER_BIT | ARF_BIT | FAIL_BIT) == 0 {
+        } else if event.target & (TIMER_BIT | ARF_BIT | FAIL_BIT | START_BIT) == 0 {
             prefetch_bytes(&self.hosts[event.target as usize], HOST_HOT_BYTES);
             sys::prefetch(&self.nodes[event.target as usize]);
             Step::Wake

@@ -79,6 +79,7 @@ impl Sim<'_> {
             })
         };
         let applies = self.scheme == Scheme::Switch(Algorithm::Ofan)
+            && self.config.switch_schemes.is_uniform()
             && failures.is_empty()
             && self.link_failures.is_none()
             && one_flow_each
@@ -129,6 +130,7 @@ impl Sim<'_> {
                 end_ps: end,
                 degraded,
                 cc: self.cc_report(),
+                phases: self.phase_report(),
                 arf,
                 link_failures,
             }),

@@ -2,7 +2,7 @@
 //!
 //! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
 //!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
-//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig12`: reproduce a paper figure; prints the tables
+//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig10 | fig11 | fig12 | fig13`: reproduce a paper figure; prints the tables
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
 //! * `model bench`: wall time, events per second and peak memory of one configuration, or of
 //!   the permutation at several network sizes (`--sizes`).
@@ -18,11 +18,13 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use ofan_dataplane::lb::dragonfly::DragonflyScheme;
+use ofan_model::collective::{Collective, CollectiveKind, RingOrder};
 use ofan_model::dragonfly::{
     run_dragonfly, DragonflyConfig, DragonflyReport, DragonflyWorkload, DRAGONFLY_ARF_DELAY_PS,
     DRAGONFLY_ARF_WINDOW_PS,
 };
 use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
+use ofan_model::mix::{Mix, SwitchSchemes};
 use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
     default_threads, run_many, workload, AckAirtime, BufferLimit, CcKind, DegradedLink, Failures,
@@ -60,6 +62,21 @@ enum ModelCommand {
     Fig6(FigArgs),
     /// §6.2: CCT increase vs link-failure probability, hosts paced at ρ_max.
     Failures(FigArgs),
+    /// Fig. 10 (§6.3): the permutation on leaf-spine fabrics (`--leaf-spine-ks`, default 64:
+    /// 2,048 hosts) for REPS, AR, Ofan and 4Ofan (pOfan, `--pipe-size`): CCT, increase, max
+    /// queue, utilization, and Ofan's CCT reduction against REPS and AR (quick:
+    /// `--leaf-spine-ks 16 --seeds 1`).
+    Fig10(FigArgs),
+    /// Fig. 11 (§6.4): incremental deployment — the permutation with every balancing switch
+    /// on AR, with 4Ofan (pOfan, `--pipe-size`) on half of them by each placement (random
+    /// switches, random pods, all aggregation, all edge), and all on 4Ofan (`--schemes
+    /// BASE,PLACED`).
+    Fig11(FigArgs),
+    /// Fig. 13 (§6.6): MoE dispatch on a k = 8 fat tree (128 GPUs, 8-GPU servers, 64 KB
+    /// packets) for REPS, AR, Ofan, 4Ofan, per CCA (`--ccs`, default none,nscc; none runs
+    /// with unlimited buffers) and skew (`--skews`, default 1.48,1.13); `--scale 0.01` for
+    /// quick runs (`--moe-trace FILE` for a real token matrix).
+    Fig13(FigArgs),
     /// Fig. 12 (§6.5): a permutation of 4 MiB messages under each congestion control
     /// (`--ccs`) and scheme: CCT increase, utilization, max queue, retransmissions.
     Fig12(FigArgs),
@@ -82,6 +99,17 @@ enum WorkloadKind {
     Uniform,
     /// Dragonfly: every host of group G to the same position in group G + 1.
     Adversarial,
+    /// Ring all-reduce: reduce-scatter then all-gather, each step waiting for the previous
+    /// step's chunk; `--size` is each host's buffer.
+    RingAllreduce,
+    /// Ring all-gather (one phase).
+    RingAllgather,
+    /// Ring reduce-scatter (one phase).
+    RingReducescatter,
+    /// Mixture-of-experts dispatch (paper §6.6): GPU-to-expert tokens from a seeded skew
+    /// model (`--moe-skew`) or a trace (`--moe-trace`), sent to the same-rank GPU of each
+    /// remote server (`--gpus-per-server`, default 8 here).
+    Moe,
 }
 
 /// The families `model` runs: the lab's shapes, and the dragonfly (model only so far).
@@ -102,6 +130,12 @@ impl ModelShape {
             Self::Dragonfly => bail!("{what} runs on fat trees and leaf-spines; a dragonfly runs with `model run --topology dragonfly`"),
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RingOrderArg {
+    Index,
+    Random,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -150,9 +184,37 @@ struct Common {
     /// matrix. Dragonfly: uniform, permutation, adversarial.
     #[arg(long, value_enum, default_value = "permutation")]
     workload: WorkloadKind,
-    /// Traffic-matrix file for `--workload matrix`: lines `src dst [bytes]` (host indices).
+    /// Traffic-matrix file for `--workload matrix`: lines `src dst [bytes]` (host indices),
+    /// or htsim's connection-matrix format (a file starting with `Nodes N`): `Connections M`,
+    /// `Triggers K`, lines `SRC->DST id I start PS size BYTES [send_done_trigger U]
+    /// [recv_done_trigger U]`, `SRC->DST id I trigger T size BYTES ...` (starts when trigger T
+    /// fires) and `trigger id T oneshot|multishot|barrier [count C]`; start times in ps, as
+    /// htsim reads them. See docs/model.md, "Workloads with dependencies".
     #[arg(long)]
     matrix: Option<PathBuf>,
+    /// Ring collectives and MoE: hosts per server (default 1 for rings, 8 for MoE). Rings: 1
+    /// is one flat ring over every host; G > 1: G rings over the servers (G consecutive hosts
+    /// each), rank r to rank r of the next server, each step carrying 1/n of the buffer;
+    /// intra-server traffic is skipped (not modelled), for MoE too.
+    #[arg(long)]
+    gpus_per_server: Option<u32>,
+    /// MoE: the busiest expert's load over the mean (the paper: 1.48; with EPLB 1.13).
+    #[arg(long, default_value_t = 1.48)]
+    moe_skew: f64,
+    /// MoE: tokens each GPU routes, each to 8 experts.
+    #[arg(long, default_value_t = 8192)]
+    moe_tokens: u64,
+    /// MoE: a real token matrix instead of the skew model — hosts rows of hosts
+    /// whitespace-separated counts (row = source GPU, column = expert, `#` comments).
+    #[arg(long)]
+    moe_trace: Option<PathBuf>,
+    /// MoE: scale every token's 8,192 bytes by this factor (quick runs: 0.01).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Ring collectives: the servers' order on the ring (random: seeded, as random server
+    /// placement).
+    #[arg(long, value_enum, default_value = "random")]
+    ring_order: RingOrderArg,
     /// Ring stride for `--workload ring`.
     #[arg(long, default_value_t = 1)]
     ring_stride: u32,
@@ -164,6 +226,17 @@ struct Common {
     /// min).
     #[arg(long)]
     scheme: Option<String>,
+    /// Switches that run another scheme: a file of `SWITCH SCHEME` lines (`e-p0-0 pofan`,
+    /// `#` comments); the others run --scheme. Switch algorithms only (not spray, reps, drb,
+    /// arf-*), on edge and aggregation switches.
+    #[arg(long, conflicts_with = "mix")]
+    scheme_map: Option<PathBuf>,
+    /// Incremental deployment: A:B:PLACEMENT runs A everywhere but B on half the edge and
+    /// aggregation switches, placed on random-switches, random-pods (whole pods),
+    /// aggregation (all of them) or edge (all of them), e.g. ar:pofan:edge; random
+    /// placements follow the seed. Replaces --scheme.
+    #[arg(long)]
+    mix: Option<String>,
     /// The hosts' congestion control: none (the pacer alone), dctcp, nscc, mswift.
     #[arg(long, default_value = "none")]
     cc: String,
@@ -308,9 +381,15 @@ struct FigArgs {
     /// Failures: link-failure probabilities.
     #[arg(long, value_delimiter = ',', default_value = "0,0.01,0.02,0.05,0.1")]
     probs: Vec<f64>,
+    /// Fig. 10: leaf-spine radices k (k²/2 hosts each; the paper's 64: 2,048 hosts).
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    leaf_spine_ks: Vec<u16>,
     /// Fig. 12: congestion-control algorithms (none, dctcp, nscc, mswift).
     #[arg(long, value_delimiter = ',', default_value = "dctcp,nscc,mswift")]
     ccs: Vec<String>,
+    /// Fig. 13: MoE skews, busiest expert over the mean (1.13: EPLB).
+    #[arg(long, value_delimiter = ',', default_value = "1.48,1.13")]
+    skews: Vec<f64>,
     /// Fig. 12: message size (the paper's 4 MB, 6.8 base RTTs at 800 Gb/s).
     #[arg(long, default_value = "4M", value_parser = parse_size)]
     message_size: u64,
@@ -340,7 +419,16 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
         ModelCommand::Fig4(args) => figure(args, FigureKind::Fig4),
         ModelCommand::Fig6(args) => figure(args, FigureKind::Fig6),
         ModelCommand::Failures(args) => figure(args, FigureKind::Failures),
+        ModelCommand::Fig10(args) => figure(args, FigureKind::Fig10),
+        ModelCommand::Fig11(args) => figure(args, FigureKind::Fig11),
         ModelCommand::Fig12(args) => figure(args, FigureKind::Fig12),
+        ModelCommand::Fig13(mut args) => {
+            if args.ccs == ["dctcp", "nscc", "mswift"] {
+                // Fig. 12's default; Fig. 13 compares no CCA with NSCC.
+                args.ccs = vec!["none".into(), "nscc".into()];
+            }
+            figure(args, FigureKind::Fig13)
+        }
         ModelCommand::Bench(args) => bench(args),
         ModelCommand::Merge(args) => merge(args),
     }
@@ -391,6 +479,22 @@ impl Common {
         };
         config.message_bytes = self.size;
         config.scheme = self.scheme.as_deref().unwrap_or("ofan").parse()?;
+        if let Some(path) = &self.scheme_map {
+            let text =
+                fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            config.switch_schemes = SwitchSchemes::Map {
+                switches: ofan_model::mix::parse_scheme_map(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?,
+            };
+        }
+        if let Some(mix) = &self.mix {
+            let mix: Mix = mix.parse().context("--mix")?;
+            config.scheme = mix.base;
+            config.switch_schemes = SwitchSchemes::Mix {
+                scheme: mix.placed,
+                placement: mix.placement,
+            };
+        }
         config.cc = self.cc.parse::<CcKind>().context("--cc")?;
         config.reorder_window_permille = self.reorder_window_permille;
         config.pipe_ports = self.pipe_size;
@@ -411,11 +515,62 @@ impl Common {
                     .context("--workload matrix needs --matrix FILE")?;
                 let text = fs::read_to_string(path)
                     .with_context(|| format!("reading {}", path.display()))?;
-                Workload::Matrix {
-                    flows: workload::parse_matrix(&text, self.size)
-                        .with_context(|| format!("parsing {}", path.display()))?,
+                if ofan_model::htsim::is_htsim(&text) {
+                    let matrix = ofan_model::htsim::parse(&text)
+                        .with_context(|| format!("parsing {} (htsim format)", path.display()))?;
+                    Workload::Htsim {
+                        nodes: matrix.nodes,
+                        graph: matrix.graph,
+                    }
+                } else {
+                    Workload::Matrix {
+                        flows: workload::parse_matrix(&text, self.size)
+                            .with_context(|| format!("parsing {}", path.display()))?,
+                    }
                 }
             }
+            WorkloadKind::Moe => {
+                if !(self.scale > 0.0 && self.scale.is_finite()) {
+                    bail!("--scale must be positive");
+                }
+                let trace = match &self.moe_trace {
+                    Some(path) => {
+                        let text = fs::read_to_string(path)
+                            .with_context(|| format!("reading {}", path.display()))?;
+                        Some(
+                            ofan_model::moe::parse_trace(&text)
+                                .with_context(|| format!("parsing {}", path.display()))?,
+                        )
+                    }
+                    None => None,
+                };
+                Workload::Moe {
+                    moe: ofan_model::moe::Moe {
+                        skew_permille: (self.moe_skew * 1000.0).round() as u32,
+                        tokens_per_gpu: self.moe_tokens,
+                        token_bytes: ((8192.0 * self.scale).round() as u64).max(1),
+                        gpus_per_server: self.gpus_per_server.unwrap_or(8),
+                        trace,
+                        ..ofan_model::moe::Moe::paper()
+                    },
+                }
+            }
+            WorkloadKind::RingAllreduce
+            | WorkloadKind::RingAllgather
+            | WorkloadKind::RingReducescatter => Workload::Collective {
+                collective: Collective {
+                    kind: match self.workload {
+                        WorkloadKind::RingAllreduce => CollectiveKind::AllReduce,
+                        WorkloadKind::RingAllgather => CollectiveKind::AllGather,
+                        _ => CollectiveKind::ReduceScatter,
+                    },
+                    gpus_per_server: self.gpus_per_server.unwrap_or(1),
+                    order: match self.ring_order {
+                        RingOrderArg::Index => RingOrder::Index,
+                        RingOrderArg::Random => RingOrder::Random,
+                    },
+                },
+            },
         };
         config.failures = match (self.fail_prob, self.fail_links.is_empty()) {
             (Some(_), false) => bail!("--fail-prob and --fail-links exclude each other"),
@@ -487,6 +642,8 @@ impl Common {
             ("--fail-at", !self.fail_at.is_empty()),
             ("--cc", self.cc != "none"),
             ("--matrix", self.matrix.is_some()),
+            ("--scheme-map", self.scheme_map.is_some()),
+            ("--mix", self.mix.is_some()),
         ];
         if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
             bail!("{flag} is not modelled on a dragonfly (buffered routers, hosts at line rate, no failures)");
@@ -680,6 +837,17 @@ fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// The scheme column: the scheme, and what other switches run (`ar+pofan@edge`, `ar+map`).
+fn scheme_label(config: &ModelConfig) -> String {
+    match &config.switch_schemes {
+        SwitchSchemes::Uniform => config.scheme.name().to_owned(),
+        SwitchSchemes::Map { .. } => format!("{}+map", config.scheme),
+        SwitchSchemes::Mix { scheme, placement } => {
+            format!("{}+{scheme}@{placement}", config.scheme)
+        }
+    }
+}
+
 fn print_reports(reports: &[RunReport]) {
     println!(
         "{:>10} {:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
@@ -705,7 +873,7 @@ fn print_reports(reports: &[RunReport]) {
         let edge = &model.edge_uplink;
         println!(
             "{:>10} {:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
-            model.config.scheme.name(),
+            scheme_label(&model.config),
             model.config.cc.name(),
             model.config.seed,
             r.cct_ps
@@ -733,6 +901,20 @@ fn print_reports(reports: &[RunReport]) {
     }
     for r in reports {
         let model = model_of(r);
+        for phase in &model.phases {
+            let us =
+                |ps: Option<u64>| ps.map_or("-".into(), |ps| format!("{:.3}", ps as f64 / 1e6));
+            println!(
+                "{:>10} {:>5}   phase {}: {} flows, {} µs → {} µs, CCT {} µs",
+                model.config.scheme.name(),
+                model.config.seed,
+                phase.name,
+                phase.flows,
+                us(phase.start_ps),
+                us(phase.end_ps),
+                us(phase.cct_ps),
+            );
+        }
         for slow in &model.degraded {
             println!(
                 "{:>10} {:>5}   degraded {} → {} at {:.2}: {:.1} KB, {:.2} × its stage's mean",
@@ -842,7 +1024,10 @@ enum FigureKind {
     Fig4,
     Fig6,
     Failures,
+    Fig10,
+    Fig11,
     Fig12,
+    Fig13,
 }
 
 fn schemes(names: &[String], default: &[&str]) -> anyhow::Result<Vec<Scheme>> {
@@ -883,6 +1068,37 @@ fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
         FigureKind::Failures => FigureSpec::Failures {
             probabilities: args.probs.clone(),
             schemes: schemes(&args.schemes, &["reps", "ar", "pofan", "ofan", "drb"])?,
+        },
+        FigureKind::Fig10 => FigureSpec::TwoLevel {
+            ks: args.leaf_spine_ks.clone(),
+            schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
+        },
+        FigureKind::Fig11 => {
+            let pair = schemes(&args.schemes, &["ar", "pofan"])?;
+            let [base, placed] = pair[..] else {
+                bail!("fig11 compares two schemes: --schemes BASE,PLACED (default ar,pofan)");
+            };
+            FigureSpec::Incremental { base, placed }
+        }
+        FigureKind::Fig13 => FigureSpec::Moe {
+            moe: match sweep.base.workload.clone() {
+                Workload::Moe { moe } => moe,
+                _ => ofan_model::moe::Moe {
+                    token_bytes: ((8192.0 * args.common.scale).round() as u64).max(1),
+                    ..ofan_model::moe::Moe::paper()
+                },
+            },
+            skews_permille: args
+                .skews
+                .iter()
+                .map(|skew| (skew * 1000.0).round() as u32)
+                .collect(),
+            ccs: args
+                .ccs
+                .iter()
+                .map(|name| name.parse::<CcKind>().context("--ccs"))
+                .collect::<anyhow::Result<_>>()?,
+            schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
         },
         FigureKind::Fig12 => FigureSpec::CongestionControl {
             ccs: args

@@ -1,0 +1,202 @@
+//! `ofan-lab model run` with the workloads that have dependencies: an htsim connection-matrix
+//! file through `--matrix`, and the ring collectives with their phases.
+
+use std::process::Command;
+
+fn ofan_lab(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ofan-lab"))
+        .args(args)
+        .output()
+        .expect("ofan-lab runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../../model/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn an_htsim_file_runs_unchanged_through_matrix() {
+    let file = fixture("htsim-allreduce-16n-4g.cm");
+    let (ok, stdout, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "4",
+        "--workload",
+        "matrix",
+        "--matrix",
+        &file,
+        "--json",
+        "-",
+    ]);
+    assert!(ok, "{stderr}");
+    let json_start = stdout.find("\n{").expect("a JSON report") + 1;
+    let report: serde_json::Value = serde_json::from_str(&stdout[json_start..]).expect("JSON");
+    assert_eq!(report["flows"], 112);
+    assert_eq!(report["packets"]["flows_complete"], 112);
+}
+
+#[test]
+fn a_bad_htsim_line_is_named() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let file = dir.path().join("bad.cm");
+    std::fs::write(
+        &file,
+        "Nodes 16\nConnections 1\n0->1 id 1 start 0 size 10 colour 3\n",
+    )
+    .expect("writes");
+    let (ok, _, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "4",
+        "--workload",
+        "matrix",
+        "--matrix",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("line 3") && stderr.contains("unknown word `colour`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_ring_all_reduce_reports_its_phases() {
+    let (ok, stdout, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "4",
+        "--workload",
+        "ring-allreduce",
+        "--gpus-per-server",
+        "2",
+        "--size",
+        "256K",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("phase reduce-scatter: 112 flows"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("phase all-gather: 112 flows"), "{stdout}");
+}
+
+/// `model fig10` at a small radix: one point per scheme, every run complete, and the CCT
+/// reduction notes (structure and invariants, never a target number).
+#[test]
+fn fig10_quick_runs_every_scheme_on_a_leaf_spine() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().to_str().expect("utf-8");
+    let (ok, stdout, stderr) = ofan_lab(&[
+        "model",
+        "fig10",
+        "--leaf-spine-ks",
+        "8",
+        "--seeds",
+        "1",
+        "--out",
+        out,
+    ]);
+    assert!(ok, "{stderr}");
+    let figure: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fig10.json")).expect("fig10.json"),
+    )
+    .expect("JSON");
+    let points = figure["points"].as_array().expect("points");
+    let series: Vec<&str> = points
+        .iter()
+        .map(|p| p["series"].as_str().expect("series"))
+        .collect();
+    assert_eq!(series, ["reps", "ar", "ofan", "4ofan"]);
+    for point in points {
+        assert_eq!(point["x"], 32.0, "k = 8: 32 hosts");
+        let increase = point["metrics"]["cct_increase_pct"]["mean"]
+            .as_f64()
+            .expect("every run completes");
+        assert!(increase >= 0.0, "no run beats the bound");
+    }
+    assert!(stdout.contains("ofan vs reps"), "{stdout}");
+    assert!(stdout.contains("4ofan vs ar"), "{stdout}");
+}
+
+/// `model fig11` at k = 4: all-AR, the four placements, all-4Ofan, every run complete.
+#[test]
+fn fig11_quick_runs_the_four_placements_between_the_uniform_fabrics() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().to_str().expect("utf-8");
+    let (ok, stdout, stderr) =
+        ofan_lab(&["model", "fig11", "--k", "4", "--seeds", "1", "--out", out]);
+    assert!(ok, "{stderr}");
+    let figure: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fig11.json")).expect("fig11.json"),
+    )
+    .expect("JSON");
+    let categories: Vec<&str> = figure["x_categories"]
+        .as_array()
+        .expect("categories")
+        .iter()
+        .map(|c| c.as_str().expect("a name"))
+        .collect();
+    assert_eq!(
+        categories,
+        [
+            "all ar",
+            "random-switches",
+            "random-pods",
+            "aggregation",
+            "edge",
+            "all 4ofan"
+        ]
+    );
+    let points = figure["points"].as_array().expect("points");
+    assert_eq!(points.len(), 6);
+    for point in points {
+        assert!(point["metrics"]["cct_increase_pct"]["mean"]
+            .as_f64()
+            .is_some());
+    }
+    assert!(stdout.contains("midpoint"), "{stdout}");
+}
+
+/// `model fig13` scaled down: every scheme under no CCA and NSCC at both skews completes.
+#[test]
+fn fig13_quick_runs_moe_dispatch_per_cca_and_skew() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().to_str().expect("utf-8");
+    let (ok, _, stderr) = ofan_lab(&[
+        "model", "fig13", "--scale", "0.01", "--seeds", "1", "--out", out,
+    ]);
+    assert!(ok, "{stderr}");
+    let figure: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fig13.json")).expect("fig13.json"),
+    )
+    .expect("JSON");
+    let points = figure["points"].as_array().expect("points");
+    let mut series: Vec<&str> = points
+        .iter()
+        .map(|p| p["series"].as_str().expect("series"))
+        .collect();
+    series.dedup();
+    assert_eq!(
+        series,
+        ["none 1.48x", "none 1.13x", "nscc 1.48x", "nscc 1.13x"]
+    );
+    assert_eq!(points.len(), 16);
+    for point in points {
+        let increase = point["metrics"]["cct_increase_pct"]["mean"]
+            .as_f64()
+            .expect("every run completes");
+        assert!(increase >= 0.0);
+    }
+}
