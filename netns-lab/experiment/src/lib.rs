@@ -35,7 +35,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use ofan_dataplane::lb::Algorithm;
-use ofan_transport::CcKind;
 
 use metrics::{LabSetup, RunReport};
 use ofan_lab::{self as lab, LabSpec, Loaded, Shaping, TopologySource};
@@ -337,18 +336,16 @@ impl Experiment {
             port: 7000,
         };
         if lab.state.params.ecn_threshold.is_none() {
-            let marked: Vec<&str> = cells
+            let marked = cells
                 .iter()
-                .map(|cell| cell.variant.cc)
-                .filter(|cc| matches!(cc, CcKind::Dctcp | CcKind::Nscc))
-                .map(CcKind::name)
-                .collect();
-            if let Some(cc) = marked.first() {
+                .map(|cell| cell.variant.cc.name())
+                .find(|cc| matches!(*cc, "dctcp" | "nscc"));
+            if let Some(cc) = marked {
                 observer.note(&format!(
                     "lab `{}` marks no ECN (up --ecn-threshold off, or built before ECN marking): \
                      {cc} sees no CE mark, only {}",
                     lab.state.name,
-                    if *cc == "dctcp" {
+                    if cc == "dctcp" {
                         "losses"
                     } else {
                         "delays and losses"

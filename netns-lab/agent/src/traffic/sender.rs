@@ -36,6 +36,13 @@ pub(super) fn wait_until(due_ns: u64, spin_ns: u64) -> u64 {
     }
 }
 
+/// The wire time of one full DATA frame at the link rate, ns (rounded up; a rate of 0 counts
+/// as 1 bit/s).
+pub(super) fn frame_wire_ns(config: &AgentConfig) -> u64 {
+    let wire_bits = wire::wire_bytes(u64::from(config.payload)) * 8;
+    (wire_bits * 1_000_000_000).div_ceil(config.link_rate_bps.max(1))
+}
+
 /// How many grid steps a full DATA frame's wire time spans ([`departure_grid_ns`]).
 pub(super) const GRID_STEPS_PER_FRAME: u64 = 8;
 
@@ -46,8 +53,7 @@ pub(super) fn departure_grid_ns(config: &AgentConfig) -> u64 {
     if !config.catch_up || config.link_rate_bps == 0 {
         return 0;
     }
-    let wire_bits = wire::wire_bytes(u64::from(config.payload)) * 8;
-    wire_bits * 1_000_000_000 / config.link_rate_bps / GRID_STEPS_PER_FRAME
+    frame_wire_ns(config) / GRID_STEPS_PER_FRAME
 }
 
 /// The first point of a grid of step `grid_ns` at or after `at` (`at` itself without a grid).
@@ -399,8 +405,7 @@ impl<'a> HostSender<'a> {
     /// step of the departure grid (an eighth of a full frame's wire time; the same without a
     /// grid), so that an ACK's room is used within the lateness the pacer allows anyway.
     fn blocked_poll_ns(&self) -> u64 {
-        let wire_bits = wire::wire_bytes(u64::from(self.config.payload)) * 8;
-        (wire_bits * 1_000_000_000 / self.config.link_rate_bps.max(1) / BLOCKED_POLL_STEPS).max(1)
+        (frame_wire_ns(self.config) / BLOCKED_POLL_STEPS).max(1)
     }
 
     /// What this host's sender measured.
@@ -488,11 +493,9 @@ const BLOCKED_POLL_STEPS: u64 = GRID_STEPS_PER_FRAME;
 /// here, unlike the model's: at the lab's few Mbit/s a 6-hop round trip is only ~6 frame
 /// times (~80 in the model at 800 Gb/s), so one path's queue of ten frames reorders by more
 /// than a smoothed RTT, and a fixed window resent 93 packets that were only late in a k = 4
-/// RSQ permutation under DCTCP (0 drops; reordering up to 2.8 base RTTs).
+/// RSQ permutation under DCTCP (0 drops; reordering up to 2.4 base RTTs).
 fn new_recovery(config: &AgentConfig, packets: &[u32]) -> SelectiveRepeat {
-    let frame_ns = (wire::wire_bytes(u64::from(config.payload)) as f64 * 8.0 * 1e9
-        / config.link_rate_bps as f64)
-        .ceil() as u64;
+    let frame_ns = frame_wire_ns(config);
     match &config.cc {
         Some(cc) => SelectiveRepeat::new(
             ofan_transport::cc::recovery_config(frame_ns, cc.path.base_rtt),
