@@ -80,12 +80,6 @@ impl DragonflyScheme {
             Self::UgalRotate => "ugal-rotate",
         }
     }
-
-    /// Whether the scheme needs every router's queues (so it can run only in the model).
-    #[must_use]
-    pub const fn needs_global_view(self) -> bool {
-        matches!(self, Self::UgalG)
-    }
 }
 
 impl fmt::Display for DragonflyScheme {

@@ -40,16 +40,10 @@ pub struct RunProgress {
 }
 
 impl RunProgress {
-    /// The progress of `plan` once the receivers in `done` (flags by host index) have
-    /// finished.
+    /// The progress of `plan`, whose hosts run congestion control `cc`, once the receivers in
+    /// `done` (flags by host index) have finished.
     #[must_use]
-    pub fn of(plan: &Plan, done: &[bool], pid: u32, expected_s: f64) -> Self {
-        Self::under(plan, done, pid, expected_s, ofan_transport::CcKind::None)
-    }
-
-    /// [`RunProgress::of`] for hosts running congestion control `cc`.
-    #[must_use]
-    pub fn under(
+    pub fn of(
         plan: &Plan,
         done: &[bool],
         pid: u32,
@@ -148,7 +142,13 @@ mod tests {
             hosts,
             flows: vec![flow(0, 1), flow(0, 2), flow(1, 2), flow(2, 0)],
         };
-        let progress = RunProgress::of(&plan, &[false, false, true], 7, 1.5);
+        let progress = RunProgress::of(
+            &plan,
+            &[false, false, true],
+            7,
+            1.5,
+            ofan_transport::CcKind::None,
+        );
         assert_eq!(progress.collective, "all-to-all");
         assert_eq!((progress.hosts_done, progress.hosts), (1, 3));
         assert_eq!((progress.flows_done, progress.flows), (2, 4));

@@ -289,7 +289,7 @@ pub fn run_repetition(
             .iter()
             .map(|host| done_file(&host.name).exists())
             .collect();
-        progress.write(RunProgress::under(
+        progress.write(RunProgress::of(
             plan,
             &done,
             std::process::id(),
