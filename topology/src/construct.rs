@@ -10,11 +10,16 @@
 use std::net::Ipv4Addr;
 
 use crate::addressing::{self, LINK_PREFIX_LEN};
+use crate::dragonfly::{LinkEnd, RouterId};
 use crate::model::{Link, LinkId, Node, NodeId, Port, PortDirection, PortIndex, Role};
 use crate::shape::Shape;
+use crate::Dragonfly;
 
 /// Builds the canonical nodes and links of `shape`.
 pub(crate) fn build(shape: &Shape) -> (Vec<Node>, Vec<Link>) {
+    if let Some(dragonfly) = shape.dragonfly {
+        return build_dragonfly(shape, &Dragonfly::new(dragonfly));
+    }
     let mut builder = Builder {
         nodes: Vec::with_capacity(shape.num_nodes() as usize),
         links: Vec::with_capacity(shape.num_links() as usize),
@@ -72,9 +77,83 @@ pub(crate) fn build(shape: &Shape) -> (Vec<Node>, Vec<Link>) {
     (builder.nodes, builder.links)
 }
 
+/// Builds a dragonfly: hosts as in a Clos (each router is an edge with `p` hosts on ports
+/// `0..p`), then the router-to-router links in [`Dragonfly::links`] order, each port placed at
+/// the index the dragonfly's port contract gives it (so link creation order is not port order
+/// here). Both ends of a router-to-router link are up ports; `a` is the lower router.
+fn build_dragonfly(shape: &Shape, dragonfly: &Dragonfly) -> (Vec<Node>, Vec<Link>) {
+    let mut nodes = Vec::with_capacity(shape.num_nodes() as usize);
+    add_nodes(shape, &mut nodes);
+    let mut links = Vec::with_capacity(shape.num_links() as usize);
+    let radix = usize::from(dragonfly.shape().radix());
+    let router_node = |router: RouterId| shape.edge(router.0);
+    let mut router_ports: Vec<Vec<Option<Port>>> =
+        vec![vec![None; radix]; shape.num_edges() as usize];
+    for edge_number in 0..shape.num_edges() {
+        let (pod, edge) = (
+            edge_number / shape.edges_per_pod,
+            edge_number % shape.edges_per_pod,
+        );
+        for slot in 0..shape.hosts_per_edge() {
+            let host = shape.host(pod, edge, slot);
+            let link = LinkId(narrow_link(links.len()));
+            let (host_port, edge_port) = (PortIndex(0), PortIndex(narrow(slot)));
+            let upper = (shape.edge(edge_number), edge_port);
+            nodes[host.index()].ports.push(port(
+                host_port,
+                PortDirection::Up,
+                link,
+                upper,
+                addressing::host_link_address(pod, edge, slot, false),
+            ));
+            router_ports[edge_number as usize][slot as usize] = Some(port(
+                edge_port,
+                PortDirection::Down,
+                link,
+                (host, host_port),
+                addressing::host_link_address(pod, edge, slot, true),
+            ));
+            links.push(Link {
+                id: link,
+                a: (host, host_port),
+                b: upper,
+            });
+        }
+    }
+    for (number, router_link) in dragonfly.links().iter().enumerate() {
+        let number = narrow_link(number);
+        let link = LinkId(narrow_link(links.len()));
+        let (lower, upper) = (router_link.a, router_link.b);
+        let end = |end: LinkEnd| (router_node(end.router), PortIndex(end.port.0));
+        for (here, there, upper_end) in [(lower, upper, false), (upper, lower, true)] {
+            router_ports[here.router.index()][usize::from(here.port.0)] = Some(port(
+                PortIndex(here.port.0),
+                PortDirection::Up,
+                link,
+                end(there),
+                addressing::switch_link_address(number, upper_end),
+            ));
+        }
+        links.push(Link {
+            id: link,
+            a: end(lower),
+            b: end(upper),
+        });
+    }
+    for (edge_number, ports) in router_ports.into_iter().enumerate() {
+        let node = &mut nodes[shape.edge(narrow_link(edge_number)).index()];
+        node.ports = ports
+            .into_iter()
+            .map(|port| port.expect("the dragonfly's port contract fills every port"))
+            .collect();
+    }
+    (nodes, links)
+}
+
 /// Creates every node, without ports, in id order.
 fn add_nodes(shape: &Shape, nodes: &mut Vec<Node>) {
     let fat_tree = shape.is_fat_tree();
+    let dragonfly = shape.dragonfly.is_some();
     let mut push = |role, name, pod: Option<u32>, index: u32, loopback| {
         nodes.push(Node {
             id: NodeId(u32::try_from(nodes.len()).expect("at most 70 656 nodes")),
@@ -91,6 +170,8 @@ fn add_nodes(shape: &Shape, nodes: &mut Vec<Node>) {
             for slot in 0..shape.hosts_per_edge() {
                 let name = if fat_tree {
                     format!("h-p{pod}-e{edge}-h{slot}")
+                } else if dragonfly {
+                    format!("h-g{pod}-r{edge}-h{slot}")
                 } else {
                     format!("h-l{edge}-h{slot}")
                 };
@@ -110,6 +191,8 @@ fn add_nodes(shape: &Shape, nodes: &mut Vec<Node>) {
         for edge in 0..shape.edges_per_pod {
             let name = if fat_tree {
                 format!("e-p{pod}-{edge}")
+            } else if dragonfly {
+                format!("r-g{pod}-{edge}")
             } else {
                 format!("leaf-{edge}")
             };
@@ -195,6 +278,11 @@ fn port(
         prefix_len: LINK_PREFIX_LEN,
         ifname: format!("p{}", index.0),
     }
+}
+
+/// Narrows a link or node count, below 2³² in every topology the crate builds.
+fn narrow_link(value: usize) -> u32 {
+    u32::try_from(value).expect("at most 2³² links")
 }
 
 /// Narrows a pod, index or port number, all of which are below 2¹⁶ for k <= 64.

@@ -75,7 +75,7 @@ impl fmt::Display for PortIndex {
 pub enum Role {
     /// An end host (a GPU's NIC).
     Host,
-    /// A top-of-rack switch (leaf in leaf-spine).
+    /// A top-of-rack switch (leaf in leaf-spine, router in a dragonfly).
     Edge,
     /// A pod's middle-tier switch (fat tree only).
     Aggregation,
@@ -174,6 +174,17 @@ pub enum TopologyKind {
         /// Switch radix (ports per leaf and per spine); even, in `4..=64`.
         k: u16,
     },
+    /// A dragonfly ([`crate::Dragonfly`]): `a·h + 1` groups of `a` routers with `p` hosts and
+    /// `h` global links each. Its groups are the topology's pods and its routers [`Role::Edge`]
+    /// switches (each has hosts); every router-to-router port is an up port.
+    Dragonfly {
+        /// Hosts per router.
+        p: u16,
+        /// Routers per group.
+        a: u16,
+        /// Global links per router.
+        h: u16,
+    },
 }
 
 impl TopologyKind {
@@ -182,6 +193,18 @@ impl TopologyKind {
     pub const fn k(self) -> u16 {
         match self {
             Self::FatTree { k } | Self::LeafSpine { k } => k,
+            Self::Dragonfly { p, a, h } => p.saturating_add(a).saturating_add(h).saturating_sub(1),
+        }
+    }
+
+    /// The dragonfly's shape, if this is one.
+    ///
+    /// # Errors
+    /// As [`crate::DragonflyShape::new`]; `Ok(None)` for the Clos families.
+    pub fn dragonfly(self) -> Result<Option<crate::DragonflyShape>, crate::TopologyError> {
+        match self {
+            Self::Dragonfly { p, a, h } => crate::DragonflyShape::new(p, a, h).map(Some),
+            Self::FatTree { .. } | Self::LeafSpine { .. } => Ok(None),
         }
     }
 }

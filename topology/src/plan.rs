@@ -14,7 +14,8 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use crate::{FailedLinks, Node, NodeId, PortIndex, Role, Topology};
+use crate::dragonfly::{GroupId, RouterId, RouterPort};
+use crate::{Dragonfly, FailedLinks, Node, NodeId, PortIndex, Role, Topology};
 
 /// The first private 4-byte ASN (RFC 6996): switch `n` of a BGP fabric is `ASN_BASE + n`.
 pub const ASN_BASE: u32 = 4_200_000_000;
@@ -103,6 +104,9 @@ fn hops_towards(
 /// The static routes of switch `switch` under `failures`: one entry per destination edge
 /// `/24` it can still reach (its own edge's hosts are connected routes, not listed).
 pub fn switch_routes(topology: &Topology, failures: &FailedLinks, switch: NodeId) -> RouteTable {
+    if let Some(dragonfly) = topology.dragonfly() {
+        return dragonfly_routes(topology, dragonfly, failures, switch);
+    }
     topology
         .edges()
         .iter()
@@ -112,6 +116,53 @@ pub fn switch_routes(topology: &Topology, failures: &FailedLinks, switch: NodeId
             (!hops.is_empty()).then(|| (topology.edge_prefix(edge.id), hops))
         })
         .collect()
+}
+
+/// The minimal routes of dragonfly router `switch`: every other router of its group's `/24` by
+/// the local link, every other group's `/16` by the global link to it or the local link to
+/// the group's gateway router. One hop each (the canonical dragonfly has one minimal path);
+/// a route whose link is in `failures` is left out — a dragonfly's static plan does not
+/// reroute around failures (non-minimal paths are the switches' own choice).
+fn dragonfly_routes(
+    topology: &Topology,
+    dragonfly: &Dragonfly,
+    failures: &FailedLinks,
+    switch: NodeId,
+) -> RouteTable {
+    let node = topology.node(switch);
+    if node.role != Role::Edge {
+        return RouteTable::new();
+    }
+    let router = RouterId(topology.shape().edge_number(switch));
+    let group = dragonfly.group_of(router);
+    let hop = |port: RouterPort| {
+        let port = topology.port(switch, PortIndex(port.0));
+        failures.is_alive(port.link).then(|| {
+            vec![Hop {
+                port: port.index,
+                gateway: topology.port(port.peer, port.peer_port).address,
+            }]
+        })
+    };
+    let mut routes = RouteTable::new();
+    for index in 0..u32::from(dragonfly.shape().a()) {
+        let target = dragonfly.router(group, index);
+        if target == router {
+            continue;
+        }
+        if let Some(hops) = hop(dragonfly.local_port(router, target)) {
+            routes.insert(dragonfly.router_prefix(target), hops);
+        }
+    }
+    for other in (0..dragonfly.shape().groups()).map(GroupId) {
+        if other == group {
+            continue;
+        }
+        if let Some(hops) = hop(dragonfly.next_port_to_group(router, other)) {
+            routes.insert(dragonfly.group_prefix(other), hops);
+        }
+    }
+    routes
 }
 
 /// One next hop of a route with its next-next hops.

@@ -6,6 +6,7 @@
 //! [`crate::Topology`] that needs a position-to-id mapping goes through [`Shape`], and validation
 //! guarantees that a topology's data matches it.
 
+use crate::dragonfly::DragonflyShape;
 use crate::error::TopologyError;
 use crate::model::{LinkId, NodeId, TopologyKind};
 
@@ -24,11 +25,33 @@ pub(crate) struct Shape {
     pub(crate) aggs_per_pod: u32,
     /// Core switches (spines).
     pub(crate) cores: u32,
+    /// Hosts per edge switch (dragonfly router): `k / 2` in a Clos, `p` in a dragonfly.
+    pub(crate) hosts_per_edge: u32,
+    /// Number of switch-to-switch links.
+    pub(crate) switch_links: u32,
+    /// The dragonfly's shape: its groups are the pods, its routers the edges.
+    pub(crate) dragonfly: Option<DragonflyShape>,
 }
 
 impl Shape {
     /// Checks the radix and derives the dimensions.
     pub(crate) fn new(kind: TopologyKind) -> Result<Self, TopologyError> {
+        if let TopologyKind::Dragonfly { p, a, h } = kind {
+            let dragonfly = DragonflyShape::new(p, a, h)?;
+            let (groups, a) = (dragonfly.groups(), u32::from(a));
+            return Ok(Self {
+                k: u32::from(dragonfly.radix()),
+                half: 0,
+                pods: groups,
+                edges_per_pod: a,
+                aggs_per_pod: 0,
+                cores: 0,
+                hosts_per_edge: u32::from(p),
+                // Every group's complete graph, and one global link per pair of groups.
+                switch_links: groups * a * (a - 1) / 2 + groups * (groups - 1) / 2,
+                dragonfly: Some(dragonfly),
+            });
+        }
         let k = kind.k();
         if k % 2 != 0 || !(4..=64).contains(&k) {
             return Err(TopologyError::OddOrOutOfRangeK { k });
@@ -43,6 +66,9 @@ impl Shape {
                 edges_per_pod: half,
                 aggs_per_pod: half,
                 cores: half * half,
+                hosts_per_edge: half,
+                switch_links: (k * half + k * half) * half,
+                dragonfly: None,
             },
             TopologyKind::LeafSpine { .. } => Self {
                 k,
@@ -51,7 +77,11 @@ impl Shape {
                 edges_per_pod: k,
                 aggs_per_pod: 0,
                 cores: half,
+                hosts_per_edge: half,
+                switch_links: k * half,
+                dragonfly: None,
             },
+            TopologyKind::Dragonfly { .. } => unreachable!("handled above"),
         })
     }
 
@@ -61,7 +91,7 @@ impl Shape {
     }
 
     pub(crate) const fn hosts_per_edge(&self) -> u32 {
-        self.half
+        self.hosts_per_edge
     }
 
     pub(crate) const fn num_edges(&self) -> u32 {
@@ -128,7 +158,7 @@ impl Shape {
 
     /// Number of switch-to-switch links.
     pub(crate) const fn num_switch_links(&self) -> u32 {
-        (self.num_edges() + self.num_aggs()) * self.half
+        self.switch_links
     }
 
     pub(crate) const fn num_links(&self) -> u32 {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::addressing::{self, Owner, EDGE_PREFIX_LEN};
 use crate::construct;
+use crate::dragonfly::{Dragonfly, RouterId};
 use crate::error::TopologyError;
 use crate::model::{
     Link, LinkId, Node, NodeId, Port, PortDirection, PortIndex, Role, TopologyKind,
@@ -28,6 +29,9 @@ pub struct Topology {
     links: Vec<Link>,
     #[serde(skip)]
     shape: Shape,
+    /// The dragonfly's structure, for a [`TopologyKind::Dragonfly`].
+    #[serde(skip)]
+    dragonfly: Option<Dragonfly>,
 }
 
 /// The serialized form of a [`Topology`], before validation.
@@ -81,6 +85,7 @@ impl Topology {
             nodes,
             links,
             shape,
+            dragonfly: shape.dragonfly.map(Dragonfly::new),
         })
     }
 
@@ -125,10 +130,19 @@ impl Topology {
         self.kind.k()
     }
 
-    /// Number of pods: k in a fat tree, 1 in leaf-spine (all leaves form pod 0).
+    /// Number of pods: k in a fat tree, 1 in leaf-spine (all leaves form pod 0), the groups in a
+    /// dragonfly.
     #[must_use]
     pub fn num_pods(&self) -> u16 {
-        u16::try_from(self.shape.pods).expect("at most 64 pods")
+        u16::try_from(self.shape.pods).expect("at most 255 pods")
+    }
+
+    /// The dragonfly's structure (minimal and Valiant paths, channels), for a
+    /// [`TopologyKind::Dragonfly`]: its routers are this topology's edges in the same order
+    /// (router `r` is `edges()[r]`), its hosts this topology's hosts.
+    #[must_use]
+    pub const fn dragonfly(&self) -> Option<&Dragonfly> {
+        self.dragonfly.as_ref()
     }
 
     pub(crate) const fn shape(&self) -> &Shape {
@@ -333,7 +347,8 @@ impl Topology {
     }
 
     /// Number of links on a shortest path from host `src` to host `dst`: 0 to itself, 2 under
-    /// the same edge, 4 within a pod (or between leaves), 6 between pods.
+    /// the same edge, 4 within a pod (or between leaves), 6 between pods; in a dragonfly 2 plus
+    /// the router hops of the minimal path (at most 5).
     ///
     /// # Panics
     ///
@@ -343,6 +358,9 @@ impl Topology {
         let (src_edge, dst_edge) = (self.host_edge(src), self.host_edge(dst));
         if src == dst {
             0
+        } else if let Some(dragonfly) = &self.dragonfly {
+            let router = |edge| RouterId(self.shape.edge_number(edge));
+            2 + dragonfly.minimal_hops(router(src_edge), router(dst_edge))
         } else if src_edge == dst_edge {
             2
         } else if self.node(src_edge).pod == self.node(dst_edge).pod {
@@ -469,6 +487,7 @@ fn validate(data: TopologyData) -> Result<Topology, TopologyError> {
         nodes,
         links,
         shape,
+        dragonfly: canonical.dragonfly,
     })
 }
 

@@ -348,5 +348,6 @@ fn unassigned_addresses_have_no_owner() {
 }
 
 mod dragonfly;
+mod dragonfly_topology;
 mod paths;
 mod rho;
