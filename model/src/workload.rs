@@ -38,7 +38,8 @@ pub fn flows(
             let group = |host: u32| -> u32 {
                 let node = &topology.hosts()[host as usize];
                 match topology.kind() {
-                    ofan_topology::TopologyKind::FatTree { .. } => {
+                    ofan_topology::TopologyKind::FatTree { .. }
+                    | ofan_topology::TopologyKind::Dragonfly { .. } => {
                         u32::from(node.pod.expect("hosts have a pod"))
                     }
                     ofan_topology::TopologyKind::LeafSpine { .. } => topology.host_edge(node.id).0,

@@ -330,8 +330,8 @@ impl Topology {
     /// `rate_bps(link)` is each link's rate. The larger of the host terms, which no switch link's
     /// rate changes, and the **pod boundary** term below.
     ///
-    /// **Pod boundary.** The links between pod P and the cores (those with one end in P and the
-    /// other in no pod) carry into P every DATA frame of the flows entering P from outside and
+    /// **Pod boundary.** The links with exactly one end in pod P (to the cores in a Clos; a
+    /// dragonfly group's global links, its groups being the pods) carry into P every DATA frame of the flows entering P from outside and
     /// every ACK of the flows leaving it: `W` wire bits over `n` links of rates `r_i`. Link i
     /// sends its share `W_i` one frame at a time from t ≥ 0, so its last frame starts no sooner
     /// than `(W_i − b)/r_i`, with `b` the largest frame; the latest of the `n` is at least their
@@ -392,7 +392,7 @@ impl Topology {
                 .iter()
                 .filter(|link| {
                     let (a, b) = (self.node(link.a.0).pod, self.node(link.b.0).pod);
-                    (a == Some(*pod) && b.is_none()) || (b == Some(*pod) && a.is_none())
+                    (a == Some(*pod)) != (b == Some(*pod))
                 })
                 .fold((0u128, 0u128), |(n, total), link| {
                     (n + 1, total + u128::from(rate_bps(link.id)))

@@ -7,6 +7,7 @@ use std::io;
 use super::{fast, hostlink, splice, steer, Buffers, FastPathMode, XdpMode, MAX_QUEUES};
 use crate::egress::EgressConfig;
 use crate::fib::PortId;
+use crate::lb::dragonfly::DragonflyRole;
 use crate::lb::LbConfig;
 
 /// How the AF_XDP sockets bind.
@@ -222,6 +223,9 @@ pub struct RuntimeConfig {
     pub host_links: Vec<Option<std::path::PathBuf>>,
     /// Whether the XDP program forwards what it can itself ([`fast`]).
     pub fast_path: FastPathMode,
+    /// On a dragonfly router: its place and scheme; every worker runs the routing stage
+    /// ([`crate::lb::dragonfly::DragonflyRouter`]) before its route lookups.
+    pub dragonfly: Option<DragonflyRole>,
 }
 
 /// Why the runtime could not start.
@@ -364,6 +368,42 @@ pub(super) fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
     }
     if config.fast_path == FastPathMode::Xdp {
         validate_fast_path(config)?;
+    }
+    if let Some(role) = config.dragonfly {
+        validate_dragonfly(config, role)?;
+    }
+    Ok(())
+}
+
+/// A dragonfly router's ports must be the fabric's: the router's radix, its router ports
+/// (`p..k`) the up ports in order — the routing stage reads their queues by up position.
+fn validate_dragonfly(config: &RuntimeConfig, role: DragonflyRole) -> Result<(), RuntimeError> {
+    let bad = |message: String| Err(RuntimeError::Config(format!("dragonfly: {message}")));
+    if let Err(error) = role.check() {
+        return bad(error.to_string());
+    }
+    let (p, radix) = (role.shape.p(), role.shape.radix());
+    if config.ports.len() != usize::from(radix) {
+        return bad(format!(
+            "router {} of a {} has {} ports, not {}",
+            role.router.0,
+            role.shape,
+            radix,
+            config.ports.len()
+        ));
+    }
+    let expected: Vec<PortId> = (p..radix).map(PortId).collect();
+    if config.up_ports != expected {
+        return bad(format!(
+            "the up ports must be the router ports {p}..{radix} in order, not {:?}",
+            config.up_ports
+        ));
+    }
+    if config.fast_path != FastPathMode::Off {
+        return bad(
+            "the XDP fast path does not run the dragonfly routing stage; use --fast-path off"
+                .into(),
+        );
     }
     Ok(())
 }

@@ -57,6 +57,7 @@ pub use sys::{
 use crate::egress::EgressQueue;
 use crate::fib::{PortId, SharedFib};
 use crate::forward::{Forwarder, ForwarderConfig};
+use crate::lb::dragonfly::{DragonflyRole, DragonflyRouter};
 use crate::lb::SwitchBalancer;
 use crate::telemetry::{SharedFrames, SwitchTelemetry};
 use frames::FramePool;
@@ -322,7 +323,11 @@ impl Runtime {
             poll: config.poll,
             ring_size: config.ring_size,
             forwarding: config.forwarding,
-            queue_loads: QueueLoads::of(config.lb.algorithm),
+            queue_loads: if config.dragonfly.is_some_and(DragonflyRole::uses_queues) {
+                QueueLoads::Read
+            } else {
+                QueueLoads::of(config.lb.algorithm)
+            },
         };
         let served = config
             .pipes
@@ -356,7 +361,7 @@ impl Runtime {
                     drops_host_link: 0,
                 })
                 .collect();
-            let forwarder = Forwarder::new(
+            let mut forwarder = Forwarder::new(
                 balancer.pipe(index as u16)?,
                 ForwarderConfig {
                     ack_max_frame: config.ack_max_frame,
@@ -364,6 +369,13 @@ impl Runtime {
                     max_frame_len: layout.max_frame_len(),
                 },
             );
+            if let Some(role) = config.dragonfly {
+                // Each worker its own rotation pointers and draws, as each pipe its balancer.
+                let seed = ofan_topology::mix64(config.lb.seed ^ (index as u64 + 1));
+                let router = DragonflyRouter::new(role, seed)
+                    .map_err(|error| RuntimeError::Config(format!("dragonfly: {error}")))?;
+                forwarder = forwarder.on_dragonfly(router);
+            }
             let worker = Worker::new(
                 index,
                 queue,

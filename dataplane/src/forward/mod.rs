@@ -31,6 +31,7 @@ use std::net::IpAddr;
 
 use crate::counters::named_counters;
 use crate::fib::{Fib, GroupId, GroupKind, NextHop, PortId, RouteTarget};
+use crate::lb::dragonfly::DragonflyRouter;
 use crate::lb::{
     mix64, Northbound, PipeBalancer, PortLoad, PortMask, SizeClass, UpPort, MAX_BATCH,
 };
@@ -162,6 +163,9 @@ pub struct Counters {
     /// Forwarded frames of a northbound group whose key is past the balancer's key count (the
     /// table and the balancer disagree): ECMP fallback.
     pub key_out_of_range: u64,
+    /// Frames a dragonfly router sent into the network through an intermediate group (its
+    /// scheme's non-minimal choices; see [`DragonflyRouter`]).
+    pub detoured: u64,
     /// Drops, indexed by [`DropReason::as_index`].
     pub drops: [u64; DropReason::COUNT],
     /// Frames for the switch itself, indexed by [`KernelReason::as_index`].
@@ -176,6 +180,7 @@ impl Default for Counters {
             northbound: 0,
             no_key: 0,
             key_out_of_range: 0,
+            detoured: 0,
             drops: [0; DropReason::COUNT],
             to_kernel: [0; KernelReason::COUNT],
         }
@@ -184,13 +189,14 @@ impl Default for Counters {
 
 impl Counters {
     /// The counters that are not per reason, by metric name (the order they are published in).
-    pub fn totals(&self) -> [(&'static str, u64); 5] {
+    pub fn totals(&self) -> [(&'static str, u64); 6] {
         [
             ("frames", self.frames),
             ("forwarded", self.forwarded),
             ("northbound", self.northbound),
             ("no_key", self.no_key),
             ("key_out_of_range", self.key_out_of_range),
+            ("detoured", self.detoured),
         ]
     }
 
@@ -260,6 +266,8 @@ pub struct Forwarder {
     /// Salt of the ECMP fallback and of plain ECMP groups (per switch, from the balancer seed).
     salt: u64,
     counters: Counters,
+    /// On a dragonfly router: the routing stage that picks the address to look up.
+    dragonfly: Option<DragonflyRouter>,
 }
 
 impl Forwarder {
@@ -271,7 +279,26 @@ impl Forwarder {
             config,
             salt,
             counters: Counters::default(),
+            dragonfly: None,
         }
+    }
+
+    /// The same forwarder on a dragonfly router: every frame passes `router`'s stage before
+    /// its route lookup.
+    #[must_use]
+    pub fn on_dragonfly(mut self, router: DragonflyRouter) -> Self {
+        self.dragonfly = Some(router);
+        self
+    }
+
+    /// Whether the forwarder reads egress queues: its balancer's algorithm, or its dragonfly
+    /// scheme.
+    pub fn uses_queues(&self) -> bool {
+        self.balancer.switch().config().algorithm.uses_queues()
+            || self
+                .dragonfly
+                .as_ref()
+                .is_some_and(DragonflyRouter::uses_queues)
     }
 
     /// The configuration.
@@ -348,7 +375,7 @@ impl Forwarder {
         let mut northbound = [NO_NORTHBOUND; MAX_BATCH];
         let mut pending = [NO_PENDING; MAX_BATCH];
         let mut queued = 0usize;
-        for (index, frame) in frames.iter().enumerate() {
+        for (index, frame) in frames.iter_mut().enumerate() {
             let frame_len = frame.len as usize;
             if frame_len > self.config.max_frame_len as usize {
                 verdicts[index] = Verdict::Drop(DropReason::FrameTooLarge);
@@ -365,7 +392,20 @@ impl Forwarder {
                 verdicts[index] = Verdict::Drop(DropReason::Martian);
                 continue;
             }
-            let destination = fib.destination(parsed.dst);
+            let lookup = match (&mut self.dragonfly, parsed.src, parsed.dst) {
+                (Some(router), IpAddr::V4(src), IpAddr::V4(dst)) => {
+                    let dscp_at = parsed.l3_offset + 1;
+                    let dscp = frame.data[dscp_at] >> 2;
+                    let route = router.route(src, dst, dscp, frame_len as u32, loads);
+                    if route.dscp != dscp {
+                        wire::set_dscp(frame.data, frame_len, parsed.l3_offset, route.dscp);
+                    }
+                    self.counters.detoured += u64::from(route.detoured);
+                    IpAddr::V4(route.lookup)
+                }
+                _ => parsed.dst,
+            };
+            let destination = fib.destination(lookup);
             if destination.local {
                 verdicts[index] = Verdict::Kernel(KernelReason::LocalAddress);
                 continue;

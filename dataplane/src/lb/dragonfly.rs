@@ -309,3 +309,9 @@ fn path_delay(
     }
     delay
 }
+
+mod router;
+
+pub use router::{
+    dscp_tag, tag_dscp, DragonflyRole, DragonflyRouter, RoleError, Route, MAX_TAGGED_GROUPS,
+};

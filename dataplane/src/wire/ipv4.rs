@@ -202,6 +202,20 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         self.set_checksum(value);
     }
 
+    /// Sets the DSCP (the top six bits of the DSCP/ECN byte; only the low six bits of `dscp`
+    /// count), keeps the ECN bits, and updates the header checksum incrementally.
+    pub fn set_dscp(&mut self, dscp: u8) {
+        let (ver_ihl, old) = (self.bytes()[field::VER_IHL], self.dscp_ecn());
+        let new = (dscp << 2) | (old & 0b11);
+        let value = checksum::update(
+            self.checksum(),
+            u16::from_be_bytes([ver_ihl, old]),
+            u16::from_be_bytes([ver_ihl, new]),
+        );
+        self.buffer.as_mut()[field::DSCP_ECN] = new;
+        self.set_checksum(value);
+    }
+
     /// Recomputes the header checksum from scratch.
     pub fn fill_checksum(&mut self) {
         self.set_checksum(0);

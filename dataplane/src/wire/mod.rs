@@ -472,6 +472,17 @@ pub fn mark_ce(frame: &mut [u8], frame_len: usize) -> bool {
     }
 }
 
+/// Sets the DSCP of the IPv4 packet at `l3_offset` (keeping ECN, updating the checksum);
+/// anything that is not a whole IPv4 header is left alone.
+pub fn set_dscp(frame: &mut [u8], frame_len: usize, l3_offset: usize, dscp: u8) {
+    let l3_len = packet_len(frame, frame_len).saturating_sub(l3_offset);
+    if let Some(l3) = frame.get_mut(l3_offset..) {
+        if let Ok(mut ip) = Ipv4Packet::new_checked_in(l3, l3_len) {
+            ip.set_dscp(dscp);
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod fixtures;
 #[cfg(test)]

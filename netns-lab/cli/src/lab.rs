@@ -7,12 +7,14 @@ use std::time::Instant;
 
 use anyhow::bail;
 use ofan_dataplane::afxdp::FastPathMode;
+use ofan_dataplane::lb::dragonfly::DragonflyScheme;
 use ofan_dataplane::lb::Algorithm;
 use ofan_lab::ops::{self, NodeChange};
 use ofan_lab::{
     self as lab, Bfd, BgpDaemon, HostLinks, LabSpec, LinkState, Reconvergence, Removed, Routing,
-    Shaping, Switches, TopologySource, DEFAULT_SWITCH_RT_PRIORITY,
+    Shaping, Switches, TopologySource, DEFAULT_DRAGONFLY, DEFAULT_SWITCH_RT_PRIORITY,
 };
+use ofan_topology::TopologyKind;
 
 use super::units::parse_rate;
 use super::{demo, pingall, status, view, Stderr};
@@ -71,19 +73,31 @@ pub enum BgpDaemonArg {
 pub struct UpArgs {
     #[command(flatten)]
     pub lab: LabName,
-    /// fat-tree, leaf-spine, or a topology file (ofan-lab topo --out FILE).
+    /// fat-tree, leaf-spine, dragonfly (with --p, --a, --h), or a topology file (ofan-lab topo
+    /// --out FILE).
     #[arg(
         long,
-        value_name = "fat-tree|leaf-spine|FILE",
+        value_name = "fat-tree|leaf-spine|dragonfly|FILE",
         default_value = "fat-tree"
     )]
     pub topo: String,
     /// Switch radix (even, 4..=64) for fat-tree and leaf-spine.
     #[arg(long, default_value_t = 4)]
     pub k: u16,
-    /// Load-balancing algorithm of every switch: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow, arf-packet.
-    #[arg(long, value_name = "ALGO", default_value = "pofan")]
-    pub lb: String,
+    /// Dragonfly: hosts per router.
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_DRAGONFLY.0)]
+    pub p: u16,
+    /// Dragonfly: routers per group (a complete graph).
+    #[arg(long, value_name = "A", default_value_t = DEFAULT_DRAGONFLY.1)]
+    pub a: u16,
+    /// Dragonfly: global links per router (a·h + 1 groups).
+    #[arg(long, value_name = "H", default_value_t = DEFAULT_DRAGONFLY.2)]
+    pub h: u16,
+    /// Load-balancing algorithm of every switch: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan
+    /// (the default), arf-wcmp, arf-flow, arf-packet. On a dragonfly, the routers' routing
+    /// scheme: min (the default), valiant, ugal-l, rotate, ugal-rotate.
+    #[arg(long, value_name = "ALGO")]
+    pub lb: Option<String>,
     /// Ports per pipe (one worker thread each); default: all ports in one pipe.
     #[arg(long, value_name = "P")]
     pub pipe_size: Option<u16>,
@@ -613,8 +627,23 @@ impl UpArgs {
     /// # Errors
     /// A value that does not parse.
     pub fn spec(&self) -> anyhow::Result<LabSpec> {
-        let topology = TopologySource::parse(&self.topo, self.k);
+        let topology = TopologySource::parse_with(&self.topo, self.k, (self.p, self.a, self.h));
         let fast = self.fast_path == FastPathArg::Xdp;
+        let dragonfly = matches!(
+            topology,
+            TopologySource::Kind(TopologyKind::Dragonfly { .. })
+        );
+        let (algorithm, scheme) = match (dragonfly, self.lb.as_deref()) {
+            (true, lb) => (
+                Algorithm::Ecmp,
+                Some(
+                    lb.unwrap_or("min")
+                        .parse::<DragonflyScheme>()
+                        .map_err(|e| anyhow::anyhow!("--lb: {e}"))?,
+                ),
+            ),
+            (false, lb) => (parse_algorithm(lb.unwrap_or("pofan"))?, None),
+        };
         let spec = LabSpec {
             name: self.lab.name.clone(),
             link_rate_bps: match (&self.link_rate, fast) {
@@ -622,7 +651,8 @@ impl UpArgs {
                 (rate, _) => link_rate_or_default(rate.as_deref(), &topology)?,
             },
             topology,
-            algorithm: parse_algorithm(&self.lb)?,
+            algorithm,
+            dragonfly: scheme,
             pipe_size: self.pipe_size,
             buffer_bytes: parse_buffer(&self.buffer)?,
             mtu: self.mtu,
@@ -744,9 +774,8 @@ fn down_all() -> anyhow::Result<()> {
 }
 
 fn set_lb(name: &str, lb: &str) -> anyhow::Result<()> {
-    let algorithm = parse_algorithm(lb)?;
     let started = Instant::now();
-    let restarted = ops::set_lb(name, algorithm)?;
+    let restarted = ops::set_lb(name, lb)?;
     let how = match lab::load(name)?.state.params.switches {
         Switches::Group => "the switch group restarted",
         Switches::Process => "rolling restart",

@@ -34,7 +34,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use ofan_dataplane::lb::Algorithm;
 
 use metrics::{LabSetup, RunReport};
 use ofan_lab::{self as lab, LabSpec, Loaded, Shaping, TopologySource};
@@ -567,9 +566,8 @@ impl LabSession {
     }
 
     fn set_lb(&self, lb: &str, observer: &mut dyn Observer) -> anyhow::Result<()> {
-        let algorithm: Algorithm = lb.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
         let started = Instant::now();
-        let restarted = lab::ops::set_lb(&self.name, algorithm)?;
+        let restarted = lab::ops::set_lb(&self.name, lb)?;
         observer.note(&format!(
             "{restarted} switches now run {lb} ({:.1} s, rolling restart)",
             started.elapsed().as_secs_f64()

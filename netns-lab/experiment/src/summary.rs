@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use ofan_dataplane::lb::dragonfly::DragonflyScheme;
 use ofan_dataplane::lb::Algorithm;
 use ofan_model::figures::{fit_exponent, Point, Summary};
 use ofan_model::report::Stage;
@@ -26,17 +27,21 @@ pub struct Variant {
 }
 
 impl Variant {
-    /// A variant, with `lb` checked against the load-balancing core's algorithms.
+    /// A variant, with `lb` checked against the load-balancing core's algorithms and
+    /// dragonfly schemes (which of the two a lab runs, the lab checks when it switches).
     ///
     /// # Errors
-    /// When `lb` is not an algorithm.
+    /// When `lb` is neither an algorithm nor a dragonfly scheme.
     pub fn new(lb: &str, host_lb: HostLb) -> anyhow::Result<Self> {
-        let algorithm: Algorithm = lb
-            .trim()
-            .parse()
-            .map_err(|e| anyhow::anyhow!("--lb `{lb}`: {e}"))?;
+        let name = match lb.trim().parse::<Algorithm>() {
+            Ok(algorithm) => algorithm.name(),
+            Err(error) => match lb.trim().parse::<DragonflyScheme>() {
+                Ok(scheme) => scheme.name(),
+                Err(_) => anyhow::bail!("--lb `{lb}`: {error}; on a dragonfly lab min, valiant, ugal-l, rotate or ugal-rotate"),
+            },
+        };
         Ok(Self {
-            lb: algorithm.name().to_owned(),
+            lb: name.to_owned(),
             host_lb,
             cc: CcKind::None,
         })

@@ -64,8 +64,8 @@ pub use ping::PairResult;
 pub use rate::{link_rate, RateChange};
 pub use spec::{
     check_name, default_link_rate_bps, Bfd, BgpDaemon, EcnThreshold, HostLinks, LabSpec, Routing,
-    Shaping, Switches, TopologySource, DEFAULT_BUFFER_BYTES, DEFAULT_LINK_RATE_BPS,
-    DEFAULT_RATE_HOSTS, DEFAULT_SWITCH_RT_PRIORITY, EXPERIMENT_BUFFER_BYTES,
+    Shaping, Switches, TopologySource, DEFAULT_BUFFER_BYTES, DEFAULT_DRAGONFLY,
+    DEFAULT_LINK_RATE_BPS, DEFAULT_RATE_HOSTS, DEFAULT_SWITCH_RT_PRIORITY, EXPERIMENT_BUFFER_BYTES,
 };
 pub use state::LinkState;
 pub use up::{up, wait_for_fibs};

@@ -8,6 +8,7 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use ofan_dataplane::lb::dragonfly::DragonflyScheme;
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::{Node, NodeId, Role};
 
@@ -324,14 +325,25 @@ pub fn kill_switch(name: &str, switch: &str) -> anyhow::Result<u32> {
     Ok(process.pid)
 }
 
-/// Switches every switch of lab `name` to `algorithm` (a rolling restart: one switch at a time,
-/// so most of the fabric keeps forwarding). Returns the number restarted.
+/// Switches every switch of lab `name` to `lb` — a load-balancing algorithm, or on a
+/// dragonfly a routing scheme (a rolling restart: one switch at a time, so most of the fabric
+/// keeps forwarding). Returns the number restarted.
 ///
 /// # Errors
-/// No such lab; a switch that does not come back.
-pub fn set_lb(name: &str, algorithm: Algorithm) -> anyhow::Result<usize> {
+/// No such lab; a name that is not an algorithm (a scheme on a dragonfly) the lab's switches
+/// run; a switch that does not come back.
+pub fn set_lb(name: &str, lb: &str) -> anyhow::Result<usize> {
     let mut lab = load(name)?;
-    lab.state.params.lb = algorithm.name().to_owned();
+    lab.state.params.lb = if lab.state.params.dragonfly {
+        let scheme: DragonflyScheme = lb.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
+        let mut spec = super::spec::LabSpec::new(&lab.state.name);
+        spec.dragonfly = Some(scheme);
+        spec.validate()?;
+        scheme.name().to_owned()
+    } else {
+        let algorithm: Algorithm = lb.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
+        algorithm.name().to_owned()
+    };
     lab.dir.save(&lab.state)?;
     if lab.state.params.switches == super::spec::Switches::Group {
         return restart_group(&mut lab);

@@ -98,8 +98,6 @@ fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
     let mut args = vec![
         "--topology".to_owned(),
         dir.topology_file().display().to_string(),
-        "--lb".to_owned(),
-        params.lb.clone(),
         "--pipe-size".to_owned(),
         params.pipe_size.to_string(),
         "--link-rate".to_owned(),
@@ -122,6 +120,12 @@ fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
         "--metrics".to_owned(),
         "off".to_owned(),
     ];
+    if params.dragonfly {
+        args.extend(["--dragonfly".to_owned(), params.lb.clone()]);
+        args.extend(["--lb".to_owned(), "ecmp".to_owned()]);
+    } else {
+        args.extend(["--lb".to_owned(), params.lb.clone()]);
+    }
     if let Some(threshold) = &params.ecn_threshold {
         args.push("--ecn-threshold".to_owned());
         args.push(threshold.clone());

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use ofan_dataplane::afxdp::FastPathMode;
+use ofan_dataplane::lb::dragonfly::DragonflyScheme;
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::units::{format_rate, format_size};
 use ofan_topology::{Topology, TopologyKind};
@@ -71,6 +72,10 @@ pub fn check_mtu(mtu: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The dragonfly `up --topo dragonfly` builds by default, `(p, a, h)`: one host per router, 4
+/// routers and 2 global links each — 9 groups, 36 switches, 36 hosts.
+pub const DEFAULT_DRAGONFLY: (u16, u16, u16) = (1, 4, 2);
+
 /// Where a lab's topology comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySource {
@@ -84,9 +89,17 @@ impl TopologySource {
     /// `--topo` (fat-tree, leaf-spine, or a file) with `--k` for the families.
     #[must_use]
     pub fn parse(topo: &str, k: u16) -> Self {
+        Self::parse_with(topo, k, DEFAULT_DRAGONFLY)
+    }
+
+    /// `--topo` (fat-tree, leaf-spine, dragonfly, or a file) with `--k` for the Clos families
+    /// and `(p, a, h)` for a dragonfly.
+    #[must_use]
+    pub fn parse_with(topo: &str, k: u16, (p, a, h): (u16, u16, u16)) -> Self {
         match topo {
             "fat-tree" | "fattree" => Self::Kind(TopologyKind::FatTree { k }),
             "leaf-spine" | "leafspine" => Self::Kind(TopologyKind::LeafSpine { k }),
+            "dragonfly" => Self::Kind(TopologyKind::Dragonfly { p, a, h }),
             file => Self::File(PathBuf::from(file)),
         }
     }
@@ -368,6 +381,9 @@ pub struct LabSpec {
     pub topology: TopologySource,
     /// Load-balancing algorithm of every switch.
     pub algorithm: Algorithm,
+    /// On a dragonfly: every router's routing scheme (`ofan-switch --dragonfly`); `algorithm`
+    /// is then ECMP (the minimal routes have one hop each).
+    pub dragonfly: Option<DragonflyScheme>,
     /// Ports per pipe (one worker thread each); `None`: all ports in one pipe.
     pub pipe_size: Option<u16>,
     /// Emulated rate of every link, bits per second (0 = unshaped).
@@ -461,6 +477,7 @@ impl LabSpec {
             name: name.to_owned(),
             topology: TopologySource::Kind(TopologyKind::FatTree { k: 4 }),
             algorithm: Algorithm::Pofan,
+            dragonfly: None,
             pipe_size: None,
             link_rate_bps: DEFAULT_LINK_RATE_BPS,
             buffer_bytes: DEFAULT_BUFFER_BYTES,
@@ -541,6 +558,33 @@ impl LabSpec {
                 );
             }
         }
+        if let Some(scheme) = self.dragonfly {
+            if matches!(scheme, DragonflyScheme::UgalG | DragonflyScheme::ArfUgal) {
+                bail!(
+                    "--lb {scheme} on a dragonfly lab: {}",
+                    match scheme {
+                        DragonflyScheme::UgalG =>
+                            "UGAL-G reads every router's queues, which no switch can; it is the \
+                             model's upper reference (ofan-lab model run --topology dragonfly)",
+                        _ =>
+                            "the switches do not yet send the framework's notifications of \
+                              their global links' queues to their group; the model runs it",
+                    }
+                );
+            }
+            if self.routing == Routing::Bgp {
+                bail!(
+                    "--routing bgp on a dragonfly lab: not built — BGP would carry the minimal \
+                     routes (one per group prefix); use --routing static (docs/dragonfly.md)"
+                );
+            }
+            if self.fast_path == FastPathMode::Xdp {
+                bail!(
+                    "--fast-path xdp on a dragonfly lab: the XDP program does not run the \
+                     dragonfly routing stage; use --fast-path off"
+                );
+            }
+        }
         if self.bfd.is_some() && self.routing != Routing::Bgp {
             bail!(
                 "--bfd needs --routing bgp (BFD runs in the BGP daemons; --routing {} has none)",
@@ -556,8 +600,13 @@ impl LabSpec {
             topo: match topology.kind() {
                 TopologyKind::FatTree { k } => format!("fat-tree k={k}"),
                 TopologyKind::LeafSpine { k } => format!("leaf-spine k={k}"),
+                TopologyKind::Dragonfly { p, a, h } => format!("dragonfly p={p} a={a} h={h}"),
             },
-            lb: self.algorithm.name().to_owned(),
+            lb: match self.dragonfly {
+                Some(scheme) => scheme.name().to_owned(),
+                None => self.algorithm.name().to_owned(),
+            },
+            dragonfly: self.dragonfly.is_some(),
             pipe_size: self.pipe_size.unwrap_or(topology.k()),
             link_rate: if self.link_rate_bps == 0 {
                 "0".to_owned()

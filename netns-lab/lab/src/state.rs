@@ -24,8 +24,12 @@ pub enum Phase {
 pub struct Params {
     /// What `--topo` said (fat-tree, leaf-spine or a file) and k.
     pub topo: String,
-    /// Load-balancing algorithm.
+    /// Load-balancing algorithm (on a dragonfly: the routing scheme).
     pub lb: String,
+    /// Whether the lab is a dragonfly: `lb` names the routers' scheme
+    /// (`ofan-switch --dragonfly`), and their balancer is ECMP.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dragonfly: bool,
     /// Ports per pipe.
     pub pipe_size: u16,
     /// Link rate as given to the switches.

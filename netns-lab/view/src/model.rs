@@ -35,11 +35,13 @@ pub const BUSY_UTILIZATION: f64 = 0.01;
 pub struct TopologyView {
     /// The lab's name.
     pub lab: String,
-    /// `fat-tree` or `leaf-spine`.
+    /// `fat-tree`, `leaf-spine` or `dragonfly`.
     pub kind: &'static str,
     /// The radix.
     pub k: u16,
-    /// Tier names, top first (`core`, `aggregation`, `edge`, `host`; `spine`, `leaf`, `host`).
+    /// Tier names, top first (`core`, `aggregation`, `edge`, `host`; `spine`, `leaf`, `host`;
+    /// `router`, `host` — a dragonfly's routers in one row, group by group, the links among
+    /// them drawn as arcs above it).
     pub tiers: Vec<&'static str>,
     /// Every node.
     pub nodes: Vec<NodeView>,
@@ -83,8 +85,10 @@ pub struct LinkView {
 #[must_use]
 pub const fn role_name(kind: TopologyKind, role: Role) -> &'static str {
     let leaf_spine = matches!(kind, TopologyKind::LeafSpine { .. });
+    let dragonfly = matches!(kind, TopologyKind::Dragonfly { .. });
     match role {
         Role::Host => "host",
+        Role::Edge if dragonfly => "router",
         Role::Edge if leaf_spine => "leaf",
         Role::Edge => "edge",
         Role::Aggregation => "aggregation",
@@ -93,7 +97,11 @@ pub const fn role_name(kind: TopologyKind, role: Role) -> &'static str {
     }
 }
 
-const fn tier_of(role: Role, leaf_spine: bool) -> usize {
+const fn tier_of(role: Role, kind: TopologyKind) -> usize {
+    let leaf_spine = matches!(kind, TopologyKind::LeafSpine { .. });
+    if matches!(kind, TopologyKind::Dragonfly { .. }) {
+        return if matches!(role, Role::Host) { 1 } else { 0 };
+    }
     match role {
         Role::Core => 0,
         Role::Aggregation => 1,
@@ -113,11 +121,12 @@ impl TopologyView {
     #[must_use]
     pub fn of(lab: &str, topology: &Topology) -> Self {
         let kind = topology.kind();
-        let leaf_spine = matches!(kind, TopologyKind::LeafSpine { .. });
-        let tiers: Vec<&'static str> = if leaf_spine {
-            vec!["spine", "leaf", "host"]
-        } else {
-            vec!["core", "aggregation", "edge", "host"]
+        let (kind_name, tiers): (&'static str, Vec<&'static str>) = match kind {
+            TopologyKind::LeafSpine { .. } => ("leaf-spine", vec!["spine", "leaf", "host"]),
+            TopologyKind::FatTree { .. } => {
+                ("fat-tree", vec!["core", "aggregation", "edge", "host"])
+            }
+            TopologyKind::Dragonfly { .. } => ("dragonfly", vec!["router", "host"]),
         };
         let mut nodes: Vec<NodeView> = topology
             .nodes()
@@ -126,7 +135,7 @@ impl TopologyView {
                 name: node.name.clone(),
                 role: role_name(kind, node.role),
                 switch: node.role.is_switch(),
-                tier: tier_of(node.role, leaf_spine),
+                tier: tier_of(node.role, kind),
                 x: 0.0,
                 pod: node.pod,
             })
@@ -168,7 +177,7 @@ impl TopologyView {
             .collect();
         Self {
             lab: lab.to_owned(),
-            kind: if leaf_spine { "leaf-spine" } else { "fat-tree" },
+            kind: kind_name,
             k: topology.k(),
             tiers,
             nodes,
@@ -500,6 +509,8 @@ pub fn stages(kind: TopologyKind) -> Vec<(Role, PortDirection)> {
             (Role::Aggregation, Down),
             (Role::Edge, Down),
         ],
+        // Router to router (local or global), then router to host.
+        TopologyKind::Dragonfly { .. } => vec![(Role::Edge, Up), (Role::Edge, Down)],
     }
 }
 

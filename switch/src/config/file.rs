@@ -69,6 +69,7 @@ pub(super) struct LbSection {
     pub(super) pipe_size: Option<u16>,
     pub(super) pipes: Option<Vec<Vec<String>>>,
     pub(super) ack_max_frame: Option<u32>,
+    pub(super) dragonfly: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use ofan_dataplane::afxdp::{BindMode, FastPathMode, PollMode};
+use ofan_dataplane::lb::dragonfly::DragonflyScheme;
 use ofan_dataplane::lb::Algorithm;
 
 use super::file::AttachName;
@@ -22,6 +23,10 @@ pub struct Overrides {
     /// Load-balancing algorithm: ecmp, rsq, rr, jsq, ar, drill, ofan, pofan, arf-wcmp, arf-flow, arf-packet.
     #[arg(long = "lb", value_name = "ALGO")]
     pub algorithm: Option<Algorithm>,
+    /// On a dragonfly router (--topology of a dragonfly, --node a router): the source's
+    /// routing scheme, min, valiant, ugal-l, rotate or ugal-rotate (sets lb.dragonfly).
+    #[arg(long = "dragonfly", value_name = "SCHEME")]
+    pub dragonfly: Option<DragonflyScheme>,
     /// Ports per pipe (one worker per pipe).
     #[arg(long, value_name = "P")]
     pub pipe_size: Option<u16>,

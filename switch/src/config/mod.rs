@@ -14,6 +14,7 @@ use ofan_dataplane::afxdp::{
 };
 use ofan_dataplane::egress::{EgressConfig, Shaping};
 use ofan_dataplane::fib::{IpPrefix, PortId};
+use ofan_dataplane::lb::dragonfly::{DragonflyRole, UnknownDragonflyScheme};
 use ofan_dataplane::lb::{Algorithm, DestKey, LbConfig, SizeClass};
 use ofan_topology::switch_seed;
 
@@ -244,10 +245,15 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         }
     }
 
+    let dragonfly = dragonfly_role(flags, &file, plan.as_ref())?;
     let algorithm = flags
         .algorithm
         .or(file.lb.algorithm)
-        .unwrap_or(Algorithm::Pofan);
+        .unwrap_or(if dragonfly.is_some() {
+            Algorithm::Ecmp
+        } else {
+            Algorithm::Pofan
+        });
     let ack_max_frame = file
         .lb
         .ack_max_frame
@@ -468,6 +474,7 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         rt_priority,
         frame_size,
         frames_per_port,
+        dragonfly,
         ring_size,
         forwarding: if flags.bare {
             Forwarding::Bare
@@ -553,6 +560,36 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         plan_paths,
         adaptive_routing,
     })
+}
+
+/// `--dragonfly` / `lb.dragonfly`: the scheme, on a router of a dragonfly plan only.
+fn dragonfly_role(
+    flags: &Overrides,
+    file: &FileConfig,
+    plan: Option<&Plan>,
+) -> Result<Option<DragonflyRole>, ConfigError> {
+    let scheme = match (flags.dragonfly, file.lb.dragonfly.as_deref()) {
+        (Some(scheme), _) => scheme,
+        (None, Some(name)) => name
+            .parse()
+            .map_err(|e: UnknownDragonflyScheme| error("lb.dragonfly", e.to_string()))?,
+        (None, None) => return Ok(None),
+    };
+    let Some((shape, router)) = plan.and_then(Plan::dragonfly_router) else {
+        return Err(error(
+            "lb.dragonfly",
+            "needs --topology of a dragonfly (ofan-lab topo --topo dragonfly --out FILE) and \
+             --node naming one of its routers",
+        ));
+    };
+    DragonflyRole {
+        shape,
+        router,
+        scheme,
+    }
+    .check()
+    .map(Some)
+    .map_err(|e| error("lb.dragonfly", e.to_string()))
 }
 
 /// An optional `ADDR:PORT` setting: absent or "off" is none.

@@ -6,7 +6,8 @@ use std::path::Path;
 use ofan_control::notify::speaker::{Identity, Neighbour};
 use ofan_dataplane::fib::IpPrefix;
 use ofan_dataplane::lb::DestKey;
-use ofan_topology::{NodeId, PortDirection, Role, Topology};
+use ofan_topology::dragonfly::RouterId;
+use ofan_topology::{DragonflyShape, NodeId, PortDirection, Role, Topology};
 
 use super::file::{PortEntry, RoleName};
 use super::{error, ConfigError};
@@ -118,6 +119,17 @@ impl Plan {
                 })
             })
             .collect()
+    }
+
+    /// The dragonfly and this switch's router in it, if the plan is a dragonfly.
+    pub(super) fn dragonfly_router(&self) -> Option<(DragonflyShape, RouterId)> {
+        let dragonfly = self.topology.dragonfly()?;
+        let router = self
+            .topology
+            .edges()
+            .iter()
+            .position(|edge| edge.id == self.node)?;
+        Some((dragonfly.shape(), RouterId(router as u32)))
     }
 
     pub(super) fn key_count(&self) -> u32 {

@@ -26,6 +26,10 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   pipe_size = 4                   ports per pipe (one worker each), in port order
   pipes = [["p0","p2"],["p1","p3"]]   explicit pipes instead of pipe_size
   ack_max_frame = 128             frames up to this many bytes use the ACK pointers
+  dragonfly = "ugal-l"            on a dragonfly router (topology + node): the source's scheme,
+                                  min | valiant | ugal-l | rotate | ugal-rotate; the path tag
+                                  rides in DSCP (docs/dragonfly.md); `algorithm` then defaults
+                                  to ecmp (a dragonfly's minimal routes have one hop each)
 
   [queue]                         defaults for every port's egress queue
   link_rate = "0"                 emulated link rate; 0 = unshaped (the NIC is the queue)
