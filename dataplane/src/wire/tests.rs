@@ -493,6 +493,26 @@ proptest! {
         prop_assert_eq!(Ecn::from_bits(before[1]), ecn);
     }
 
+    /// Writing a DSCP (the dragonfly path tag) updates the checksum exactly as a full
+    /// recomputation would and keeps the ECN bits.
+    #[test]
+    fn incremental_dscp_checksum_equals_full_recomputation(
+        mut header in header_strategy(),
+        dscp in 0u8..64,
+    ) {
+        let before = header;
+        let mut packet = Ipv4Packet::new_unchecked(&mut header[..]);
+        packet.set_dscp(dscp);
+        prop_assert_eq!(packet.dscp_ecn() >> 2, dscp);
+        let incremental = packet.checksum();
+        packet.fill_checksum();
+        prop_assert_eq!(incremental, packet.checksum());
+        prop_assert_eq!(header[1] & 0b11, before[1] & 0b11);
+        for index in (0..20).filter(|&i| i != 1 && i != 10 && i != 11) {
+            prop_assert_eq!(header[index], before[index]);
+        }
+    }
+
     /// The update of any word of any correctly summed data equals a full recomputation.
     #[test]
     fn update_of_any_word_equals_recomputation(mut data in any::<[u8; 20]>(), word in 0usize..9, new in any::<u16>()) {

@@ -60,4 +60,5 @@ fn assert_rounds(ports: &[u8], valid: PortMask) {
 mod arf;
 mod baselines;
 mod dragonfly;
+mod dragonfly_router;
 mod ofan;
