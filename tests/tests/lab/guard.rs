@@ -1,6 +1,9 @@
 //! The lab a root test builds with `ofan-lab up` and removes on drop ([`LabGuard`]), and the
 //! checks every lab suite makes of one: pingall, traceroute, a switch's counters.
 
+// Each suite that includes this module uses part of it.
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
