@@ -648,9 +648,12 @@ impl Common {
             ("--matrix", self.matrix.is_some()),
             ("--scheme-map", self.scheme_map.is_some()),
             ("--mix", self.mix.is_some()),
+            // Its queues are unlimited: the report's max queues are what a buffer would hold.
+            ("--buffer", self.buffer != 800_000),
+            ("--ecn", self.ecn.is_some()),
         ];
         if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
-            bail!("{flag} is not modelled on a dragonfly (buffered routers, hosts at line rate, no failures)");
+            bail!("{flag} is not modelled on a dragonfly (unlimited router queues, hosts at line rate, no failures)");
         }
         let p = self.p.unwrap_or(2);
         let shape = DragonflyShape::new(
