@@ -51,8 +51,6 @@ fn traceroute_crosses_pods(lab: &LabGuard) {
     );
 }
 
-/// `traceroute -n` from host `from` to `to` (one probe per hop).
-
 /// rx + tx packets of port `ifname` of switch `node`.
 fn port_packets(lab: &LabGuard, node: &str, ifname: &str) -> u64 {
     let stats = lab.stats(node);

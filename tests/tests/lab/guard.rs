@@ -117,6 +117,7 @@ impl LabGuard {
     }
 }
 
+/// Whether process `pid` exists and is not a zombie.
 pub fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|stat| {
@@ -126,6 +127,8 @@ pub fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// Checks that nothing of a lab is left: namespaces, root links, processes, its state directory,
+/// FRR run directories, XDP programs.
 pub fn assert_nothing_left(prefix: &str, state_dir: &std::path::Path, pids: &[u32]) {
     let namespaces = namespaces_with_prefix(prefix);
     assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
@@ -197,6 +200,7 @@ impl Drop for LabGuard {
     }
 }
 
+/// Runs `pingall` and checks that all `pairs` ordered host pairs answered; returns its output.
 pub fn pingall_passes(lab: &LabGuard, pairs: usize) -> String {
     let output = lab.lab(&["pingall"]);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -212,6 +216,7 @@ pub fn pingall_passes(lab: &LabGuard, pairs: usize) -> String {
     stdout
 }
 
+/// `traceroute -n` from host `from` to `to` (one probe per hop).
 pub fn traceroute(lab: &LabGuard, from: &str, to: &str) -> String {
     lab.ok(&[
         "exec",
@@ -227,6 +232,7 @@ pub fn traceroute(lab: &LabGuard, from: &str, to: &str) -> String {
     ])
 }
 
+/// Counter `name` of a switch's `stats --json` (0 when absent).
 pub fn counter(stats: &Value, name: &str) -> u64 {
     stats["data_path"]["counters"]
         .as_array()
