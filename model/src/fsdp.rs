@@ -1,0 +1,358 @@
+//! Training with FSDP2 and HSDP (paper §6.7): the backward pass's all-gather of weights and
+//! reduce-scatter of gradients, layer by layer, as a [`FlowGraph`].
+//!
+//! **Fabric traffic.** `n` GPUs (hosts) in servers of `G` consecutive hosts; the servers sit
+//! on the ring in a seeded random order ([`RingOrder::Random`], the paper's random server
+//! placement) or in host order. Logical GPU `i` sends to logical GPU `i + G mod n` — `G`
+//! parallel rings over the servers, rank `r` to rank `r` of the next server, as in
+//! [`crate::collective`]. Per layer and phase, every GPU sends **one flow** of `flow_bytes`
+//! to its ring successor: the paper's "packets per flow per layer" (119, 418 and 1,533 packets
+//! of 4 KB for Llama-3 8B, 70B and 405B; see [`Llama`]). **Intra-server traffic is skipped**:
+//! the all-gather inside a server that completes the remaining 7/8 runs on NVLink, outside
+//! the fabric, and is modelled neither as traffic nor as a delay.
+//!
+//! **Dependencies (our choice; the paper does not say how layers overlap).** The backward
+//! pass runs from the last layer `L − 1` to the first, computation takes no time, and FSDP2
+//! prefetches one layer ahead: while layer `l`'s gradients are reduce-scattered, layer
+//! `l − 1`'s weights are all-gathered. So the run is `L + 1` *windows*: window 0 carries
+//! all-gather `L − 1`; window `w` (1 ≤ w < L) all-gather `L − 1 − w` and reduce-scatter
+//! `L − w` together; window `L` reduce-scatter 0. A GPU opens its window `w + 1` once
+//! everything its predecessor sent it in window `w` has arrived (a barrier per GPU and window,
+//! activated by those flows' arrival): the weights it needs before computing, and the
+//! gradient shard it reduces into its own before sending it on. At most two flows per GPU are
+//! in flight, both to the same successor.
+//!
+//! Phases (reports give each its CCT): `all-gather l` and `reduce-scatter l` per layer, in
+//! the order the windows open.
+
+use ofan_dataplane::lb::{mix64, LbRng};
+use serde::{Deserialize, Serialize};
+
+use crate::collective::RingOrder;
+use crate::config::FlowSpec;
+use crate::deps::{DependentFlow, FlowGraph, FlowStart, Trigger, TriggerKind};
+use crate::error::ModelError;
+
+/// Salt of the server-placement stream.
+const PLACEMENT_SALT: u64 = 0x6673_6470_706c_6163;
+
+/// The paper's packet payload for Fig. 14: 4 KB.
+pub const PAPER_PAYLOAD: u64 = 4096;
+
+/// A Llama-3 model of the paper's Fig. 14: layers and packets per flow per layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Llama {
+    /// Llama-3 8B: 32 layers, 119 packets per flow per layer.
+    B8,
+    /// Llama-3 70B: 80 layers, 418 packets.
+    B70,
+    /// Llama-3 405B: 126 layers, 1,533 packets.
+    B405,
+}
+
+impl Llama {
+    /// All three, smallest first.
+    pub const ALL: [Llama; 3] = [Llama::B8, Llama::B70, Llama::B405];
+
+    /// The command-line name (`8b`, `70b`, `405b`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Llama::B8 => "8b",
+            Llama::B70 => "70b",
+            Llama::B405 => "405b",
+        }
+    }
+
+    /// Transformer layers.
+    #[must_use]
+    pub const fn layers(self) -> u32 {
+        match self {
+            Llama::B8 => 32,
+            Llama::B70 => 80,
+            Llama::B405 => 126,
+        }
+    }
+
+    /// Packets of [`PAPER_PAYLOAD`] per flow per layer, as the paper gives them. They are
+    /// twice a 1/1,024 FP8 shard of a layer (405 G parameters / 126 layers / 1,024 / 4,096 B ≈
+    /// 766 packets); the paper does not say why, and we take its numbers as they are.
+    #[must_use]
+    pub const fn packets_per_flow(self) -> u64 {
+        match self {
+            Llama::B8 => 119,
+            Llama::B70 => 418,
+            Llama::B405 => 1533,
+        }
+    }
+
+    /// The paper's workload for this model: every layer, 8-GPU servers in random order,
+    /// flows of [`Self::packets_per_flow`] × 4 KB.
+    #[must_use]
+    pub const fn fsdp(self) -> Fsdp {
+        Fsdp {
+            layers: self.layers(),
+            flow_bytes: self.packets_per_flow() * PAPER_PAYLOAD,
+            gpus_per_server: 8,
+            order: RingOrder::Random,
+        }
+    }
+}
+
+impl std::str::FromStr for Llama {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Llama::ALL
+            .into_iter()
+            .find(|model| model.name().eq_ignore_ascii_case(text))
+            .ok_or_else(|| format!("unknown Llama-3 model `{text}` (8b, 70b, 405b)"))
+    }
+}
+
+/// The backward pass of FSDP2 with HSDP over every host of the fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fsdp {
+    /// Layers simulated (the paper: all of the model's).
+    pub layers: u32,
+    /// Bytes of every flow (one per GPU, layer and phase).
+    pub flow_bytes: u64,
+    /// GPUs per server (`G`, the paper: 8): the ring stride.
+    pub gpus_per_server: u32,
+    /// The servers' order on the rings.
+    pub order: RingOrder,
+}
+
+impl Fsdp {
+    /// Phase index of layer `layer`'s all-gather (its reduce-scatter is the next).
+    const fn all_gather_phase(&self, layer: u32) -> u16 {
+        (2 * (self.layers - 1 - layer)) as u16
+    }
+
+    /// The flows and triggers over `hosts` hosts.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidConfig`] when the hosts do not form at least two whole servers,
+    /// there are no layers (or more than 16,384), or flows would be empty.
+    pub fn graph(&self, hosts: u32, seed: u64) -> Result<FlowGraph, ModelError> {
+        let group = self.gpus_per_server;
+        if group == 0 || hosts % group != 0 || hosts / group < 2 {
+            return Err(ModelError::InvalidConfig {
+                field: "gpus per server",
+                value: format!("{group} (of {hosts} hosts)"),
+                reason: "the hosts must form at least two whole servers",
+            });
+        }
+        if !(1..=16_384).contains(&self.layers) {
+            return Err(ModelError::InvalidConfig {
+                field: "layers",
+                value: self.layers.to_string(),
+                reason: "FSDP simulates 1 to 16,384 layers",
+            });
+        }
+        if self.flow_bytes == 0 {
+            return Err(ModelError::InvalidConfig {
+                field: "flow bytes",
+                value: "0".into(),
+                reason: "a flow carries at least one byte",
+            });
+        }
+        let servers = hosts / group;
+        let mut order: Vec<u32> = (0..servers).collect();
+        if self.order == RingOrder::Random {
+            let mut rng = LbRng::new(mix64(seed ^ PLACEMENT_SALT));
+            for i in (1..order.len()).rev() {
+                let j = rng.below(i as u32 + 1) as usize;
+                order.swap(i, j);
+            }
+        }
+        // Physical host of logical GPU i (server i / G at its place, rank i mod G).
+        let host = |gpu: u32| order[(gpu / group) as usize] * group + gpu % group;
+        let layers = self.layers;
+        // Trigger of (window w ≥ 1, receiving logical GPU g): (w − 1) × n + g.
+        let trigger = |window: u32, gpu: u32| (window - 1) * hosts + gpu;
+        let mut flows = Vec::with_capacity((2 * layers * hosts) as usize);
+        for gpu in 0..hosts {
+            let next = (gpu + group) % hosts;
+            for window in 0..=layers {
+                let start = if window == 0 {
+                    FlowStart::At(0)
+                } else {
+                    FlowStart::Trigger(trigger(window, gpu))
+                };
+                let on_received = (window < layers).then(|| trigger(window + 1, next));
+                let mut send = |phase: u16| {
+                    flows.push(DependentFlow {
+                        spec: FlowSpec {
+                            src: host(gpu),
+                            dst: host(next),
+                            bytes: self.flow_bytes,
+                        },
+                        start,
+                        on_sent: None,
+                        on_received,
+                        phase,
+                    });
+                };
+                if window < layers {
+                    send(self.all_gather_phase(layers - 1 - window));
+                }
+                if window >= 1 {
+                    send(self.all_gather_phase(layers - window) + 1);
+                }
+            }
+        }
+        // Window w's barrier waits for what window w − 1 carried: its all-gather (w − 1 < L)
+        // and its reduce-scatter (w − 1 ≥ 1).
+        let triggers = (1..=layers)
+            .flat_map(|window| {
+                let count = 1 + u32::from(window >= 2);
+                (0..hosts).map(move |gpu| Trigger {
+                    id: trigger(window, gpu) + 1,
+                    kind: TriggerKind::Barrier { count },
+                })
+            })
+            .collect();
+        let phases = (0..layers)
+            .rev()
+            .flat_map(|layer| {
+                [
+                    format!("all-gather {layer}"),
+                    format!("reduce-scatter {layer}"),
+                ]
+            })
+            .collect();
+        Ok(FlowGraph {
+            flows,
+            triggers,
+            phases,
+        })
+    }
+}
+
+/// The kind of a phase named `kind layer` (`all-gather 3` → `all-gather`), for summaries over
+/// layers; a name without a layer is its own kind.
+#[must_use]
+pub fn phase_kind(name: &str) -> &str {
+    match name.rsplit_once(' ') {
+        Some((kind, layer)) if layer.bytes().all(|b| b.is_ascii_digit()) => kind,
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(layers: u32) -> Fsdp {
+        Fsdp {
+            layers,
+            flow_bytes: 4096 * 3,
+            gpus_per_server: 4,
+            order: RingOrder::Random,
+        }
+    }
+
+    #[test]
+    fn the_paper_models_have_their_layers_and_flows() {
+        let sizes: Vec<(u32, u64)> = Llama::ALL
+            .iter()
+            .map(|m| (m.layers(), m.fsdp().flow_bytes / PAPER_PAYLOAD))
+            .collect();
+        assert_eq!(sizes, [(32, 119), (80, 418), (126, 1533)]);
+        assert_eq!("405B".parse::<Llama>(), Ok(Llama::B405));
+        assert!("13b".parse::<Llama>().is_err());
+    }
+
+    #[test]
+    fn every_gpu_sends_two_flows_per_layer_to_its_same_rank_successor() {
+        let fsdp = small(3);
+        let graph = fsdp.graph(16, 7).unwrap();
+        graph.check().unwrap();
+        // 16 GPUs × 3 layers × (all-gather + reduce-scatter).
+        assert_eq!(graph.flows.len(), 16 * 3 * 2);
+        assert_eq!(graph.phases.len(), 6);
+        assert_eq!(graph.phases[0], "all-gather 2");
+        assert_eq!(graph.phases[5], "reduce-scatter 0");
+        for (index, _) in graph.phases.iter().enumerate() {
+            let flows = graph.flows.iter().filter(|f| f.phase as usize == index);
+            assert_eq!(flows.count(), 16, "phase {index}: one flow per GPU");
+        }
+        let mut successors = std::collections::BTreeMap::new();
+        for flow in &graph.flows {
+            assert_eq!(flow.spec.bytes, 4096 * 3);
+            assert_eq!(flow.spec.src % 4, flow.spec.dst % 4, "same rank");
+            assert_ne!(flow.spec.src / 4, flow.spec.dst / 4, "across servers");
+            assert_eq!(
+                *successors.entry(flow.spec.src).or_insert(flow.spec.dst),
+                flow.spec.dst,
+                "one successor per GPU"
+            );
+        }
+        // The successors form G rings, each through every server once.
+        let mut at = 0;
+        for _ in 0..4 {
+            at = successors[&at];
+        }
+        assert_eq!(at, 0, "a ring of 4 servers");
+    }
+
+    #[test]
+    fn a_window_opens_when_the_previous_windows_flows_have_arrived() {
+        let graph = small(3).graph(8, 1).unwrap();
+        let flows = &graph.flows;
+        // Flows at t = 0: one all-gather (of the last layer) per GPU.
+        let first: Vec<&DependentFlow> = flows
+            .iter()
+            .filter(|f| f.start == FlowStart::At(0))
+            .collect();
+        assert_eq!(first.len(), 8);
+        assert!(first.iter().all(|f| f.phase == 0));
+        // Every later flow waits for a barrier activated by exactly the flows its sender
+        // received in the window before: the all-gather alone first, then two.
+        let targets = graph.targets();
+        for (index, trigger) in graph.triggers.iter().enumerate() {
+            let feeders: Vec<&DependentFlow> = flows
+                .iter()
+                .filter(|f| f.on_received == Some(index as u32))
+                .collect();
+            let TriggerKind::Barrier { count } = trigger.kind else {
+                panic!("barriers only");
+            };
+            assert_eq!(feeders.len() as u32, count, "trigger {index}");
+            let starts = &targets[index];
+            assert!(!starts.is_empty() && starts.len() <= 2);
+            for &start in starts {
+                let started = &flows[start as usize];
+                for feeder in &feeders {
+                    assert_eq!(feeder.spec.dst, started.spec.src, "fed by its predecessor");
+                    assert!(feeder.phase < started.phase, "an earlier window");
+                }
+            }
+        }
+        // The last layer's reduce-scatter waits for its all-gather, and layer 0's
+        // reduce-scatter is the end of every chain: nothing waits for it.
+        assert!(flows
+            .iter()
+            .filter(|f| f.phase == 5)
+            .all(|f| f.on_received.is_none()));
+    }
+
+    #[test]
+    fn one_layer_and_too_few_servers() {
+        let graph = small(1).graph(8, 1).unwrap();
+        graph.check().unwrap();
+        assert_eq!(graph.flows.len(), 16);
+        assert!(small(0).graph(8, 1).is_err());
+        assert!(small(2).graph(4, 1).is_err(), "one server");
+        assert!(small(2).graph(10, 1).is_err(), "not whole servers");
+    }
+
+    #[test]
+    fn phase_kinds_drop_the_layer() {
+        assert_eq!(phase_kind("all-gather 12"), "all-gather");
+        assert_eq!(phase_kind("reduce-scatter"), "reduce-scatter");
+        assert_eq!(phase_kind("all"), "all");
+    }
+}
