@@ -24,9 +24,18 @@
 //!
 //! Phases (reports give each its CCT): `all-gather l` and `reduce-scatter l` per layer, in
 //! the order the windows open.
+//!
+//! **Lower bound.** The bound of the flows' bytes alone ignores the waits, which here are one
+//! path per window: 127 of them for the 8B model, where a window lasts only about 10 µs. A run
+//! of this workload is therefore bounded by [`Fsdp::chain_bound_ps`] too — a GPU's window
+//! `w + 1` cannot open before its predecessor has put all of window `w`'s frames on its link
+//! and the last of them has crossed the shortest ring hop — and the report's bound is the
+//! larger of the two.
 
 use ofan_dataplane::lb::{mix64, LbRng};
 use serde::{Deserialize, Serialize};
+
+use ofan_topology::{LinkParams, NodeId, SendRate, Topology};
 
 use crate::collective::RingOrder;
 use crate::config::FlowSpec;
@@ -130,12 +139,12 @@ impl Fsdp {
         (2 * (self.layers - 1 - layer)) as u16
     }
 
-    /// The flows and triggers over `hosts` hosts.
+    /// The physical host of each logical GPU over `hosts` hosts: server `g / G` at its place
+    /// in the seeded order, rank `g mod G`.
     ///
     /// # Errors
-    /// [`ModelError::InvalidConfig`] when the hosts do not form at least two whole servers,
-    /// there are no layers (or more than 16,384), or flows would be empty.
-    pub fn graph(&self, hosts: u32, seed: u64) -> Result<FlowGraph, ModelError> {
+    /// As [`Self::graph`].
+    fn placement(&self, hosts: u32, seed: u64) -> Result<Vec<u32>, ModelError> {
         let group = self.gpus_per_server;
         if group == 0 || hosts % group != 0 || hosts / group < 2 {
             return Err(ModelError::InvalidConfig {
@@ -167,8 +176,20 @@ impl Fsdp {
                 order.swap(i, j);
             }
         }
-        // Physical host of logical GPU i (server i / G at its place, rank i mod G).
-        let host = |gpu: u32| order[(gpu / group) as usize] * group + gpu % group;
+        Ok((0..hosts)
+            .map(|gpu| order[(gpu / group) as usize] * group + gpu % group)
+            .collect())
+    }
+
+    /// The flows and triggers over `hosts` hosts.
+    ///
+    /// # Errors
+    /// [`ModelError::InvalidConfig`] when the hosts do not form at least two whole servers,
+    /// there are no layers (or more than 16,384), or flows would be empty.
+    pub fn graph(&self, hosts: u32, seed: u64) -> Result<FlowGraph, ModelError> {
+        let placement = self.placement(hosts, seed)?;
+        let host = |gpu: u32| placement[gpu as usize];
+        let group = self.gpus_per_server;
         let layers = self.layers;
         // Trigger of (window w ≥ 1, receiving logical GPU g): (w − 1) × n + g.
         let trigger = |window: u32, gpu: u32| (window - 1) * hosts + gpu;
@@ -228,6 +249,55 @@ impl Fsdp {
             triggers,
             phases,
         })
+    }
+
+    /// A lower bound on the pass's CCT from its dependencies, ps: the sum over the `L + 1`
+    /// windows of the time one GPU needs to send all of a window's frames, paced at
+    /// `send_rate`, and for the last of them to cross the shortest ring hop
+    /// (store-and-forward), plus that hop's ACK after the last window. Frames on the host link
+    /// only (the ACKs a host also sends are not charged: still a bound).
+    ///
+    /// # Errors
+    /// As [`Self::graph`].
+    pub fn chain_bound_ps(
+        &self,
+        topology: &Topology,
+        params: &LinkParams,
+        send_rate: SendRate,
+        seed: u64,
+    ) -> Result<u64, ModelError> {
+        let hosts = u32::try_from(topology.hosts().len()).expect("at most 2^32 hosts");
+        let placement = self.placement(hosts, seed)?;
+        let hops = (0..hosts)
+            .map(|gpu| {
+                let next = placement[((gpu + self.gpus_per_server) % hosts) as usize];
+                u64::from(topology.hop_count(NodeId(placement[gpu as usize]), NodeId(next)))
+            })
+            .min()
+            .expect("at least two servers");
+        let payload = u64::from(params.payload_bytes);
+        let overhead = u64::from(params.header_bytes) + u64::from(params.gap_bytes);
+        let packets = self.flow_bytes.div_ceil(payload);
+        let full = payload + overhead;
+        let last = self.flow_bytes - (packets - 1) * payload + overhead;
+        let paced = |wire: u64| send_rate.paced_floor_ps(params, wire);
+        let link = |wire: u64| params.serialization_ps(wire) + params.propagation_ps;
+        let flow_ps = (packets - 1) * paced(full) + paced(last);
+        // A window of `flows` flows: every frame sent, the last one (a flow's last frame or,
+        // with two flows, possibly a full one) across the hops.
+        let window = |flows: u64| {
+            let candidates = [Some(last), (flows > 1 || packets > 1).then_some(full)];
+            candidates
+                .into_iter()
+                .flatten()
+                .map(|wire| flows * flow_ps - paced(wire) + hops * link(wire))
+                .min()
+                .expect("a candidate")
+        };
+        // Windows 0 and L carry one flow, the L − 1 between them two.
+        let chain = 2 * window(1) + u64::from(self.layers - 1) * window(2);
+        let ack_wire = u64::from(params.ack_bytes) + u64::from(params.gap_bytes);
+        Ok(chain + hops * link(ack_wire))
     }
 }
 

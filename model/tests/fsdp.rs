@@ -140,3 +140,21 @@ fn fig14_has_a_point_per_cca_model_and_scheme() {
         fig.notes
     );
 }
+
+#[test]
+fn the_bound_counts_one_path_per_window() {
+    let config = config(small(3), CcKind::Nscc, Scheme::Switch(Algorithm::Ofan));
+    let report = run(&config).unwrap();
+    let link = &config.link;
+    let frame_ps = link.serialization_ps(4096 + u64::from(link.header_bytes + link.gap_bytes));
+    // 3 layers: 6 flows of 119 frames from every GPU, and 4 windows, each ending with its last
+    // frame crossing at least 4 links (a server is two whole edge switches at k = 8).
+    let sending = 6 * 119 * frame_ps;
+    let waits = 4 * 4 * link.propagation_ps;
+    assert!(
+        report.lower_bound_ps >= sending + waits,
+        "{} < {sending} + {waits}",
+        report.lower_bound_ps
+    );
+    assert!(report.cct_ps.unwrap() >= report.lower_bound_ps);
+}

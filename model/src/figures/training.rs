@@ -94,9 +94,9 @@ pub(super) fn finish_training(
         None => "every layer of each model (8B: 32, 70B: 80, 405B: 126)".to_owned(),
     });
     fig.notes.push(
-        "the bound ignores the waits between layers (one path per window), so part of every \
-         increase is that latency; per-layer CCT: mean over layers of first start to last \
-         arrival of that layer's flows"
+        "bound: the larger of the bytes' bound and the chain of windows (one GPU's frames and \
+         the shortest ring hop per window); per-layer CCT: mean over layers of a phase's first \
+         start to its last flow's completion"
             .to_owned(),
     );
     fig.notes.push(
