@@ -29,7 +29,7 @@
 //! path per window: 127 of them for the 8B model, where a window lasts only about 10 µs. A run
 //! of this workload is therefore bounded by [`Fsdp::chain_bound_ps`] too — a GPU's window
 //! `w + 1` cannot open before its predecessor has put all of window `w`'s frames on its link
-//! and the last of them has crossed the shortest ring hop — and the report's bound is the
+//! and the last of them has crossed the path between them — and the report's bound is the
 //! larger of the two.
 
 use ofan_dataplane::lb::{mix64, LbRng};
@@ -251,11 +251,13 @@ impl Fsdp {
         })
     }
 
-    /// A lower bound on the pass's CCT from its dependencies, ps: the sum over the `L + 1`
-    /// windows of the time one GPU needs to send all of a window's frames, paced at
-    /// `send_rate`, and for the last of them to cross the shortest ring hop
-    /// (store-and-forward), plus that hop's ACK after the last window. Frames on the host link
-    /// only (the ACKs a host also sends are not charged: still a bound).
+    /// A lower bound on the pass's CCT from its dependencies, ps. GPU `g` opens window
+    /// `w + 1` no earlier than its predecessor `p` opened window `w` plus the time `p` needs to
+    /// send all of window `w`'s frames, paced at `send_rate`, and for the last of them to cross
+    /// the `p → g` path (store-and-forward, shortest path); the pass ends no earlier than the
+    /// last window's frames have arrived and the last ACK has come back. Computed exactly over
+    /// every GPU's chain of predecessors. Frames on the host link only (the ACKs a host also
+    /// sends are not charged: still a bound).
     ///
     /// # Errors
     /// As [`Self::graph`].
@@ -268,13 +270,14 @@ impl Fsdp {
     ) -> Result<u64, ModelError> {
         let hosts = u32::try_from(topology.hosts().len()).expect("at most 2^32 hosts");
         let placement = self.placement(hosts, seed)?;
-        let hops = (0..hosts)
+        let group = self.gpus_per_server;
+        // Per logical GPU: hops from its predecessor.
+        let hops: Vec<u64> = (0..hosts)
             .map(|gpu| {
-                let next = placement[((gpu + self.gpus_per_server) % hosts) as usize];
-                u64::from(topology.hop_count(NodeId(placement[gpu as usize]), NodeId(next)))
+                let previous = placement[((gpu + hosts - group) % hosts) as usize];
+                u64::from(topology.hop_count(NodeId(previous), NodeId(placement[gpu as usize])))
             })
-            .min()
-            .expect("at least two servers");
+            .collect();
         let payload = u64::from(params.payload_bytes);
         let overhead = u64::from(params.header_bytes) + u64::from(params.gap_bytes);
         let packets = self.flow_bytes.div_ceil(payload);
@@ -283,9 +286,9 @@ impl Fsdp {
         let paced = |wire: u64| send_rate.paced_floor_ps(params, wire);
         let link = |wire: u64| params.serialization_ps(wire) + params.propagation_ps;
         let flow_ps = (packets - 1) * paced(full) + paced(last);
-        // A window of `flows` flows: every frame sent, the last one (a flow's last frame or,
-        // with two flows, possibly a full one) across the hops.
-        let window = |flows: u64| {
+        // A window of `flows` flows over `hops`: every frame sent, the last one (a flow's last
+        // frame or, with two flows, possibly a full one) across the path.
+        let window = |flows: u64, hops: u64| {
             let candidates = [Some(last), (flows > 1 || packets > 1).then_some(full)];
             candidates
                 .into_iter()
@@ -294,10 +297,28 @@ impl Fsdp {
                 .min()
                 .expect("a candidate")
         };
-        // Windows 0 and L carry one flow, the L − 1 between them two.
-        let chain = 2 * window(1) + u64::from(self.layers - 1) * window(2);
+        // open[g]: the earliest GPU g can open the current window. Windows 0 and L carry one
+        // flow, the L − 1 between them two.
+        let mut open = vec![0u64; hosts as usize];
+        for window_index in 0..self.layers {
+            let flows = if window_index == 0 { 1 } else { 2 };
+            open = (0..hosts)
+                .map(|gpu| {
+                    let previous = ((gpu + hosts - group) % hosts) as usize;
+                    open[previous] + window(flows, hops[gpu as usize])
+                })
+                .collect();
+        }
         let ack_wire = u64::from(params.ack_bytes) + u64::from(params.gap_bytes);
-        Ok(chain + hops * link(ack_wire))
+        // The last window: from each GPU to its successor, whose ACK comes back.
+        Ok((0..hosts)
+            .map(|gpu| {
+                let next = ((gpu + group) % hosts) as usize;
+                let hops = hops[next];
+                open[gpu as usize] + window(1, hops) + hops * link(ack_wire)
+            })
+            .max()
+            .expect("at least two servers"))
     }
 }
 

@@ -94,8 +94,8 @@ pub(super) fn finish_training(
         None => "every layer of each model (8B: 32, 70B: 80, 405B: 126)".to_owned(),
     });
     fig.notes.push(
-        "bound: the larger of the bytes' bound and the chain of windows (one GPU's frames and \
-         the shortest ring hop per window); per-layer CCT: mean over layers of a phase's first \
+        "bound: the larger of the bytes' bound and the chain of windows (a GPU's frames and \
+         the path from its predecessor per window); per-layer CCT: mean over layers of a phase's first \
          start to its last flow's completion"
             .to_owned(),
     );
