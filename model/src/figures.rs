@@ -30,7 +30,7 @@ use ofan_transport::CcKind;
 
 use crate::config::{BufferLimit, Failures, ModelConfig, Pacing, Scheme, Workload};
 use crate::error::ModelError;
-use crate::fsdp::{phase_kind, Llama};
+use crate::fsdp::{phase_kind, Llama, WindowGate};
 use crate::mix::{Placement, SwitchSchemes};
 use crate::moe::Moe;
 use crate::report::{RunReport, Stage};
@@ -544,6 +544,9 @@ pub enum FigureSpec {
         models: Vec<Llama>,
         /// Layers of each model to simulate (`None`: all of them).
         layers: Option<u32>,
+        /// What opens a GPU's next window.
+        #[serde(default)]
+        gate: WindowGate,
         /// Congestion-control algorithms.
         ccs: Vec<CcKind>,
         /// Schemes compared (the x categories).
@@ -750,9 +753,10 @@ impl FigureSpec {
             Self::Training {
                 models,
                 layers,
+                gate,
                 ccs,
                 schemes,
-            } => jobs = training_jobs(base, models, *layers, ccs, schemes),
+            } => jobs = training_jobs(base, models, *layers, *gate, ccs, schemes),
             Self::CongestionControl {
                 ccs,
                 schemes,
@@ -789,8 +793,11 @@ impl FigureSpec {
             Self::TwoLevel { .. } => finish_two_level(settings, points),
             Self::Moe { schemes, moe, .. } => finish_moe(settings, points, schemes, moe),
             Self::Training {
-                schemes, layers, ..
-            } => finish_training(settings, points, schemes, *layers),
+                schemes,
+                layers,
+                gate,
+                ..
+            } => finish_training(settings, points, schemes, *layers, *gate),
             Self::Incremental { base, placed } => {
                 finish_incremental(settings, points, *base, *placed)
             }

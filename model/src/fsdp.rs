@@ -105,6 +105,7 @@ impl Llama {
             flow_bytes: self.packets_per_flow() * PAPER_PAYLOAD,
             gpus_per_server: 8,
             order: RingOrder::Random,
+            gate: WindowGate::Received,
         }
     }
 }
@@ -131,6 +132,21 @@ pub struct Fsdp {
     pub gpus_per_server: u32,
     /// The servers' order on the rings.
     pub order: RingOrder,
+    /// What a GPU's next window waits for.
+    #[serde(default)]
+    pub gate: WindowGate,
+}
+
+/// What opens a GPU's window `w + 1`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowGate {
+    /// Everything its predecessor sent it in window `w` has arrived (the default).
+    #[default]
+    Received,
+    /// That, and its own window-`w` flows are acknowledged, as a NCCL kernel completes only
+    /// once its sends have: GPUs cannot run ahead of their own sending.
+    ReceivedAndSent,
 }
 
 impl Fsdp {
@@ -203,6 +219,8 @@ impl Fsdp {
                     FlowStart::Trigger(trigger(window, gpu))
                 };
                 let on_received = (window < layers).then(|| trigger(window + 1, next));
+                let on_sent = (self.gate == WindowGate::ReceivedAndSent && window < layers)
+                    .then(|| trigger(window + 1, gpu));
                 let mut send = |phase: u16| {
                     flows.push(DependentFlow {
                         spec: FlowSpec {
@@ -211,7 +229,7 @@ impl Fsdp {
                             bytes: self.flow_bytes,
                         },
                         start,
-                        on_sent: None,
+                        on_sent,
                         on_received,
                         phase,
                     });
@@ -228,7 +246,11 @@ impl Fsdp {
         // and its reduce-scatter (w − 1 ≥ 1).
         let triggers = (1..=layers)
             .flat_map(|window| {
-                let count = 1 + u32::from(window >= 2);
+                let flows = 1 + u32::from(window >= 2);
+                let count = match self.gate {
+                    WindowGate::Received => flows,
+                    WindowGate::ReceivedAndSent => 2 * flows,
+                };
                 (0..hosts).map(move |gpu| Trigger {
                     id: trigger(window, gpu) + 1,
                     kind: TriggerKind::Barrier { count },
@@ -342,6 +364,7 @@ mod tests {
             flow_bytes: 4096 * 3,
             gpus_per_server: 4,
             order: RingOrder::Random,
+            gate: WindowGate::Received,
         }
     }
 
@@ -428,6 +451,32 @@ mod tests {
             .iter()
             .filter(|f| f.phase == 5)
             .all(|f| f.on_received.is_none()));
+    }
+
+    #[test]
+    fn gated_on_its_own_sends_a_window_also_waits_for_the_gpus_acks() {
+        let gated = Fsdp {
+            gate: WindowGate::ReceivedAndSent,
+            ..small(3)
+        };
+        let graph = gated.graph(8, 1).unwrap();
+        graph.check().unwrap();
+        let targets = graph.targets();
+        for (index, trigger) in graph.triggers.iter().enumerate() {
+            let named = Some(index as u32);
+            let sent: Vec<&DependentFlow> =
+                graph.flows.iter().filter(|f| f.on_sent == named).collect();
+            let received = graph.flows.iter().filter(|f| f.on_received == named);
+            let TriggerKind::Barrier { count } = trigger.kind else {
+                panic!("barriers only");
+            };
+            assert_eq!(sent.len() + received.count(), count as usize);
+            // Its own flows: sent by the GPU whose window the trigger opens.
+            let opens = targets[index][0] as usize;
+            assert!(sent
+                .iter()
+                .all(|f| f.spec.src == graph.flows[opens].spec.src));
+        }
     }
 
     #[test]

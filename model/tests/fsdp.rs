@@ -4,7 +4,7 @@
 
 use ofan_dataplane::lb::Algorithm;
 use ofan_model::figures::{training, Sweep};
-use ofan_model::fsdp::{Fsdp, Llama};
+use ofan_model::fsdp::{Fsdp, Llama, WindowGate};
 use ofan_model::{run, CcKind, ModelConfig, RunReport, Scheme, Workload};
 use ofan_topology::TopologyKind;
 
@@ -107,6 +107,7 @@ fn fig14_has_a_point_per_cca_model_and_scheme() {
         &sweep,
         &[Llama::B8],
         Some(1),
+        WindowGate::Received,
         &[CcKind::Nscc, CcKind::Mswift],
         &schemes,
     )

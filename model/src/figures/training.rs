@@ -2,7 +2,7 @@
 //! reduce-scatters ([`crate::fsdp`]) under congestion control with loss recovery.
 
 use super::*;
-use crate::fsdp::Llama;
+use crate::fsdp::{Llama, WindowGate};
 
 /// Fig. 14 (§6.7): the FSDP2 backward pass of each Llama-3 model (`layers` overrides the
 /// model's layer count, for shorter runs) under each congestion-control algorithm and scheme,
@@ -17,6 +17,7 @@ pub fn training(
     settings: &Sweep,
     models: &[Llama],
     layers: Option<u32>,
+    gate: WindowGate,
     ccs: &[CcKind],
     schemes: &[Scheme],
 ) -> Result<Figure, ModelError> {
@@ -24,6 +25,7 @@ pub fn training(
         &FigureSpec::Training {
             models: models.to_vec(),
             layers,
+            gate,
             ccs: ccs.to_vec(),
             schemes: schemes.to_vec(),
         },
@@ -36,6 +38,7 @@ pub(super) fn training_jobs(
     base: &ModelConfig,
     models: &[Llama],
     layers: Option<u32>,
+    gate: WindowGate,
     ccs: &[CcKind],
     schemes: &[Scheme],
 ) -> Vec<Job> {
@@ -48,6 +51,7 @@ pub(super) fn training_jobs(
                 config.scheme = scheme;
                 let mut fsdp = model.fsdp();
                 fsdp.layers = layers.unwrap_or(fsdp.layers);
+                fsdp.gate = gate;
                 config.workload = Workload::Fsdp { fsdp };
                 jobs.push(Job {
                     series: format!("{} {}", cc.name(), model.name()),
@@ -65,6 +69,7 @@ pub(super) fn finish_training(
     points: Vec<Point>,
     schemes: &[Scheme],
     layers: Option<u32>,
+    gate: WindowGate,
 ) -> Figure {
     let pipe = settings.0.pipe_ports;
     let mut fig = figure(
@@ -92,6 +97,16 @@ pub(super) fn finish_training(
     fig.notes.push(match layers {
         Some(layers) => format!("{layers} layers of each model (not the model's own count)"),
         None => "every layer of each model (8B: 32, 70B: 80, 405B: 126)".to_owned(),
+    });
+    fig.notes.push(match gate {
+        WindowGate::Received => {
+            "a GPU's next window opens when its predecessor's data has arrived".to_owned()
+        }
+        WindowGate::ReceivedAndSent => {
+            "a GPU's next window opens when its predecessor's data has arrived and its own \
+             sends are acknowledged"
+                .to_owned()
+        }
     });
     fig.notes.push(
         "bound: the larger of the bytes' bound and the chain of windows (a GPU's frames and \

@@ -96,6 +96,7 @@ pub(super) fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
                     .collect::<anyhow::Result<_>>()?
             },
             layers: args.common.layers,
+            gate: args.common.fsdp_gate.gate(),
             ccs: args
                 .ccs
                 .iter()

@@ -26,7 +26,7 @@ use ofan_model::dragonfly::{
     DRAGONFLY_ARF_WINDOW_PS,
 };
 use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
-use ofan_model::fsdp::Llama;
+use ofan_model::fsdp::{Llama, WindowGate};
 use ofan_model::mix::{Mix, SwitchSchemes};
 use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
@@ -154,6 +154,21 @@ enum RingOrderArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
+enum FsdpGateArg {
+    Received,
+    Sent,
+}
+
+impl FsdpGateArg {
+    const fn gate(self) -> WindowGate {
+        match self {
+            Self::Received => WindowGate::Received,
+            Self::Sent => WindowGate::ReceivedAndSent,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
 enum BufferLimitArg {
     Enforced,
     Unlimited,
@@ -232,6 +247,10 @@ struct Common {
     /// FSDP (and fig14): simulate this many layers instead of the model's own count.
     #[arg(long)]
     layers: Option<u32>,
+    /// FSDP (and fig14): a GPU's next window waits for its predecessor's data (received), or
+    /// for that and its own sends' ACKs too (sent).
+    #[arg(long, value_enum, default_value = "received")]
+    fsdp_gate: FsdpGateArg,
     /// Ring collectives and FSDP: the servers' order on the ring (random: seeded, as random server
     /// placement).
     #[arg(long, value_enum, default_value = "random")]
@@ -609,6 +628,7 @@ impl Common {
                 let mut fsdp = model.fsdp();
                 fsdp.layers = self.layers.unwrap_or(fsdp.layers);
                 fsdp.gpus_per_server = self.gpus_per_server.unwrap_or(8);
+                fsdp.gate = self.fsdp_gate.gate();
                 fsdp.order = match self.ring_order {
                     RingOrderArg::Index => RingOrder::Index,
                     RingOrderArg::Random => RingOrder::Random,
