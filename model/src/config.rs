@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::collective::Collective;
 use crate::deps::FlowGraph;
 use crate::error::ModelError;
+use crate::fsdp::Fsdp;
 use crate::mix::SwitchSchemes;
 use crate::moe::Moe;
 
@@ -344,6 +345,11 @@ pub enum Workload {
         /// Token matrix and dispatch.
         moe: Moe,
     },
+    /// The backward pass of FSDP2 with HSDP, layer by layer ([`crate::fsdp`], paper §6.7).
+    Fsdp {
+        /// Layers, flow size, servers, ring order.
+        fsdp: Fsdp,
+    },
 }
 
 impl Workload {
@@ -359,6 +365,7 @@ impl Workload {
             Workload::Htsim { .. } => "htsim",
             Workload::Collective { collective } => collective.kind.name(),
             Workload::Moe { .. } => "moe",
+            Workload::Fsdp { .. } => "fsdp",
         }
     }
 }

@@ -12,6 +12,7 @@
 //! | [`incremental`] | Fig. 11 (§6.4) | all A, B on half the switches by placement, all B | CCT increase, max queue; midpoint of all-A and all-B |
 //! | [`moe`] | Fig. 13 (§6.6) | scheme, per CCA and skew | CCT, CCT increase, max queue |
 //! | [`congestion_control`] | Fig. 12 (§6.5) | scheme, per CCA | CCT increase, utilization, max queue |
+//! | [`training`] | Fig. 14 (§6.7) | scheme, per CCA and Llama-3 model | CCT increase, per-layer all-gather / reduce-scatter CCT, utilization, max queue |
 //!
 //! Figs. 3, 4 and 6/17 follow the analysis of paper §3.3 and run with unlimited buffers
 //! ([`BufferLimit::Unlimited`]), so that queues show their growth instead of drops (which the
@@ -29,6 +30,7 @@ use ofan_transport::CcKind;
 
 use crate::config::{BufferLimit, Failures, ModelConfig, Pacing, Scheme, Workload};
 use crate::error::ModelError;
+use crate::fsdp::{phase_kind, Llama, WindowGate};
 use crate::mix::{Placement, SwitchSchemes};
 use crate::moe::Moe;
 use crate::report::{RunReport, Stage};
@@ -326,6 +328,18 @@ fn metrics_of(report: &RunReport) -> RunMetrics {
             m.insert("reorder_losses".into(), cc.reorder_losses as f64);
             m.insert("ecn_marks".into(), report.packets.ecn_marks as f64);
         }
+        // Phases of one kind (an FSDP run's `all-gather 3`, …): their mean CCT.
+        let mut kinds: BTreeMap<&str, (f64, u32)> = BTreeMap::new();
+        for phase in &model.phases {
+            if let Some(cct) = phase.cct_ps {
+                let entry = kinds.entry(phase_kind(&phase.name)).or_default();
+                *entry = (entry.0 + cct as f64 / 1e6, entry.1 + 1);
+            }
+        }
+        for (kind, (sum, count)) in kinds {
+            let key = format!("{}_cct_us", kind.replace(['-', ' '], "_"));
+            m.insert(key, sum / f64::from(count));
+        }
     }
     for stats in &report.queues {
         let stage = stats.stage;
@@ -524,6 +538,20 @@ pub enum FigureSpec {
         /// Schemes compared (the x categories).
         schemes: Vec<Scheme>,
     },
+    /// Fig. 14 ([`training`]).
+    Training {
+        /// Llama-3 models (a series each, per CCA).
+        models: Vec<Llama>,
+        /// Layers of each model to simulate (`None`: all of them).
+        layers: Option<u32>,
+        /// What opens a GPU's next window.
+        #[serde(default)]
+        gate: WindowGate,
+        /// Congestion-control algorithms.
+        ccs: Vec<CcKind>,
+        /// Schemes compared (the x categories).
+        schemes: Vec<Scheme>,
+    },
     /// Fig. 12 ([`congestion_control`]).
     CongestionControl {
         /// Congestion-control algorithms (one series each).
@@ -548,6 +576,7 @@ impl FigureSpec {
             Self::TwoLevel { .. } => "fig10",
             Self::Incremental { .. } => "fig11",
             Self::Moe { .. } => "fig13",
+            Self::Training { .. } => "fig14",
             Self::CongestionControl { .. } => "fig12",
         }
     }
@@ -721,6 +750,13 @@ impl FigureSpec {
                     }
                 }
             }
+            Self::Training {
+                models,
+                layers,
+                gate,
+                ccs,
+                schemes,
+            } => jobs = training_jobs(base, models, *layers, *gate, ccs, schemes),
             Self::CongestionControl {
                 ccs,
                 schemes,
@@ -756,6 +792,12 @@ impl FigureSpec {
             Self::Failures { .. } => finish_failures(settings, points),
             Self::TwoLevel { .. } => finish_two_level(settings, points),
             Self::Moe { schemes, moe, .. } => finish_moe(settings, points, schemes, moe),
+            Self::Training {
+                schemes,
+                layers,
+                gate,
+                ..
+            } => finish_training(settings, points, schemes, *layers, *gate),
             Self::Incremental { base, placed } => {
                 finish_incremental(settings, points, *base, *placed)
             }
@@ -781,7 +823,9 @@ pub fn build(spec: &FigureSpec, settings: &Sweep) -> Result<Figure, ModelError> 
 mod eval;
 mod parts;
 mod sweeps;
+mod training;
 
 pub use eval::*;
 pub use parts::*;
 pub use sweeps::*;
+pub use training::*;

@@ -66,6 +66,7 @@ pub mod deps;
 pub mod dragonfly;
 mod error;
 pub mod figures;
+pub mod fsdp;
 pub mod htsim;
 pub mod mix;
 pub mod moe;

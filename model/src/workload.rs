@@ -84,7 +84,7 @@ pub fn flows(
             return non_empty(specs);
         }
         Workload::Moe { moe } => return non_empty(moe.flows(hosts, seed)?),
-        Workload::Htsim { .. } | Workload::Collective { .. } => {
+        Workload::Htsim { .. } | Workload::Collective { .. } | Workload::Fsdp { .. } => {
             let graph = graph(topology, workload, message_bytes, seed)?
                 .expect("dependent workloads have a graph");
             return non_empty(graph.specs());
@@ -104,12 +104,13 @@ pub fn flows(
 }
 
 /// The flows and triggers of a workload with dependencies (`None` for the others, whose
-/// flows all start at t = 0): an htsim matrix's graph, checked against the topology, or a ring
-/// collective's over every host.
+/// flows all start at t = 0): an htsim matrix's graph, checked against the topology, a ring
+/// collective's or an FSDP backward pass's over every host.
 ///
 /// # Errors
 /// [`ModelError::HostOutOfRange`] for an htsim flow naming a missing host, and the
-/// collective's errors ([`crate::collective::Collective::graph`]).
+/// collective's and FSDP's errors ([`crate::collective::Collective::graph`],
+/// [`crate::fsdp::Fsdp::graph`]).
 pub fn graph(
     topology: &Topology,
     workload: &Workload,
@@ -135,6 +136,7 @@ pub fn graph(
         Workload::Collective { collective } => {
             Ok(Some(collective.graph(hosts, message_bytes, seed)?))
         }
+        Workload::Fsdp { fsdp } => Ok(Some(fsdp.graph(hosts, seed)?)),
         _ => Ok(None),
     }
 }

@@ -219,7 +219,8 @@ fn stage_report(
 /// pacing their data at `send_rate` (the rate [`Sim`] paces at: `load`, or `load × ρ_max`),
 /// shortest paths of the failure-free topology, and — for links degraded in both directions —
 /// the pod boundary term at their rates (a link slowed one way only keeps its line rate in the
-/// bound, which then stays a bound for both directions).
+/// bound, which then stays a bound for both directions); for the FSDP pass, the larger of that
+/// and the chain of its windows ([`crate::fsdp::Fsdp::chain_bound_ps`]).
 fn lower_bound_ps(
     topology: &Topology,
     config: &ModelConfig,
@@ -256,5 +257,13 @@ fn lower_bound_ps(
             .find(|(slow, _)| *slow == id)
             .map_or(config.link.rate_bps, |&(_, bps)| bps)
     };
-    topology.collective_lower_bound_at_rates_ps(&config.link, &system, &flows, &rate_of)
+    let bytes =
+        topology.collective_lower_bound_at_rates_ps(&config.link, &system, &flows, &rate_of);
+    match &config.workload {
+        // The waits of its dependencies bound the FSDP pass too (crate::fsdp).
+        Workload::Fsdp { fsdp } => fsdp
+            .chain_bound_ps(topology, &config.link, system.send_rate, config.seed)
+            .map_or(bytes, |chain| chain.max(bytes)),
+        _ => bytes,
+    }
 }

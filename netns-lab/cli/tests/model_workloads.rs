@@ -200,3 +200,75 @@ fn fig13_quick_runs_moe_dispatch_per_cca_and_skew() {
         assert!(increase >= 0.0);
     }
 }
+
+/// `model run --workload fsdp`: two layers of the 8B model on 128 GPUs, one phase per layer
+/// and kind, each with a flow from every GPU.
+#[test]
+fn an_fsdp_pass_reports_its_phases() {
+    let (ok, stdout, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "8",
+        "--workload",
+        "fsdp",
+        "--llama",
+        "8b",
+        "--layers",
+        "2",
+        "--cc",
+        "nscc",
+    ]);
+    assert!(ok, "{stderr}");
+    for phase in [
+        "all-gather 1",
+        "reduce-scatter 1",
+        "all-gather 0",
+        "reduce-scatter 0",
+    ] {
+        assert!(
+            stdout.contains(&format!("phase {phase}: 128 flows")),
+            "{phase}: {stdout}"
+        );
+    }
+    let (ok, _, stderr) = ofan_lab(&["model", "run", "--workload", "fsdp", "--llama", "13b"]);
+    assert!(!ok && stderr.contains("13b"), "{stderr}");
+}
+
+/// `model fig14 --quick`: every scheme under NSCC and MSwift for two models completes, and a
+/// layer's phases are shorter than the pass.
+#[test]
+fn fig14_quick_runs_the_fsdp_pass_per_cca_and_model() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().to_str().expect("utf-8");
+    let (ok, stdout, stderr) = ofan_lab(&["model", "fig14", "--quick", "--out", out]);
+    assert!(ok, "{stderr}");
+    let figure: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fig14.json")).expect("fig14.json"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        figure["x_categories"],
+        serde_json::json!(["reps", "ar", "ofan", "4ofan"])
+    );
+    let points = figure["points"].as_array().expect("points");
+    let mut series: Vec<&str> = points
+        .iter()
+        .map(|p| p["series"].as_str().expect("series"))
+        .collect();
+    series.dedup();
+    assert_eq!(series, ["nscc 8b", "nscc 70b", "mswift 8b", "mswift 70b"]);
+    assert_eq!(points.len(), 16);
+    for point in points {
+        let mean = |metric: &str| {
+            point["metrics"][metric]["mean"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{metric} in {point}"))
+        };
+        assert!(mean("cct_increase_pct") >= 0.0);
+        assert!(mean("all_gather_cct_us") < mean("cct_us"));
+        assert!(mean("reduce_scatter_cct_us") < mean("cct_us"));
+        assert!((0.0..=1.0).contains(&mean("utilization")));
+    }
+    assert!(stdout.contains("cut"), "{stdout}");
+}

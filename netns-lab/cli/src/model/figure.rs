@@ -13,6 +13,7 @@ pub(super) enum FigureKind {
     Fig11,
     Fig12,
     Fig13,
+    Fig14,
 }
 
 pub(super) fn schemes(names: &[String], default: &[&str]) -> anyhow::Result<Vec<Scheme>> {
@@ -78,6 +79,24 @@ pub(super) fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
                 .iter()
                 .map(|skew| (skew * 1000.0).round() as u32)
                 .collect(),
+            ccs: args
+                .ccs
+                .iter()
+                .map(|name| name.parse::<CcKind>().context("--ccs"))
+                .collect::<anyhow::Result<_>>()?,
+            schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
+        },
+        FigureKind::Fig14 => FigureSpec::Training {
+            models: if args.llamas.is_empty() {
+                Llama::ALL.to_vec()
+            } else {
+                args.llamas
+                    .iter()
+                    .map(|name| name.parse::<Llama>().map_err(anyhow::Error::msg))
+                    .collect::<anyhow::Result<_>>()?
+            },
+            layers: args.common.layers,
+            gate: args.common.fsdp_gate.gate(),
             ccs: args
                 .ccs
                 .iter()

@@ -2,7 +2,7 @@
 //!
 //! * `model run`: one experiment (one or several seeds, in parallel); prints a table, writes
 //!   the reports as JSON (schema `ofan.run/2`, the type the lab writes too).
-//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig10 | fig11 | fig12 | fig13`: reproduce a paper figure; prints the tables
+//! * `model fig1 | fig3 | fig4 | fig6 | failures | fig10 | fig11 | fig12 | fig13 | fig14`: reproduce a paper figure; prints the tables
 //!   (and fits), writes `<out>/<name>.json` and one `<out>/<name>-<metric>.svg` per panel.
 //! * `model bench`: wall time, events per second and peak memory of one configuration, or of
 //!   the permutation at several network sizes (`--sizes`).
@@ -26,6 +26,7 @@ use ofan_model::dragonfly::{
     DRAGONFLY_ARF_WINDOW_PS,
 };
 use ofan_model::figures::{self, Figure, FigureSpec, Sweep};
+use ofan_model::fsdp::{Llama, WindowGate};
 use ofan_model::mix::{Mix, SwitchSchemes};
 use ofan_model::shard::{merge_runs, Part, RunPart};
 use ofan_model::{
@@ -81,6 +82,12 @@ enum ModelCommand {
     /// with unlimited buffers) and skew (`--skews`, default 1.48,1.13); `--scale 0.01` for
     /// quick runs (`--moe-trace FILE` for a real token matrix).
     Fig13(FigArgs),
+    /// Fig. 14 (§6.7): training Llama-3 (`--llamas`, default 8b,70b,405b) with FSDP2 and
+    /// HSDP — the backward pass's all-gather and reduce-scatter per layer, 8-GPU servers in
+    /// random order, GPU i to i + 8 — under NSCC and MSwift (`--ccs`) for REPS, AR, Ofan and
+    /// 4Ofan, on k = 16 (1,024 GPUs) unless `--k`; `--layers N` simulates N layers of each.
+    /// `--quick`: k = 8, 2 layers, 8B and 70B, one seed (seconds).
+    Fig14(FigArgs),
     /// Fig. 12 (§6.5): a permutation of 4 MiB messages under each congestion control
     /// (`--ccs`) and scheme: CCT increase, utilization, max queue, retransmissions.
     Fig12(FigArgs),
@@ -110,6 +117,10 @@ enum WorkloadKind {
     RingAllgather,
     /// Ring reduce-scatter (one phase).
     RingReducescatter,
+    /// The backward pass of FSDP2 with HSDP (paper §6.7): per layer, an all-gather and a
+    /// reduce-scatter flow from every GPU to the same-rank GPU of the next server
+    /// (`--llama`, `--layers`, `--gpus-per-server`, default 8 here, `--ring-order`).
+    Fsdp,
     /// Mixture-of-experts dispatch (paper §6.6): GPU-to-expert tokens from a seeded skew
     /// model (`--moe-skew`) or a trace (`--moe-trace`), sent to the same-rank GPU of each
     /// remote server (`--gpus-per-server`, default 8 here).
@@ -143,6 +154,21 @@ enum RingOrderArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
+enum FsdpGateArg {
+    Received,
+    Sent,
+}
+
+impl FsdpGateArg {
+    const fn gate(self) -> WindowGate {
+        match self {
+            Self::Received => WindowGate::Received,
+            Self::Sent => WindowGate::ReceivedAndSent,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
 enum BufferLimitArg {
     Enforced,
     Unlimited,
@@ -172,9 +198,9 @@ struct Common {
     /// Topology family.
     #[arg(long, value_enum, default_value = "fat-tree")]
     topology: ModelShape,
-    /// Switch radix k (even, 4..=64).
-    #[arg(long, default_value_t = 12)]
-    k: u16,
+    /// Switch radix k (even, 4..=64; default 12, fig14: 16, fig14 --quick: 8).
+    #[arg(long)]
+    k: Option<u16>,
     /// Dragonfly: hosts per router (default 2).
     #[arg(long)]
     p: Option<u16>,
@@ -215,7 +241,17 @@ struct Common {
     /// MoE: scale every token's 8,192 bytes by this factor (quick runs: 0.01).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
-    /// Ring collectives: the servers' order on the ring (random: seeded, as random server
+    /// FSDP: the Llama-3 model (8b, 70b, 405b): its layers and packets per flow per layer.
+    #[arg(long, default_value = "8b")]
+    llama: String,
+    /// FSDP (and fig14): simulate this many layers instead of the model's own count.
+    #[arg(long)]
+    layers: Option<u32>,
+    /// FSDP (and fig14): a GPU's next window waits for its predecessor's data (received), or
+    /// for that and its own sends' ACKs too (sent).
+    #[arg(long, value_enum, default_value = "received")]
+    fsdp_gate: FsdpGateArg,
+    /// Ring collectives and FSDP: the servers' order on the ring (random: seeded, as random server
     /// placement).
     #[arg(long, value_enum, default_value = "random")]
     ring_order: RingOrderArg,
@@ -394,6 +430,13 @@ struct FigArgs {
     /// Fig. 13: MoE skews, busiest expert over the mean (1.13: EPLB).
     #[arg(long, value_delimiter = ',', default_value = "1.48,1.13")]
     skews: Vec<f64>,
+    /// Fig. 14: Llama-3 models (8b, 70b, 405b; default all three, --quick 8b,70b).
+    #[arg(long, value_delimiter = ',')]
+    llamas: Vec<String>,
+    /// Fig. 14: k = 8, 2 layers, 8B and 70B, one seed (what is given explicitly still wins,
+    /// but for the seeds).
+    #[arg(long)]
+    quick: bool,
     /// Fig. 12: message size (the paper's 4 MB, 6.8 base RTTs at 800 Gb/s).
     #[arg(long, default_value = "4M", value_parser = parse_size)]
     message_size: u64,
@@ -433,6 +476,24 @@ pub fn run(args: ModelArgs) -> anyhow::Result<()> {
             }
             figure(args, FigureKind::Fig13)
         }
+        ModelCommand::Fig14(mut args) => {
+            if args.ccs == ["dctcp", "nscc", "mswift"] {
+                // Fig. 12's default; Fig. 14 runs NSCC and MSwift.
+                args.ccs = vec!["nscc".into(), "mswift".into()];
+            }
+            let common = &mut args.common;
+            if args.quick {
+                common.k.get_or_insert(8);
+                common.layers.get_or_insert(2);
+                if args.llamas.is_empty() {
+                    args.llamas = vec!["8b".into(), "70b".into()];
+                }
+                args.seeds = 1;
+            } else {
+                common.k.get_or_insert(16);
+            }
+            figure(args, FigureKind::Fig14)
+        }
         ModelCommand::Bench(args) => bench(args),
         ModelCommand::Merge(args) => merge(args),
     }
@@ -446,7 +507,10 @@ fn parse_size(text: &str) -> Result<u64, String> {
 impl Common {
     fn config(&self) -> anyhow::Result<ModelConfig> {
         let mut config = ModelConfig::paper();
-        config.topology = self.topology.tiered("this command")?.kind(self.k);
+        config.topology = self
+            .topology
+            .tiered("this command")?
+            .kind(self.k.unwrap_or(12));
         if self.p.is_some() || self.a.is_some() || self.h.is_some() {
             bail!(
                 "--p, --a and --h shape a dragonfly (--topology dragonfly); a fat tree takes --k"
@@ -558,6 +622,18 @@ impl Common {
                         ..ofan_model::moe::Moe::paper()
                     },
                 }
+            }
+            WorkloadKind::Fsdp => {
+                let model: Llama = self.llama.parse().map_err(anyhow::Error::msg)?;
+                let mut fsdp = model.fsdp();
+                fsdp.layers = self.layers.unwrap_or(fsdp.layers);
+                fsdp.gpus_per_server = self.gpus_per_server.unwrap_or(8);
+                fsdp.gate = self.fsdp_gate.gate();
+                fsdp.order = match self.ring_order {
+                    RingOrderArg::Index => RingOrder::Index,
+                    RingOrderArg::Random => RingOrder::Random,
+                };
+                Workload::Fsdp { fsdp }
             }
             WorkloadKind::RingAllreduce
             | WorkloadKind::RingAllgather
