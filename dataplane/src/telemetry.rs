@@ -841,6 +841,7 @@ mod tests {
                 "northbound",
                 "no_key",
                 "key_out_of_range",
+                "detoured",
                 "drop_truncated",
                 "drop_unknown_ether_type",
                 "drop_unsupported_vlan",
