@@ -82,6 +82,36 @@ pub struct Collective {
     pub order: RingOrder,
 }
 
+/// The number of servers `hosts` GPUs form with `gpus_per_server` each.
+///
+/// # Errors
+/// [`ModelError::InvalidConfig`] unless they form at least two whole servers.
+pub(crate) fn whole_servers(hosts: u32, gpus_per_server: u32) -> Result<u32, ModelError> {
+    let group = gpus_per_server;
+    if group == 0 || hosts % group != 0 || hosts / group < 2 {
+        return Err(ModelError::InvalidConfig {
+            field: "gpus per server",
+            value: format!("{group} (of {hosts} hosts)"),
+            reason: "the hosts must form at least two whole servers",
+        });
+    }
+    Ok(hosts / group)
+}
+
+/// Servers `0..servers` in ring order: as numbered, or shuffled (Fisher–Yates) by a generator
+/// seeded with `rng_seed`.
+pub(crate) fn server_order(servers: u32, order: RingOrder, rng_seed: u64) -> Vec<u32> {
+    let mut servers: Vec<u32> = (0..servers).collect();
+    if order == RingOrder::Random {
+        let mut rng = LbRng::new(rng_seed);
+        for i in (1..servers.len()).rev() {
+            let j = rng.below(i as u32 + 1) as usize;
+            servers.swap(i, j);
+        }
+    }
+    servers
+}
+
 impl Collective {
     /// The collective's flows and triggers over `hosts` hosts, `data_bytes` per host.
     ///
@@ -89,15 +119,8 @@ impl Collective {
     /// [`ModelError::InvalidConfig`] when the hosts do not form at least two whole servers,
     /// or a chunk would be empty.
     pub fn graph(&self, hosts: u32, data_bytes: u64, seed: u64) -> Result<FlowGraph, ModelError> {
+        let servers = whole_servers(hosts, self.gpus_per_server)?;
         let group = self.gpus_per_server;
-        if group == 0 || hosts % group != 0 || hosts / group < 2 {
-            return Err(ModelError::InvalidConfig {
-                field: "gpus per server",
-                value: format!("{group} (of {hosts} hosts)"),
-                reason: "the hosts must form at least two whole servers",
-            });
-        }
-        let servers = hosts / group;
         let chunk = data_bytes.div_ceil(u64::from(hosts));
         if chunk == 0 {
             return Err(ModelError::InvalidConfig {
@@ -106,14 +129,7 @@ impl Collective {
                 reason: "a ring step carries at least one byte",
             });
         }
-        let mut order: Vec<u32> = (0..servers).collect();
-        if self.order == RingOrder::Random {
-            let mut rng = LbRng::new(mix64(seed ^ RING_SALT));
-            for i in (1..order.len()).rev() {
-                let j = rng.below(i as u32 + 1) as usize;
-                order.swap(i, j);
-            }
-        }
+        let order = server_order(servers, self.order, mix64(seed ^ RING_SALT));
         let steps_per_phase = servers - 1;
         let phases = self.kind.phases();
         let steps = steps_per_phase * phases.len() as u32;

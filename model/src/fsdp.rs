@@ -32,12 +32,12 @@
 //! and the last of them has crossed the path between them — and the report's bound is the
 //! larger of the two.
 
-use ofan_dataplane::lb::{mix64, LbRng};
+use ofan_dataplane::lb::mix64;
 use serde::{Deserialize, Serialize};
 
 use ofan_topology::{LinkParams, NodeId, SendRate, Topology};
 
-use crate::collective::RingOrder;
+use crate::collective::{server_order, whole_servers, RingOrder};
 use crate::config::FlowSpec;
 use crate::deps::{DependentFlow, FlowGraph, FlowStart, Trigger, TriggerKind};
 use crate::error::ModelError;
@@ -161,14 +161,8 @@ impl Fsdp {
     /// # Errors
     /// As [`Self::graph`].
     fn placement(&self, hosts: u32, seed: u64) -> Result<Vec<u32>, ModelError> {
+        let servers = whole_servers(hosts, self.gpus_per_server)?;
         let group = self.gpus_per_server;
-        if group == 0 || hosts % group != 0 || hosts / group < 2 {
-            return Err(ModelError::InvalidConfig {
-                field: "gpus per server",
-                value: format!("{group} (of {hosts} hosts)"),
-                reason: "the hosts must form at least two whole servers",
-            });
-        }
         if !(1..=16_384).contains(&self.layers) {
             return Err(ModelError::InvalidConfig {
                 field: "layers",
@@ -183,15 +177,7 @@ impl Fsdp {
                 reason: "a flow carries at least one byte",
             });
         }
-        let servers = hosts / group;
-        let mut order: Vec<u32> = (0..servers).collect();
-        if self.order == RingOrder::Random {
-            let mut rng = LbRng::new(mix64(seed ^ PLACEMENT_SALT));
-            for i in (1..order.len()).rev() {
-                let j = rng.below(i as u32 + 1) as usize;
-                order.swap(i, j);
-            }
-        }
+        let order = server_order(servers, self.order, mix64(seed ^ PLACEMENT_SALT));
         Ok((0..hosts)
             .map(|gpu| order[(gpu / group) as usize] * group + gpu % group)
             .collect())

@@ -19,6 +19,7 @@
 use ofan_dataplane::lb::{mix64, LbRng};
 use serde::{Deserialize, Serialize};
 
+use crate::collective::whole_servers;
 use crate::config::FlowSpec;
 use crate::error::ModelError;
 
@@ -94,14 +95,8 @@ impl Moe {
     /// [`ModelError::InvalidConfig`] when the hosts do not form at least two whole servers,
     /// the skew cannot be met, or a trace has the wrong shape.
     pub fn flows(&self, hosts: u32, seed: u64) -> Result<Vec<FlowSpec>, ModelError> {
+        let servers = whole_servers(hosts, self.gpus_per_server)?;
         let group = self.gpus_per_server;
-        if group == 0 || hosts % group != 0 || hosts / group < 2 {
-            return Err(ModelError::InvalidConfig {
-                field: "gpus per server",
-                value: format!("{group} (of {hosts} hosts)"),
-                reason: "the hosts must form at least two whole servers",
-            });
-        }
         let gpus = hosts as usize;
         let tokens = self.token_matrix(gpus, seed)?;
         // Expert e runs on GPU placement[e].
@@ -111,7 +106,6 @@ impl Moe {
             let j = rng.below(i as u32 + 1) as usize;
             placement.swap(i, j);
         }
-        let servers = hosts / group;
         let mut flows = Vec::new();
         for src in 0..hosts {
             let (home, rank) = (src / group, src % group);

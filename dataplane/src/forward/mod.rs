@@ -291,16 +291,6 @@ impl Forwarder {
         self
     }
 
-    /// Whether the forwarder reads egress queues: its balancer's algorithm, or its dragonfly
-    /// scheme.
-    pub fn uses_queues(&self) -> bool {
-        self.balancer.switch().config().algorithm.uses_queues()
-            || self
-                .dragonfly
-                .as_ref()
-                .is_some_and(DragonflyRouter::uses_queues)
-    }
-
     /// The configuration.
     pub fn config(&self) -> &ForwarderConfig {
         &self.config

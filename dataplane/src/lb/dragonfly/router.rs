@@ -168,12 +168,6 @@ impl DragonflyRouter {
         })
     }
 
-    /// Whether the scheme reads the router's egress queues (the worker must gather them).
-    #[must_use]
-    pub const fn uses_queues(&self) -> bool {
-        self.uses_queues
-    }
-
     /// Routes a packet from `src` to `dst` that arrived with `dscp` (six bits): a packet between
     /// two hosts of the fabric that one of this router's hosts sent gets the scheme's choice,
     /// any other follows its tag. Anything not between two hosts of the fabric (a switch's

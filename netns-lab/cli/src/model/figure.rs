@@ -79,11 +79,7 @@ pub(super) fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
                 .iter()
                 .map(|skew| (skew * 1000.0).round() as u32)
                 .collect(),
-            ccs: args
-                .ccs
-                .iter()
-                .map(|name| name.parse::<CcKind>().context("--ccs"))
-                .collect::<anyhow::Result<_>>()?,
+            ccs: ccs(&args.ccs)?,
             schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
         },
         FigureKind::Fig14 => FigureSpec::Training {
@@ -97,19 +93,11 @@ pub(super) fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
             },
             layers: args.common.layers,
             gate: args.common.fsdp_gate.gate(),
-            ccs: args
-                .ccs
-                .iter()
-                .map(|name| name.parse::<CcKind>().context("--ccs"))
-                .collect::<anyhow::Result<_>>()?,
+            ccs: ccs(&args.ccs)?,
             schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
         },
         FigureKind::Fig12 => FigureSpec::CongestionControl {
-            ccs: args
-                .ccs
-                .iter()
-                .map(|name| name.parse::<CcKind>().context("--ccs"))
-                .collect::<anyhow::Result<_>>()?,
+            ccs: ccs(&args.ccs)?,
             schemes: schemes(
                 &args.schemes,
                 &["reps", "ar", "ofan", "pofan", "ecmp", "rsq"],
@@ -194,4 +182,12 @@ pub(super) fn merge(args: MergeArgs) -> anyhow::Result<()> {
         _ => bail!("the parts mix figure and run parts"),
     }
     Ok(())
+}
+
+/// `--ccs`: each name a congestion control.
+fn ccs(names: &[String]) -> anyhow::Result<Vec<CcKind>> {
+    names
+        .iter()
+        .map(|name| name.parse::<CcKind>().context("--ccs"))
+        .collect()
 }
