@@ -330,7 +330,7 @@ fn metrics_of(report: &RunReport) -> RunMetrics {
         }
         // Phases of one kind (an FSDP run's `all-gather 3`, …): their mean CCT.
         let mut kinds: BTreeMap<&str, (f64, u32)> = BTreeMap::new();
-        for phase in &model.phases {
+        for phase in &report.phases {
             if let Some(cct) = phase.cct_ps {
                 let entry = kinds.entry(phase_kind(&phase.name)).or_default();
                 *entry = (entry.0 + cct as f64 / 1e6, entry.1 + 1);

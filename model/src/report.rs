@@ -202,10 +202,6 @@ pub struct ModelRun {
     /// The hosts' congestion control and loss detection (absent without congestion control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc: Option<Box<CcRun>>,
-    /// Per phase of a workload with dependencies (a ring collective's reduce-scatter and
-    /// all-gather, an htsim file's one phase `all`): absent for the others.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub phases: Vec<PhaseRun>,
 }
 
 /// One phase of a workload with dependencies ([`crate::deps`]).
@@ -627,6 +623,10 @@ pub struct RunReport {
     pub packets: PacketCounts,
     /// Frames lost, by reason.
     pub drops: Drops,
+    /// Per phase of a workload with dependencies (a ring collective's reduce-scatter and
+    /// all-gather, an htsim file's one phase `all`): absent for the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseRun>,
     /// The producer's own section (`"source": "model"` or `"lab"`).
     #[serde(flatten)]
     pub details: Details,

@@ -115,6 +115,7 @@ impl Sim<'_> {
             queues,
             packets: self.counts.clone(),
             drops,
+            phases: self.phase_report(),
             details: Details::Model(ModelRun {
                 config: self.config.clone(),
                 failed_links: failures.iter().map(|link| link.0).collect(),
@@ -130,7 +131,6 @@ impl Sim<'_> {
                 end_ps: end,
                 degraded,
                 cc: self.cc_report(),
-                phases: self.phase_report(),
                 arf,
                 link_failures,
             }),

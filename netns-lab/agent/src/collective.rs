@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
+use ofan_model::deps::{FlowGraph, FlowStart, TriggerKind};
 use ofan_topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,33 @@ pub struct PlanFlow {
     pub dst: u32,
     /// Message size in bytes (application bytes, headers not counted).
     pub bytes: u64,
+    /// The flow starts once flow `after` — one whose destination is this flow's source — has
+    /// arrived in full at its source (a ring step waits for the previous step's chunk);
+    /// `None`: at the start. The source's agent keeps the dependency by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u32>,
+    /// The flow's phase: an index into [`Plan::phases`] (0 when the plan names none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub phase: u16,
+}
+
+impl PlanFlow {
+    /// A flow that starts at the start, in phase 0.
+    #[must_use]
+    pub const fn new(src: u32, dst: u32, bytes: u64) -> Self {
+        Self {
+            src,
+            dst,
+            bytes,
+            after: None,
+            phase: 0,
+        }
+    }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+const fn is_zero(phase: &u16) -> bool {
+    *phase == 0
 }
 
 /// How a plan was made (informational: agents only read the flows).
@@ -55,6 +83,28 @@ pub enum CollectiveKind {
     },
     /// An explicit host-to-host byte matrix.
     Matrix,
+    /// A ring collective whose steps wait for the previous step's chunk
+    /// ([`ofan_model::collective`]; the seed orders random rings).
+    RingCollective {
+        /// Which collective, servers, ring order.
+        collective: ofan_model::collective::Collective,
+        /// The seed.
+        seed: u64,
+    },
+}
+
+impl CollectiveKind {
+    /// The name in reports and on the command line (`permutation`, `ring-allreduce`, …).
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Permutation { .. } => "permutation",
+            Self::AllToAll => "all-to-all",
+            Self::Ring { .. } => "ring",
+            Self::Matrix => "matrix",
+            Self::RingCollective { collective, .. } => collective.kind.name(),
+        }
+    }
 }
 
 /// Which collective to plan: what `agent plan` and the experiments ask for. The permutation's
@@ -75,6 +125,10 @@ pub enum Collective {
         /// The matrix file's text.
         text: String,
     },
+    /// A ring all-reduce, all-gather or reduce-scatter of the model's
+    /// ([`ofan_model::collective`]): the message is each host's buffer, and every ring step
+    /// waits for the previous step's chunk ([`PlanFlow::after`]).
+    RingCollective(ofan_model::collective::Collective),
 }
 
 impl Collective {
@@ -86,6 +140,7 @@ impl Collective {
             Self::AllToAll => "all-to-all",
             Self::Ring { .. } => "ring",
             Self::Matrix { .. } => "matrix",
+            Self::RingCollective(collective) => collective.kind.name(),
         }
     }
 
@@ -106,6 +161,9 @@ impl Collective {
             Self::AllToAll => all_to_all(id, hosts, bytes),
             Self::Ring { stride } => ring(id, hosts, bytes, *stride),
             Self::Matrix { text } => matrix(id, hosts, text),
+            Self::RingCollective(collective) => {
+                ring_collective(id, hosts, bytes, *collective, seed)
+            }
         }
     }
 }
@@ -122,6 +180,10 @@ pub struct Plan {
     pub hosts: Vec<PlanHost>,
     /// The flows; flow id = position.
     pub flows: Vec<PlanFlow>,
+    /// The names of the phases the flows belong to ([`PlanFlow::phase`]); empty: one phase,
+    /// unnamed (reports give each named phase's completion time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<String>,
 }
 
 /// Why a plan cannot be built or used.
@@ -201,6 +263,28 @@ pub enum PlanError {
         /// Number of flows.
         flows: usize,
     },
+    /// A dependency the agents cannot keep: on a missing flow or on itself, on a flow that
+    /// does not arrive at this flow's source, or a cycle.
+    #[error("flow {flow}: {reason}")]
+    Dependency {
+        /// Flow id.
+        flow: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A phase index with no name in [`Plan::phases`].
+    #[error("flow {flow}: phase {phase}, but the plan names {phases} phases")]
+    Phase {
+        /// Flow id.
+        flow: usize,
+        /// Its phase.
+        phase: u16,
+        /// Phases named.
+        phases: usize,
+    },
+    /// A model workload that is no plan (its error, as the model gave it).
+    #[error("{0}")]
+    Model(String),
     /// Not valid plan JSON.
     #[error("plan JSON: {0}")]
     Json(#[from] serde_json::Error),
@@ -264,8 +348,66 @@ impl Plan {
             if flow.bytes == 0 {
                 return Err(PlanError::ZeroBytes { flow: id });
             }
+            if usize::from(flow.phase) >= self.phases.len().max(1) {
+                return Err(PlanError::Phase {
+                    flow: id,
+                    phase: flow.phase,
+                    phases: self.phases.len(),
+                });
+            }
+            if let Some(after) = flow.after {
+                let dependency = |reason: &str| PlanError::Dependency {
+                    flow: id,
+                    reason: format!("starts after flow {after}, {reason}"),
+                };
+                match self.flows.get(after as usize) {
+                    None => return Err(dependency("which does not exist")),
+                    Some(_) if after as usize == id => return Err(dependency("itself")),
+                    Some(before) if before.dst != flow.src => return Err(dependency(
+                        "which does not arrive at this flow's source (its agent could not see it)",
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        self.check_acyclic()
+    }
+
+    /// Refuses a cycle of [`PlanFlow::after`] dependencies (its flows would never start).
+    fn check_acyclic(&self) -> Result<(), PlanError> {
+        // Every flow waits for at most one other: follow each chain once, marking the flows
+        // seen on it (1) and the ones known to start (2).
+        let mut state = vec![0u8; self.flows.len()];
+        let mut chain = Vec::new();
+        for id in 0..self.flows.len() {
+            let mut at = id;
+            while state[at] == 0 {
+                state[at] = 1;
+                chain.push(at);
+                match self.flows[at].after {
+                    Some(after) => at = after as usize,
+                    None => break,
+                }
+            }
+            // Back on this chain (not at its end, whose flow waits for nothing): a cycle.
+            if state[at] == 1 && self.flows[at].after.is_some() {
+                return Err(PlanError::Dependency {
+                    flow: at,
+                    reason: "its dependencies form a cycle: it never starts".to_owned(),
+                });
+            }
+            for &seen in &chain {
+                state[seen] = 2;
+            }
+            chain.clear();
         }
         Ok(())
+    }
+
+    /// Whether some flow waits for another ([`PlanFlow::after`]).
+    #[must_use]
+    pub fn has_dependencies(&self) -> bool {
+        self.flows.iter().any(|flow| flow.after.is_some())
     }
 
     /// Index of the host called `name`.
@@ -321,6 +463,7 @@ fn finish(
         kind,
         hosts,
         flows,
+        phases: Vec::new(),
     };
     plan.validate()?;
     Ok(plan)
@@ -341,11 +484,7 @@ pub fn permutation(
     let flows = ofan_model::workload::permutation_destinations(n, seed)
         .into_iter()
         .enumerate()
-        .map(|(src, dst)| PlanFlow {
-            src: src as u32,
-            dst,
-            bytes,
-        })
+        .map(|(src, dst)| PlanFlow::new(src as u32, dst, bytes))
         .collect();
     finish(
         collective,
@@ -365,7 +504,7 @@ pub fn all_to_all(collective: u32, hosts: Vec<PlanHost>, bytes: u64) -> Result<P
         .flat_map(|src| {
             (0..n)
                 .filter(move |&dst| dst != src)
-                .map(move |dst| PlanFlow { src, dst, bytes })
+                .map(move |dst| PlanFlow::new(src, dst, bytes))
         })
         .collect();
     finish(collective, CollectiveKind::AllToAll, hosts, flows)
@@ -389,10 +528,9 @@ pub fn ring(
         });
     }
     let flows = (0..n)
-        .map(|src| PlanFlow {
-            src,
-            dst: ((u64::from(src) + u64::from(stride)) % u64::from(n)) as u32,
-            bytes,
+        .map(|src| {
+            let dst = (u64::from(src) + u64::from(stride)) % u64::from(n);
+            PlanFlow::new(src, dst as u32, bytes)
         })
         .collect();
     finish(collective, CollectiveKind::Ring { stride }, hosts, flows)
@@ -419,14 +557,93 @@ pub fn matrix(collective: u32, hosts: Vec<PlanHost>, text: &str) -> Result<Plan,
             row.iter()
                 .enumerate()
                 .filter(move |&(dst, &bytes)| dst != src && bytes > 0)
-                .map(move |(dst, &bytes)| PlanFlow {
-                    src: src as u32,
-                    dst: dst as u32,
-                    bytes,
-                })
+                .map(move |(dst, &bytes)| PlanFlow::new(src as u32, dst as u32, bytes))
         })
         .collect();
     finish(collective, CollectiveKind::Matrix, hosts, flows)
+}
+
+/// A ring collective of the model's over `hosts`, `bytes` per host (its buffer): the model's
+/// flows in the model's order ([`ofan_model::collective::Collective::graph`], same `seed`),
+/// each ring step after the previous step's chunk has arrived, every flow in its phase.
+///
+/// # Errors
+/// Fewer than two hosts or whole servers, empty messages or chunks, duplicate hosts.
+pub fn ring_collective(
+    collective_id: u32,
+    hosts: Vec<PlanHost>,
+    bytes: u64,
+    collective: ofan_model::collective::Collective,
+    seed: u64,
+) -> Result<Plan, PlanError> {
+    let n = check_hosts(&hosts, bytes)?;
+    let graph = collective
+        .graph(n, bytes, seed)
+        .map_err(|e| PlanError::Model(e.to_string()))?;
+    let plan = Plan {
+        collective: collective_id,
+        kind: CollectiveKind::RingCollective { collective, seed },
+        hosts,
+        flows: agent_dependencies(&graph)?,
+        phases: graph.phases,
+    };
+    plan.validate()?;
+    Ok(plan)
+}
+
+/// The flows of a model flow graph whose dependencies agents can keep by themselves: every
+/// trigger a one-shot that one flow's arrival fires, starting flows at that flow's destination
+/// (a ring's). Other graphs (htsim's barriers, send-done triggers, timed starts) would need
+/// the agents to tell each other; they are refused, naming the first obstacle.
+fn agent_dependencies(graph: &FlowGraph) -> Result<Vec<PlanFlow>, PlanError> {
+    let mut fired_by: Vec<Option<u32>> = vec![None; graph.triggers.len()];
+    for (id, flow) in graph.flows.iter().enumerate() {
+        let unsupported = |reason: &str| PlanError::Dependency {
+            flow: id,
+            reason: reason.to_owned(),
+        };
+        if flow.on_sent.is_some() {
+            return Err(unsupported(
+                "a send-done trigger: agents only keep arrivals",
+            ));
+        }
+        if let Some(trigger) = flow.on_received {
+            let slot = &mut fired_by[trigger as usize];
+            if slot.replace(id as u32).is_some() {
+                return Err(unsupported("a trigger that several flows fire"));
+            }
+        }
+    }
+    graph
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(id, flow)| {
+            let after = match flow.start {
+                FlowStart::At(0) => None,
+                FlowStart::At(_) => {
+                    return Err(PlanError::Dependency {
+                        flow: id,
+                        reason: "a timed start: agents start every flow at once".to_owned(),
+                    })
+                }
+                FlowStart::Trigger(trigger) => {
+                    if graph.triggers[trigger as usize].kind != TriggerKind::OneShot {
+                        return Err(PlanError::Dependency {
+                            flow: id,
+                            reason: "a barrier or multi-shot trigger".to_owned(),
+                        });
+                    }
+                    fired_by[trigger as usize]
+                }
+            };
+            Ok(PlanFlow {
+                after,
+                phase: flow.phase,
+                ..PlanFlow::new(flow.spec.src, flow.spec.dst, flow.spec.bytes)
+            })
+        })
+        .collect()
 }
 
 /// Parses a square byte matrix, rows = sources, columns = destinations.
@@ -568,6 +785,92 @@ mod tests {
         let a = permutation(1, hosts(16), 1, 1).unwrap();
         let b = permutation(1, hosts(16), 1, 2).unwrap();
         assert_ne!(a.flows, b.flows, "different seeds should differ");
+    }
+
+    #[test]
+    fn a_ring_all_reduce_is_the_models_graph_with_each_step_after_the_previous_chunk() {
+        use ofan_model::collective::{Collective as Ring, CollectiveKind as Kind, RingOrder};
+        let topology = Topology::fat_tree(4).unwrap();
+        let ring = Ring {
+            kind: Kind::AllReduce,
+            gpus_per_server: 2,
+            order: RingOrder::Random,
+        };
+        let plan = ring_collective(3, topology_hosts(&topology), 16 * 1000, ring, 5).unwrap();
+        let graph = ring.graph(16, 16 * 1000, 5).unwrap();
+        assert_eq!(plan.phases, ["reduce-scatter", "all-gather"]);
+        assert_eq!(plan.flows.len(), graph.flows.len());
+        assert!(plan.has_dependencies());
+        for (ours, theirs) in plan.flows.iter().zip(&graph.flows) {
+            let spec = theirs.spec;
+            assert_eq!(
+                (ours.src, ours.dst, ours.bytes),
+                (spec.src, spec.dst, spec.bytes)
+            );
+            assert_eq!(ours.phase, theirs.phase);
+            match (ours.after, theirs.start) {
+                (None, FlowStart::At(0)) => {}
+                (Some(after), FlowStart::Trigger(trigger)) => {
+                    let before = &graph.flows[after as usize];
+                    assert_eq!(before.on_received, Some(trigger));
+                    assert_eq!(before.spec.dst, ours.src, "the chunk arrives at the sender");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // 2 rings × 8 servers start at once; every later step waits.
+        assert_eq!(plan.flows.iter().filter(|f| f.after.is_none()).count(), 16);
+        assert_eq!(Plan::from_json(&plan.to_json()).unwrap(), plan);
+        // Seeds order random rings: the same seed, the same rings.
+        assert_eq!(
+            plan,
+            ring_collective(3, topology_hosts(&topology), 16 * 1000, ring, 5).unwrap()
+        );
+    }
+
+    #[test]
+    fn dependencies_the_agents_cannot_keep_are_refused() {
+        let base = permutation(1, hosts(4), 1000, 1).unwrap();
+        let with = |edit: &dyn Fn(&mut Plan)| {
+            let mut plan = base.clone();
+            edit(&mut plan);
+            plan.validate()
+        };
+        // A flow whose chunk arrives at a flow's source may gate it.
+        let feeder = |plan: &Plan, id: usize| {
+            plan.flows
+                .iter()
+                .position(|f| f.dst == plan.flows[id].src)
+                .unwrap() as u32
+        };
+        with(&|plan| plan.flows[0].after = Some(feeder(plan, 0))).unwrap();
+        let err = with(&|plan| plan.flows[0].after = Some(99)).unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        let err = with(&|plan| plan.flows[0].after = Some(0)).unwrap_err();
+        assert!(err.to_string().contains("itself"), "{err}");
+        let err = with(&|plan| {
+            let src = plan.flows[0].src;
+            let wrong = (1..plan.flows.len()).find(|&id| plan.flows[id].dst != src);
+            plan.flows[0].after = wrong.map(|id| id as u32);
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("does not arrive"), "{err}");
+        // Two flows each waiting for the other never start.
+        let mut cycle = ring(1, hosts(2), 1000, 1).unwrap();
+        cycle.flows[0].after = Some(1);
+        cycle.flows[1].after = Some(0);
+        let err = cycle.validate().unwrap_err();
+        assert!(err.to_string().contains("cycle"), "{err}");
+        let err = with(&|plan| plan.flows[1].phase = 1).unwrap_err();
+        assert!(matches!(err, PlanError::Phase { flow: 1, .. }), "{err}");
+        // Plans written before dependencies existed still read.
+        let old = r#"{"collective":1,"kind":{"type":"all-to-all"},
+            "hosts":[{"name":"a","address":"10.0.0.1"},{"name":"b","address":"10.0.0.3"}],
+            "flows":[{"src":0,"dst":1,"bytes":5}]}"#;
+        assert_eq!(
+            Plan::from_json(old).unwrap().flows[0],
+            PlanFlow::new(0, 1, 5)
+        );
     }
 
     #[test]

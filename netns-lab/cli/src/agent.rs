@@ -12,7 +12,7 @@ use ofan_lab_agent::traffic::{self, AgentConfig};
 use ofan_lab_agent::{monotonic_now_ns, report, wire, write_atomically};
 
 use super::units::{parse_duration, parse_rate, parse_size};
-use super::{CollectiveName, HostLbArg};
+use super::{CollectiveName, CollectiveOptions, HostLbArg};
 
 const AGENT_ABOUT: &str = "\
 Host traffic agent: sends this host's flows of a collective plan at ρ × link rate and ACKs \
@@ -227,12 +227,8 @@ struct PlanArgs {
     /// Seed of the permutation (the same seed gives the model's permutation).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Ring stride s.
-    #[arg(long, default_value_t = 1)]
-    stride: u32,
-    /// Byte matrix for `matrix`: CSV rows (sources) of columns (destinations), or JSON [[…]].
-    #[arg(long, value_name = "FILE", required_if_eq("collective", "matrix"))]
-    matrix: Option<PathBuf>,
+    #[command(flatten)]
+    shape: CollectiveOptions,
     /// Collective id carried in every packet (use a fresh one per run).
     #[arg(long, value_name = "ID", default_value_t = 1)]
     collective_id: u32,
@@ -484,9 +480,7 @@ fn write_plan(args: &PlanArgs) -> anyhow::Result<()> {
     };
     let bytes = parse_size(&args.size)?;
     let id = args.collective_id;
-    let collective = args
-        .collective
-        .collective(args.stride, args.matrix.as_deref())?;
+    let collective = args.shape.collective(args.collective)?;
     let plan = collective.plan(id, hosts, bytes, args.seed)?;
     let json = plan.to_json();
     eprintln!(

@@ -16,7 +16,7 @@ use ofan_lab_experiment::{
 
 use super::lab::EXPERIMENT_BUFFER;
 use super::units::{parse_rate, parse_size};
-use super::{results, CollectiveName, HostLbArg, Stderr};
+use super::{results, CollectiveName, CollectiveOptions, HostLbArg, Stderr};
 
 const RUN_AFTER_HELP: &str = "\
 Examples:
@@ -89,12 +89,8 @@ pub struct TrafficOptions {
     /// UDP payload of a full DATA packet (default: fills the lab's MTU).
     #[arg(long, value_name = "BYTES")]
     pub payload: Option<u32>,
-    /// Ring stride for `ring`.
-    #[arg(long, default_value_t = 1)]
-    pub stride: u32,
-    /// Byte matrix for `matrix` (CSV or JSON; see docs/agent.md).
-    #[arg(long, value_name = "FILE")]
-    pub matrix: Option<PathBuf>,
+    #[command(flatten)]
+    pub shape: CollectiveOptions,
     /// SCHED_FIFO priority of the agents' sender threads (0 = ordinary scheduling). Above the
     /// switches' workers (20): an agent is the host's NIC and its departures must be on time,
     /// a switch's late wake-up is measured by its shaper.
@@ -275,8 +271,7 @@ impl CompareArgs {
                 repeat,
                 seed: 1,
                 payload: None,
-                stride: 1,
-                matrix: None,
+                shape: CollectiveOptions::default(),
                 agent_rt_priority: AGENT_RT_PRIORITY,
                 agent_catch_up: true,
                 agent_spin_us: None,
@@ -353,7 +348,7 @@ impl TrafficOptions {
     }
 
     fn collective(&self, name: CollectiveName) -> anyhow::Result<Collective> {
-        name.collective(self.stride, self.matrix.as_deref())
+        self.shape.collective(name)
     }
 }
 

@@ -52,7 +52,7 @@ pub mod topo;
 mod units;
 pub mod view;
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -62,6 +62,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use ofan_lab_agent::collective::Collective;
 use ofan_lab_agent::entropy::HostLb;
 use ofan_lab_agent::read_matrix;
+use ofan_model::collective::RingOrder;
 use ofan_topology::TopologyKind;
 
 /// Labs, traffic, experiments and the model for the ofan load-balancing switch.
@@ -139,24 +140,106 @@ pub enum CollectiveName {
     Ring,
     /// Bytes from a host-to-host matrix (--matrix FILE, CSV or JSON).
     Matrix,
+    /// Ring all-reduce of a --size buffer per host: reduce-scatter, then all-gather, each
+    /// ring step starting when the previous step's chunk (--size / hosts) has arrived; rings
+    /// over servers of --gpus-per-server hosts, as the model's `ring-allreduce`.
+    RingAllreduce,
+    /// Ring all-gather (one phase of ring-allreduce).
+    RingAllgather,
+    /// Ring reduce-scatter (one phase of ring-allreduce).
+    RingReducescatter,
 }
 
-impl CollectiveName {
-    /// The collective, with `--stride` for `ring` and the `--matrix` file for `matrix` (which
-    /// needs one; the others take none).
+/// The flags that shape a collective (`run`, `compare`, `agent plan`): each belongs to some
+/// collectives, and is refused with another.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CollectiveOptions {
+    /// Ring stride for `ring`.
+    #[arg(long, default_value_t = 1)]
+    pub stride: u32,
+    /// Byte matrix for `matrix` (CSV or JSON; see docs/agent.md).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// Hosts per server for the ring collectives: rank r of each server sends to rank r of
+    /// the next server, so G rings cross the fabric (intra-server traffic is not sent).
+    /// Default 1: one flat ring over every host.
+    #[arg(long, value_name = "G")]
+    pub gpus_per_server: Option<u32>,
+    /// The servers' order on the rings of the ring collectives: index (server s to s + 1), or
+    /// random (default: drawn from the repetition's seed, as the model draws it).
+    #[arg(long, value_enum)]
+    pub ring_order: Option<RingOrderArg>,
+}
+
+impl Default for CollectiveOptions {
+    fn default() -> Self {
+        Self {
+            stride: 1,
+            matrix: None,
+            gpus_per_server: None,
+            ring_order: None,
+        }
+    }
+}
+
+/// `--ring-order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RingOrderArg {
+    Index,
+    Random,
+}
+
+impl From<RingOrderArg> for RingOrder {
+    fn from(order: RingOrderArg) -> Self {
+        match order {
+            RingOrderArg::Index => Self::Index,
+            RingOrderArg::Random => Self::Random,
+        }
+    }
+}
+
+impl CollectiveOptions {
+    /// Collective `name` with these flags: `--stride` for `ring`, the `--matrix` file for
+    /// `matrix` (which needs one), `--gpus-per-server` and `--ring-order` for the ring
+    /// collectives.
     ///
     /// # Errors
-    /// `matrix` without a file, a file for another collective, an unreadable file.
-    pub fn collective(self, stride: u32, matrix: Option<&Path>) -> anyhow::Result<Collective> {
-        Ok(match (self, matrix) {
-            (Self::Matrix, Some(path)) => Collective::Matrix {
+    /// `matrix` without a file, a flag for another collective, an unreadable file.
+    pub fn collective(&self, name: CollectiveName) -> anyhow::Result<Collective> {
+        use ofan_model::collective::{Collective as Steps, CollectiveKind};
+        let steps = |kind| {
+            Collective::RingCollective(Steps {
+                kind,
+                gpus_per_server: self.gpus_per_server.unwrap_or(1),
+                order: self.ring_order.unwrap_or(RingOrderArg::Random).into(),
+            })
+        };
+        let is_ring_collective = matches!(
+            name,
+            CollectiveName::RingAllreduce
+                | CollectiveName::RingAllgather
+                | CollectiveName::RingReducescatter
+        );
+        if !is_ring_collective && (self.gpus_per_server.is_some() || self.ring_order.is_some()) {
+            bail!("--gpus-per-server and --ring-order are for the ring collectives (ring-allreduce, …)");
+        }
+        if name != CollectiveName::Ring && self.stride != 1 {
+            bail!("--stride is only for the ring collective");
+        }
+        Ok(match (name, &self.matrix) {
+            (CollectiveName::Matrix, Some(path)) => Collective::Matrix {
                 text: read_matrix(path)?,
             },
-            (Self::Matrix, None) => bail!("matrix needs --matrix FILE"),
+            (CollectiveName::Matrix, None) => bail!("matrix needs --matrix FILE"),
             (_, Some(_)) => bail!("--matrix is only for the matrix collective"),
-            (Self::Permutation, None) => Collective::Permutation,
-            (Self::AllToAll, None) => Collective::AllToAll,
-            (Self::Ring, None) => Collective::Ring { stride },
+            (CollectiveName::Permutation, None) => Collective::Permutation,
+            (CollectiveName::AllToAll, None) => Collective::AllToAll,
+            (CollectiveName::Ring, None) => Collective::Ring {
+                stride: self.stride,
+            },
+            (CollectiveName::RingAllreduce, None) => steps(CollectiveKind::AllReduce),
+            (CollectiveName::RingAllgather, None) => steps(CollectiveKind::AllGather),
+            (CollectiveName::RingReducescatter, None) => steps(CollectiveKind::ReduceScatter),
         })
     }
 }
@@ -228,17 +311,48 @@ mod tests {
 
     #[test]
     fn collective_flags_are_checked_once_for_every_command() {
+        let with = |edit: &dyn Fn(&mut CollectiveOptions)| {
+            let mut options = CollectiveOptions::default();
+            edit(&mut options);
+            options
+        };
+        let ring = with(&|o| o.stride = 3);
         assert_eq!(
-            CollectiveName::Ring.collective(3, None).unwrap(),
+            ring.collective(CollectiveName::Ring).unwrap(),
             Collective::Ring { stride: 3 }
         );
-        assert!(CollectiveName::Matrix.collective(1, None).is_err());
-        let file = Path::new("/nonexistent/matrix.csv");
-        assert!(CollectiveName::Permutation
-            .collective(1, Some(file))
+        assert!(ring.collective(CollectiveName::Permutation).is_err());
+        let plain = CollectiveOptions::default();
+        assert!(plain.collective(CollectiveName::Matrix).is_err());
+        let file = with(&|o| o.matrix = Some("/nonexistent/matrix.csv".into()));
+        assert!(file
+            .collective(CollectiveName::Permutation)
             .unwrap_err()
             .to_string()
             .contains("only for the matrix"));
-        assert!(CollectiveName::Matrix.collective(1, Some(file)).is_err());
+        assert!(file.collective(CollectiveName::Matrix).is_err());
+        let servers = with(&|o| {
+            o.gpus_per_server = Some(2);
+            o.ring_order = Some(RingOrderArg::Index);
+        });
+        let Collective::RingCollective(steps) =
+            servers.collective(CollectiveName::RingAllreduce).unwrap()
+        else {
+            panic!("a ring collective");
+        };
+        assert_eq!(steps.gpus_per_server, 2);
+        assert_eq!(steps.order, RingOrder::Index);
+        let Collective::RingCollective(steps) = CollectiveOptions::default()
+            .collective(CollectiveName::RingAllgather)
+            .unwrap()
+        else {
+            panic!("a ring collective");
+        };
+        assert_eq!(
+            (steps.gpus_per_server, steps.order),
+            (1, RingOrder::Random),
+            "the model's defaults"
+        );
+        assert!(servers.collective(CollectiveName::AllToAll).is_err());
     }
 }

@@ -235,6 +235,21 @@ fn emulation_lost(drops: &Drops) -> String {
 /// ` (shapers late: p99 0.43 packet times at e-p1-0:p1; agents at 0.946 of their rate)`: what
 /// of the links' emulation failed a run's verdict (route changes and emulation drops are named
 /// after it), or nothing.
+/// Each phase's own completion time (`, reduce-scatter 0.962 s, all-gather 0.958 s`), empty
+/// for a collective without phases.
+fn phases_label(phases: &[ofan_model::PhaseRun]) -> String {
+    phases
+        .iter()
+        .map(|phase| {
+            let cct = phase.cct_ps.map_or_else(
+                || "incomplete".to_owned(),
+                |c| format!("{:.3} s", c as f64 * 1e-12),
+            );
+            format!(", {} {cct}", phase.name)
+        })
+        .collect()
+}
+
 fn unfaithful_links(fidelity: &ofan_model::report::Fidelity) -> String {
     let mut why = Vec::new();
     if fidelity.shaper_late_p99_packet_times > FAITHFUL_LATENESS {
@@ -289,8 +304,9 @@ pub fn progress_line(
     let increase = report
         .cct_increase
         .map_or_else(String::new, |i| format!(" (+{:.1} %)", i * 100.0));
+    let phases = phases_label(&report.phases);
     format!(
-        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
+        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}{phases}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
         variant.name(),
         size_label(lab.setup.message_bytes),
         lab.setup.repetition + 1,
@@ -351,6 +367,25 @@ pub fn progress_line(
 mod tests {
     use super::*;
     use ofan_model::report::Fidelity;
+
+    #[test]
+    fn a_run_with_phases_shows_each_phases_completion_time() {
+        let phase = |name: &str, cct_ps| ofan_model::PhaseRun {
+            name: name.to_owned(),
+            flows: 16,
+            start_ps: Some(0),
+            end_ps: cct_ps,
+            cct_ps,
+        };
+        assert_eq!(phases_label(&[]), "");
+        assert_eq!(
+            phases_label(&[
+                phase("reduce-scatter", Some(962_000_000_000)),
+                phase("all-gather", None)
+            ]),
+            ", reduce-scatter 0.962 s, all-gather incomplete"
+        );
+    }
 
     #[test]
     fn an_unfaithful_run_says_which_part_of_the_emulation_failed() {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use ofan_lab_agent::collective::{CollectiveKind, Plan};
+use ofan_lab_agent::collective::Plan;
 
 /// The file's name in the lab's state directory.
 pub const PROGRESS_FILE: &str = "progress.json";
@@ -20,7 +20,7 @@ pub const PROGRESS_FILE: &str = "progress.json";
 /// What `run` writes while a repetition runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunProgress {
-    /// The collective (`permutation`, `all-to-all`, `ring`, `matrix`).
+    /// The collective (`permutation`, `all-to-all`, `ring`, `matrix`, `ring-allreduce`, …).
     pub collective: String,
     /// The pid of the `run` process (a file left by a killed run names a dead process).
     pub pid: u32,
@@ -52,7 +52,7 @@ impl RunProgress {
     ) -> Self {
         let finished = |host: u32| done.get(host as usize).copied().unwrap_or(false);
         Self {
-            collective: collective_name(&plan.kind).to_owned(),
+            collective: plan.kind.name().to_owned(),
             pid,
             hosts: plan.hosts.len(),
             hosts_done: done.iter().filter(|d| **d).count(),
@@ -61,15 +61,6 @@ impl RunProgress {
             expected_s,
             cc,
         }
-    }
-}
-
-const fn collective_name(kind: &CollectiveKind) -> &'static str {
-    match kind {
-        CollectiveKind::Permutation { .. } => "permutation",
-        CollectiveKind::AllToAll => "all-to-all",
-        CollectiveKind::Ring { .. } => "ring",
-        CollectiveKind::Matrix => "matrix",
     }
 }
 
@@ -125,7 +116,7 @@ pub fn read(dir: &Path) -> Option<RunProgress> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ofan_lab_agent::collective::{PlanFlow, PlanHost};
+    use ofan_lab_agent::collective::{CollectiveKind, PlanFlow, PlanHost};
 
     #[test]
     fn flows_into_finished_receivers_are_done() {
@@ -135,12 +126,13 @@ mod tests {
                 address: std::net::Ipv4Addr::new(10, 0, 0, i),
             })
             .collect();
-        let flow = |src, dst| PlanFlow { src, dst, bytes: 1 };
+        let flow = |src, dst| PlanFlow::new(src, dst, 1);
         let plan = Plan {
             collective: 1,
             kind: CollectiveKind::AllToAll,
             hosts,
             flows: vec![flow(0, 1), flow(0, 2), flow(1, 2), flow(2, 0)],
+            phases: Vec::new(),
         };
         let progress = RunProgress::of(
             &plan,

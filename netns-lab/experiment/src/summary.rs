@@ -346,6 +346,7 @@ mod tests {
             }],
             packets: PacketCounts::default(),
             drops: Drops::default(),
+            phases: Vec::new(),
             details: Details::Lab(LabRun {
                 setup: LabSetup {
                     lab: "t".into(),

@@ -8,7 +8,11 @@
 //! the send side of its socket pool, and serves the hosts in the order their departures fall
 //! due; the receiver owns every host's receive socket (one epoll set) and all exactly-once
 //! accounting. They share only a stop flag and a channel carrying every new ACK (host, flow,
-//! sequence number, arrival time, entropy, CE) from the receiver to the sender.
+//! sequence number, arrival time, entropy, CE) from the receiver to the sender — and, for
+//! plans whose flows wait for others ([`PlanFlow::after`]), the arrival of each flow another
+//! waits for, with a wake-up of the sender so that the next ring step leaves at once.
+//!
+//! [`PlanFlow::after`]: super::collective::PlanFlow::after
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -120,6 +124,8 @@ struct OutFlow {
     packets: u32,
     /// UDP payload of the last packet.
     last_payload: u32,
+    /// The incoming flow (plan flow id) whose arrival starts this one (`None`: at the start).
+    after: Option<u32>,
 }
 
 /// Where a flow id leads on this host.
@@ -131,6 +137,16 @@ enum Role {
     Out(u32),
     /// Incoming flow, local index.
     In(u32),
+}
+
+/// What the receiver tells the sender about one of its hosts.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// A new ACK.
+    Ack(Feedback),
+    /// Every packet of this incoming flow (plan flow id) has arrived: the flows that wait for
+    /// it may start.
+    Arrived(u32),
 }
 
 /// A new ACK, from the receiver to the sender (recovery, and REPS's entropy feedback).
@@ -252,6 +268,8 @@ pub(super) struct HostSetup<'a> {
     roles: Vec<Role>,
     out_flows: Vec<OutFlow>,
     in_packets: Vec<u32>,
+    /// Per incoming flow: whether an own flow waits for its arrival ([`Event::Arrived`]).
+    in_gates: Vec<bool>,
     /// The receive socket: DATA in, ACKs out, ACKs in.
     receiver: Socket,
     /// The entropy pool and its source ports.
@@ -300,6 +318,7 @@ impl<'a> HostSetup<'a> {
                     dst_v4: SocketAddrV4::new(dst, config.port),
                     packets,
                     last_payload,
+                    after: flow.after,
                 }
             })
             .collect();
@@ -308,6 +327,10 @@ impl<'a> HostSetup<'a> {
             .iter()
             .filter(|flow| flow.dst == me)
             .map(|flow| packetize(flow.bytes, config.payload).0)
+            .collect();
+        let in_gates: Vec<bool> = (0..plan.flows.len() as u32)
+            .filter(|&id| plan.flows[id as usize].dst == me)
+            .map(|id| out_flows.iter().any(|flow| flow.after == Some(id)))
             .collect();
 
         // Every socket is bound to this host's plan address, so every packet leaves with the
@@ -371,6 +394,7 @@ impl<'a> HostSetup<'a> {
             roles,
             out_flows,
             in_packets,
+            in_gates,
             receiver,
             pool,
             ports,
@@ -487,13 +511,16 @@ pub fn run_agents(
             }
             result
         });
-        let receiver = scope.spawn(|| {
+        // The receiver wakes the sender when a flow others wait for has arrived.
+        let sender_thread = sender.thread().clone();
+        let (receivers, feedback_tx) = (&mut receivers, &feedback_tx);
+        let receiver = scope.spawn(move || {
             if let Some(priority) = first.realtime.map(receiver_priority) {
                 if let Err(e) = sys::set_realtime(priority) {
                     eprintln!("ofan-lab agent: receiver without real-time priority ({e})");
                 }
             }
-            let received = receive_loop(&mut receivers, &feedback_tx, stop);
+            let received = receive_loop(receivers, feedback_tx, stop, &sender_thread);
             stop.store(true, Ordering::Relaxed);
             received
         });

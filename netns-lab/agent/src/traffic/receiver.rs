@@ -15,12 +15,32 @@ pub(super) fn expected_peer(plan: &Plan, flow: u32, kind: Kind) -> Option<Ipv4Ad
     plan.hosts.get(host as usize).map(|host| host.address)
 }
 
+/// The receiver's line to the sender: the events it sends, and the thread it wakes when a
+/// flow others wait for has arrived (the sender may be asleep until its next departure).
+pub(super) struct ToSender<'a> {
+    pub events: &'a mpsc::Sender<(usize, Event)>,
+    pub thread: &'a std::thread::Thread,
+}
+
+impl ToSender<'_> {
+    fn ack(&self, host: usize, feedback: Feedback) {
+        let _ = self.events.send((host, Event::Ack(feedback)));
+    }
+
+    fn arrived(&self, host: usize, flow: u32) {
+        let _ = self.events.send((host, Event::Arrived(flow)));
+        self.thread.unpark();
+    }
+}
+
 /// One host's receiving state.
 pub(super) struct HostReceiver<'a> {
     /// The host's index among the agent's hosts (tags its ACK feedback).
     index: usize,
     config: &'a AgentConfig,
     roles: &'a [Role],
+    /// Per incoming flow: whether an own flow waits for its arrival.
+    gates: &'a [bool],
     socket: &'a Socket,
     /// The host link that carries DATA and ACKs instead of the socket, and the frame ACKs are
     /// built in (and arrivals read into) for it.
@@ -61,6 +81,7 @@ impl<'a> HostReceiver<'a> {
             index,
             config: host.config,
             roles: &host.roles,
+            gates: &host.in_gates,
             socket: &host.receiver,
             shared: host.shared.as_ref(),
             frame: shared::frame_buffer(),
@@ -123,7 +144,7 @@ impl<'a> HostReceiver<'a> {
         packet: &[u8],
         datagram: sys::Received,
         now: u64,
-        feedback: &mpsc::Sender<(usize, Feedback)>,
+        to_sender: &ToSender<'_>,
     ) {
         let stats = &mut self.stats;
         self.quiet_since = now;
@@ -181,7 +202,12 @@ impl<'a> HostReceiver<'a> {
                         stats.ignored.out_of_range += 1;
                         return;
                     }
-                    Seen::New if set.complete() => self.ins_done += 1,
+                    Seen::New if set.complete() => {
+                        self.ins_done += 1;
+                        if self.gates[local] {
+                            to_sender.arrived(self.index, header.flow);
+                        }
+                    }
                     Seen::New | Seen::Duplicate => {}
                 }
                 stats.arrivals[local] += 1;
@@ -211,7 +237,7 @@ impl<'a> HostReceiver<'a> {
                 if ce {
                     stats.ack_ce[local] += 1;
                 }
-                let _ = feedback.send((
+                to_sender.ack(
                     self.index,
                     Feedback {
                         flow: local as u32,
@@ -221,7 +247,7 @@ impl<'a> HostReceiver<'a> {
                         entropy: header.entropy,
                         ce,
                     },
-                ));
+                );
             }
             _ => stats.ignored.unknown_flow += 1,
         }
@@ -229,17 +255,13 @@ impl<'a> HostReceiver<'a> {
 
     /// Handles everything waiting in the socket (or the host link: the receiver reads it again
     /// at its next poll, [`LINK_POLL`]).
-    fn drain(
-        &mut self,
-        buf: &mut [u8],
-        feedback: &mpsc::Sender<(usize, Feedback)>,
-    ) -> anyhow::Result<()> {
+    fn drain(&mut self, buf: &mut [u8], to_sender: &ToSender<'_>) -> anyhow::Result<()> {
         if let Some(shared) = self.shared {
             while let Some(datagram) =
                 shared.recv(&mut self.frame, buf, &mut self.stats.ignored.malformed)
             {
                 let now = sys::monotonic_ns();
-                self.on_datagram(&buf[..datagram.len], datagram, now, feedback);
+                self.on_datagram(&buf[..datagram.len], datagram, now, to_sender);
             }
             return Ok(());
         }
@@ -251,7 +273,7 @@ impl<'a> HostReceiver<'a> {
                 Err(e) => return Err(e).context("receiving"),
             };
             let now = sys::monotonic_ns();
-            self.on_datagram(&buf[..datagram.len], datagram, now, feedback);
+            self.on_datagram(&buf[..datagram.len], datagram, now, to_sender);
         }
     }
 
@@ -260,11 +282,11 @@ impl<'a> HostReceiver<'a> {
     fn take_input(
         &mut self,
         buf: &mut [u8],
-        feedback: &mpsc::Sender<(usize, Feedback)>,
+        to_sender: &ToSender<'_>,
         stop: &AtomicBool,
         epoll: &sys::Epoll,
     ) -> anyhow::Result<()> {
-        self.drain(buf, feedback)
+        self.drain(buf, to_sender)
             .with_context(|| format!("host {}", self.name()))?;
         if self
             .check(sys::monotonic_ns(), stop, None)
@@ -347,9 +369,14 @@ impl Release {
 /// A receive error or an uncreatable done file, naming the host.
 pub(super) fn receive_loop(
     hosts: &mut [HostReceiver<'_>],
-    feedback: &mpsc::Sender<(usize, Feedback)>,
+    events: &mpsc::Sender<(usize, Event)>,
     stop: &AtomicBool,
+    sender: &std::thread::Thread,
 ) -> anyhow::Result<()> {
+    let to_sender = &ToSender {
+        events,
+        thread: sender,
+    };
     let epoll = sys::Epoll::new().context("epoll")?;
     for (index, host) in hosts.iter().enumerate() {
         host.socket
@@ -374,7 +401,7 @@ pub(super) fn receive_loop(
                 if !host.shared.is_some_and(SharedLink::pending) {
                     continue;
                 }
-                host.take_input(&mut buf, feedback, stop, &epoll)?;
+                host.take_input(&mut buf, to_sender, stop, &epoll)?;
             }
         }
         if now >= next_sweep {
@@ -416,7 +443,7 @@ pub(super) fn receive_loop(
             if host.finished {
                 continue;
             }
-            host.take_input(&mut buf, feedback, stop, &epoll)?;
+            host.take_input(&mut buf, to_sender, stop, &epoll)?;
         }
     }
 }

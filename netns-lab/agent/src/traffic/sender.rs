@@ -123,6 +123,8 @@ pub(super) struct HostSender<'a> {
     /// Own flows with new packets left, served round-robin from `cursor`.
     active: Vec<usize>,
     cursor: usize,
+    /// Own flows that wait for an incoming flow's arrival ([`OutFlow::after`]).
+    waiting: Vec<usize>,
     /// The sender waited for a timer or an ACK with nothing to send: the next departure is not
     /// late, it resumes the schedule from then.
     idle: bool,
@@ -177,8 +179,13 @@ impl<'a> HostSender<'a> {
             blocked_since: None,
             buf: vec![0u8; config.payload as usize],
             next_sequence: vec![0u32; flows.len()],
-            active: (0..flows.len()).filter(|&i| flows[i].packets > 0).collect(),
+            active: (0..flows.len())
+                .filter(|&i| flows[i].packets > 0 && flows[i].after.is_none())
+                .collect(),
             cursor: 0,
+            waiting: (0..flows.len())
+                .filter(|&i| flows[i].packets > 0 && flows[i].after.is_some())
+                .collect(),
             idle: false,
             finished: false,
             acks_charged: 0,
@@ -198,6 +205,10 @@ impl<'a> HostSender<'a> {
             return None;
         }
         if self.idle {
+            if self.blocked_until.is_none() && !self.active.is_empty() {
+                // A flow that waited for an arrival may start: at once.
+                return Some(due);
+            }
             let timer = match self.blocked_until {
                 // Waiting for room in a window: the packets that wait for it are not due, an
                 // ACK (looked for from `until` on) or an expired timer is.
@@ -207,6 +218,26 @@ impl<'a> HostSender<'a> {
             return Some(timer.min(self.deadline_ns).max(due));
         }
         Some(due)
+    }
+
+    /// Applies what the receiver passed on.
+    pub(super) fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Ack(ack) => self.on_feedback(ack),
+            Event::Arrived(flow) => self.on_arrived(flow),
+        }
+    }
+
+    /// Incoming flow `flow` has arrived: the own flows that waited for it join the round
+    /// robin.
+    fn on_arrived(&mut self, flow: u32) {
+        let flows = self.flows;
+        let (starting, still): (Vec<usize>, Vec<usize>) = self
+            .waiting
+            .iter()
+            .partition(|&&local| flows[local].after == Some(flow));
+        self.waiting = still;
+        self.active.extend(starting);
     }
 
     /// Applies an ACK the receiver passed on.
@@ -268,9 +299,14 @@ impl<'a> HostSender<'a> {
         } else if let (None, Some(&local)) = (self.blocked_until, self.active.get(self.cursor)) {
             (local, self.next_sequence[local], false)
         } else {
-            // Nothing to send until a timer expires, or an ACK opens a window or completes
-            // the flows.
+            // Nothing to send until a timer expires, an ACK opens a window or completes the
+            // flows, or a flow that waits for an arrival may start. That wait is the
+            // collective's, not the pacer's: it is left out of the paced phase as a window's.
             self.idle = true;
+            if self.active.is_empty() && !self.waiting.is_empty() {
+                let acks = self.link.ack_bytes();
+                self.blocked_since.get_or_insert((due.min(now), acks));
+            }
             if now >= self.deadline_ns {
                 self.finished = true;
             }
@@ -430,7 +466,7 @@ impl<'a> HostSender<'a> {
 /// A host's send error, naming the host.
 pub(super) fn send_loop(
     hosts: &mut [HostSender<'_>],
-    feedback: &mpsc::Receiver<(usize, Feedback)>,
+    feedback: &mpsc::Receiver<(usize, Event)>,
     stop: &AtomicBool,
     spin_ns: u64,
     grid_ns: u64,
@@ -459,7 +495,10 @@ pub(super) fn send_loop(
         // Never sleep longer than IDLE_POLL: the stop flag is checked that often.
         let poll_end = sys::monotonic_ns() + IDLE_POLL.as_nanos() as u64;
         if at > poll_end {
-            sys::sleep_until_ns(poll_end);
+            // Parked, not asleep: the receiver unparks the sender when a flow others wait
+            // for has arrived (a spurious wake-up only loops once more).
+            let now = sys::monotonic_ns();
+            std::thread::park_timeout(Duration::from_nanos(poll_end.saturating_sub(now)));
             continue;
         }
         let now = wait_until(at, spin_ns);
@@ -509,11 +548,11 @@ fn new_recovery(config: &AgentConfig, packets: &[u32]) -> SelectiveRepeat {
     }
 }
 
-/// Applies every ACK the receiver has passed on so far, each to its host.
-fn take_acks(feedback: &mpsc::Receiver<(usize, Feedback)>, hosts: &mut [HostSender<'_>]) {
-    while let Ok((host, ack)) = feedback.try_recv() {
+/// Applies everything the receiver has passed on so far, each to its host.
+fn take_acks(feedback: &mpsc::Receiver<(usize, Event)>, hosts: &mut [HostSender<'_>]) {
+    while let Ok((host, event)) = feedback.try_recv() {
         if let Some(host) = hosts.get_mut(host) {
-            host.on_feedback(ack);
+            host.on_event(event);
         }
     }
 }
@@ -587,6 +626,7 @@ mod tests {
                     dst_v4: to,
                     packets: 3,
                     last_payload,
+                    after: None,
                 }],
                 pool: [socket],
                 link: HostLink::new(1e7),
@@ -693,6 +733,32 @@ mod tests {
             "a held-back host is not late"
         );
         assert!(stats.mean_window.is_some());
+    }
+
+    #[test]
+    fn a_flow_that_waits_for_an_arrival_starts_at_once_when_it_arrives() {
+        let mut fixture = OneFlow::new(loopback_config(1, Duration::from_millis(50)), 1472);
+        fixture.flows[0].after = Some(1);
+        let deadline = fixture.config.start_at_ns + 50_000_000;
+        let mut host = fixture.sender(deadline);
+        host.step(1_000_000).unwrap();
+        // Nothing to send and no timer running: idle until the deadline.
+        assert_eq!(host.next_wake(), Some(deadline));
+        host.on_event(Event::Arrived(7));
+        assert_eq!(host.next_wake(), Some(deadline), "another flow's arrival");
+        host.on_event(Event::Arrived(1));
+        let due = host.next_wake().unwrap();
+        assert!(due <= 5_000_000, "due at once, not at the deadline");
+        host.step(5_000_000).unwrap();
+        assert_eq!(host.next_wake(), Some(6_230_400), "paced from its start");
+        host.step(6_230_400).unwrap();
+        host.step(7_460_800).unwrap();
+        let stats = host.finish(false);
+        assert_eq!(stats.packets, 3);
+        assert_eq!(stats.first_ns, Some(5_000_000));
+        // The wait was the collective's: out of the paced phase, and not lateness.
+        assert_eq!(stats.blocked_ns, 4_000_000);
+        assert_eq!(stats.lateness.summary().max_ns, 0);
     }
 
     #[test]

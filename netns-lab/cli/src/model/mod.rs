@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use ofan_dataplane::lb::dragonfly::DragonflyScheme;
-use ofan_model::collective::{Collective, CollectiveKind, RingOrder};
+use ofan_model::collective::{Collective, CollectiveKind};
 use ofan_model::dragonfly::{
     run_dragonfly, DragonflyConfig, DragonflyReport, DragonflyWorkload, DRAGONFLY_ARF_DELAY_PS,
     DRAGONFLY_ARF_WINDOW_PS,
@@ -35,7 +35,7 @@ use ofan_model::{
 };
 use ofan_topology::DragonflyShape;
 
-use super::Shape;
+use super::{RingOrderArg, Shape};
 use bench::{bench, BenchArgs};
 use figure::*;
 use output::*;
@@ -145,12 +145,6 @@ impl ModelShape {
             Self::Dragonfly => bail!("{what} runs on fat trees and leaf-spines; a dragonfly runs with `model run --topology dragonfly`"),
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum RingOrderArg {
-    Index,
-    Random,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -629,10 +623,7 @@ impl Common {
                 fsdp.layers = self.layers.unwrap_or(fsdp.layers);
                 fsdp.gpus_per_server = self.gpus_per_server.unwrap_or(8);
                 fsdp.gate = self.fsdp_gate.gate();
-                fsdp.order = match self.ring_order {
-                    RingOrderArg::Index => RingOrder::Index,
-                    RingOrderArg::Random => RingOrder::Random,
-                };
+                fsdp.order = self.ring_order.into();
                 Workload::Fsdp { fsdp }
             }
             WorkloadKind::RingAllreduce
@@ -645,10 +636,7 @@ impl Common {
                         _ => CollectiveKind::ReduceScatter,
                     },
                     gpus_per_server: self.gpus_per_server.unwrap_or(1),
-                    order: match self.ring_order {
-                        RingOrderArg::Index => RingOrder::Index,
-                        RingOrderArg::Random => RingOrder::Random,
-                    },
+                    order: self.ring_order.into(),
                 },
             },
         };

@@ -89,7 +89,7 @@ pub(super) fn print_reports(reports: &[RunReport]) {
     }
     for r in reports {
         let model = model_of(r);
-        for phase in &model.phases {
+        for phase in &r.phases {
             let us =
                 |ps: Option<u64>| ps.map_or("-".into(), |ps| format!("{:.3}", ps as f64 / 1e6));
             println!(

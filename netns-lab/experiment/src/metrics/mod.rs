@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use ofan_dataplane::forward::DropReason;
 use ofan_dataplane::telemetry::{PortSnapshot, SwitchSnapshot};
 pub use ofan_model::report::{
-    Census, Delivery, Details, Drops, Fidelity, LabRun, LabSetup, PacketCounts, QueueStats,
-    RunReport, SlowedLink, Stage, SCHEMA,
+    Census, Delivery, Details, Drops, Fidelity, LabRun, LabSetup, PacketCounts, PhaseRun,
+    QueueStats, RunReport, SlowedLink, Stage, SCHEMA,
 };
 use ofan_topology::{
     BoundSystem, FailedLinks, Forwarding, LinkParams, NodeId, PortDirection, Role, SendRate,
@@ -434,6 +434,7 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
         queues,
         packets,
         drops,
+        phases: phases(input.plan, input.reports),
         details: Details::Lab(LabRun {
             setup: setup.clone(),
             delivery,
@@ -443,6 +444,53 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
             machine: None,
         }),
     })
+}
+
+/// Each named phase of `plan` ([`Plan::phases`]) as the agents saw it, in ps from the first
+/// DATA packet sent anywhere (the model's time 0): from the first packet its flows sent to the
+/// last ACK they received; no end while a flow of it was not ACKed in full.
+fn phases(plan: &Plan, reports: &[AgentReport]) -> Vec<PhaseRun> {
+    let Some(origin) = reports.iter().filter_map(|r| r.first_send_ns).min() else {
+        return Vec::new();
+    };
+    let mut phases: Vec<PhaseRun> = plan
+        .phases
+        .iter()
+        .map(|name| PhaseRun {
+            name: name.clone(),
+            flows: 0,
+            start_ps: None,
+            end_ps: Some(0),
+            cct_ps: None,
+        })
+        .collect();
+    let ps = |ns: u64| ns.saturating_sub(origin).saturating_mul(1000);
+    for flow in reports.iter().flat_map(|report| &report.flows) {
+        let Some(phase) = plan
+            .flows
+            .get(flow.flow as usize)
+            .and_then(|spec| phases.get_mut(usize::from(spec.phase)))
+        else {
+            continue;
+        };
+        phase.flows += 1;
+        if let Some(first) = flow.first_send_ns {
+            let start = ps(first);
+            phase.start_ps = Some(phase.start_ps.map_or(start, |s| s.min(start)));
+        }
+        let done = flow.last_ack_ns.filter(|_| flow.acks == flow.packets);
+        phase.end_ps = phase.end_ps.zip(done).map(|(end, done)| end.max(ps(done)));
+    }
+    for phase in &mut phases {
+        if phase.flows == 0 {
+            phase.end_ps = None;
+        }
+        phase.cct_ps = phase
+            .start_ps
+            .zip(phase.end_ps)
+            .map(|(s, e)| e.saturating_sub(s));
+    }
+    phases
 }
 
 /// One port's change over a repetition.

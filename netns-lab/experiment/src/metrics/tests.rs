@@ -647,3 +647,40 @@ fn rho_max_follows_the_labs_failures() {
     let cut: FailedLinks = topology.up_ports(edge.id).iter().map(|p| p.link).collect();
     assert!(rho_max(&topology, &cut, &plan).is_err());
 }
+
+#[test]
+fn each_phase_runs_from_its_first_send_to_its_last_ack() {
+    let mut s = quiet_scenario();
+    s.plan.phases = vec!["reduce-scatter".into(), "all-gather".into()];
+    let t0 = s.reports[0].first_send_ns.unwrap();
+    for (id, flow) in s.plan.flows.iter_mut().enumerate() {
+        flow.phase = u16::from(id >= 8);
+    }
+    for report in &mut s.reports {
+        let flow = &mut report.flows[0];
+        if flow.flow >= 8 {
+            flow.first_send_ns = Some(t0 + 1_200_000_000 + u64::from(flow.flow));
+            flow.last_ack_ns = Some(t0 + 2_000_000_000 - u64::from(flow.flow));
+        }
+    }
+    let phases = evaluate_scenario(&s).phases;
+    assert_eq!(phases.len(), 2);
+    let (first, second) = (&phases[0], &phases[1]);
+    assert_eq!((first.name.as_str(), first.flows), ("reduce-scatter", 8));
+    assert_eq!(first.start_ps, Some(0));
+    assert_eq!(first.end_ps, Some(1_000_000_000_000));
+    assert_eq!(second.start_ps, Some(1_200_000_008_000));
+    assert_eq!(second.end_ps, Some(1_999_999_992_000));
+    assert_eq!(second.cct_ps, Some(799_999_984_000));
+    // A flow not ACKed in full leaves its phase without an end.
+    s.reports[15].flows[0].acks -= 1;
+    let phases = evaluate_scenario(&s).phases;
+    assert_eq!((phases[1].end_ps, phases[1].cct_ps), (None, None));
+    assert!(phases[0].cct_ps.is_some());
+    // Plans without named phases report none.
+    s.plan.phases.clear();
+    for flow in &mut s.plan.flows {
+        flow.phase = 0;
+    }
+    assert!(evaluate_scenario(&s).phases.is_empty());
+}
