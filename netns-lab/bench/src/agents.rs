@@ -20,7 +20,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use ofan_dataplane::afxdp::bench::frame::UdpFlows;
 use ofan_dataplane::afxdp::bench::gen::{GenConfig, TrafficGen};
-use ofan_dataplane::afxdp::bench::live::{LiveConfig, LiveCounter, LiveGen};
+use ofan_dataplane::afxdp::bench::live::{LiveConfig, LiveCounter, LiveError, LiveGen};
 use ofan_dataplane::afxdp::bench::sink::{SinkCount, XdpSink};
 use ofan_dataplane::afxdp::pin_to_cpu;
 use ofan_dataplane::afxdp::redirect::XdpRedirect;
@@ -34,6 +34,10 @@ pub enum GenKind {
     Live,
     /// An AF_XDP TX-only socket in copy mode (an skb per frame: slow, but works everywhere).
     Afxdp,
+    /// Live frames where the kernel runs them, else (refused: an old kernel, a sandbox) an
+    /// AF_XDP socket — unless paced (`rate_mpps`, live frames only), which then fails; with
+    /// several queues an AF_XDP socket.
+    Auto,
 }
 
 impl GenKind {
@@ -43,6 +47,7 @@ impl GenKind {
         match self {
             Self::Live => "live",
             Self::Afxdp => "afxdp",
+            Self::Auto => "auto",
         }
     }
 }
@@ -141,9 +146,42 @@ enum Generator {
 
 impl Generator {
     /// The generator of TX queue `queue`: its share of the flows (`f mod queues == queue`).
+    /// [`GenKind::Auto`] falls back from live frames the kernel refuses to an AF_XDP socket.
     fn open(options: &GenOptions, flows: &UdpFlows, queue: u32) -> anyhow::Result<Self> {
-        Ok(match options.kind {
-            GenKind::Afxdp => {
+        if options.kind != GenKind::Auto {
+            return Self::open_kind(options.kind, options, flows, queue);
+        }
+        match Self::open_kind(GenKind::Live, options, flows, queue) {
+            Err(error)
+                if options.rate_mpps.is_none()
+                    && matches!(
+                        error.downcast_ref::<LiveError>(),
+                        Some(LiveError::Refused { .. })
+                    ) =>
+            {
+                eprintln!("ofan-lab bench gen: {error}: sending from an AF_XDP socket");
+                Self::open_kind(GenKind::Afxdp, options, flows, queue)
+            }
+            opened => opened,
+        }
+    }
+
+    /// How it sends.
+    const fn kind(&self) -> GenKind {
+        match self {
+            Self::Afxdp(_) => GenKind::Afxdp,
+            Self::Live(_) => GenKind::Live,
+        }
+    }
+
+    fn open_kind(
+        kind: GenKind,
+        options: &GenOptions,
+        flows: &UdpFlows,
+        queue: u32,
+    ) -> anyhow::Result<Self> {
+        Ok(match kind {
+            GenKind::Afxdp | GenKind::Auto => {
                 let config = GenConfig {
                     interface: options.interface.clone(),
                     queue,
@@ -277,6 +315,11 @@ pub fn gen(
         frame_size: options.frame_size,
     };
     flows.frames(options.flows)?; // checked here, before a thread starts
+    let mut options = options.clone();
+    if options.kind == GenKind::Auto && options.queues > 1 {
+        options.kind = GenKind::Afxdp;
+    }
+    let options = &options;
     if options.queues == 0 || (options.queues > 1 && options.kind != GenKind::Afxdp) {
         anyhow::bail!(
             "--queues {}: the live generator sends on one queue (a veth puts a live frame on the \
@@ -292,6 +335,7 @@ pub fn gen(
         );
     }
     let stop = Arc::new(AtomicBool::new(false));
+    let mut kind = options.kind;
     let cpu = options.cpu;
     // One sender thread per queue, each opening its generator (xdpilone's UMEM is not `Send`).
     let mut senders = Vec::new();
@@ -314,7 +358,7 @@ pub fn gen(
                     };
                     match setup().and_then(|generator| Ok((generator.counter()?, generator))) {
                         Ok((counter, mut generator)) => {
-                            let _ = opened.send(Ok(counter));
+                            let _ = opened.send(Ok((counter, generator.kind())));
                             Some(generator.run(&stop, &sent))
                         }
                         Err(error) => {
@@ -328,8 +372,8 @@ pub fn gen(
         let counter = is_open
             .recv()
             .context("a sender thread died while opening its socket")?;
-        let counter = match counter {
-            Ok(counter) => counter,
+        let (counter, opened_kind) = match counter {
+            Ok(opened) => opened,
             Err(error) => {
                 stop.store(true, Ordering::Relaxed);
                 return Err(error);
@@ -337,12 +381,13 @@ pub fn gen(
         };
         senders.push(sender);
         counters.push((counter, sent));
+        kind = opened_kind;
     }
     say(
         &mut output,
         format_args!(
             "ready gen={} interface={} frame_len={} flows={} queues={} cpu={}",
-            options.kind.name(),
+            kind.name(),
             options.interface,
             flows.len(),
             options.flows,

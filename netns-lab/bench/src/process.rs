@@ -215,6 +215,8 @@ pub struct Agent {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     log: PathBuf,
+    /// The `ready …` line it answered with.
+    ready: String,
 }
 
 impl Agent {
@@ -246,12 +248,22 @@ impl Agent {
             child,
             lines,
             log: path,
+            ready: String::new(),
         };
         let line = agent.line(Duration::from_secs(10))?;
         if !line.starts_with("ready") {
             bail!("{label} said `{line}` instead of ready");
         }
+        agent.ready = line;
         Ok(agent)
+    }
+
+    /// The value of `key=` in its `ready` line (`gen` of a generator: how it sends).
+    #[must_use]
+    pub fn ready_field(&self, key: &str) -> Option<&str> {
+        self.ready
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
     }
 
     fn line(&mut self, timeout: Duration) -> anyhow::Result<String> {

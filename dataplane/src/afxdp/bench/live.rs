@@ -111,6 +111,20 @@ pub enum LiveError {
         #[source]
         source: ProgramError,
     },
+    /// The kernel loads the program but will not run it in live-frames mode (EPERM or
+    /// EOPNOTSUPP on the first frame): a kernel before 5.18, or a sandbox that denies it.
+    #[error(
+        "the kernel refuses XDP live frames (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES) on \
+         `{interface}`: it needs Linux 5.18 or later, and some sandboxes deny it; an AF_XDP \
+         socket (`--gen afxdp`) sends instead"
+    )]
+    Refused {
+        /// The interface.
+        interface: String,
+        /// aya's error, with the errno.
+        #[source]
+        source: ProgramError,
+    },
 }
 
 /// What a live-frames generator did.
@@ -264,7 +278,7 @@ impl LiveGen {
             .take_map(GEN_COUNT_MAP)
             .and_then(|map| PerCpuArray::try_from(map).ok())
             .ok_or(LiveError::Missing)?;
-        Ok(Self {
+        let mut generator = Self {
             ebpf,
             interface: config.interface.clone(),
             context: xdp_md(frame.len() as u32, ifindex),
@@ -273,7 +287,48 @@ impl LiveGen {
             counts_id,
             chunk: config.chunk,
             batch_size: config.batch_size,
-        })
+        };
+        generator.probe()?;
+        Ok(generator)
+    }
+
+    /// Sends one frame, so that a kernel that will not run live frames says so at once (a
+    /// [`LiveError::Refused`]) rather than at the first chunk, after the generator said it
+    /// was ready. The frame counts like every other.
+    fn probe(&mut self) -> Result<(), LiveError> {
+        let Self {
+            ebpf,
+            interface,
+            frame,
+            context,
+            ..
+        } = self;
+        let options = TestRunOptions {
+            data_in: Some(frame),
+            ctx_in: Some(context),
+            repeat: 1,
+            attrs: TestRunAttrs::new().xdp_live_frames(1),
+            ..TestRunOptions::new()
+        };
+        match program(ebpf)?.test_run(options) {
+            Ok(_) => Ok(()),
+            Err(ProgramError::SyscallError(error))
+                if matches!(
+                    error.io_error.raw_os_error(),
+                    Some(libc::EPERM | libc::EOPNOTSUPP)
+                ) =>
+            {
+                Err(LiveError::Refused {
+                    interface: interface.clone(),
+                    source: ProgramError::SyscallError(error),
+                })
+            }
+            Err(source) => Err(LiveError::Program {
+                step: "running",
+                interface: interface.clone(),
+                source,
+            }),
+        }
     }
 
     /// Frames the program has transmitted so far, summed over the CPUs.

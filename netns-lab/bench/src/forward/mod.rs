@@ -188,8 +188,8 @@ impl Options {
             if !(rate.is_finite() && rate > 0.0) {
                 bail!("--rate must be a positive number of Mpps");
             }
-            if self.generator != GenKind::Live {
-                bail!("--rate needs --gen live");
+            if self.generator == GenKind::Afxdp {
+                bail!("--rate needs --gen live (or auto, which then sends live frames only)");
             }
         }
         if self.candidates.is_empty() {
@@ -199,7 +199,7 @@ impl Options {
         if !(1..=max).contains(&self.queues) {
             bail!("--queues {}: 1 to {max}", self.queues);
         }
-        if self.queues > 1 && self.generator != GenKind::Afxdp && self.ports.is_none() {
+        if self.queues > 1 && self.generator == GenKind::Live && self.ports.is_none() {
             bail!(
                 "--queues {} needs --gen afxdp: a veth puts a live frame on the RX queue of the CPU \
                  that sends it, so one live generator fills one queue",

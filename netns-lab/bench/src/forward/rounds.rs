@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use super::candidates::{reason_of, Dut};
 use super::fabric::{Fabric, DEST_IP, GEN_IP};
 use super::{Candidate, Observer, Setup};
-use crate::agents::GenOptions;
+use crate::agents::{GenKind, GenOptions};
 use crate::process::{self, child, pause, Agent, Reading};
 use crate::report::{DutQueues, Outcome, Sample};
 use ofan_lab::netns::Namespaces;
@@ -18,6 +18,8 @@ use ofan_lab::netns::Namespaces;
 pub(super) struct Rounds<'a> {
     setup: &'a Setup<'a>,
     meter: Meter<'a>,
+    /// `--gen auto` fell back to an AF_XDP socket, and the user was told.
+    told_fallback: std::cell::Cell<bool>,
 }
 
 /// Where a measurement's counts come from.
@@ -57,6 +59,7 @@ impl<'a> Rounds<'a> {
                 fabric,
                 sink,
             },
+            told_fallback: std::cell::Cell::new(false),
         })
     }
 
@@ -65,6 +68,7 @@ impl<'a> Rounds<'a> {
         Self {
             setup,
             meter: Meter::Ports,
+            told_fallback: std::cell::Cell::new(false),
         }
     }
 
@@ -138,7 +142,19 @@ impl<'a> Rounds<'a> {
         };
         let mut command = child(namespaces, "gen", options.nice, &options.ofan_lab);
         command.args(["bench", "gen"]).args(generator.args());
-        Agent::start(label, command, self.setup.dir).map(Some)
+        let agent = Agent::start(label, command, self.setup.dir)?;
+        let sends = agent.ready_field("gen");
+        if options.generator == GenKind::Auto
+            && sends == Some(GenKind::Afxdp.name())
+            && !self.told_fallback.replace(true)
+        {
+            eprintln!(
+                "note: the kernel refuses XDP live frames here (its log: {}): the generator sends \
+                 from an AF_XDP socket, which offers fewer frames per second",
+                self.setup.dir.join(format!("{label}.log")).display()
+            );
+        }
+        Ok(Some(agent))
     }
 
     /// Frames offered so far: the generator's count, or what the input port received.

@@ -15,6 +15,10 @@ pub enum GenName {
     Live,
     /// An AF_XDP TX-only socket in copy mode (an skb per frame: slow, but works everywhere).
     Afxdp,
+    /// Live frames where the kernel runs them, else an AF_XDP socket (a kernel before 5.18, or
+    /// a sandbox that denies live frames); paced (`--rate`) only live, with `--queues` > 1 an
+    /// AF_XDP socket.
+    Auto,
 }
 
 impl GenName {
@@ -24,6 +28,7 @@ impl GenName {
         match self {
             Self::Live => GenKind::Live,
             Self::Afxdp => GenKind::Afxdp,
+            Self::Auto => GenKind::Auto,
         }
     }
 }
@@ -32,7 +37,7 @@ impl GenName {
 #[derive(Debug, Clone, Args)]
 pub struct GenArgs {
     /// How to send.
-    #[arg(long = "gen", value_enum, default_value = "live")]
+    #[arg(long = "gen", value_enum, default_value = "auto")]
     pub kind: GenName,
     /// Interface to send on.
     #[arg(long, value_name = "IF")]

@@ -92,9 +92,10 @@ pub struct ForwardArgs {
     /// Flows (UDP source ports) the generator cycles through.
     #[arg(long, default_value_t = 256)]
     pub flows: u32,
-    /// How the generator sends: XDP live frames in the kernel (`live`), or an AF_XDP TX-only
-    /// socket in copy mode (`afxdp`, slower).
-    #[arg(long = "gen", value_enum, default_value = "live")]
+    /// How the generator sends: XDP live frames in the kernel (`live`), an AF_XDP TX-only
+    /// socket in copy mode (`afxdp`, slower), or live frames where the kernel runs them and
+    /// the socket where it refuses them (`auto`: old kernels, sandboxes; the run says which).
+    #[arg(long = "gen", value_enum, default_value = "auto")]
     pub gen: GenName,
     /// Offer at most this many million frames per second (`--gen live`; default: as many as
     /// the generator's CPU can send). Below a candidate's limit it should forward them all.
@@ -129,7 +130,7 @@ pub struct ForwardArgs {
     pub ports: Option<String>,
     /// Queues of the DUT's veths (p0, p1 and their peers): the ofan-switch candidates serve
     /// them all (`--queues N`, a worker per queue, all on --dut-cpu), testpmd too, and the
-    /// generator spreads its flows over them (needs --gen afxdp: a veth puts a live frame on
+    /// generator spreads its flows over them (not with --gen live: a veth puts a live frame on
     /// the queue of the CPU that sends it). The sink counts frames per RX queue. With --ports:
     /// queues 0..N of the given interfaces, which the NIC's RSS fills (`ethtool -L IF combined
     /// N`).
@@ -421,7 +422,11 @@ mod tests {
         assert_eq!(options.measurement, Duration::from_millis(500));
         assert_eq!(options.warmup, Duration::ZERO);
         assert_eq!(options.candidates, [Candidate::Redirect, Candidate::Ofan]);
-        assert_eq!(options.generator, GenKind::Live);
+        assert_eq!(
+            options.generator,
+            GenKind::Auto,
+            "live where the kernel allows it"
+        );
         assert_eq!(options.rate_mpps, Some(0.25));
         assert_eq!(
             (options.gen_cpu, options.dut_cpu, options.nice),
