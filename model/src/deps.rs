@@ -117,6 +117,60 @@ impl FlowGraph {
         self.flows.iter().map(|flow| flow.spec).collect()
     }
 
+    /// Per flow, the one flow whose arrival starts it (`None`: it starts at t = 0) — when the
+    /// graph's dependencies are all of that form, as a ring collective's are: every trigger a
+    /// one-shot that one flow's arrival (`on_received`) activates. What a lab agent can keep
+    /// by itself (it sees the arrival and starts the flow), and what
+    /// [`ofan_topology::Topology::chain_lower_bound_ps`] bounds.
+    ///
+    /// # Errors
+    /// The first flow that needs more: a later start time, a send-done trigger, a trigger that
+    /// several flows activate, a barrier or multi-shot trigger.
+    pub fn arrival_predecessors(&self) -> Result<Vec<Option<u32>>, GraphError> {
+        let unsupported = |flow: usize, reason: &str| GraphError::Flow {
+            flow,
+            reason: reason.to_owned(),
+        };
+        let mut activated_by: Vec<Option<u32>> = vec![None; self.triggers.len()];
+        for (index, flow) in self.flows.iter().enumerate() {
+            if flow.on_sent.is_some() {
+                return Err(unsupported(index, "a send-done trigger"));
+            }
+            if let Some(trigger) = flow.on_received {
+                let slot = activated_by
+                    .get_mut(trigger as usize)
+                    .ok_or_else(|| unsupported(index, "activates a trigger that does not exist"))?;
+                if slot.replace(index as u32).is_some() {
+                    return Err(unsupported(
+                        index,
+                        "activates a trigger another flow activates",
+                    ));
+                }
+            }
+        }
+        self.flows
+            .iter()
+            .enumerate()
+            .map(|(index, flow)| match flow.start {
+                FlowStart::At(0) => Ok(None),
+                FlowStart::At(_) => Err(unsupported(index, "starts at a later time")),
+                FlowStart::Trigger(trigger) => {
+                    match self.triggers.get(trigger as usize).map(|t| t.kind) {
+                        Some(TriggerKind::OneShot) => {
+                            activated_by[trigger as usize].map(Some).ok_or_else(|| {
+                                unsupported(index, "waits for a trigger nothing activates")
+                            })
+                        }
+                        _ => Err(unsupported(
+                            index,
+                            "waits for a barrier or multi-shot trigger",
+                        )),
+                    }
+                }
+            })
+            .collect()
+    }
+
     /// Per trigger, the flows it starts, in flow order (a multi-shot starts them in this
     /// order).
     #[must_use]
@@ -293,6 +347,43 @@ mod tests {
         );
         assert_eq!(g.check(), Ok(()));
         assert_eq!(g.targets(), vec![vec![1], vec![2]]);
+    }
+
+    #[test]
+    fn arrival_chains_name_each_flows_one_predecessor_and_others_are_refused() {
+        let received = |mut flow: DependentFlow, trigger: Option<u32>| {
+            flow.on_sent = None;
+            flow.on_received = trigger;
+            flow
+        };
+        let chain = graph(
+            vec![
+                received(flow(0, 1, FlowStart::At(0), None), Some(0)),
+                received(flow(1, 2, FlowStart::Trigger(0), None), Some(1)),
+                received(flow(2, 3, FlowStart::Trigger(1), None), None),
+                received(flow(1, 3, FlowStart::Trigger(0), None), None),
+            ],
+            &[TriggerKind::OneShot, TriggerKind::OneShot],
+        );
+        assert_eq!(
+            chain.arrival_predecessors(),
+            Ok(vec![None, Some(0), Some(1), Some(0)])
+        );
+        // A send-done trigger, a barrier, a timed start: not single arrivals.
+        let sent = graph(
+            vec![
+                flow(0, 1, FlowStart::At(0), Some(0)),
+                flow(1, 2, FlowStart::Trigger(0), None),
+            ],
+            &[TriggerKind::OneShot],
+        );
+        assert!(sent.arrival_predecessors().is_err());
+        let mut barrier = chain.clone();
+        barrier.triggers[1].kind = TriggerKind::Barrier { count: 1 };
+        assert!(barrier.arrival_predecessors().is_err());
+        let mut timed = chain;
+        timed.flows[0].start = FlowStart::At(5);
+        assert!(timed.arrival_predecessors().is_err());
     }
 
     #[test]

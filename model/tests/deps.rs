@@ -59,7 +59,7 @@ fn htsims_all_reduce_file_runs_unchanged() {
         "{cct} vs {}",
         report.lower_bound_ps
     );
-    let phases = &report.model().unwrap().phases;
+    let phases = &report.phases;
     assert_eq!(phases.len(), 1);
     assert_eq!(phases[0].cct_ps, Some(cct));
 }
@@ -175,7 +175,7 @@ fn errors_name_the_line_and_the_problem() {
 fn ring_steps_wait_for_the_previous_chunk() {
     let bytes = 1 << 20;
     let all_reduce = ring(CollectiveKind::AllReduce, 1, bytes);
-    let phases = &all_reduce.model().unwrap().phases;
+    let phases = &all_reduce.phases;
     assert_eq!(phases.len(), 2);
     assert_eq!(phases[0].name, "reduce-scatter");
     assert_eq!(phases[1].name, "all-gather");

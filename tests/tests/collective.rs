@@ -96,11 +96,6 @@ fn a_ring_all_reduce_steps_through_the_lab_as_through_the_model() {
     let cct = run["cct_ps"].as_u64().expect("complete");
     let bound = run["lower_bound_ps"].as_u64().unwrap();
     assert!(cct >= bound, "CCT {cct} below the bound {bound}");
-    assert!(
-        out.table.contains("reduce-scatter") && out.table.contains("all-gather"),
-        "{}",
-        out.table
-    );
 
     let lab_phases = phases(run);
     let model = model_run(3);

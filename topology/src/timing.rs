@@ -325,6 +325,93 @@ impl Topology {
         u64::try_from(bound).unwrap_or(u64::MAX)
     }
 
+    /// A lower bound on the completion time of `flows` in `system`, ps, when flow `i` may
+    /// start only once flow `after[i]` has arrived in full at its destination (a ring step
+    /// after the previous step's chunk; `None`: at t = 0) — the **dependency chain** term.
+    ///
+    /// A flow φ that may start at `t_φ` sends its last frame `L_φ` after its `n − 1` others,
+    /// each followed by at least its paced time, and that frame crosses `h(φ)` links; so does
+    /// the full frame before it, sent `Q(F)` earlier (it may be the one that arrives last, a
+    /// short `L_φ` crossing a store-and-forward hop faster). Every frame of φ has arrived no
+    /// sooner than `a_φ = t_φ + max[(n − 1)·Q(F) + h(φ)·c(L_φ), (n − 2)·Q(F) + h(φ)·c(F)]`
+    /// (the second term for `n` ≥ 2 only), and `t_φ = a_ψ` for the flow ψ it waits for. The run ends no sooner than the last ACK of
+    /// any flow: `max over φ of [a_φ + h(φ)·c(A + G)]`. Each flow counts alone on its hosts'
+    /// links — what the flows of a host share is [`Self::collective_lower_bound_ps`]'s term —
+    /// so the bound of a workload with dependencies is the larger of the two. Saturates at
+    /// `u64::MAX`.
+    ///
+    /// # Panics
+    /// If `after` is not as long as `flows`, names a missing flow or forms a cycle, or as
+    /// [`Self::collective_lower_bound_ps`].
+    #[must_use]
+    pub fn chain_lower_bound_ps(
+        &self,
+        params: &LinkParams,
+        system: &BoundSystem,
+        flows: &[(NodeId, NodeId, u64)],
+        after: &[Option<u32>],
+    ) -> u64 {
+        assert_eq!(flows.len(), after.len(), "one dependency slot per flow");
+        assert!(params.payload_bytes > 0, "packets need a payload");
+        let payload = u64::from(params.payload_bytes);
+        let overhead = u64::from(params.header_bytes) + u64::from(params.gap_bytes);
+        let ack_wire = u64::from(params.ack_bytes) + u64::from(params.gap_bytes);
+        let paced = |wire: u64| u128::from(system.send_rate.paced_floor_ps(params, wire));
+        let link = |wire: u64| {
+            let propagation = u128::from(params.propagation_ps);
+            match system.forwarding {
+                Forwarding::StoreAndForward => {
+                    u128::from(params.serialization_ps(wire)) + propagation
+                }
+                Forwarding::AtSlotStart => propagation,
+            }
+        };
+        // From a flow's start to the arrival of its last frame, and on to its last ACK.
+        let trip = |&(src, dst, bytes): &(NodeId, NodeId, u64)| -> (u128, u128) {
+            if bytes == 0 || src == dst {
+                return (0, 0);
+            }
+            let packets = bytes.div_ceil(payload);
+            let last = bytes - (packets - 1) * payload + overhead;
+            let hops = u128::from(self.hop_count(src, dst));
+            let full = payload + overhead;
+            // The last frame, sent after the others; and the full frame before it, which a
+            // short last frame does not wait for at a store-and-forward hop but which must
+            // arrive too.
+            let last_frame = u128::from(packets - 1) * paced(full) + hops * link(last);
+            let full_frame = if packets > 1 {
+                u128::from(packets - 2) * paced(full) + hops * link(full)
+            } else {
+                0
+            };
+            (last_frame.max(full_frame), hops * link(ack_wire))
+        };
+        // Arrivals along each chain, each flow once: walk up to a flow already known (or a
+        // chain's first flow), then down again.
+        let mut arrival: Vec<Option<u128>> = vec![None; flows.len()];
+        let mut chain = Vec::new();
+        let mut bound = 0u128;
+        for first in 0..flows.len() {
+            let mut at = first;
+            while arrival[at].is_none() {
+                assert!(chain.len() <= flows.len(), "the dependencies form a cycle");
+                chain.push(at);
+                match after[at] {
+                    Some(before) => at = before as usize,
+                    None => break,
+                }
+            }
+            while let Some(flow) = chain.pop() {
+                let start = after[flow].and_then(|before| arrival[before as usize]);
+                let (to_last_frame, ack) = trip(&flows[flow]);
+                let arrived = start.unwrap_or(0) + to_last_frame;
+                arrival[flow] = Some(arrived);
+                bound = bound.max(arrived + ack);
+            }
+        }
+        u64::try_from(bound).unwrap_or(u64::MAX)
+    }
+
     /// [`Self::collective_lower_bound_ps`] for a fabric whose links between switches may run
     /// at other rates than `params.rate_bps` (a degraded link, `ofan-lab link A B rate R`):
     /// `rate_bps(link)` is each link's rate. The larger of the host terms, which no switch link's
@@ -463,6 +550,50 @@ mod bound_tests {
             b: host(&topology, "h-p0-e1-h0"),
             topology,
         }
+    }
+
+    #[test]
+    fn a_flow_that_waits_starts_when_the_flow_before_it_has_arrived() {
+        let Hosts {
+            topology, a, a2, ..
+        } = hosts();
+        // 250 B: frames of 115, 115 and 65 B; a and a2 are 2 links apart.
+        let flows = [(a, a2, 250), (a2, a, 250)];
+        let store = system(Forwarding::StoreAndForward, 1.0);
+        let chain = |after: &[Option<u32>], system: &BoundSystem| {
+            topology.chain_lower_bound_ps(&params(), system, &flows, after)
+        };
+        // Two full frames paced, the last (65 B) across 2 links: 230 000 + 2·66 000; its
+        // ACK (25 B) back across 2 links: 2·26 000.
+        assert_eq!(chain(&[None, None], &store), 362_000 + 52_000);
+        // The second starts when the first has arrived.
+        assert_eq!(chain(&[None, Some(0)], &store), 2 * 362_000 + 52_000);
+        // At slot start a link costs its propagation only.
+        let slot = system(Forwarding::AtSlotStart, 1.0);
+        assert_eq!(chain(&[None, Some(0)], &slot), 2 * 232_000 + 2_000);
+        // 240 B: frames of 115, 115 and 55 B: the second full frame, sent 115 000 ps after
+        // the first, arrives 2·116 000 later — after the short last one (230 000 + 2·56 000).
+        let short = [(a, a2, 240)];
+        assert_eq!(
+            topology.chain_lower_bound_ps(&params(), &store, &short, &[None]),
+            115_000 + 2 * 116_000 + 52_000
+        );
+        // Never below what the flows alone need, dependencies or not.
+        assert!(
+            chain(&[None, Some(0)], &store)
+                > topology.collective_lower_bound_ps(&params(), &store, &flows)
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "cycle")]
+    fn a_cycle_of_dependencies_has_no_bound() {
+        let Hosts {
+            topology, a, a2, ..
+        } = hosts();
+        let system = system(Forwarding::StoreAndForward, 1.0);
+        let flows = [(a, a2, 250), (a2, a, 250)];
+        let _ = topology.chain_lower_bound_ps(&params(), &system, &flows, &[Some(1), Some(0)]);
     }
 
     #[test]

@@ -219,8 +219,10 @@ fn stage_report(
 /// pacing their data at `send_rate` (the rate [`Sim`] paces at: `load`, or `load × ρ_max`),
 /// shortest paths of the failure-free topology, and — for links degraded in both directions —
 /// the pod boundary term at their rates (a link slowed one way only keeps its line rate in the
-/// bound, which then stays a bound for both directions); for the FSDP pass, the larger of that
-/// and the chain of its windows ([`crate::fsdp::Fsdp::chain_bound_ps`]).
+/// bound, which then stays a bound for both directions); for a workload whose flows wait for
+/// single arrivals, the larger of that and the chain of its dependencies
+/// ([`Topology::chain_lower_bound_ps`]); for the FSDP pass, the larger of that and the chain of
+/// its windows ([`crate::fsdp::Fsdp::chain_bound_ps`]).
 fn lower_bound_ps(
     topology: &Topology,
     config: &ModelConfig,
@@ -259,6 +261,22 @@ fn lower_bound_ps(
     };
     let bytes =
         topology.collective_lower_bound_at_rates_ps(&config.link, &system, &flows, &rate_of);
+    // A workload whose flows wait for single arrivals (a ring collective's steps, an htsim
+    // file of that form): the chain of its dependencies bounds it too.
+    let chain = crate::workload::graph(
+        topology,
+        &config.workload,
+        config.message_bytes,
+        config.seed,
+    )
+    .ok()
+    .flatten()
+    .and_then(|graph| graph.arrival_predecessors().ok())
+    .filter(|after| after.len() == flows.len())
+    .map_or(0, |after| {
+        topology.chain_lower_bound_ps(&config.link, &system, &flows, &after)
+    });
+    let bytes = bytes.max(chain);
     match &config.workload {
         // The waits of its dependencies bound the FSDP pass too (crate::fsdp).
         Workload::Fsdp { fsdp } => fsdp

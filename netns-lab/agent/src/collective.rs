@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
-use ofan_model::deps::{FlowGraph, FlowStart, TriggerKind};
+use ofan_model::deps::FlowGraph;
 use ofan_topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -591,59 +591,24 @@ pub fn ring_collective(
     Ok(plan)
 }
 
-/// The flows of a model flow graph whose dependencies agents can keep by themselves: every
-/// trigger a one-shot that one flow's arrival fires, starting flows at that flow's destination
-/// (a ring's). Other graphs (htsim's barriers, send-done triggers, timed starts) would need
-/// the agents to tell each other; they are refused, naming the first obstacle.
+/// The flows of a model flow graph whose dependencies agents can keep by themselves
+/// ([`FlowGraph::arrival_predecessors`]: each flow waits for at most one flow's arrival at its
+/// source). Other graphs (htsim's barriers, send-done triggers, timed starts) would need the
+/// agents to tell each other; they are refused, naming the first obstacle.
 fn agent_dependencies(graph: &FlowGraph) -> Result<Vec<PlanFlow>, PlanError> {
-    let mut fired_by: Vec<Option<u32>> = vec![None; graph.triggers.len()];
-    for (id, flow) in graph.flows.iter().enumerate() {
-        let unsupported = |reason: &str| PlanError::Dependency {
-            flow: id,
-            reason: reason.to_owned(),
-        };
-        if flow.on_sent.is_some() {
-            return Err(unsupported(
-                "a send-done trigger: agents only keep arrivals",
-            ));
-        }
-        if let Some(trigger) = flow.on_received {
-            let slot = &mut fired_by[trigger as usize];
-            if slot.replace(id as u32).is_some() {
-                return Err(unsupported("a trigger that several flows fire"));
-            }
-        }
-    }
-    graph
+    let after = graph
+        .arrival_predecessors()
+        .map_err(|error| PlanError::Model(error.to_string()))?;
+    Ok(graph
         .flows
         .iter()
-        .enumerate()
-        .map(|(id, flow)| {
-            let after = match flow.start {
-                FlowStart::At(0) => None,
-                FlowStart::At(_) => {
-                    return Err(PlanError::Dependency {
-                        flow: id,
-                        reason: "a timed start: agents start every flow at once".to_owned(),
-                    })
-                }
-                FlowStart::Trigger(trigger) => {
-                    if graph.triggers[trigger as usize].kind != TriggerKind::OneShot {
-                        return Err(PlanError::Dependency {
-                            flow: id,
-                            reason: "a barrier or multi-shot trigger".to_owned(),
-                        });
-                    }
-                    fired_by[trigger as usize]
-                }
-            };
-            Ok(PlanFlow {
-                after,
-                phase: flow.phase,
-                ..PlanFlow::new(flow.spec.src, flow.spec.dst, flow.spec.bytes)
-            })
+        .zip(after)
+        .map(|(flow, after)| PlanFlow {
+            after,
+            phase: flow.phase,
+            ..PlanFlow::new(flow.spec.src, flow.spec.dst, flow.spec.bytes)
         })
-        .collect()
+        .collect())
 }
 
 /// Parses a square byte matrix, rows = sources, columns = destinations.
@@ -790,6 +755,7 @@ mod tests {
     #[test]
     fn a_ring_all_reduce_is_the_models_graph_with_each_step_after_the_previous_chunk() {
         use ofan_model::collective::{Collective as Ring, CollectiveKind as Kind, RingOrder};
+        use ofan_model::deps::FlowStart;
         let topology = Topology::fat_tree(4).unwrap();
         let ring = Ring {
             kind: Kind::AllReduce,

@@ -154,6 +154,8 @@ pub fn link_params(link_rate_bps: u64, payload: u32) -> LinkParams {
 /// at the start of their slots over veths (no store-and-forward, no propagation), the agents
 /// pace DATA at `load` × `link_rate_bps`, every link runs at `link_rate_bps` except the
 /// `slowed` ones (`ofan_topology::timing`; a slowed link adds the pod boundary term).
+/// A plan whose flows wait for others ([`ofan_lab_agent::collective::PlanFlow::after`]) is
+/// also bounded by the chain of its waits ([`Topology::chain_lower_bound_ps`]).
 ///
 /// # Errors
 /// When a plan host is not a host of the topology.
@@ -182,7 +184,15 @@ pub fn lower_bound_ps(
             .find(|slow| slow.link == link.0)
             .map_or(params.rate_bps, |slow| slow.rate_bps)
     };
-    Ok(topology.collective_lower_bound_at_rates_ps(&params, &system, &flows, &rate_of))
+    let bound = topology.collective_lower_bound_at_rates_ps(&params, &system, &flows, &rate_of);
+    // Ring steps that wait for the previous chunk: the chain of waits bounds the run too.
+    let chain = if plan.has_dependencies() {
+        let after: Vec<Option<u32>> = plan.flows.iter().map(|flow| flow.after).collect();
+        topology.chain_lower_bound_ps(&params, &system, &flows, &after)
+    } else {
+        0
+    };
+    Ok(bound.max(chain))
 }
 
 /// ρ_max of `plan`'s flows under `failures` (every flow weighs one: the plan's messages are
