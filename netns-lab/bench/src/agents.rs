@@ -86,13 +86,13 @@ pub struct GenOptions {
 }
 
 impl GenOptions {
-    /// Live frames out of `interface` to `dst_mac`: 64-byte frames of 256 flows from 10.0.0.2
-    /// to 10.1.0.1, unpinned and unpaced, with the generators' default batches and rings (the
-    /// defaults of `ofan-lab bench gen`).
+    /// Live frames where the kernel runs them ([`GenKind::Auto`]) out of `interface` to
+    /// `dst_mac`: 64-byte frames of 256 flows from 10.0.0.2 to 10.1.0.1, unpinned and unpaced,
+    /// with the generators' default batches and rings (the defaults of `ofan-lab bench gen`).
     #[must_use]
     pub fn new(interface: impl Into<String>, dst_mac: [u8; 6]) -> Self {
         Self {
-            kind: GenKind::Live,
+            kind: GenKind::Auto,
             interface: interface.into(),
             dst_mac,
             src_ip: Ipv4Addr::new(10, 0, 0, 2),

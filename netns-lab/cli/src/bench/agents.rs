@@ -164,7 +164,12 @@ mod tests {
             ..GenOptions::new("p9", [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff])
         };
         assert_eq!(gen_options(&options.args()), options);
-        let live = GenOptions::new("eth0", [2, 0, 0, 0, 0, 1]);
-        assert_eq!(gen_options(&live.args()), live);
+        for kind in [GenKind::Auto, GenKind::Live] {
+            let options = GenOptions {
+                kind,
+                ..GenOptions::new("eth0", [2, 0, 0, 0, 0, 1])
+            };
+            assert_eq!(gen_options(&options.args()), options);
+        }
     }
 }
