@@ -33,6 +33,7 @@ use ofan_control::event::{self, EventLoop, LoopHandle};
 use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
 use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
+use ofan_dataplane::lb::Algorithm;
 use ofan_switch::config;
 use ofan_topology::{Role, Topology};
 use serde::Serialize;
@@ -69,6 +70,10 @@ pub struct GroupArgs {
     /// A switch to run: its node name (repeat for each member; sets --node for it).
     #[arg(long = "member", value_name = "NODE", required = true)]
     members: Vec<String>,
+    /// A member that runs another load-balancing algorithm than --lb, as NODE=ALGO (repeat):
+    /// a fabric whose switches run different algorithms (incremental deployment, paper §6.4).
+    #[arg(long = "member-lb", value_name = "NODE=ALGO", value_parser = parse_member_lb)]
+    member_lb: Vec<(String, Algorithm)>,
     /// Network namespace of each member (`ip netns` name); `{node}` is replaced by its name.
     #[arg(long, value_name = "PATTERN")]
     netns: String,
@@ -270,6 +275,9 @@ impl Blueprint {
     fn start(&self, node: &str) -> anyhow::Result<Member> {
         let mut overrides = self.args.run.overrides.clone();
         overrides.node = Some(node.to_owned());
+        if let Some((_, algorithm)) = self.args.member_lb.iter().find(|(name, _)| name == node) {
+            overrides.algorithm = Some(*algorithm);
+        }
         overrides.admin_socket = overrides
             .admin_socket
             .as_ref()
@@ -518,6 +526,15 @@ fn validate(args: &GroupArgs) -> anyhow::Result<()> {
     if args.run.overrides.node.is_some() {
         bail!("--node names one switch; a group names its members with --member");
     }
+    let mut overridden = std::collections::BTreeSet::new();
+    for (node, _) in &args.member_lb {
+        if !args.members.contains(node) {
+            bail!("--member-lb {node}=…: {node} is not a --member");
+        }
+        if !overridden.insert(node) {
+            bail!("--member-lb names {node} twice");
+        }
+    }
     if args.members.len() > 1 && !args.netns.contains("{node}") {
         bail!(
             "--netns `{}` must contain {{node}}: each member runs in its own namespace",
@@ -530,6 +547,15 @@ fn validate(args: &GroupArgs) -> anyhow::Result<()> {
         bail!("--admin-socket must be given with {{node}} (e.g. /run/ofan/{{node}}.sock): each member has its own");
     }
     Ok(())
+}
+
+/// `--member-lb NODE=ALGO`.
+fn parse_member_lb(text: &str) -> Result<(String, Algorithm), String> {
+    let (node, algorithm) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}`: expected NODE=ALGO (e.g. e-p0-0=rsq)"))?;
+    let algorithm = algorithm.parse().map_err(|e| format!("`{text}`: {e}"))?;
+    Ok((node.to_owned(), algorithm))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -733,6 +759,35 @@ mod tests {
         let node = ["--member", "a", "--netns", "{node}", "--node", "a"];
         let error = validate(&args(&node)).unwrap_err().to_string();
         assert!(error.contains("--member"), "{error}");
+    }
+
+    #[test]
+    fn a_member_may_run_its_own_algorithm() {
+        let base = ["--member", "a", "--member", "b", "--netns", "{node}"];
+        let socket = ["--admin-socket", "{node}.sock", "--lb", "ofan"];
+        let with = |extra: &[&str]| args(&[&base[..], &socket[..], extra].concat());
+        let mixed = with(&["--member-lb", "b=rsq"]);
+        assert!(validate(&mixed).is_ok());
+        assert_eq!(mixed.member_lb, [("b".to_owned(), Algorithm::Rsq)]);
+        let error = validate(&with(&["--member-lb", "c=rsq"]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not a --member"), "{error}");
+        let error = validate(&with(&["--member-lb", "b=rsq", "--member-lb", "b=jsq"]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("twice"), "{error}");
+        let cli = |extra: &[&str]| {
+            let mut argv = vec!["ofan-switch"];
+            argv.extend_from_slice(&base);
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(drop)
+        };
+        assert!(cli(&["--member-lb", "b"]).is_err(), "no algorithm");
+        assert!(
+            cli(&["--member-lb", "b=fastest"]).is_err(),
+            "no such algorithm"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use ofan_dataplane::afxdp::FastPathMode;
 use ofan_dataplane::lb::dragonfly::DragonflyScheme;
 use ofan_dataplane::lb::Algorithm;
@@ -98,6 +98,12 @@ pub struct UpArgs {
     /// scheme: min (the default), valiant, ugal-l, rotate, ugal-rotate.
     #[arg(long, value_name = "ALGO")]
     pub lb: Option<String>,
+    /// Switches that run another algorithm than --lb: one `SWITCH ALGO` per line (`#`
+    /// comments), the model's --scheme-map format — an incremental deployment (paper §6.4).
+    /// Edge and aggregation switches, algorithms outside arf-*; `node S lb ALGO` changes one
+    /// switch later, `set --lb` all of them.
+    #[arg(long, value_name = "FILE")]
+    pub lb_map: Option<PathBuf>,
     /// Ports per pipe (one worker thread each); default: all ports in one pipe.
     #[arg(long, value_name = "P")]
     pub pipe_size: Option<u16>,
@@ -325,9 +331,12 @@ pub enum Command {
         lab: LabName,
         /// Switch name.
         switch: String,
-        /// stop, start, routing-restart or kill.
+        /// stop, start, routing-restart, kill, or lb ALGO.
         #[arg(value_enum)]
         action: StopStart,
+        /// For `lb`: the algorithm this switch runs from now on (`default`: the lab's again).
+        #[arg(value_name = "ALGO", required_if_eq("action", "lb"))]
+        algorithm: Option<String>,
     },
     /// Capture a node's port to a pcap file with tcpdump (Ctrl-C, --count or --duration ends it).
     Capture {
@@ -424,6 +433,10 @@ pub enum StopStart {
     /// XDP program stays attached and drops what arrives): SIGKILL of its process, or in a
     /// switch group the member alone ends that way. `node S start` starts it again.
     Kill,
+    /// Run another load-balancing algorithm on this switch alone (`node e-p0-0 lb rsq`; `lb
+    /// default` returns it to the lab's): an incremental deployment. The switch restarts (in a
+    /// switch group, the group: about a second).
+    Lb,
 }
 
 /// Runs a lab subcommand.
@@ -519,7 +532,24 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Node {
             lab,
             switch,
+            action: StopStart::Lb,
+            algorithm,
+        } => {
+            let algorithm = algorithm.filter(|algorithm| algorithm != "default");
+            let started = Instant::now();
+            let label = ops::set_switch_lb(&lab.name, &switch, algorithm.as_deref())?;
+            eprintln!(
+                "{switch} now runs {} ({:.1} s); the lab runs {label}",
+                algorithm.as_deref().unwrap_or("the lab's algorithm"),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Command::Node {
+            lab,
+            switch,
             action: StopStart::Kill,
+            ..
         } => {
             let pid = ops::kill_switch(&lab.name, &switch)?;
             let how = match lab::load(&lab.name)?.state.params.switches {
@@ -533,6 +563,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             lab,
             switch,
             action: StopStart::RoutingRestart,
+            ..
         } => {
             let restart = ops::routing_restart(&lab.name, &switch)?;
             let daemons: Vec<String> = restart
@@ -575,6 +606,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             lab,
             switch,
             action,
+            ..
         } => {
             match ops::node(&lab.name, &switch, action == StopStart::Start)? {
                 NodeChange::AlreadyStopped => eprintln!("{switch} is already stopped"),
@@ -652,6 +684,15 @@ impl UpArgs {
             },
             topology,
             algorithm,
+            lb_map: match &self.lb_map {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("--lb-map: cannot read {}", path.display()))?;
+                    lab::lb_map::parse(&text)
+                        .with_context(|| format!("--lb-map {}", path.display()))?
+                }
+                None => lab::lb_map::LbMap::new(),
+            },
             dragonfly: scheme,
             pipe_size: self.pipe_size,
             buffer_bytes: parse_buffer(&self.buffer)?,

@@ -67,7 +67,7 @@ pub fn table(status: &LabStatus<'_>) -> String {
         lab.state.name,
         lab.state.phase,
         params.topo,
-        params.lb,
+        ofan_lab::lb_map::label(&params.lb, &params.lb_map),
         params.link_rate,
         params.buffer,
         params.ecn_threshold.as_deref().unwrap_or("off"),

@@ -375,7 +375,7 @@ impl Experiment {
                 let setup = LabSetup {
                     lab: lab.state.name.clone(),
                     collective: self.collective.name().to_owned(),
-                    lb: cell.variant.lb.clone(),
+                    lb: lab::lb_map::label(&cell.variant.lb, &lab.state.params.lb_map),
                     host_lb: cell.variant.host_lb_name().to_owned(),
                     message_bytes: cell.bytes,
                     load,
@@ -475,6 +475,8 @@ pub struct LabSession {
     built: bool,
     keep: bool,
     original_lb: String,
+    /// The switches that ran another algorithm when the session opened the lab.
+    original_map: std::collections::BTreeMap<String, String>,
 }
 
 impl LabSession {
@@ -501,6 +503,7 @@ impl LabSession {
                 built: false,
                 keep: true,
                 original_lb: loaded.state.params.lb,
+                original_map: loaded.state.params.lb_map,
             });
         }
         let k = options.k.unwrap_or(4);
@@ -530,6 +533,7 @@ impl LabSession {
             built: true,
             keep: options.keep,
             original_lb: "pofan".to_owned(),
+            original_map: std::collections::BTreeMap::new(),
         })
     }
 
@@ -547,7 +551,8 @@ impl LabSession {
         lab::load(&self.name)
     }
 
-    /// Switches every switch to `lb` unless it already runs it, then waits for the FIBs.
+    /// Switches every switch to `lb` unless the lab already runs it (switches of its lb map,
+    /// [`lab::lb_map`], keep theirs then), then waits for the FIBs.
     fn ensure_lb(&self, lb: &str, observer: &mut dyn Observer) -> anyhow::Result<()> {
         let current = self.load()?.state.params.lb;
         if current != lb {
@@ -582,13 +587,11 @@ impl LabSession {
             return lab::down(&self.name).map(drop);
         }
         if !self.built {
-            let current = self.load()?.state.params.lb;
-            if current != self.original_lb {
-                observer.note(&format!(
-                    "putting lab `{}` back on {}",
-                    self.name, self.original_lb
-                ));
-                self.set_lb(&self.original_lb, observer)?;
+            let params = self.load()?.state.params;
+            if (&params.lb, &params.lb_map) != (&self.original_lb, &self.original_map) {
+                let label = lab::lb_map::label(&self.original_lb, &self.original_map);
+                observer.note(&format!("putting lab `{}` back on {label}", self.name));
+                lab::ops::set_lbs(&self.name, &self.original_lb, &self.original_map)?;
             }
         }
         Ok(())

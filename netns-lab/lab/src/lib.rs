@@ -36,6 +36,7 @@ pub mod bgp;
 mod blackhole;
 pub mod down;
 pub mod group;
+pub mod lb_map;
 pub mod loaded;
 mod machine;
 pub mod neighbours;

@@ -327,12 +327,26 @@ pub fn kill_switch(name: &str, switch: &str) -> anyhow::Result<u32> {
 
 /// Switches every switch of lab `name` to `lb` — a load-balancing algorithm, or on a
 /// dragonfly a routing scheme (a rolling restart: one switch at a time, so most of the fabric
-/// keeps forwarding). Returns the number restarted.
+/// keeps forwarding); switches that ran an algorithm of their own ([`super::lb_map`]) run `lb`
+/// too. Returns the number restarted.
 ///
 /// # Errors
 /// No such lab; a name that is not an algorithm (a scheme on a dragonfly) the lab's switches
 /// run; a switch that does not come back.
 pub fn set_lb(name: &str, lb: &str) -> anyhow::Result<usize> {
+    set_lbs(name, lb, &std::collections::BTreeMap::new())
+}
+
+/// [`set_lb`], then the switches of `map` (switch → algorithm, as a lab's state records them)
+/// on their own algorithms: how an experiment puts a lab back as it found it.
+///
+/// # Errors
+/// As [`set_lb`].
+pub fn set_lbs(
+    name: &str,
+    lb: &str,
+    map: &std::collections::BTreeMap<String, String>,
+) -> anyhow::Result<usize> {
     let mut lab = load(name)?;
     lab.state.params.lb = if lab.state.params.dragonfly {
         let scheme: DragonflyScheme = lb.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
@@ -344,19 +358,70 @@ pub fn set_lb(name: &str, lb: &str) -> anyhow::Result<usize> {
         let algorithm: Algorithm = lb.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
         algorithm.name().to_owned()
     };
+    lab.state.params.lb_map.clone_from(map);
     lab.dir.save(&lab.state)?;
-    if lab.state.params.switches == super::spec::Switches::Group {
-        return restart_group(&mut lab);
-    }
-    let mut restarted = 0;
-    // Rolling restart: one switch at a time, so most of the fabric keeps forwarding.
     let switches: Vec<String> = lab
         .topology
         .switches()
         .iter()
         .map(|s| s.name.clone())
         .collect();
-    for switch in &switches {
+    restart_switches(&mut lab, &switches)
+}
+
+/// Runs `lb` on switch `switch` of lab `name` alone (`None`: the lab's algorithm again) — an
+/// upgrade of one switch of the fabric ([`super::lb_map`]). Restarts it (in a switch group,
+/// the group). Returns the lab's algorithms as reports name them.
+///
+/// # Errors
+/// No such lab or balancing switch; an algorithm that cannot run on some switches only; a
+/// switch that does not come back.
+pub fn set_switch_lb(name: &str, switch: &str, lb: Option<&str>) -> anyhow::Result<String> {
+    let mut lab = load(name)?;
+    if lab.state.params.dragonfly {
+        bail!("a dragonfly lab's routers run one routing scheme: ofan-lab set --lb SCHEME");
+    }
+    let params = &mut lab.state.params;
+    match lb {
+        Some(lb) => {
+            let scheme = lb.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let algorithm = super::lb_map::mixable(switch, scheme)?;
+            let lab_algorithm: Algorithm = params.lb.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+            if lab_algorithm.uses_path_quality() {
+                bail!(
+                    "the lab runs {}, of the adaptive-routing framework: every switch or none",
+                    params.lb
+                );
+            }
+            let map = super::lb_map::LbMap::from([(switch.to_owned(), algorithm)]);
+            super::lb_map::check(&map, &lab.topology)?;
+            if algorithm.name() == params.lb {
+                params.lb_map.remove(switch);
+            } else {
+                params
+                    .lb_map
+                    .insert(switch.to_owned(), algorithm.name().to_owned());
+            }
+        }
+        None => {
+            params.lb_map.remove(switch);
+        }
+    }
+    let label = super::lb_map::label(&params.lb, &params.lb_map);
+    lab.dir.save(&lab.state)?;
+    restart_switches(&mut lab, &[switch.to_owned()])?;
+    Ok(label)
+}
+
+/// Restarts `switches` with the lab's current parameters, one at a time (a rolling restart:
+/// most of the fabric keeps forwarding), or the whole group at once. Returns the number
+/// restarted.
+fn restart_switches(lab: &mut super::Loaded, switches: &[String]) -> anyhow::Result<usize> {
+    if lab.state.params.switches == super::spec::Switches::Group {
+        return restart_group(lab);
+    }
+    let mut restarted = 0;
+    for switch in switches {
         if lab.state.stopped.contains(switch) {
             continue;
         }
@@ -365,14 +430,14 @@ pub fn set_lb(name: &str, lb: &str) -> anyhow::Result<usize> {
             .iter()
             .map(|port| port.link)
             .collect();
-        let dark = go_dark(&mut lab, links)?;
+        let dark = go_dark(lab, links)?;
         lab.stop_process(switch);
         let process = procs::start_switch(&lab.state, &lab.dir, switch)?;
         lab.state.processes.push(process);
         lab.dir.save(&lab.state)?;
         let log = lab.dir.log(switch);
         switches_back(
-            &mut lab,
+            lab,
             std::slice::from_ref(switch),
             Duration::from_secs(20),
             &log,

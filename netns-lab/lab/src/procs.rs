@@ -86,14 +86,15 @@ fn threads_left(pid: u32) -> bool {
 /// The command line of switch `node` of lab `state`.
 fn switch_args(state: &LabState, dir: &StateDir, node: &str) -> Vec<String> {
     let mut args = vec!["--node".to_owned(), node.to_owned()];
-    args.extend(common_args(state, dir));
+    args.extend(common_args(state, dir, Some(node)));
     args.push("--admin-socket".to_owned());
     args.push(dir.socket(node).display().to_string());
     args
 }
 
-/// The flags every switch of lab `state` gets (all but its node and admin socket).
-fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
+/// The flags every switch of lab `state` gets (all but its node and admin socket); with `node`,
+/// its own algorithm (`lb_map`) for `--lb`.
+fn common_args(state: &LabState, dir: &StateDir, node: Option<&str>) -> Vec<String> {
     let params = &state.params;
     let mut args = vec![
         "--topology".to_owned(),
@@ -124,7 +125,8 @@ fn common_args(state: &LabState, dir: &StateDir) -> Vec<String> {
         args.extend(["--dragonfly".to_owned(), params.lb.clone()]);
         args.extend(["--lb".to_owned(), "ecmp".to_owned()]);
     } else {
-        args.extend(["--lb".to_owned(), params.lb.clone()]);
+        let own = node.and_then(|node| params.lb_map.get(node));
+        args.extend(["--lb".to_owned(), own.unwrap_or(&params.lb).clone()]);
     }
     if let Some(threshold) = &params.ecn_threshold {
         args.push("--ecn-threshold".to_owned());
@@ -190,10 +192,13 @@ pub fn start_group(
     use anyhow::Context;
     let _ = std::fs::remove_file(dir.group_control());
     let mut command = Command::new(&state.params.switch_bin);
-    command.arg("group").args(common_args(state, dir));
+    command.arg("group").args(common_args(state, dir, None));
     for member in members {
         let _ = std::fs::remove_file(dir.socket(member));
         command.args(["--member", member]);
+        if let Some(lb) = state.params.lb_map.get(member) {
+            command.args(["--member-lb", &format!("{member}={lb}")]);
+        }
     }
     command
         .args(["--netns", &plan::namespace(&state.name, "{node}")])

@@ -379,8 +379,10 @@ pub struct LabSpec {
     pub name: String,
     /// The topology.
     pub topology: TopologySource,
-    /// Load-balancing algorithm of every switch.
+    /// Load-balancing algorithm of every switch (but those of `lb_map`).
     pub algorithm: Algorithm,
+    /// Switches that run another algorithm ([`super::lb_map`]).
+    pub lb_map: super::lb_map::LbMap,
     /// On a dragonfly: every router's routing scheme (`ofan-switch --dragonfly`); `algorithm`
     /// is then ECMP (the minimal routes have one hop each).
     pub dragonfly: Option<DragonflyScheme>,
@@ -477,6 +479,7 @@ impl LabSpec {
             name: name.to_owned(),
             topology: TopologySource::Kind(TopologyKind::FatTree { k: 4 }),
             algorithm: Algorithm::Pofan,
+            lb_map: super::lb_map::LbMap::new(),
             dragonfly: None,
             pipe_size: None,
             link_rate_bps: DEFAULT_LINK_RATE_BPS,
@@ -551,12 +554,21 @@ impl LabSpec {
             if self.host_links == HostLinks::Shared {
                 bail!("--fast-path xdp forwards over the hosts' veths: use --host-links veth");
             }
-            if let Err(reason) = ofan_dataplane::afxdp::fast::supported(self.algorithm) {
-                bail!(
-                    "--fast-path xdp with --lb {}: {reason}",
-                    self.algorithm.name()
-                );
+            for algorithm in std::iter::once(&self.algorithm).chain(self.lb_map.values()) {
+                if let Err(reason) = ofan_dataplane::afxdp::fast::supported(*algorithm) {
+                    bail!("--fast-path xdp with {}: {reason}", algorithm.name());
+                }
             }
+        }
+        if self.algorithm.uses_path_quality() && !self.lb_map.is_empty() {
+            bail!(
+                "--lb-map with --lb {}: the adaptive-routing framework's switches exchange \
+                 notifications, so it runs on every switch or none",
+                self.algorithm.name()
+            );
+        }
+        if self.dragonfly.is_some() && !self.lb_map.is_empty() {
+            bail!("--lb-map on a dragonfly lab: its routers run one routing scheme (--lb)");
         }
         if let Some(scheme) = self.dragonfly {
             if matches!(scheme, DragonflyScheme::UgalG | DragonflyScheme::ArfUgal) {
@@ -606,6 +618,11 @@ impl LabSpec {
                 Some(scheme) => scheme.name().to_owned(),
                 None => self.algorithm.name().to_owned(),
             },
+            lb_map: self
+                .lb_map
+                .iter()
+                .map(|(switch, algorithm)| (switch.clone(), algorithm.name().to_owned()))
+                .collect(),
             dragonfly: self.dragonfly.is_some(),
             pipe_size: self.pipe_size.unwrap_or(topology.k()),
             link_rate: if self.link_rate_bps == 0 {

@@ -26,6 +26,10 @@ pub struct Params {
     pub topo: String,
     /// Load-balancing algorithm (on a dragonfly: the routing scheme).
     pub lb: String,
+    /// Switches that run another algorithm than `lb` (`up --lb-map`, `node S lb ALGO`):
+    /// switch name → algorithm.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub lb_map: std::collections::BTreeMap<String, String>,
     /// Whether the lab is a dragonfly: `lb` names the routers' scheme
     /// (`ofan-switch --dragonfly`), and their balancer is ECMP.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -33,6 +33,7 @@ pub fn up(spec: &LabSpec, observer: &mut dyn Observer) -> anyhow::Result<LabStat
     spec.validate()?;
     let name = &spec.name;
     let topology = spec.topology.load()?;
+    super::lb_map::check(&spec.lb_map, &topology)?;
     let dir = StateDir::of(name);
     if dir.exists() {
         bail!("lab `{name}` exists (see ofan-lab status --name {name}); remove it first with ofan-lab down --name {name}");
@@ -305,7 +306,7 @@ fn build(
         topology.switches().len(),
         topology.links().len(),
         state.params.topo,
-        state.params.lb,
+        super::lb_map::label(&state.params.lb, &state.params.lb_map),
         state.params.link_rate,
         mtu,
         match (state.params.switches, state.params.splice) {
