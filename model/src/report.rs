@@ -219,6 +219,48 @@ pub struct PhaseRun {
     pub cct_ps: Option<u64>,
 }
 
+impl PhaseRun {
+    /// The phases called `names`, from every flow's phase index, start (`None`: it never
+    /// started) and completion (`None`: it did not complete), ps: a phase runs from its first
+    /// flow's start to its last flow's completion, and has no end while a flow of it did not
+    /// complete (or when it has no flow). One rule for the model and the lab.
+    pub fn collect(
+        names: &[String],
+        flows: impl IntoIterator<Item = (u16, Option<u64>, Option<u64>)>,
+    ) -> Vec<Self> {
+        let mut phases: Vec<Self> = names
+            .iter()
+            .map(|name| Self {
+                name: name.clone(),
+                flows: 0,
+                start_ps: None,
+                end_ps: Some(0),
+                cct_ps: None,
+            })
+            .collect();
+        for (phase, start, done) in flows {
+            let Some(phase) = phases.get_mut(usize::from(phase)) else {
+                continue;
+            };
+            phase.flows += 1;
+            if let Some(start) = start {
+                phase.start_ps = Some(phase.start_ps.map_or(start, |s| s.min(start)));
+            }
+            phase.end_ps = phase.end_ps.zip(done).map(|(end, done)| end.max(done));
+        }
+        for phase in &mut phases {
+            if phase.flows == 0 {
+                phase.end_ps = None;
+            }
+            phase.cct_ps = phase
+                .start_ps
+                .zip(phase.end_ps)
+                .map(|(s, e)| e.saturating_sub(s));
+        }
+        phases
+    }
+}
+
 /// What congestion control did in a run ([`crate::ModelConfig::cc`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CcRun {

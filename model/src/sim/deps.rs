@@ -205,35 +205,14 @@ impl Sim<'_> {
         let Some(deps) = self.deps.as_deref() else {
             return Vec::new();
         };
-        let mut phases: Vec<PhaseRun> = deps
-            .phases
-            .iter()
-            .map(|name| PhaseRun {
-                name: name.clone(),
-                flows: 0,
-                start_ps: None,
-                end_ps: Some(0),
-                cct_ps: None,
-            })
-            .collect();
-        for (index, flow) in self.flows.iter().enumerate() {
-            let phase = &mut phases[usize::from(deps.phase[index])];
-            phase.flows += 1;
+        let flows = self.flows.iter().enumerate().map(|(index, flow)| {
             let started = deps.started[index];
-            if started != NOT_STARTED {
-                phase.start_ps = Some(phase.start_ps.map_or(started, |s: u64| s.min(started)));
-            }
-            phase.end_ps = match (phase.end_ps, flow.done_at) {
-                (Some(end), Some(done)) => Some(end.max(done)),
-                _ => None,
-            };
-        }
-        for phase in &mut phases {
-            if phase.flows == 0 {
-                phase.end_ps = None;
-            }
-            phase.cct_ps = phase.start_ps.zip(phase.end_ps).map(|(s, e)| e - s);
-        }
-        phases
+            (
+                deps.phase[index],
+                (started != NOT_STARTED).then_some(started),
+                flow.done_at,
+            )
+        });
+        PhaseRun::collect(&deps.phases, flows)
     }
 }

@@ -463,44 +463,16 @@ fn phases(plan: &Plan, reports: &[AgentReport]) -> Vec<PhaseRun> {
     let Some(origin) = reports.iter().filter_map(|r| r.first_send_ns).min() else {
         return Vec::new();
     };
-    let mut phases: Vec<PhaseRun> = plan
-        .phases
-        .iter()
-        .map(|name| PhaseRun {
-            name: name.clone(),
-            flows: 0,
-            start_ps: None,
-            end_ps: Some(0),
-            cct_ps: None,
-        })
-        .collect();
     let ps = |ns: u64| ns.saturating_sub(origin).saturating_mul(1000);
-    for flow in reports.iter().flat_map(|report| &report.flows) {
-        let Some(phase) = plan
-            .flows
-            .get(flow.flow as usize)
-            .and_then(|spec| phases.get_mut(usize::from(spec.phase)))
-        else {
-            continue;
-        };
-        phase.flows += 1;
-        if let Some(first) = flow.first_send_ns {
-            let start = ps(first);
-            phase.start_ps = Some(phase.start_ps.map_or(start, |s| s.min(start)));
-        }
-        let done = flow.last_ack_ns.filter(|_| flow.acks == flow.packets);
-        phase.end_ps = phase.end_ps.zip(done).map(|(end, done)| end.max(ps(done)));
-    }
-    for phase in &mut phases {
-        if phase.flows == 0 {
-            phase.end_ps = None;
-        }
-        phase.cct_ps = phase
-            .start_ps
-            .zip(phase.end_ps)
-            .map(|(s, e)| e.saturating_sub(s));
-    }
-    phases
+    let flows = reports
+        .iter()
+        .flat_map(|report| &report.flows)
+        .filter_map(|flow| {
+            let phase = plan.flows.get(flow.flow as usize)?.phase;
+            let done = flow.last_ack_ns.filter(|_| flow.acks == flow.packets);
+            Some((phase, flow.first_send_ns.map(ps), done.map(ps)))
+        });
+    PhaseRun::collect(&plan.phases, flows)
 }
 
 /// One port's change over a repetition.
