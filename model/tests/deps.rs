@@ -228,3 +228,42 @@ fn moe_dispatch_runs_and_its_skew_shows_at_the_receivers() {
     // The busiest receiver sets the bound: more skew, a later bound.
     assert!(skewed.lower_bound_ps > even.lower_bound_ps);
 }
+
+/// A host that received a flow (sending its ACKs, nothing of its own) and then starts one: the
+/// ACKs of the wait had the link to themselves, so its flow takes as long as the same flow
+/// alone — as the lab agent paces it. On the lab's frames (1 Gb/s, no propagation), 722 ACKs
+/// charged to its first frame would hold it back by 722 ACK times (462 µs), far more than the
+/// first flow's last ACK takes to return (what the second flow gains by starting at arrival).
+#[test]
+fn the_acks_of_a_wait_do_not_delay_the_flow_after_it() {
+    let run_on_lab_frames = |text: &str| {
+        let matrix = htsim::parse(text).unwrap();
+        let mut config = ModelConfig::paper();
+        config.topology = TopologyKind::FatTree { k: 4 };
+        config.link = ofan_topology::LinkParams {
+            rate_bps: 1_000_000_000,
+            propagation_ps: 0,
+            payload_bytes: 1454,
+            header_bytes: 60,
+            ack_bytes: 60,
+            gap_bytes: 20,
+        };
+        config.workload = Workload::Htsim {
+            nodes: matrix.nodes,
+            graph: matrix.graph,
+        };
+        run(&config).unwrap().cct_ps.expect("complete")
+    };
+    let chain = run_on_lab_frames(
+        "Nodes 16\nConnections 2\nTriggers 1\n\
+         0->15 id 1 start 0 size 1048576 recv_done_trigger 1\n\
+         15->0 id 2 trigger 1 size 1048576\n\
+         trigger id 1 oneshot\n",
+    );
+    let alone =
+        run_on_lab_frames("Nodes 16\nConnections 1\nTriggers 0\n0->15 id 1 start 0 size 1048576\n");
+    assert!(
+        chain < 2 * alone,
+        "two flows in a row took {chain} ps, one alone {alone} ps"
+    );
+}

@@ -295,8 +295,13 @@ impl Sim<'_> {
         let nic = self.nodes[host as usize].port_base as usize;
         let blocked = self.blocked(host);
         let state = &mut self.hosts[host as usize];
-        state.ack_airtime += self.ser_ack;
         let sending = !state.active.is_empty() && !blocked;
+        if sending {
+            // An ACK sent while the host has nothing to send (waiting for a trigger, a window
+            // or a timer) has the link to itself and delays no departure, as the lab agent
+            // counts it; charged, it would hold back the first frame after the wait.
+            state.ack_airtime += self.ser_ack;
+        }
         let fits = state.held_acks.is_empty()
             && self.now.max(self.ports[nic].free_at) + self.ser_ack <= state.due;
         if sending && !fits {
