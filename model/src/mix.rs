@@ -185,8 +185,9 @@ pub fn parse_scheme_map(text: &str) -> Result<Vec<SwitchScheme>, ModelError> {
 }
 
 /// A scheme that can run on some switches only: a switch algorithm outside the
-/// adaptive-routing framework.
-fn mixable(scheme: Scheme) -> Option<Algorithm> {
+/// adaptive-routing framework (the model's mixes and the lab's `--lb-map` alike).
+#[must_use]
+pub fn mixable(scheme: Scheme) -> Option<Algorithm> {
     match scheme {
         Scheme::Switch(algorithm) if !algorithm.uses_path_quality() => Some(algorithm),
         _ => None,

@@ -33,8 +33,10 @@ pub fn parse(text: &str) -> anyhow::Result<LbMap> {
 /// # Errors
 /// A host scheme or an `arf-*` algorithm.
 pub fn mixable(switch: &str, scheme: Scheme) -> anyhow::Result<Algorithm> {
+    if let Some(algorithm) = ofan_model::mix::mixable(scheme) {
+        return Ok(algorithm);
+    }
     match scheme {
-        Scheme::Switch(algorithm) if !algorithm.uses_path_quality() => Ok(algorithm),
         Scheme::Switch(algorithm) => bail!(
             "{switch}: {} belongs to the adaptive-routing framework, whose switches exchange \
              notifications: it runs on every switch or none",

@@ -231,13 +231,14 @@ impl<'a> HostSender<'a> {
     /// Incoming flow `flow` has arrived: the own flows that waited for it join the round
     /// robin.
     fn on_arrived(&mut self, flow: u32) {
-        let flows = self.flows;
-        let (starting, still): (Vec<usize>, Vec<usize>) = self
-            .waiting
-            .iter()
-            .partition(|&&local| flows[local].after == Some(flow));
-        self.waiting = still;
-        self.active.extend(starting);
+        let (flows, active) = (self.flows, &mut self.active);
+        self.waiting.retain(|&local| {
+            let starts = flows[local].after == Some(flow);
+            if starts {
+                active.push(local);
+            }
+            !starts
+        });
     }
 
     /// Applies an ACK the receiver passed on.
@@ -484,7 +485,7 @@ pub(super) fn send_loop(
     let mut wakes: Vec<Option<u64>> = vec![None; hosts.len()];
     let mut due = Vec::with_capacity(hosts.len());
     while !stop.load(Ordering::Relaxed) {
-        take_acks(feedback, hosts);
+        take_events(feedback, hosts);
         for (wake, host) in wakes.iter_mut().zip(hosts.iter_mut()) {
             *wake = host.next_wake();
         }
@@ -502,7 +503,7 @@ pub(super) fn send_loop(
             continue;
         }
         let now = wait_until(at, spin_ns);
-        take_acks(feedback, hosts);
+        take_events(feedback, hosts);
         due_hosts(&wakes, now, &mut due);
         for &index in &due {
             let host = &mut hosts[index];
@@ -548,8 +549,8 @@ fn new_recovery(config: &AgentConfig, packets: &[u32]) -> SelectiveRepeat {
     }
 }
 
-/// Applies everything the receiver has passed on so far, each to its host.
-fn take_acks(feedback: &mpsc::Receiver<(usize, Event)>, hosts: &mut [HostSender<'_>]) {
+/// Applies everything the receiver has passed on so far (ACKs, arrivals), each to its host.
+fn take_events(feedback: &mpsc::Receiver<(usize, Event)>, hosts: &mut [HostSender<'_>]) {
     while let Ok((host, event)) = feedback.try_recv() {
         if let Some(host) = hosts.get_mut(host) {
             host.on_event(event);
