@@ -29,13 +29,35 @@ use serde::{Deserialize, Serialize};
 pub type Prefix = (Ipv4Addr, u8);
 
 /// What one neighbour says about one prefix.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Switches are named two ways. The **ASNs** are what an AS_PATH says; they name one switch
+/// only in a fabric with one ASN per switch (with RFC 7938's shared ASNs, a tier). The **router
+/// IDs** (BGP identifiers) always name one switch: the adaptive-routing framework keys links by
+/// them (the draft's neighbour ID), so they are what [`remote_paths`] gives the notifier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeighborPaths {
     /// The neighbour's ASN (the first of its AS_PATHs).
     pub asn: u32,
-    /// The neighbour's own next hops towards the prefix (the second ASN of each of its
-    /// shortest paths); empty when the neighbour originates the prefix.
+    /// The neighbour's router ID (its BGP identifier: BMP's per-peer header, or the plan's
+    /// loopback); unspecified when unknown.
+    pub router_id: Ipv4Addr,
+    /// The neighbour's own next hops towards the prefix by ASN (the second ASN of each of its
+    /// shortest paths, prepending removed); empty when the neighbour originates the prefix.
     pub next_next: BTreeSet<u32>,
+    /// The same next hops by router ID, where the source names them (the plan; BGP when the
+    /// route carries them); empty when unknown.
+    pub next_next_ids: BTreeSet<Ipv4Addr>,
+}
+
+impl Default for NeighborPaths {
+    fn default() -> Self {
+        Self {
+            asn: 0,
+            router_id: Ipv4Addr::UNSPECIFIED,
+            next_next: BTreeSet::new(),
+            next_next_ids: BTreeSet::new(),
+        }
+    }
 }
 
 /// What the switch knows about the paths behind its next hops: prefix → neighbour address →
@@ -48,7 +70,7 @@ pub struct LearnedPaths {
 
 impl LearnedPaths {
     /// The paths the topology's plan gives switch `node` with every link alive, with switches
-    /// named by their ASN in the plan's numbering.
+    /// named by their ASN in the plan's numbering and by their loopback as router ID.
     #[must_use]
     pub fn from_plan(topology: &Topology, node: NodeId) -> Self {
         let remote = plan::remote_paths(topology, &FailedLinks::new(), node);
@@ -60,10 +82,16 @@ impl LearnedPaths {
                     .map(|hop| {
                         let paths = NeighborPaths {
                             asn: asn(topology.node(hop.neighbor)),
+                            router_id: topology.node(hop.neighbor).loopback,
                             next_next: hop
                                 .next_next
                                 .iter()
                                 .map(|&id| asn(topology.node(id)))
+                                .collect(),
+                            next_next_ids: hop
+                                .next_next
+                                .iter()
+                                .map(|&id| topology.node(id).loopback)
                                 .collect(),
                         };
                         (hop.hop.gateway, paths)
@@ -108,8 +136,14 @@ pub struct PathHop {
     pub gateway: IpAddr,
     /// The neighbour's ASN, when the source knows the neighbour.
     pub asn: Option<u32>,
+    /// The neighbour's router ID, when the source knows the neighbour.
+    #[serde(default)]
+    pub router_id: Option<Ipv4Addr>,
     /// The neighbour's next hops (ASNs); empty when it originates the prefix or is unknown.
     pub next_next: Vec<u32>,
+    /// The neighbour's next hops by router ID, where the source names them.
+    #[serde(default)]
+    pub next_next_ids: Vec<Ipv4Addr>,
 }
 
 /// One route of the report.
@@ -164,8 +198,12 @@ pub fn report(
                             .unwrap_or_else(|| format!("#{}", hop.port.0)),
                         gateway: hop.gateway,
                         asn: known.map(|k| k.asn),
+                        router_id: known.map(|k| k.router_id),
                         next_next: known
                             .map(|k| k.next_next.iter().copied().collect())
+                            .unwrap_or_default(),
+                        next_next_ids: known
+                            .map(|k| k.next_next_ids.iter().copied().collect())
                             .unwrap_or_default(),
                     }
                 })
@@ -182,14 +220,19 @@ pub fn report(
 /// The remote path information the adaptive-routing view needs
 /// ([`ofan_dataplane::arf::RemotePaths`]): for each prefix of `learned` that `fib` routes
 /// through a next-hop group, its destination key, and for each of the group's next hops on an
-/// up-port, the neighbour (ASN) and its next-next hops. Every prefix of one key has the same
-/// paths in a fat tree; where they differ the last prefix wins.
+/// up-port, the neighbour and its next-next hops **by router ID** (what notifications name).
+/// Where the source named the next-next hops only by ASN, `resolve` maps an ASN to the one
+/// switch it names (the topology plan's numbering, one ASN per switch); an ASN it cannot map
+/// leaves that hop out, so a path whose next-next hops are all unknown has no remote
+/// information (it reads as best). Every prefix of one key has the same paths in a fat tree;
+/// where they differ the last prefix wins.
 #[must_use]
 pub fn remote_paths(
     fib: &Fib,
     learned: &LearnedPaths,
     up_ports: u8,
     dest_keys: u32,
+    resolve: &dyn Fn(u32) -> Option<Ipv4Addr>,
 ) -> ofan_dataplane::arf::RemotePaths {
     use ofan_dataplane::arf::{RemoteHop, RemotePaths};
     let mut paths = RemotePaths::new(up_ports, dest_keys);
@@ -215,12 +258,26 @@ pub fn remote_paths(
             ) else {
                 continue;
             };
+            let next_next = if neighbour.next_next_ids.is_empty() {
+                neighbour
+                    .next_next
+                    .iter()
+                    .filter_map(|&asn| resolve(asn))
+                    .map(u32::from)
+                    .collect()
+            } else {
+                neighbour
+                    .next_next_ids
+                    .iter()
+                    .map(|&id| u32::from(id))
+                    .collect()
+            };
             paths.set(
                 key,
                 position,
                 RemoteHop {
-                    neighbour: neighbour.asn,
-                    next_next: neighbour.next_next.iter().copied().collect(),
+                    neighbour: u32::from(neighbour.router_id),
+                    next_next,
                 },
             );
         }
@@ -262,43 +319,55 @@ mod tests {
             .dest_keys(2);
         let fib = builder.build().unwrap();
         let mut learned = LearnedPaths::default();
-        let behind = |asn, next: &[u32]| NeighborPaths {
+        let id = |last: u8| Ipv4Addr::new(10, 255, 0, last);
+        // Neighbour 12 names its next hops by router ID; 13 only by ASN.
+        let behind = |asn: u32, next: &[u8], by_id: bool| NeighborPaths {
             asn,
-            next_next: next.iter().copied().collect(),
+            router_id: id(asn as u8),
+            next_next: next.iter().map(|&n| 100 + u32::from(n)).collect(),
+            next_next_ids: if by_id {
+                next.iter().map(|&n| id(n)).collect()
+            } else {
+                BTreeSet::new()
+            },
         };
         learned.routes.insert(
             (Ipv4Addr::new(10, 1, 0, 0), 24),
             BTreeMap::from([
-                (Ipv4Addr::new(100, 64, 0, 1), behind(12, &[20, 21])),
-                (Ipv4Addr::new(100, 64, 0, 3), behind(13, &[22])),
+                (Ipv4Addr::new(100, 64, 0, 1), behind(12, &[20, 21], true)),
+                (Ipv4Addr::new(100, 64, 0, 3), behind(13, &[22, 23], false)),
             ]),
         );
         // A prefix the FIB does not route: ignored.
         learned.routes.insert(
             (Ipv4Addr::new(10, 9, 0, 0), 24),
-            BTreeMap::from([(Ipv4Addr::new(100, 64, 0, 1), behind(12, &[29]))]),
+            BTreeMap::from([(Ipv4Addr::new(100, 64, 0, 1), behind(12, &[29], true))]),
         );
-        let paths = remote_paths(&fib, &learned, 2, 2);
+        // The resolver knows ASN 122 (→ 10.255.0.22) but not 123.
+        let resolve = |asn: u32| (asn == 122).then(|| id(22));
+        let paths = remote_paths(&fib, &learned, 2, 2, &resolve);
+        let ids = |lasts: &[u8]| lasts.iter().map(|&n| u32::from(id(n))).collect::<Vec<_>>();
         // Port 1 is up-position 1, port 2 up-position 0.
         assert_eq!(
             paths.get(DestKey(1), 1),
             Some(&RemoteHop {
-                neighbour: 12,
-                next_next: vec![20, 21]
+                neighbour: u32::from(id(12)),
+                next_next: ids(&[20, 21])
             })
         );
         assert_eq!(
             paths.get(DestKey(1), 0),
             Some(&RemoteHop {
-                neighbour: 13,
-                next_next: vec![22]
-            })
+                neighbour: u32::from(id(13)),
+                next_next: ids(&[22])
+            }),
+            "by ASN through the resolver; the unknown ASN left out"
         );
         assert_eq!(paths.get(DestKey(0), 0), None);
     }
 
     #[test]
-    fn the_plan_names_neighbours_and_their_next_hops_by_asn() {
+    fn the_plan_names_neighbours_and_their_next_hops_by_asn_and_router_id() {
         let topology = Topology::fat_tree(4).unwrap();
         let edge = topology.edges()[0].id;
         let learned = LearnedPaths::from_plan(&topology, edge);
@@ -322,5 +391,15 @@ mod tests {
                 ),
             ]
         );
+        for paths in remote.values() {
+            let node = plan::node_of_asn(&topology, paths.asn).unwrap();
+            assert_eq!(paths.router_id, node.loopback);
+            let by_id: BTreeSet<Ipv4Addr> = paths
+                .next_next
+                .iter()
+                .map(|&asn| plan::node_of_asn(&topology, asn).unwrap().loopback)
+                .collect();
+            assert_eq!(paths.next_next_ids, by_id);
+        }
     }
 }

@@ -376,16 +376,26 @@ impl State {
     }
 
     /// The switch neighbours: the plan's, else the FIB's next hops on fabric ports named by the
-    /// path table's ASNs.
+    /// path table (ASN and BGP identifier).
     fn discover_neighbours(&self) -> Vec<Neighbour> {
         if !self.inputs.settings.plan_neighbours.is_empty() {
             return self.inputs.settings.plan_neighbours.clone();
         }
         let learned = self.inputs.learned.load();
-        let asn_of: BTreeMap<Ipv4Addr, u32> = learned
+        let id_of: BTreeMap<Ipv4Addr, speaker::Identity> = learned
             .routes
             .values()
-            .flat_map(|neighbours| neighbours.iter().map(|(addr, paths)| (*addr, paths.asn)))
+            .flat_map(|neighbours| {
+                neighbours.iter().map(|(addr, paths)| {
+                    (
+                        *addr,
+                        speaker::Identity {
+                            asn: paths.asn,
+                            router_id: paths.router_id,
+                        },
+                    )
+                })
+            })
             .collect();
         let fib = self.inputs.fib.load();
         let mut found: Vec<Neighbour> = Vec::new();
@@ -400,15 +410,8 @@ impl State {
                 {
                     continue;
                 }
-                if let Some(&asn) = asn_of.get(&addr) {
-                    found.push(Neighbour {
-                        port,
-                        addr,
-                        id: speaker::Identity {
-                            asn,
-                            router_id: addr,
-                        },
-                    });
+                if let Some(&id) = id_of.get(&addr) {
+                    found.push(Neighbour { port, addr, id });
                 }
             }
         }
@@ -441,8 +444,15 @@ impl State {
             }
         }
         let config = self.inputs.balancer.config();
-        let paths =
-            ofan_control::paths::remote_paths(&fib, &learned, config.up_ports, config.dest_keys);
+        let directory = &self.inputs.settings.router_ids;
+        let resolve = |asn: u32| directory.get(&asn).copied();
+        let paths = ofan_control::paths::remote_paths(
+            &fib,
+            &learned,
+            config.up_ports,
+            config.dest_keys,
+            &resolve,
+        );
         self.paths = Some((fib, learned, paths));
         true
     }

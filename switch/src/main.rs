@@ -372,7 +372,14 @@ fn print_paths(stats: &ofan_control::admin::Stats) {
             .hops
             .iter()
             .map(|hop| {
-                let behind: Vec<String> = hop.next_next.iter().map(u32::to_string).collect();
+                let behind: Vec<String> = if hop.next_next_ids.is_empty() {
+                    hop.next_next.iter().map(u32::to_string).collect()
+                } else {
+                    hop.next_next_ids
+                        .iter()
+                        .map(std::net::Ipv4Addr::to_string)
+                        .collect()
+                };
                 format!(
                     "{} {} AS{} → [{}]",
                     hop.port,

@@ -86,6 +86,8 @@ struct Peer {
     /// When the session came up (the Peer Up's timestamp, seconds since the Unix epoch).
     up_at: f64,
     asn: u32,
+    /// Its BGP identifier (the per-peer header's, from its OPEN).
+    router_id: Option<std::net::Ipv4Addr>,
     local_asn: u32,
     add_path: bool,
     complete: bool,
@@ -270,7 +272,12 @@ impl Rib {
             BmpMsgType::PeerUpNotification => {
                 let peer = parse_per_peer_header(&mut body).map_err(|e| bmp(&e))?;
                 let opens = PeerUpOpens::parse(body)?;
-                self.peer_up(peer.peer_ip, peer.peer_asn.to_u32(), peer.timestamp, &opens)
+                self.peer_up(
+                    peer.peer_ip,
+                    (peer.peer_asn.to_u32(), peer.peer_bgp_id),
+                    peer.timestamp,
+                    &opens,
+                )
             }
             BmpMsgType::PeerDownNotification => {
                 let peer = parse_per_peer_header(&mut body).map_err(|e| bmp(&e))?;
@@ -288,11 +295,12 @@ impl Rib {
         }
     }
 
-    /// A Peer Up for the neighbour at `address` (`asn`), up since `at`, with its OPEN messages.
+    /// A Peer Up for the neighbour at `address` (its ASN and BGP identifier), up since `at`,
+    /// with its OPEN messages.
     fn peer_up(
         &mut self,
         address: IpAddr,
-        asn: u32,
+        (asn, router_id): (u32, std::net::Ipv4Addr),
         at: f64,
         opens: &PeerUpOpens,
     ) -> Result<(), RibError> {
@@ -317,6 +325,7 @@ impl Rib {
         let state = Peer {
             up_at: at,
             asn,
+            router_id: Some(router_id),
             local_asn: local.asn,
             add_path: remote.add_path_send && local.add_path_receive,
             // Up before this BMP session, or more early messages than kept.
@@ -419,7 +428,8 @@ impl Rib {
     }
 
     /// The paths learned so far (see [`LearnedPaths`]): per prefix and peer, the peer's
-    /// shortest loop-free paths, their second ASNs as next-next hops.
+    /// shortest loop-free paths (by AS_PATH length, prepending included, as BGP selects), the
+    /// first ASN after the peer's own (prepending skipped) as next-next hops.
     #[must_use]
     pub fn learned(&self) -> LearnedPaths {
         let mut learned = LearnedPaths::default();
@@ -439,13 +449,15 @@ impl Rib {
                 let next_next = paths
                     .iter()
                     .filter(|p| p.len() == shortest)
-                    .filter_map(|p| p.get(1).copied())
+                    .filter_map(|p| second_asn(p))
                     .collect();
                 learned.routes.entry(prefix).or_default().insert(
                     address,
                     NeighborPaths {
                         asn: peer.asn,
+                        router_id: peer.router_id.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
                         next_next,
+                        next_next_ids: BTreeSet::new(),
                     },
                 );
             }
@@ -522,6 +534,13 @@ impl Peer {
     }
 }
 
+/// The first ASN of `path` after its first one and the copies a prepending speaker added
+/// (`[A, A, A, B, …]` → B); `None` when the path has no second AS.
+fn second_asn(path: &[u32]) -> Option<u32> {
+    let first = *path.first()?;
+    path.iter().copied().find(|&asn| asn != first)
+}
+
 /// The (prefix, path id) of an IPv4 NLRI entry; `None` for IPv6.
 fn key(prefix: &NetworkPrefix) -> Option<(Prefix, u32)> {
     match prefix.prefix {
@@ -564,4 +583,17 @@ fn capabilities(open: &BgpOpenMessage) -> impl Iterator<Item = &CapabilityValue>
             ParamValue::Raw(_) => None,
         })
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::second_asn;
+
+    #[test]
+    fn the_second_asn_skips_the_neighbours_prepending() {
+        assert_eq!(second_asn(&[7, 8, 9]), Some(8));
+        assert_eq!(second_asn(&[7, 7, 7, 8, 9]), Some(8), "prepended twice");
+        assert_eq!(second_asn(&[7, 7]), None, "the neighbour originates it");
+        assert_eq!(second_asn(&[]), None);
+    }
 }

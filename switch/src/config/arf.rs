@@ -24,8 +24,11 @@ pub struct AdaptiveRouting {
     /// Fabric ports (role up or down), by port id.
     pub fabric_ports: Vec<u32>,
     /// The neighbours the plan names behind the fabric ports (empty without a plan: then they
-    /// are the FIB's next hops on fabric ports, named by the path table's ASNs).
+    /// are the FIB's next hops on fabric ports, named by the path table).
     pub plan_neighbours: Vec<Neighbour>,
+    /// The plan's switches by ASN → router ID, for paths BGP names only by ASN (an ASN that
+    /// several switches share names none of them and is left out; empty without a plan).
+    pub router_ids: std::collections::BTreeMap<u32, std::net::Ipv4Addr>,
 }
 
 /// `[adaptive_routing]`: on by default exactly when the algorithm is an `arf-*` mode (the only
@@ -134,5 +137,6 @@ pub(super) fn adaptive_routing(
         identity,
         fabric_ports,
         plan_neighbours: plan.map(|plan| plan.neighbours(ports)).unwrap_or_default(),
+        router_ids: plan.map(Plan::router_ids).unwrap_or_default(),
     }))
 }

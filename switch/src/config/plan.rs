@@ -97,6 +97,24 @@ impl Plan {
         }
     }
 
+    /// Every switch of the plan by ASN → router ID, leaving out an ASN that several switches
+    /// share (it names no one switch).
+    pub(super) fn router_ids(&self) -> std::collections::BTreeMap<u32, std::net::Ipv4Addr> {
+        let mut by_asn: std::collections::BTreeMap<u32, Option<std::net::Ipv4Addr>> =
+            std::collections::BTreeMap::new();
+        for node in self.topology.switches() {
+            let id = self.identity(node.id);
+            by_asn
+                .entry(id.asn)
+                .and_modify(|shared| *shared = None)
+                .or_insert(Some(id.router_id));
+        }
+        by_asn
+            .into_iter()
+            .filter_map(|(asn, id)| Some((asn, id?)))
+            .collect()
+    }
+
     /// The switches behind this switch's ports, by the port ids of `ports` (matched by
     /// interface name).
     pub(super) fn neighbours(&self, ports: &[PortEntry]) -> Vec<Neighbour> {
