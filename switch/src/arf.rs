@@ -263,7 +263,7 @@ impl State {
 
     fn receive(&mut self, arrival: Arrival, ttl: Option<u8>, bytes: &[u8], from: Ipv4Addr) {
         self.count("received");
-        let own = self.inputs.settings.identity.map(|id| id.asn);
+        let own = self.inputs.settings.identity.map(|id| id.router_id);
         let verdict = speaker::check(arrival, ttl, bytes, own).and_then(|message| {
             let now = monotonic_ns();
             match self.table.apply(&speaker::update_of(&message), now) {
@@ -293,7 +293,11 @@ impl State {
                     Err(_) => ArfMessage {
                         peer: from.to_string(),
                         what: format!("rejected:{}", reason.name()),
-                        ..ArfMessage::default()
+                        near: Ipv4Addr::UNSPECIFIED,
+                        far: Ipv4Addr::UNSPECIFIED,
+                        quality: 0,
+                        sequence: 0,
+                        timestamp_ns: 0,
                     },
                 }
             }
@@ -517,8 +521,8 @@ impl State {
                 .table
                 .links()
                 .map(|(link, state)| ArfLink {
-                    near: link.near,
-                    far: link.far,
+                    near: Ipv4Addr::from(link.near),
+                    far: Ipv4Addr::from(link.far),
                     quality: state.quality,
                     failed: state.failed,
                     sequence: state.sequence,
@@ -566,8 +570,8 @@ fn log_message(peer: String, message: &Notification, rejected: Option<Reject>) -
     ArfMessage {
         peer,
         what,
-        near: message.link.near_asn,
-        far: message.link.far_asn,
+        near: message.link.near,
+        far: message.link.far,
         quality: message.quality.level(),
         sequence: message.sequence,
         timestamp_ns: message.timestamp_ns,

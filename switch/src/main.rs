@@ -296,7 +296,7 @@ fn print_adaptive_routing(arf: &ofan_control::notify::report::ArfReport) {
     println!("  congestion table ({} links):", arf.table.len());
     for link in &arf.table {
         println!(
-            "    AS{} → AS{}  level {:>2}{}  seq {}  expires in {} ms",
+            "    {} → {}  level {:>2}{}  seq {}  expires in {} ms",
             link.near,
             link.far,
             link.quality,
@@ -335,7 +335,7 @@ fn print_adaptive_routing(arf: &ofan_control::notify::report::ArfReport) {
             .take(5)
             .map(|m| {
                 format!(
-                    "{} {} AS{}→AS{} level {} seq {}",
+                    "{} {} {}→{} level {} seq {}",
                     m.peer, m.what, m.near, m.far, m.quality, m.sequence
                 )
             })

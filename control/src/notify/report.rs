@@ -73,12 +73,12 @@ pub struct ArfNeighbour {
 }
 
 /// One congestion-table entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArfLink {
-    /// Near end's ASN.
-    pub near: u32,
-    /// Far end's ASN.
-    pub far: u32,
+    /// Near end's router ID.
+    pub near: std::net::Ipv4Addr,
+    /// Far end's router ID.
+    pub far: std::net::Ipv4Addr,
     /// Level, 0–15.
     pub quality: u8,
     /// Whether the last word was a failure.
@@ -90,17 +90,17 @@ pub struct ArfLink {
 }
 
 /// One notification, as logged.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArfMessage {
     /// The neighbour it went to or came from.
     pub peer: String,
     /// `detected`, `cleared`, `failed`, `repaired`, or the reject reason's name prefixed by
     /// `rejected:`.
     pub what: String,
-    /// Near end's ASN (0 when it did not parse).
-    pub near: u32,
-    /// Far end's ASN.
-    pub far: u32,
+    /// Near end's router ID (unspecified when it did not parse).
+    pub near: std::net::Ipv4Addr,
+    /// Far end's router ID.
+    pub far: std::net::Ipv4Addr,
     /// Level.
     pub quality: u8,
     /// Sequence number.

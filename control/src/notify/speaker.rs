@@ -321,7 +321,7 @@ pub fn check(
     arrival: Arrival,
     ttl: Option<u8>,
     bytes: &[u8],
-    own_asn: Option<u32>,
+    own_router_id: Option<Ipv4Addr>,
 ) -> Result<Notification, Reject> {
     match arrival {
         Arrival::Fabric => {}
@@ -332,19 +332,20 @@ pub fn check(
         return Err(Reject::Ttl);
     }
     let message = Notification::parse(bytes).map_err(|_| Reject::Malformed)?;
-    if own_asn.is_some_and(|asn| asn == message.link.near_asn) {
+    if own_router_id.is_some_and(|id| id == message.link.near) {
         return Err(Reject::OwnLink);
     }
     Ok(message)
 }
 
-/// The congestion table's view of a notification (links by ASN).
+/// The congestion table's view of a notification: links by router ID (the draft's neighbour
+/// ID), which names one switch whatever the ASN plan.
 #[must_use]
 pub fn update_of(message: &Notification) -> Update {
     Update {
         link: LinkId {
-            near: message.link.near_asn,
-            far: message.link.far_asn,
+            near: u32::from(message.link.near),
+            far: u32::from(message.link.far),
         },
         kind: message.kind,
         quality: message.quality,
@@ -555,9 +556,22 @@ mod tests {
     #[test]
     fn rejections_by_reason() {
         let good = bytes(5);
-        let message = check(Arrival::Fabric, Some(255), &good, Some(100)).unwrap();
+        let message = check(
+            Arrival::Fabric,
+            Some(255),
+            &good,
+            Some(Ipv4Addr::new(10, 255, 0, 9)),
+        )
+        .unwrap();
         let update = update_of(&message);
-        assert_eq!(update.link, LinkId { near: 5, far: 7 });
+        assert_eq!(
+            update.link,
+            LinkId {
+                near: u32::from(Ipv4Addr::new(10, 255, 0, 1)),
+                far: u32::from(Ipv4Addr::new(10, 255, 0, 2))
+            },
+            "by router ID, not ASN"
+        );
         assert_eq!(update.hold_ns, 300 * MS);
         assert_eq!(
             check(Arrival::Host, Some(255), &good, None),
@@ -577,7 +591,12 @@ mod tests {
             Err(Reject::Malformed)
         );
         assert_eq!(
-            check(Arrival::Fabric, Some(255), &good, Some(5)),
+            check(
+                Arrival::Fabric,
+                Some(255),
+                &good,
+                Some(Ipv4Addr::new(10, 255, 0, 1))
+            ),
             Err(Reject::OwnLink)
         );
         let names: Vec<_> = Reject::ALL.iter().map(|r| r.name()).collect();
