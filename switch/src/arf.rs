@@ -29,7 +29,7 @@ use ofan_control::notify::transport::NotifySocket;
 use ofan_control::notify::wire::{Kind, Notification, Quality};
 use ofan_control::paths::LearnedPaths;
 use ofan_dataplane::afxdp::monotonic_ns;
-use ofan_dataplane::arf::{Applied, CongestionTable, PathQuality, RemotePaths};
+use ofan_dataplane::arf::{Applied, CongestionTable, PathQuality, Redirect, RemotePaths};
 use ofan_dataplane::fib::{Fib, SharedFib};
 use ofan_dataplane::lb::SwitchBalancer;
 use ofan_dataplane::telemetry::SwitchTelemetry;
@@ -214,6 +214,7 @@ impl State {
                 settings.timing,
                 settings.thresholds,
                 &settings.fabric_ports,
+                speaker::epoch_now(),
             )
         });
         if speaker.is_none() {
@@ -264,7 +265,22 @@ impl State {
     fn receive(&mut self, arrival: Arrival, ttl: Option<u8>, bytes: &[u8], from: Ipv4Addr) {
         self.count("received");
         let own = self.inputs.settings.identity.map(|id| id.router_id);
+        if self.neighbours.is_empty() {
+            // Before the first window: the neighbours as known now.
+            self.neighbours = self.discover_neighbours();
+        }
+        let sender = self
+            .neighbours
+            .iter()
+            .find(|n| n.addr == from)
+            .map(|n| n.id.router_id);
+        if self.paths.is_none() {
+            self.refresh_paths();
+        }
+        let no_paths = RemotePaths::new(0, 0);
+        let paths = self.paths.as_ref().map_or(&no_paths, |(_, _, paths)| paths);
         let verdict = speaker::check(arrival, ttl, bytes, own).and_then(|message| {
+            speaker::trusted(&message, sender, paths)?;
             let now = monotonic_ns();
             match self.table.apply(&speaker::update_of(&message), now) {
                 Applied::Stale => Err(Reject::Stale),
@@ -471,7 +487,9 @@ impl State {
         };
         let local = self.local_levels();
         self.generation += 1;
-        let view = PathQuality::build(&local, &self.table, paths, self.generation);
+        let mut view = PathQuality::build(&local, &self.table, paths, self.generation);
+        let settings = &self.inputs.settings;
+        view.redirect = Redirect::of(&settings.thresholds, settings.timing.refresh_ns);
         self.inputs.balancer.set_path_quality(Arc::new(view));
         self.published_local = local;
         self.counters[counter("published")] += 1;

@@ -1,26 +1,24 @@
-//! The notifier's state machine (pure: measurements, neighbours and times in, messages and
-//! verdicts out; [`super::transport`] does the I/O).
+//! The notifier's speaker and verdicts (pure: measurements, neighbours and times in, messages
+//! and verdicts out; [`super::transport`] does the I/O).
 //!
-//! **Sending.** Each fabric port (one facing a switch) has a [`Detector`]. The switch N detects
-//! on its link N→F, F being the neighbour behind the port, and tells **every switch neighbour
-//! except F** (F knows its own side, and a notification is about the link as N sees it). A
-//! congestion-state change is sent at once; every link's state — congested or not, with its
-//! current level — is refreshed every `refresh` so a receiver that lost a message or restarted
-//! catches up, and held `3 × refresh` by the receiver. A link at the best level stops being
-//! refreshed once its best state has been told for a hold time (three messages): a receiver
-//! that holds no entry for a link takes it as best, so a lost or missed one still converges (its
-//! entry ages out) and an idle fabric sends nothing. Rate limit: at most one message per link
-//! per window (a change within a window of the last message waits for the next window), so a
-//! neighbour gets at most one message per link of N per window.
+//! **Sending.** What to tell and when is [`ofan_dataplane::arf::speaker`] — the rules the model
+//! runs too (changes at once but once per window per link, refreshes every T, a link at its best
+//! left to age out after a hold time, epoch and sequence numbers). This adds who hears it: each
+//! message about link N→F goes to **every switch neighbour except F** (F knows its own side,
+//! and a notification is about the link as N sees it), as a [`Notification`] with this switch's
+//! router ID and ASN.
 //!
 //! **Receiving.** [`check`] gives the verdict on one datagram: it must have arrived on a fabric
 //! port, with IP TTL 255 (GTSM, RFC 5082: a datagram that crossed a router cannot have it), and
-//! parse; anything else is [`Reject`]ed under its reason and changes nothing.
+//! parse; [`trusted`] then asks whether its sender may speak for the link
+//! ([`ofan_dataplane::arf::trust`]). Anything else is [`Reject`]ed under its reason and changes
+//! nothing.
 
 use std::net::Ipv4Addr;
 
-use ofan_dataplane::arf::detect::{Detector, Thresholds, Window};
-use ofan_dataplane::arf::{Kind, LinkId, Quality, Update};
+use ofan_dataplane::arf::detect::{Thresholds, Window};
+use ofan_dataplane::arf::speaker::{self as rules, Told};
+use ofan_dataplane::arf::{trust, Kind, LinkId, Quality, RemotePaths, Update};
 
 use super::wire::{LinkRef, Notification};
 
@@ -30,9 +28,9 @@ pub const GTSM_TTL: u8 = 255;
 /// A switch's identity in notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Identity {
-    /// Its ASN (the plan's numbering): what `LinkId` and the path table use.
+    /// Its ASN (the plan's numbering), for people: links are keyed by router ID.
     pub asn: u32,
-    /// Its router ID.
+    /// Its router ID (BGP identifier).
     pub router_id: Ipv4Addr,
 }
 
@@ -62,6 +60,15 @@ impl Timing {
     pub fn hold_ms(&self) -> u16 {
         u16::try_from((self.refresh_ns.saturating_mul(3) / 1_000_000).max(1)).unwrap_or(u16::MAX)
     }
+
+    /// The shared rules' timing (ns).
+    fn rules(self) -> rules::Timing {
+        rules::Timing {
+            window: self.window_ns,
+            refresh: self.refresh_ns,
+            hold: u64::from(self.hold_ms()) * 1_000_000,
+        }
+    }
 }
 
 /// One message to send.
@@ -73,150 +80,74 @@ pub struct Outgoing {
     pub message: Notification,
 }
 
-/// One fabric port's detector and sending state.
-#[derive(Debug, Clone)]
-struct LinkSlot {
-    port: u32,
-    detector: Detector,
-    /// A state change not yet sent (rate limited, or no neighbour known yet).
-    pending: Option<Kind>,
-    /// The port is down (carrier or admin state): the link has failed.
-    down: bool,
-    last_sent_ns: Option<u64>,
-    /// When the messages began to say "best level, not congested, not down" (the first of the
-    /// current run of them); `None` while the last message said anything else.
-    best_since_ns: Option<u64>,
-}
-
-impl LinkSlot {
-    /// Whether the link's state is the one a receiver assumes without an entry.
-    fn at_best(&self) -> bool {
-        !self.down && !self.detector.congested() && self.detector.level() == Quality::BEST
-    }
-}
-
 /// The sending side of one switch.
 #[derive(Debug, Clone)]
 pub struct Speaker {
     identity: Identity,
-    timing: Timing,
-    links: Vec<LinkSlot>,
-    sequence: u32,
+    hold_ms: u16,
+    rules: rules::Speaker,
+    told: Vec<Told>,
 }
 
 impl Speaker {
-    /// A speaker for these fabric ports (port ids), every link idle.
+    /// A speaker for these fabric ports (port ids), every link idle, in epoch `epoch` (see
+    /// [`epoch_now`]).
     #[must_use]
-    pub fn new(identity: Identity, timing: Timing, thresholds: Thresholds, ports: &[u32]) -> Self {
+    pub fn new(
+        identity: Identity,
+        timing: Timing,
+        thresholds: Thresholds,
+        ports: &[u32],
+        epoch: u32,
+    ) -> Self {
         Self {
             identity,
-            timing,
-            links: ports
-                .iter()
-                .map(|&port| LinkSlot {
-                    port,
-                    detector: Detector::new(thresholds),
-                    pending: None,
-                    down: false,
-                    last_sent_ns: None,
-                    best_since_ns: None,
-                })
-                .collect(),
-            sequence: 0,
+            hold_ms: timing.hold_ms(),
+            rules: rules::Speaker::new(timing.rules(), thresholds, ports, epoch),
+            told: Vec::new(),
         }
     }
 
     /// Takes one window of fabric port `port`; returns the state change it detected, if any
     /// (sent by the next [`Speaker::due`]). Unknown ports are ignored.
     pub fn observe(&mut self, port: u32, window: &Window) -> Option<Kind> {
-        let slot = self.links.iter_mut().find(|slot| slot.port == port)?;
-        let change = slot.detector.observe(window);
-        // While the port is down its failure is the news; the detector's state is sent once the
-        // port is back (by the failure-cleared message or the next refresh).
-        if change.is_some() && !slot.down {
-            slot.pending = change;
-        }
-        change
+        self.rules.observe(port, window)
     }
 
     /// Sets whether fabric port `port` is down; returns the failure event a change calls for
-    /// (sent by the next [`Speaker::due`]: *failure detected* at level 0, *failure cleared*
-    /// with the detector's level). Unknown ports are ignored.
+    /// (sent by the next [`Speaker::due`]). Unknown ports are ignored.
     pub fn set_down(&mut self, port: u32, down: bool) -> Option<Kind> {
-        let slot = self.links.iter_mut().find(|slot| slot.port == port)?;
-        if slot.down == down {
-            return None;
-        }
-        slot.down = down;
-        let kind = if down {
-            Kind::FailureDetected
-        } else {
-            Kind::FailureCleared
-        };
-        slot.pending = Some(kind);
-        Some(kind)
+        self.rules.set_down(port, down)
     }
 
     /// The reported level and congestion state of fabric port `port` (level 0 and congested
     /// while it is down).
     #[must_use]
     pub fn level(&self, port: u32) -> Option<(Quality, bool)> {
-        self.links
-            .iter()
-            .find(|slot| slot.port == port)
-            .map(|slot| {
-                if slot.down {
-                    (Quality::POOREST, true)
-                } else {
-                    (slot.detector.level(), slot.detector.congested())
-                }
-            })
+        self.rules.level(port)
     }
 
-    /// The messages due at `now_ns` (monotonic), stamped `unix_ns`: pending changes of links
-    /// not sent to within the last window, and refreshes of links not sent within the last T
-    /// (none for a link whose best state has been told for a hold time already).
-    /// Each goes to every neighbour except the one behind the link's port; a link with no
-    /// neighbour known keeps its change pending.
+    /// The messages due at `now_ns` (monotonic), stamped `unix_ns`, each to every neighbour
+    /// except the one behind the link's port; a link with no neighbour known keeps its change
+    /// pending.
     pub fn due(&mut self, now_ns: u64, unix_ns: u64, neighbours: &[Neighbour]) -> Vec<Outgoing> {
+        self.told.clear();
+        self.rules.due(
+            now_ns,
+            |port| neighbours.iter().any(|n| n.port == port),
+            &mut self.told,
+        );
         let mut out = Vec::new();
-        let hold_ms = self.timing.hold_ms();
-        for slot in &mut self.links {
-            let Some(far) = neighbours.iter().find(|n| n.port == slot.port) else {
+        for told in &self.told {
+            let Some(far) = neighbours.iter().find(|n| n.port == told.port) else {
                 continue;
             };
-            let since = slot.last_sent_ns.map(|last| now_ns.saturating_sub(last));
-            let told_best = slot.at_best()
-                && slot.best_since_ns.is_some_and(|first| {
-                    now_ns.saturating_sub(first) >= self.timing.refresh_ns.saturating_mul(3)
-                });
-            let kind = match (slot.pending, since) {
-                (Some(kind), None) => kind,
-                (Some(kind), Some(since)) if since >= self.timing.window_ns => kind,
-                (_, None) => state_kind(slot),
-                (_, Some(since)) if since >= self.timing.refresh_ns && !told_best => {
-                    state_kind(slot)
-                }
-                _ => continue,
-            };
-            slot.pending = None;
-            slot.last_sent_ns = Some(now_ns);
-            slot.best_since_ns = if slot.at_best() {
-                slot.best_since_ns.or(Some(now_ns))
-            } else {
-                None
-            };
-            self.sequence = self.sequence.wrapping_add(1);
-            let quality = if slot.down {
-                Quality::POOREST
-            } else {
-                slot.detector.level()
-            };
             let message = Notification {
-                kind,
-                quality,
-                hold_ms,
-                sequence: self.sequence,
+                kind: told.kind,
+                quality: told.quality,
+                hold_ms: self.hold_ms,
+                sequence: told.sequence,
+                epoch: told.epoch,
                 timestamp_ns: unix_ns,
                 originator: self.identity.router_id,
                 link: LinkRef {
@@ -224,14 +155,14 @@ impl Speaker {
                     far: far.id.router_id,
                     near_asn: self.identity.asn,
                     far_asn: far.id.asn,
-                    port: slot.port,
+                    port: told.port,
                 },
                 flow: None,
             };
             let mut sent_to: Vec<Ipv4Addr> = Vec::new();
             for neighbour in neighbours {
-                if neighbour.port == slot.port
-                    || neighbour.id.asn == far.id.asn
+                if neighbour.port == told.port
+                    || neighbour.id.router_id == far.id.router_id
                     || sent_to.contains(&neighbour.addr)
                 {
                     continue;
@@ -247,15 +178,14 @@ impl Speaker {
     }
 }
 
-/// The kind that states a link's current state (what a refresh says).
-fn state_kind(slot: &LinkSlot) -> Kind {
-    if slot.down {
-        Kind::FailureDetected
-    } else if slot.detector.congested() {
-        Kind::CongestionDetected
-    } else {
-        Kind::CongestionCleared
-    }
+/// An epoch for a speaker starting now: the time since the Unix epoch in tenths of a second
+/// (wrapping; receivers compare epochs in serial arithmetic), so a restarted switch's is newer
+/// unless it restarts within 100 ms.
+#[must_use]
+pub fn epoch_now() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| (since.as_millis() / 100) as u32)
 }
 
 /// Which kind of port a datagram arrived on.
@@ -283,19 +213,23 @@ pub enum Reject {
     Malformed,
     /// It is about one of this switch's own links (a loop, or a spoof).
     OwnLink,
-    /// An older or repeated sequence number for its link.
+    /// An older or repeated (epoch, sequence) for its link.
     Stale,
+    /// Its sender is not entitled to report the link (not one of its ends, nor named next to
+    /// one by the path table), or is no known neighbour.
+    Untrusted,
 }
 
 impl Reject {
     /// Every reason, in counter order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::HostPort,
         Self::UnknownPort,
         Self::Ttl,
         Self::Malformed,
         Self::OwnLink,
         Self::Stale,
+        Self::Untrusted,
     ];
 
     /// Its counter name (the `reason` label of `ofan_arf_rejected_total`).
@@ -308,6 +242,7 @@ impl Reject {
             Self::Malformed => "malformed",
             Self::OwnLink => "own_link",
             Self::Stale => "stale",
+            Self::Untrusted => "untrusted",
         }
     }
 }
@@ -338,6 +273,23 @@ pub fn check(
     Ok(message)
 }
 
+/// Whether the neighbour that sent `message` (its router ID, `None` when the datagram's source
+/// is no known neighbour) may report its link ([`ofan_dataplane::arf::trust`]).
+///
+/// # Errors
+/// [`Reject::Untrusted`].
+pub fn trusted(
+    message: &Notification,
+    sender: Option<Ipv4Addr>,
+    paths: &RemotePaths,
+) -> Result<(), Reject> {
+    let link = update_of(message).link;
+    match sender {
+        Some(sender) if trust::entitled(u32::from(sender), link, paths) => Ok(()),
+        _ => Err(Reject::Untrusted),
+    }
+}
+
 /// The congestion table's view of a notification: links by router ID (the draft's neighbour
 /// ID), which names one switch whatever the ASN plan.
 #[must_use]
@@ -350,6 +302,7 @@ pub fn update_of(message: &Notification) -> Update {
         kind: message.kind,
         quality: message.quality,
         hold_ns: u64::from(message.hold_ms) * 1_000_000,
+        epoch: message.epoch,
         sequence: message.sequence,
     }
 }
@@ -381,7 +334,7 @@ mod tests {
             })
             .collect();
         (
-            Speaker::new(id(100), timing, Thresholds::default(), &[0, 1, 2]),
+            Speaker::new(id(100), timing, Thresholds::default(), &[0, 1, 2], 3),
             neighbours,
         )
     }
@@ -409,6 +362,7 @@ mod tests {
             assert_eq!(out.message.link.near_asn, 100);
             assert_eq!(out.message.kind, Kind::CongestionCleared);
             assert_eq!(out.message.hold_ms, 300);
+            assert_eq!(out.message.epoch, 3);
             assert_eq!(out.message.timestamp_ns, 7);
         }
         // Port 1 collapses: detected at once, to 200 and 202 only.
@@ -431,93 +385,6 @@ mod tests {
     }
 
     #[test]
-    fn refreshes_every_t_and_changes_at_most_once_per_window() {
-        let (mut speaker, neighbours) = speaker();
-        speaker.due(0, 0, &neighbours);
-        // Nothing until T.
-        assert!(speaker.due(50 * MS, 0, &neighbours).is_empty());
-        assert_eq!(speaker.due(100 * MS, 0, &neighbours).len(), 6);
-        // A change 3 ms after the refresh waits for the window to pass.
-        speaker.observe(0, &window(1.0));
-        assert!(speaker.due(103 * MS, 0, &neighbours).is_empty());
-        let sent = speaker.due(110 * MS, 0, &neighbours);
-        assert_eq!(sent.len(), 2);
-        assert!(sent
-            .iter()
-            .all(|o| o.message.kind == Kind::CongestionDetected));
-        // It cleared in the next window: sent one window later, not before.
-        speaker.observe(0, &window(0.0));
-        assert!(speaker.due(115 * MS, 0, &neighbours).is_empty());
-        let cleared = speaker.due(120 * MS, 0, &neighbours);
-        assert_eq!(cleared[0].message.kind, Kind::CongestionCleared);
-        // Sequence numbers increase per message.
-        assert!(cleared[0].message.sequence > sent[0].message.sequence);
-    }
-
-    #[test]
-    fn a_link_at_its_best_is_told_for_a_hold_time_then_left_to_age_out() {
-        let (mut speaker, neighbours) = speaker();
-        // Idle: told at 0, T and 2T (a hold time of 3T), then nothing more.
-        for t in [0, 100, 200] {
-            assert_eq!(speaker.due(t * MS, 0, &neighbours).len(), 6, "at {t} ms");
-        }
-        for t in [300, 400, 900] {
-            assert!(speaker.due(t * MS, 0, &neighbours).is_empty(), "at {t} ms");
-        }
-        // A congestion is sent and refreshed like any state that is not the best …
-        speaker.observe(0, &window(1.0));
-        let detected = speaker.due(910 * MS, 0, &neighbours);
-        assert_eq!(detected.len(), 2);
-        assert_eq!(speaker.due(1010 * MS, 0, &neighbours).len(), 2);
-        // … and so is a cleared link below the best level (its weight still counts).
-        speaker.observe(0, &window(0.3));
-        speaker.observe(0, &window(0.3));
-        let cleared = speaker.due(1110 * MS, 0, &neighbours);
-        assert_eq!(cleared[0].message.kind, Kind::CongestionCleared);
-        assert!(cleared[0].message.quality < Quality::BEST);
-        assert_eq!(speaker.due(1210 * MS, 0, &neighbours).len(), 2);
-        // Back at the best level: three more messages, then silence again.
-        speaker.observe(0, &window(0.0));
-        speaker.observe(0, &window(0.0));
-        assert_eq!(speaker.level(0), Some((Quality::BEST, false)));
-        let mut told = 0;
-        for t in (1220..=2000).step_by(10) {
-            told += speaker
-                .due(t * MS, 0, &neighbours)
-                .iter()
-                .filter(|o| o.message.link.port == 0)
-                .count();
-        }
-        assert_eq!(told, 3 * 2, "three messages to the two other neighbours");
-    }
-
-    #[test]
-    fn a_port_that_goes_down_is_a_failure_until_it_comes_back() {
-        let (mut speaker, neighbours) = speaker();
-        speaker.due(0, 0, &neighbours);
-        assert_eq!(speaker.set_down(0, true), Some(Kind::FailureDetected));
-        assert_eq!(speaker.set_down(0, true), None, "no change, no event");
-        assert_eq!(speaker.level(0), Some((Quality::POOREST, true)));
-        let sent = speaker.due(10 * MS, 0, &neighbours);
-        assert_eq!(sent.len(), 2);
-        assert!(sent
-            .iter()
-            .all(|o| o.message.kind == Kind::FailureDetected
-                && o.message.quality == Quality::POOREST));
-        // Refreshed as a failure.
-        let refreshed = speaker.due(110 * MS, 0, &neighbours);
-        assert!(refreshed
-            .iter()
-            .filter(|o| o.message.link.port == 0)
-            .all(|o| o.message.kind == Kind::FailureDetected));
-        assert_eq!(speaker.set_down(0, false), Some(Kind::FailureCleared));
-        let repaired = speaker.due(120 * MS, 0, &neighbours);
-        assert_eq!(repaired[0].message.kind, Kind::FailureCleared);
-        assert_eq!(repaired[0].message.quality, Quality::BEST);
-        assert_eq!(speaker.level(0), Some((Quality::BEST, false)));
-    }
-
-    #[test]
     fn a_link_with_no_known_neighbour_keeps_its_change() {
         let (mut speaker, neighbours) = speaker();
         speaker.observe(2, &window(1.0));
@@ -536,6 +403,7 @@ mod tests {
             quality: Quality::new(3).unwrap(),
             hold_ms: 300,
             sequence: 9,
+            epoch: 1,
             timestamp_ns: 1,
             originator: Ipv4Addr::new(10, 255, 0, 1),
             link: LinkRef {
@@ -608,8 +476,37 @@ mod tests {
                 "ttl",
                 "malformed",
                 "own_link",
-                "stale"
+                "stale",
+                "untrusted"
             ]
         );
+    }
+
+    #[test]
+    fn only_an_end_of_the_link_or_its_named_neighbour_is_trusted() {
+        use ofan_dataplane::arf::RemoteHop;
+        use ofan_dataplane::lb::DestKey;
+        let message = check(Arrival::Fabric, Some(255), &bytes(5), None).unwrap();
+        let (near, far) = (Ipv4Addr::new(10, 255, 0, 1), Ipv4Addr::new(10, 255, 0, 2));
+        let mut paths = RemotePaths::new(1, 1);
+        assert_eq!(trusted(&message, Some(near), &paths), Ok(()));
+        assert_eq!(trusted(&message, Some(far), &paths), Ok(()));
+        let forger = Ipv4Addr::new(10, 255, 0, 66);
+        assert_eq!(
+            trusted(&message, Some(forger), &paths),
+            Err(Reject::Untrusted),
+            "a neighbour speaking for a third party's link"
+        );
+        assert_eq!(trusted(&message, None, &paths), Err(Reject::Untrusted));
+        // Named next to the near end by the path table: entitled.
+        paths.set(
+            DestKey(0),
+            0,
+            RemoteHop {
+                neighbour: u32::from(forger),
+                next_next: vec![u32::from(near)],
+            },
+        );
+        assert_eq!(trusted(&message, Some(forger), &paths), Ok(()));
     }
 }

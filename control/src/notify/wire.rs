@@ -14,23 +14,25 @@
 //! +-------------------------------+-------------------------------+
 //! |                        Sequence number                        |   8
 //! +---------------------------------------------------------------+
-//! |                  Timestamp (ns since the Unix epoch)          |  12
+//! |                            Epoch                              |  12
+//! +---------------------------------------------------------------+
+//! |                  Timestamp (ns since the Unix epoch)          |  16
 //! |                                                               |
 //! +---------------------------------------------------------------+
-//! |                     Originator router ID                      |  20
+//! |                     Originator router ID                      |  24
 //! +---------------------------------------------------------------+
-//! |                    Near end router ID                         |  24
+//! |                    Near end router ID                         |  28
 //! +---------------------------------------------------------------+
-//! |                     Far end router ID                         |  28
+//! |                     Far end router ID                         |  32
 //! +---------------------------------------------------------------+
-//! |                        Near end ASN                           |  32
+//! |                        Near end ASN                           |  36
 //! +---------------------------------------------------------------+
-//! |                         Far end ASN                           |  36
+//! |                         Far end ASN                           |  40
 //! +---------------------------------------------------------------+
-//! |                     Near end port index                       |  40
-//! +---------------------------------------------------------------+   44 = HEADER_LEN
+//! |                     Near end port index                       |  44
+//! +---------------------------------------------------------------+   48 = HEADER_LEN
 //! | Flow (Flags bit 0 set): source address, destination address,  |
-//! | source port, destination port, protocol, 3 bytes zero         |  44..60
+//! | source port, destination port, protocol, 3 bytes zero         |  48..64
 //! +---------------------------------------------------------------+
 //! ```
 //!
@@ -38,12 +40,15 @@
 //!   companion notification drafts the framework cites were not available to us; these values
 //!   are ours and say so in the docs.
 //! - **Quality**: the link's quality level, 0–15, lower is poorer (the framework's definition).
-//! - **Link**: named both by router IDs (what the draft's work flow uses) and by ASNs (what the
-//!   switch's path table, built from AS_PATHs under one ASN per switch, can match).
+//! - **Link**: named by router IDs (the draft's neighbour ID: what receivers key links by, since
+//!   an ASN names a whole tier under RFC 7938's shared ASNs) and, for people, by ASNs.
+//! - **Epoch and sequence**: the sequence number counts the originator's messages from 0 at
+//!   its start; the epoch, drawn at start (its start time in 1/10 s), orders a restarted
+//!   originator's messages after its earlier ones (receivers compare the epoch first).
 //! - **Hold time**: how long the receiver keeps this state without a refresh (the sender
 //!   refreshes every third of it), so a lost "cleared" ages out.
-//! - The message is exactly `Length` bytes: 44 without a flow, 60 with one. Everything else is
-//!   refused, by name ([`WireError`]).
+//! - The message is exactly `Length` bytes: 48 without a flow, 64 with one. Everything else is
+//!   refused, by name ([`WireError`]). Version 1 (44 bytes, no epoch) is refused.
 //!
 //! Pure: bytes in, a typed [`Notification`] out, and back; no allocation. Fuzzed
 //! (`fuzz/fuzz_targets/notification.rs`).
@@ -53,10 +58,10 @@ use std::net::Ipv4Addr;
 pub use ofan_dataplane::arf::{Kind, Quality, QUALITY_LEVELS};
 
 /// The version this module speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Bytes of a message without a flow.
-pub const HEADER_LEN: usize = 44;
+pub const HEADER_LEN: usize = 48;
 
 /// Bytes of the optional flow (the draft's second message type: the congested flow's
 /// five-tuple, for flow redirection).
@@ -106,6 +111,8 @@ pub struct Notification {
     pub hold_ms: u16,
     /// The originator's sequence number (per originator, wrapping).
     pub sequence: u32,
+    /// The originator's epoch (drawn at its start; compared before the sequence).
+    pub epoch: u32,
     /// When the originator sent it, ns since the Unix epoch.
     pub timestamp_ns: u64,
     /// The router ID of the switch that detected it.
@@ -120,10 +127,10 @@ pub struct Notification {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
     /// Fewer bytes than a header.
-    #[error("{0} bytes, shorter than the 44-byte header")]
+    #[error("{0} bytes, shorter than the 48-byte header")]
     Truncated(usize),
     /// Another version.
-    #[error("version {0}, expected 1")]
+    #[error("version {0}, expected 2")]
     Version(u8),
     /// An unknown type.
     #[error("unknown type {0}")]
@@ -207,7 +214,7 @@ impl Notification {
         if hold_ms == 0 {
             return Err(WireError::HoldTime);
         }
-        let timestamp_ns = u64::from(u32_at(12)) << 32 | u64::from(u32_at(16));
+        let timestamp_ns = u64::from(u32_at(16)) << 32 | u64::from(u32_at(20));
         let flow = if flags & FLAG_FLOW != 0 {
             let flow = &bytes[HEADER_LEN..];
             if flow[13..16] != [0, 0, 0] {
@@ -228,14 +235,15 @@ impl Notification {
             quality,
             hold_ms,
             sequence: u32_at(8),
+            epoch: u32_at(12),
             timestamp_ns,
-            originator: Ipv4Addr::from(u32_at(20)),
+            originator: Ipv4Addr::from(u32_at(24)),
             link: LinkRef {
-                near: Ipv4Addr::from(u32_at(24)),
-                far: Ipv4Addr::from(u32_at(28)),
-                near_asn: u32_at(32),
-                far_asn: u32_at(36),
-                port: u32_at(40),
+                near: Ipv4Addr::from(u32_at(28)),
+                far: Ipv4Addr::from(u32_at(32)),
+                near_asn: u32_at(36),
+                far_asn: u32_at(40),
+                port: u32_at(44),
             },
             flow,
         })
@@ -253,13 +261,14 @@ impl Notification {
         out[4..6].copy_from_slice(&(len as u16).to_be_bytes());
         out[6..8].copy_from_slice(&self.hold_ms.to_be_bytes());
         out[8..12].copy_from_slice(&self.sequence.to_be_bytes());
-        out[12..20].copy_from_slice(&self.timestamp_ns.to_be_bytes());
-        out[20..24].copy_from_slice(&self.originator.octets());
-        out[24..28].copy_from_slice(&self.link.near.octets());
-        out[28..32].copy_from_slice(&self.link.far.octets());
-        out[32..36].copy_from_slice(&self.link.near_asn.to_be_bytes());
-        out[36..40].copy_from_slice(&self.link.far_asn.to_be_bytes());
-        out[40..44].copy_from_slice(&self.link.port.to_be_bytes());
+        out[12..16].copy_from_slice(&self.epoch.to_be_bytes());
+        out[16..24].copy_from_slice(&self.timestamp_ns.to_be_bytes());
+        out[24..28].copy_from_slice(&self.originator.octets());
+        out[28..32].copy_from_slice(&self.link.near.octets());
+        out[32..36].copy_from_slice(&self.link.far.octets());
+        out[36..40].copy_from_slice(&self.link.near_asn.to_be_bytes());
+        out[40..44].copy_from_slice(&self.link.far_asn.to_be_bytes());
+        out[44..48].copy_from_slice(&self.link.port.to_be_bytes());
         if let Some(flow) = &self.flow {
             let tail = &mut out[HEADER_LEN..];
             tail[0..4].copy_from_slice(&flow.src.octets());
@@ -283,6 +292,7 @@ mod tests {
             quality: Quality::new(3).unwrap(),
             hold_ms: 300,
             sequence: 0x0102_0304,
+            epoch: 0x0a0b_0c0d,
             timestamp_ns: 0x1122_3344_5566_7788,
             originator: Ipv4Addr::new(10, 255, 0, 16),
             link: LinkRef {
@@ -304,9 +314,10 @@ mod tests {
 
     /// The bytes of `sample(false)`, by hand from the layout in the module docs.
     const SAMPLE: [u8; HEADER_LEN] = [
-        1, 1, 0, 3, // version, type, flags, quality
-        0, 44, 0x01, 0x2c, // length 44, hold 300 ms
+        2, 1, 0, 3, // version, type, flags, quality
+        0, 48, 0x01, 0x2c, // length 48, hold 300 ms
         1, 2, 3, 4, // sequence
+        0x0a, 0x0b, 0x0c, 0x0d, // epoch
         0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // timestamp
         10, 255, 0, 16, // originator
         10, 255, 0, 16, // near
@@ -333,7 +344,7 @@ mod tests {
             assert_eq!(len, message.len());
             assert_eq!(Notification::parse(&buffer[..len]), Ok(message));
         }
-        assert_eq!(sample(true).emit(&mut [0; 59]), None, "buffer too short");
+        assert_eq!(sample(true).emit(&mut [0; 63]), None, "buffer too short");
     }
 
     #[test]
@@ -345,10 +356,14 @@ mod tests {
             Notification::parse(&bytes)
         };
         assert_eq!(
-            Notification::parse(&good[..43]),
-            Err(WireError::Truncated(43))
+            Notification::parse(&good[..47]),
+            Err(WireError::Truncated(47))
         );
-        assert_eq!(with(0, 2), Err(WireError::Version(2)));
+        assert_eq!(
+            with(0, 1),
+            Err(WireError::Version(1)),
+            "no epoch in version 1"
+        );
         assert_eq!(with(1, 0), Err(WireError::Kind(0)));
         assert_eq!(with(1, 5), Err(WireError::Kind(5)));
         assert_eq!(with(2, 0x02), Err(WireError::Flags(0x02)));
@@ -359,20 +374,20 @@ mod tests {
         flagged[2] = 1;
         assert!(matches!(
             Notification::parse(&flagged),
-            Err(WireError::Length { expected: 60, .. })
+            Err(WireError::Length { expected: 64, .. })
         ));
         let mut long = good.to_vec();
         long.extend_from_slice(&[0; FLOW_LEN]);
         assert!(matches!(
             Notification::parse(&long),
-            Err(WireError::Length { expected: 44, .. })
+            Err(WireError::Length { expected: 48, .. })
         ));
         let mut zero_hold = good;
         zero_hold[6..8].fill(0);
         assert_eq!(Notification::parse(&zero_hold), Err(WireError::HoldTime));
-        let mut buffer = [0; 60];
+        let mut buffer = [0; 64];
         sample(true).emit(&mut buffer).unwrap();
-        buffer[59] = 1;
+        buffer[63] = 1;
         assert_eq!(Notification::parse(&buffer), Err(WireError::Padding));
     }
 

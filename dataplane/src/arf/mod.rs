@@ -26,7 +26,9 @@
 
 pub mod detect;
 mod quality;
+pub mod speaker;
 pub mod table;
+pub mod trust;
 
 pub use quality::{Kind, Quality, QUALITY_LEVELS};
 pub use table::{Applied, CongestionTable, LinkId, LinkState, Update};
@@ -79,9 +81,50 @@ impl RemotePaths {
             .and_then(Option::as_ref)
     }
 
+    /// Every hop known, in (key, port) order.
+    pub fn hops(&self) -> impl Iterator<Item = &RemoteHop> {
+        self.hops.iter().flatten()
+    }
+
     fn index(&self, key: DestKey, port: u8) -> Option<usize> {
         (key.0 < self.dest_keys && port < self.up_ports)
             .then(|| key.0 as usize * usize::from(self.up_ports) + usize::from(port))
+    }
+}
+
+/// When `arf-flow` moves a pinned flow: its path's quality is at most `at` (the detector's
+/// "congested" level), a target is at least `gain` levels better (the detector's jump: a
+/// difference it reports at once), and the flow has not moved within `hold_down_ns` (the
+/// refresh interval T: the detectors and the notifications need that long to show what the
+/// last move did, so a flow does not oscillate). Derived from the configured detector settings,
+/// so the two cannot drift apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Redirect {
+    /// A pinned flow's path at this level or below may be left.
+    pub at: u8,
+    /// For a path at least this many levels better.
+    pub gain: u8,
+    /// At most once per this long per flow, ns.
+    pub hold_down_ns: u64,
+}
+
+impl Redirect {
+    /// The rule for detectors with `thresholds` and notifications refreshed every
+    /// `refresh_ns`.
+    #[must_use]
+    pub fn of(thresholds: &detect::Thresholds, refresh_ns: u64) -> Self {
+        Self {
+            at: thresholds.congested_at.level(),
+            gain: thresholds.jump.max(1),
+            hold_down_ns: refresh_ns,
+        }
+    }
+}
+
+impl Default for Redirect {
+    /// The default detector settings, refreshed every 100 ms (the switch's defaults).
+    fn default() -> Self {
+        Self::of(&detect::Thresholds::default(), 100_000_000)
     }
 }
 
@@ -98,6 +141,8 @@ pub struct PathQuality {
     dead: Box<[bool]>,
     /// Some path is dead (so the modes can skip the check otherwise).
     any_dead: bool,
+    /// When `arf-flow` moves a pinned flow.
+    pub redirect: Redirect,
     /// Incremented by the publisher on every change (0: nothing ever reported).
     pub generation: u64,
 }
@@ -114,6 +159,7 @@ impl PathQuality {
             remote: vec![best; dest_keys as usize * usize::from(up_ports)].into_boxed_slice(),
             dead: vec![false; dest_keys as usize * usize::from(up_ports)].into_boxed_slice(),
             any_dead: false,
+            redirect: Redirect::default(),
             generation: 0,
         }
     }
@@ -262,6 +308,7 @@ mod tests {
             kind: Kind::CongestionDetected,
             quality: q(level),
             hold_ns: 1_000_000,
+            epoch: 0,
             sequence: 1,
         };
         table.apply(&update(100, 200, 2), 0);
@@ -286,6 +333,7 @@ mod tests {
             kind: Kind::FailureDetected,
             quality: q(9),
             hold_ns: 1_000_000,
+            epoch: 0,
             sequence: 2,
         };
         table.apply(&failure(101, 300), 0);

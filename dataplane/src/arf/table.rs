@@ -1,9 +1,10 @@
 //! The congestion table: what neighbours last said about their links, until it ages out.
 //!
-//! One entry per remote link (near end → far end, by switch id). A notification replaces the
-//! entry's level and pushes its expiry to `now + hold`; one carrying an older sequence number
-//! than the entry's (serial-number arithmetic, so the sequence may wrap) is stale and changes
-//! nothing. A *failure detected* makes the link's level 0 whatever the message's level says. An
+//! One entry per remote link (near end → far end, by switch id: router IDs in the switch, node
+//! ids in the model). A notification replaces the entry's level and pushes its expiry to
+//! `now + hold`; one that is not newer than the entry's last is stale and changes nothing.
+//! Newer means a later epoch (the speaker restarted, [`super::speaker`]), or the same epoch and
+//! a later sequence number, both in serial-number arithmetic (RFC 1982) so either may wrap. A *failure detected* makes the link's level 0 whatever the message's level says. An
 //! entry not refreshed within its hold time is dropped by [`CongestionTable::expire`], so a lost
 //! "cleared" cannot pin a path as congested.
 
@@ -33,6 +34,8 @@ pub struct Update {
     pub quality: Quality,
     /// How long the state holds without a refresh, ns.
     pub hold_ns: u64,
+    /// The originator's epoch (drawn when it started).
+    pub epoch: u32,
     /// The originator's sequence number.
     pub sequence: u32,
 }
@@ -55,6 +58,8 @@ pub struct LinkState {
     pub quality: u8,
     /// Whether the last word was a failure.
     pub failed: bool,
+    /// The epoch of the last message taken.
+    pub epoch: u32,
     /// The last sequence number taken.
     pub sequence: u32,
     /// When the entry ages out, ns (the caller's clock).
@@ -80,12 +85,20 @@ impl CongestionTable {
         };
         let expires_ns = now_ns.saturating_add(update.hold_ns);
         match self.links.get_mut(&update.link) {
-            Some(state) if !newer(update.sequence, state.sequence) => Applied::Stale,
+            Some(state)
+                if !newer(
+                    (update.epoch, update.sequence),
+                    (state.epoch, state.sequence),
+                ) =>
+            {
+                Applied::Stale
+            }
             Some(state) => {
                 let changed = state.quality != quality || state.failed != failed;
                 *state = LinkState {
                     quality,
                     failed,
+                    epoch: update.epoch,
                     sequence: update.sequence,
                     expires_ns,
                     changed_ns: if changed { now_ns } else { state.changed_ns },
@@ -102,6 +115,7 @@ impl CongestionTable {
                     LinkState {
                         quality,
                         failed,
+                        epoch: update.epoch,
                         sequence: update.sequence,
                         expires_ns,
                         changed_ns: now_ns,
@@ -153,9 +167,15 @@ impl CongestionTable {
     }
 }
 
-/// Whether `sequence` comes after `last` (RFC 1982 serial arithmetic on 32 bits).
-fn newer(sequence: u32, last: u32) -> bool {
-    sequence != last && sequence.wrapping_sub(last) < 1 << 31
+/// Whether a message numbered `(epoch, sequence)` comes after `last`: a later epoch, or the
+/// same epoch and a later sequence number (RFC 1982 serial arithmetic on 32 bits, both).
+fn newer((epoch, sequence): (u32, u32), (last_epoch, last): (u32, u32)) -> bool {
+    let after = |a: u32, b: u32| a != b && a.wrapping_sub(b) < 1 << 31;
+    if epoch == last_epoch {
+        after(sequence, last)
+    } else {
+        after(epoch, last_epoch)
+    }
 }
 
 #[cfg(test)]
@@ -173,8 +193,28 @@ mod tests {
             kind,
             quality: Quality::new(level).unwrap(),
             hold_ns: 300,
+            epoch: 5,
             sequence,
         }
+    }
+
+    #[test]
+    fn a_restarted_speakers_new_epoch_is_newer_though_its_sequence_began_again() {
+        let mut table = CongestionTable::default();
+        table.apply(&update(Kind::CongestionDetected, 3, 900), 0);
+        // The speaker restarts: epoch 6, sequence from 1. Taken at once, not stale for a hold.
+        let restarted = Update {
+            epoch: 6,
+            ..update(Kind::CongestionCleared, 15, 1)
+        };
+        assert_eq!(table.apply(&restarted, 1), Applied::Changed);
+        assert_eq!(table.quality(LINK), Quality::BEST);
+        // A late message of the old epoch, however high its sequence: stale.
+        assert_eq!(
+            table.apply(&update(Kind::CongestionDetected, 0, 901), 2),
+            Applied::Stale
+        );
+        assert_eq!(table.links().next().unwrap().1.epoch, 6);
     }
 
     #[test]

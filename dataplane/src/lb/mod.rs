@@ -791,6 +791,8 @@ struct FlowEntry {
     port: u8,
     live: bool,
     last_ns: u64,
+    /// When it was last moved (`None`: never).
+    moved_ns: Option<u64>,
 }
 
 /// Slots of a pipe's flow table.
@@ -798,13 +800,6 @@ const FLOW_SLOTS: usize = 4096;
 
 /// A flow idle this long is forgotten (ns).
 pub const FLOW_IDLE_NS: u64 = 100_000_000;
-
-/// A pinned flow is moved when its path's quality is at most this (the detector's default
-/// "congested" level)…
-pub const REDIRECT_AT: u8 = 5;
-
-/// …to a path at least this many levels better (the detector's default jump).
-pub const REDIRECT_GAIN: u8 = 4;
 
 impl FlowTable {
     fn new() -> Self {
@@ -829,11 +824,14 @@ impl FlowTable {
             && entry.flow_hash == packet.flow_hash
             && now.saturating_sub(entry.last_ns) < FLOW_IDLE_NS
             && packet.valid.contains(entry.port);
+        let rule = quality.redirect;
+        let mut moved_ns = if pinned { entry.moved_ns } else { None };
         let port = if pinned {
             let current = quality.path(packet.key, entry.port);
-            let better = if current <= REDIRECT_AT {
+            let held = moved_ns.is_some_and(|at| now.saturating_sub(at) < rule.hold_down_ns);
+            let better = if current <= rule.at && !held {
                 packet.valid.iter().fold(PortMask::EMPTY, |mask, port| {
-                    if quality.path(packet.key, port) >= current + REDIRECT_GAIN {
+                    if quality.path(packet.key, port) >= current.saturating_add(rule.gain) {
                         mask.with(port)
                     } else {
                         mask
@@ -846,6 +844,7 @@ impl FlowTable {
                 entry.port
             } else {
                 self.moved += 1;
+                moved_ns = Some(now);
                 weighted(better, packet.key, quality, point)
             }
         } else {
@@ -856,6 +855,7 @@ impl FlowTable {
             port,
             live: true,
             last_ns: now,
+            moved_ns,
         };
         port
     }

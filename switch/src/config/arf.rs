@@ -23,8 +23,9 @@ pub struct AdaptiveRouting {
     pub identity: Option<Identity>,
     /// Fabric ports (role up or down), by port id.
     pub fabric_ports: Vec<u32>,
-    /// The neighbours the plan names behind the fabric ports (empty without a plan: then they
-    /// are the FIB's next hops on fabric ports, named by the path table).
+    /// The neighbours named behind the fabric ports by `[[adaptive_routing.neighbours]]`, else
+    /// by the plan (empty without either: then they are the FIB's next hops on fabric ports,
+    /// named by the path table).
     pub plan_neighbours: Vec<Neighbour>,
     /// The plan's switches by ASN → router ID, for paths BGP names only by ASN (an ASN that
     /// several switches share names none of them and is left out; empty without a plan).
@@ -121,12 +122,37 @@ pub(super) fn adaptive_routing(
             ))
         }
     };
-    let fabric_ports = ports
+    let fabric_ports: Vec<u32> = ports
         .iter()
         .enumerate()
         .filter(|(_, p)| p.role != RoleName::Host)
         .map(|(i, _)| i as u32)
         .collect();
+    let configured = section
+        .neighbours
+        .iter()
+        .map(|entry| {
+            let port = ports
+                .iter()
+                .position(|p| p.name == entry.port)
+                .map(|i| i as u32)
+                .filter(|i| fabric_ports.contains(i))
+                .ok_or_else(|| {
+                    error(
+                        "adaptive_routing.neighbours.port",
+                        format!("{:?} is not a fabric (up or down) port", entry.port),
+                    )
+                })?;
+            Ok(Neighbour {
+                port,
+                addr: entry.addr,
+                id: Identity {
+                    asn: entry.asn,
+                    router_id: entry.router_id,
+                },
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
     Ok(Some(AdaptiveRouting {
         timing: Timing {
             window_ns: window_ms * 1_000_000,
@@ -136,7 +162,11 @@ pub(super) fn adaptive_routing(
         thresholds,
         identity,
         fabric_ports,
-        plan_neighbours: plan.map(|plan| plan.neighbours(ports)).unwrap_or_default(),
+        plan_neighbours: if configured.is_empty() {
+            plan.map(|plan| plan.neighbours(ports)).unwrap_or_default()
+        } else {
+            configured
+        },
         router_ids: plan.map(Plan::router_ids).unwrap_or_default(),
     }))
 }

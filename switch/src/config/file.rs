@@ -148,4 +148,16 @@ pub(super) struct AdaptiveRoutingSection {
     pub(super) windows_to_change: Option<u8>,
     pub(super) jump: Option<u8>,
     pub(super) queue_frames: Option<u16>,
+    #[serde(default)]
+    pub(super) neighbours: Vec<NeighbourEntry>,
+}
+
+/// `[[adaptive_routing.neighbours]]`: a switch neighbour named by hand.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NeighbourEntry {
+    pub(super) port: String,
+    pub(super) addr: std::net::Ipv4Addr,
+    pub(super) router_id: std::net::Ipv4Addr,
+    pub(super) asn: u32,
 }

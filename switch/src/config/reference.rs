@@ -89,4 +89,9 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   cleared_at = 9                  and cleared at this level or above (above congested_at)
   windows_to_change = 2           windows a new level must last before it is reported
   jump = 4                        a change by more than this many levels is reported at once
+  [[adaptive_routing.neighbours]] a switch neighbour by hand (default: the topology plan's,
+  port = "p1"                     else the FIB's next hops named by BGP): its fabric port,
+  addr = "10.0.1.1"               address on the link, router ID and ASN. Notifications are
+  router_id = "10.255.0.9"        taken only from a known neighbour, and only about a link it
+  asn = 4200000009                is an end of (or next to, by the path table)
 "#;

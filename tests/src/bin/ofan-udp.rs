@@ -4,8 +4,8 @@
 //! ofan-udp send --to 10.0.1.1:9000 --count 100000 --size 200 --rate 50000 [--flows 4]
 //!               [--agent-data COLLECTIVE:FLOW]
 //! ofan-udp recv --bind 0.0.0.0:9000 --count 100000 --timeout-ms 5000
-//! ofan-udp notify --to 10.0.1.0:7415 --ttl 255 --near-asn 65001 --far-asn 65002 --quality 3
-//!                 --seq 1
+//! ofan-udp notify --to 10.0.1.0:7415 --ttl 255 --near 10.255.0.1 --far 10.255.0.2
+//!                 [--near-asn 65001 --far-asn 65002] --quality 3 --epoch 1 --seq 1
 //! ```
 //! Datagrams carry a sequence number; the receiver reports `received=… unique=… duplicates=…`
 //! so a test can check that every datagram arrived exactly once. With `--agent-data`, each
@@ -152,9 +152,12 @@ fn notify(args: &[String]) -> ExitCode {
     use ofan_control::notify::wire::{Kind as NotifyKind, LinkRef, Notification, Quality};
     let to: SocketAddr = arg(args, "--to", None);
     let ttl: u32 = arg(args, "--ttl", Some(255));
-    let near_asn: u32 = arg(args, "--near-asn", None);
-    let far_asn: u32 = arg(args, "--far-asn", None);
+    let near: std::net::Ipv4Addr = arg(args, "--near", None);
+    let far: std::net::Ipv4Addr = arg(args, "--far", None);
+    let near_asn: u32 = arg(args, "--near-asn", Some(0));
+    let far_asn: u32 = arg(args, "--far-asn", Some(0));
     let level: u8 = arg(args, "--quality", None);
+    let epoch: u32 = arg(args, "--epoch", Some(1));
     let sequence: u32 = arg(args, "--seq", Some(1));
     let Some(quality) = Quality::new(level) else {
         eprintln!("ofan-udp: --quality {level} is not a level");
@@ -168,11 +171,12 @@ fn notify(args: &[String]) -> ExitCode {
         quality,
         hold_ms: 10_000,
         sequence,
+        epoch,
         timestamp_ns,
-        originator: std::net::Ipv4Addr::new(10, 255, 0, 1),
+        originator: near,
         link: LinkRef {
-            near: std::net::Ipv4Addr::new(10, 255, 0, 1),
-            far: std::net::Ipv4Addr::new(10, 255, 0, 2),
+            near,
+            far,
             near_asn,
             far_asn,
             port: 0,

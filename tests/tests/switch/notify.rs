@@ -1,5 +1,6 @@
-//! Adaptive-routing notifications (issue 15): a switch with a host port and a fabric port takes
-//! a notification only from the fabric neighbour, with TTL 255.
+//! Adaptive-routing notifications (issues 15, 44): a switch with a host port and a fabric port
+//! takes a notification only from the fabric neighbour, with TTL 255, about a link the
+//! neighbour is an end of; a restarted neighbour's new epoch is taken at once.
 
 use std::time::Duration;
 
@@ -8,8 +9,19 @@ use serde_json::Value;
 
 use crate::fixtures::*;
 
-/// Sends one notification of link `near`→`far` at `quality` from `ns` to `to` with `ttl`.
-fn notify(lab: &Lab, ns: &str, to: &str, ttl: u8, near: u32, sequence: u32) {
+/// The fabric neighbour's router ID (configured on the switch by hand: no plan, no BGP).
+const N1: &str = "10.255.0.1";
+
+/// One notification: link `near`→`far` at level 3, epoch and sequence given.
+struct Note<'a> {
+    near: &'a str,
+    far: &'a str,
+    epoch: u32,
+    sequence: u32,
+}
+
+/// Sends `note` from `ns` to `to` with `ttl`.
+fn notify(lab: &Lab, ns: &str, to: &str, ttl: u8, note: &Note<'_>) {
     let udp = binary("ofan-udp");
     let output = lab.exec(
         ns,
@@ -20,14 +32,16 @@ fn notify(lab: &Lab, ns: &str, to: &str, ttl: u8, near: u32, sequence: u32) {
             &format!("{to}:7415"),
             "--ttl",
             &ttl.to_string(),
-            "--near-asn",
-            &near.to_string(),
-            "--far-asn",
-            "65100",
+            "--near",
+            note.near,
+            "--far",
+            note.far,
             "--quality",
             "3",
+            "--epoch",
+            &note.epoch.to_string(),
             "--seq",
-            &sequence.to_string(),
+            &note.sequence.to_string(),
         ],
     );
     assert!(
@@ -45,7 +59,8 @@ fn pairs(arf: &Value, section: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn table(arf: &Value) -> Vec<(u64, u64, u64)> {
+/// The congestion table: (near, far, level, sequence).
+fn table(arf: &Value) -> Vec<(String, String, u64, u64)> {
     arf["table"]
         .as_array()
         .map(|links| {
@@ -53,14 +68,19 @@ fn table(arf: &Value) -> Vec<(u64, u64, u64)> {
                 .iter()
                 .map(|l| {
                     (
-                        l["near"].as_u64().unwrap_or(0),
-                        l["far"].as_u64().unwrap_or(0),
+                        l["near"].as_str().unwrap_or("").to_owned(),
+                        l["far"].as_str().unwrap_or("").to_owned(),
                         l["quality"].as_u64().unwrap_or(99),
+                        l["sequence"].as_u64().unwrap_or(0),
                     )
                 })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+fn holds(arf: &Value, near: &str) -> bool {
+    table(arf).iter().any(|(n, _, _, _)| n == near)
 }
 
 pub(crate) fn notifications_are_taken_only_from_fabric_neighbours_with_ttl_255() {
@@ -76,23 +96,48 @@ pub(crate) fn notifications_are_taken_only_from_fabric_neighbours_with_ttl_255()
     lab.exec("sw", &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
     lab.host("h1", "eth0", "10.0.0.1/31", "10.0.0.0");
     lab.host("n1", "eth0", "10.0.1.1/31", "10.0.1.0");
+    let config = lab.dir().join("sw.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[adaptive_routing.neighbours]]\nport = \"p1\"\naddr = \"10.0.1.1\"\n\
+             router_id = \"{N1}\"\nasn = 65001\n"
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
     start_switch(
         &mut lab,
         "sw",
         &["--port", "p0:host", "--port", "p1:up"],
-        &["--lb", "arf-wcmp", "--metrics", "127.0.0.1:9100"],
+        &[
+            "--config",
+            &config,
+            "--lb",
+            "arf-wcmp",
+            "--metrics",
+            "127.0.0.1:9100",
+        ],
     );
     let arf = |lab: &Lab| stats(lab, "sw")["adaptive_routing"].clone();
     assert!(arf(&lab).is_object(), "arf-wcmp must turn notifications on");
 
     // From the fabric neighbour with TTL 255: applied. (Resent with a new sequence number
     // until the switch steers its own addresses to the kernel, a few 100 ms after start.)
-    let mut sequence = 0;
+    let mut sequence = 100;
     let applied = lab.wait_for(Duration::from_secs(10), || {
         sequence += 1;
-        notify(&lab, "n1", "10.0.1.0", 255, 65001, sequence);
+        let note = Note {
+            near: N1,
+            far: "10.255.0.2",
+            epoch: 5,
+            sequence,
+        };
+        notify(&lab, "n1", "10.0.1.0", 255, &note);
         std::thread::sleep(Duration::from_millis(100));
-        table(&arf(&lab)).contains(&(65001, 65100, 3))
+        table(&arf(&lab))
+            .iter()
+            .any(|(near, far, level, _)| near == N1 && far == "10.255.0.2" && *level == 3)
     });
     let report = arf(&lab);
     assert!(
@@ -118,30 +163,75 @@ pub(crate) fn notifications_are_taken_only_from_fabric_neighbours_with_ttl_255()
         .output()
         .expect("ofan-switch stats");
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("AS65001 → AS65100  level  3"), "{text}");
+    assert!(text.contains("10.255.0.1 → 10.255.0.2  level  3"), "{text}");
+
+    // The neighbour restarts: a new epoch, its sequence from 1 again — taken at once.
+    let restarted = Note {
+        near: N1,
+        far: "10.255.0.2",
+        epoch: 6,
+        sequence: 1,
+    };
+    notify(&lab, "n1", "10.0.1.0", 255, &restarted);
+    let taken = lab.wait_for(Duration::from_secs(3), || {
+        table(&arf(&lab))
+            .iter()
+            .any(|(near, _, _, seq)| near == N1 && *seq == 1)
+    });
+    assert!(
+        taken,
+        "the restarted speaker's message was stale: {:#}",
+        arf(&lab)
+    );
+
+    // The fabric neighbour speaking for a link it is no end of: refused, the table unchanged.
+    let forged = Note {
+        near: "10.255.0.50",
+        far: "10.255.0.51",
+        epoch: 1,
+        sequence: 1,
+    };
+    notify(&lab, "n1", "10.0.1.0", 255, &forged);
+    let refused = lab.wait_for(Duration::from_secs(3), || {
+        pairs(&arf(&lab), "rejected", "untrusted") >= 1
+    });
+    let report = arf(&lab);
+    assert!(refused, "no untrusted rejection: {report:#}");
+    assert!(!holds(&report, "10.255.0.50"), "{report:#}");
 
     // The same from the host port: refused, the table unchanged.
     let host_before = pairs(&report, "rejected", "host_port");
-    notify(&lab, "h1", "10.0.0.0", 255, 65002, 1);
+    let from_host = Note {
+        near: "10.255.0.60",
+        far: "10.255.0.2",
+        epoch: 1,
+        sequence: 1,
+    };
+    notify(&lab, "h1", "10.0.0.0", 255, &from_host);
     let refused = lab.wait_for(Duration::from_secs(3), || {
         pairs(&arf(&lab), "rejected", "host_port") > host_before
     });
     let report = arf(&lab);
     assert!(refused, "no host_port rejection: {report:#}");
-    assert!(
-        !table(&report).iter().any(|&(near, _, _)| near == 65002),
-        "{report:#}"
-    );
+    assert!(!holds(&report, "10.255.0.60"), "{report:#}");
 
     // From the fabric neighbour with TTL 64: refused.
-    notify(&lab, "n1", "10.0.1.0", 64, 65003, 1);
+    let ttl_64 = Note {
+        near: N1,
+        far: "10.255.0.3",
+        epoch: 7,
+        sequence: 1,
+    };
+    notify(&lab, "n1", "10.0.1.0", 64, &ttl_64);
     let refused = lab.wait_for(Duration::from_secs(3), || {
         pairs(&arf(&lab), "rejected", "ttl") >= 1
     });
     let report = arf(&lab);
     assert!(refused, "no ttl rejection: {report:#}");
     assert!(
-        !table(&report).iter().any(|&(near, _, _)| near == 65003),
+        !table(&report)
+            .iter()
+            .any(|(_, far, _, _)| far == "10.255.0.3"),
         "{report:#}"
     );
 

@@ -1,8 +1,9 @@
 //! The adaptive-routing framework's modes: what path quality does to their choices.
 
 use super::*;
+use crate::arf::detect::Thresholds;
 use crate::arf::{
-    CongestionTable, Kind, LinkId, PathQuality, Quality, RemoteHop, RemotePaths, Update,
+    CongestionTable, Kind, LinkId, PathQuality, Quality, Redirect, RemoteHop, RemotePaths, Update,
 };
 
 /// A view of `up_ports` ports and one key where the remote level of `port` is `level` and every
@@ -34,6 +35,7 @@ fn view_with(up_ports: u8, port: u8, kind: Kind, level: u8) -> Arc<PathQuality> 
             kind,
             quality: Quality::new(level).unwrap(),
             hold_ns: u64::MAX,
+            epoch: 0,
             sequence: 1,
         },
         0,
@@ -187,6 +189,43 @@ fn every_mode_leaves_out_a_path_reported_failed_but_not_one_merely_congested() {
             assert!(congested > 0, "arf-wcmp keeps weight 1 on a congested path");
         }
     }
+}
+
+#[test]
+fn arf_flow_moves_by_the_configured_thresholds_and_holds_a_moved_flow_down() {
+    let mut pipe = pipe0(config(Algorithm::ArfFlow, 2, 1, 1, 9));
+    pipe.set_clock(1_000);
+    let f = flow(0x1234_5678, PortMask::all(2));
+    let first = pipe.choose(&f, &mut []).unwrap().0;
+    let other = 1 - first;
+    // Level 7 is not congested under the default detector (congested at 5)…
+    pipe.switch().set_path_quality(remote_view(2, first, 7));
+    assert_eq!(pipe.choose(&f, &mut []).unwrap().0, first);
+    assert_eq!(pipe.flows_moved(), 0);
+    // …but is under a detector configured to detect at 8: the rule follows the configuration.
+    let thresholds = Thresholds {
+        congested_at: Quality::new(8).unwrap(),
+        cleared_at: Quality::new(11).unwrap(),
+        ..Thresholds::default()
+    };
+    let rule = Redirect::of(&thresholds, 50_000_000);
+    let with_rule = |port: u8, level: u8| {
+        let mut view = (*remote_view(2, port, level)).clone();
+        view.redirect = rule;
+        Arc::new(view)
+    };
+    pipe.switch().set_path_quality(with_rule(first, 7));
+    assert_eq!(pipe.choose(&f, &mut []).unwrap().0, other);
+    assert_eq!(pipe.flows_moved(), 1);
+    // Its new path congests at once: held down for T (50 ms here) since the move…
+    pipe.switch().set_path_quality(with_rule(other, 2));
+    pipe.set_clock(1_000 + 49_999_999);
+    assert_eq!(pipe.choose(&f, &mut []).unwrap().0, other, "held down");
+    assert_eq!(pipe.flows_moved(), 1);
+    // …then free to move again.
+    pipe.set_clock(1_000 + 50_000_000);
+    assert_eq!(pipe.choose(&f, &mut []).unwrap().0, first);
+    assert_eq!(pipe.flows_moved(), 2);
 }
 
 #[test]
