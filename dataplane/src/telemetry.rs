@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
+use crate::arf::flows::{FiveTuple, FlowSketch};
 use crate::counters::named_counters;
 use crate::egress::{EgressStats, Histogram, HISTOGRAM_BUCKETS};
 use crate::forward::{Counters, DropReason, KernelReason};
@@ -539,6 +540,9 @@ pub struct SwitchTelemetry {
     reset_epoch: AtomicU64,
     /// Bumped by a link-rate change; workers then give their ports' shapers the new rates.
     rate_epoch: AtomicU64,
+    /// Per port: the flows the workers sampled on their way out since the adaptive-routing
+    /// detector last took them (`arf-flow`; [`crate::arf::flows`]).
+    flows: Vec<std::sync::Mutex<FlowSketch<FiveTuple>>>,
 }
 
 impl SwitchTelemetry {
@@ -551,6 +555,7 @@ impl SwitchTelemetry {
         counter_names: &'static [&'static str],
     ) -> Self {
         let queues = queues.max(1);
+        let port_names_len = port_names.len();
         Self {
             ports: (0..port_names.len() * queues)
                 .map(|_| PortTelemetry::default())
@@ -564,7 +569,41 @@ impl SwitchTelemetry {
             umem: OnceLock::new(),
             reset_epoch: AtomicU64::new(0),
             rate_epoch: AtomicU64::new(0),
+            flows: (0..port_names_len)
+                .map(|_| std::sync::Mutex::new(FlowSketch::default()))
+                .collect(),
         }
+    }
+
+    /// Number of switch ports.
+    #[must_use]
+    pub fn port_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Adds a worker's sampled flows of port `index` (each count times `scale`) unless the
+    /// detector holds them this instant; whether they were added (if not, the worker keeps
+    /// them for its next try: the hot path never waits).
+    pub fn merge_flows(&self, index: usize, sampled: &FlowSketch<FiveTuple>, scale: u64) -> bool {
+        let Some(Ok(mut shared)) = self.flows.get(index).map(std::sync::Mutex::try_lock) else {
+            return false;
+        };
+        for (flow, count) in sampled.flows() {
+            shared.record(flow, count * scale);
+        }
+        true
+    }
+
+    /// The flows sampled on port `index` since the last call (empty for unknown ports).
+    pub fn take_flows(&self, index: usize) -> FlowSketch<FiveTuple> {
+        self.flows
+            .get(index)
+            .and_then(|slot| {
+                slot.lock()
+                    .ok()
+                    .map(|mut shared| std::mem::take(&mut *shared))
+            })
+            .unwrap_or_default()
     }
 
     /// Records port `index`'s configured link rate (at start; no worker is told).

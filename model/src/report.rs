@@ -349,7 +349,7 @@ pub struct DegradedPort {
 /// overhead, and how fast a detection reached the neighbours' tables.
 ///
 /// Notifications travel out of band in the model (they take no room on the links); their bytes
-/// are what they would cost on the wire: the 44-byte message plus [`ArfRun::HEADER_BYTES`] of
+/// are what they would cost on the wire: the 48-byte message (64 with a flow) plus [`ArfRun::HEADER_BYTES`] of
 /// Ethernet, IPv4 and UDP headers each.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ArfRun {
@@ -379,7 +379,8 @@ pub struct ArfRun {
     pub expired: u64,
     /// Path-quality views published to the balancers (local level or table changes).
     pub publications: u64,
-    /// Bytes the notifications would take on the wire: `sent × (44 + HEADER_BYTES)`.
+    /// Bytes the notifications would take on the wire: `sent × (48 + HEADER_BYTES)` plus
+    /// `flow_sent × (64 + HEADER_BYTES)`.
     pub bytes: u64,
     /// Frame bytes the fabric's switch-to-switch ports carried (DATA and ACKs).
     pub fabric_bytes: u64,
@@ -394,11 +395,20 @@ pub struct ArfRun {
     pub reaction_max_ps: Option<u64>,
     /// Flows `arf-flow` moved off a congested path (summed over pipes).
     pub flows_moved: u64,
+    /// Flow-specific messages sent (`arf-flow`: a congested port's named flows, per
+    /// neighbour told).
+    #[serde(default)]
+    pub flow_sent: u64,
+    /// Flow messages that named a path of their recipient (a redirect request published).
+    #[serde(default)]
+    pub flow_applied: u64,
 }
 
 impl ArfRun {
     /// The notification message (`ofan-control`'s `notify::wire::HEADER_LEN`), bytes.
-    pub const MESSAGE_BYTES: u64 = 44;
+    pub const MESSAGE_BYTES: u64 = 48;
+    /// A flow-specific notification (header and five-tuple), bytes.
+    pub const FLOW_MESSAGE_BYTES: u64 = 64;
     /// Ethernet (14), IPv4 (20) and UDP (8) headers around it, bytes.
     pub const HEADER_BYTES: u64 = 42;
 }

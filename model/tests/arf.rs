@@ -63,7 +63,11 @@ fn notifications_arrive_after_exactly_the_control_plane_delay() {
             arf.applied + arf.stale,
             "every notification arrives"
         );
-        assert_eq!(arf.bytes, arf.sent * 86);
+        assert_eq!(
+            arf.bytes,
+            arf.sent * 90,
+            "48-byte messages in 42 bytes of headers"
+        );
         // Detection happens at the end of a window.
         let first = arf.first_detection_ps.unwrap();
         assert_eq!(first % config.arf.window_ps, 0);
@@ -141,4 +145,32 @@ fn degraded_links_are_checked() {
     let report = run(&config).unwrap();
     assert_eq!(model(&report).degraded.len(), 1, "one direction");
     assert_eq!(model(&report).degraded[0].from, "c-0");
+}
+
+/// `arf-flow` on the degraded core link: the congested port's heaviest flows are named to the
+/// upstream switches, which move them (and only flows they were told about) off the path.
+#[test]
+fn arf_flow_moves_the_flows_a_congested_link_names() {
+    let report = run(&degraded(Algorithm::ArfFlow, 1 << 20)).unwrap();
+    let arf = model(&report).arf.clone().unwrap();
+    assert!(arf.detections > 0, "the slow link is detected");
+    assert!(arf.flow_sent > 0, "its flows are named: {arf:?}");
+    assert!(
+        arf.flow_applied > 0,
+        "and some neighbour carries them there: {arf:?}"
+    );
+    assert!(arf.flows_moved > 0, "and moves them: {arf:?}");
+    assert!(
+        arf.flows_moved <= arf.flow_applied,
+        "a move per request at most (hold-down): {arf:?}"
+    );
+    assert_eq!(
+        arf.bytes,
+        arf.sent * 90 + arf.flow_sent * 106,
+        "flow messages are 64 bytes"
+    );
+    // arf-wcmp names no flows.
+    let wcmp = run(&degraded(Algorithm::ArfWcmp, 1 << 20)).unwrap();
+    let wcmp = model(&wcmp).arf.clone().unwrap();
+    assert_eq!((wcmp.flow_sent, wcmp.flows_moved), (0, 0));
 }

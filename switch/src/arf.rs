@@ -29,8 +29,10 @@ use ofan_control::notify::transport::NotifySocket;
 use ofan_control::notify::wire::{Kind, Notification, Quality};
 use ofan_control::paths::LearnedPaths;
 use ofan_dataplane::afxdp::monotonic_ns;
+use ofan_dataplane::arf::flows::{name_flows, FiveTuple, FlowRedirect};
 use ofan_dataplane::arf::{Applied, CongestionTable, PathQuality, Redirect, RemotePaths};
 use ofan_dataplane::fib::{Fib, SharedFib};
+use ofan_dataplane::lb::PortMask;
 use ofan_dataplane::lb::SwitchBalancer;
 use ofan_dataplane::telemetry::SwitchTelemetry;
 
@@ -196,6 +198,8 @@ struct State {
     paths: Option<(Arc<Fib>, Arc<LearnedPaths>, RemotePaths)>,
     published_local: Vec<Quality>,
     neighbours: Vec<Neighbour>,
+    /// Flows neighbours named congested, each until it expires (monotonic ns).
+    redirects: Vec<(FlowRedirect, u64)>,
 }
 
 fn counter(name: &str) -> usize {
@@ -254,6 +258,7 @@ impl State {
             paths: None,
             published_local: Vec::new(),
             neighbours: Vec::new(),
+            redirects: Vec::new(),
             inputs,
         }
     }
@@ -281,6 +286,10 @@ impl State {
         let paths = self.paths.as_ref().map_or(&no_paths, |(_, _, paths)| paths);
         let verdict = speaker::check(arrival, ttl, bytes, own).and_then(|message| {
             speaker::trusted(&message, sender, paths)?;
+            if message.flow.is_some() {
+                // A flow message names a path, not a link state: never a table entry.
+                return Ok((message, Applied::Refreshed));
+            }
             let now = monotonic_ns();
             match self.table.apply(&speaker::update_of(&message), now) {
                 Applied::Stale => Err(Reject::Stale),
@@ -288,6 +297,10 @@ impl State {
             }
         });
         let logged = match verdict {
+            Ok((message, _)) if message.flow.is_some() => {
+                self.flow_message(&message);
+                log_message(from.to_string(), &message, None)
+            }
             Ok((message, Applied::Changed)) => {
                 self.count("applied");
                 self.publish();
@@ -321,10 +334,63 @@ impl State {
         push_recent(&mut self.recent_received, logged);
     }
 
+    /// A trusted flow message: asks the balancer to move the flow off the up-ports whose
+    /// neighbour is the link's near end, towards the flow's destination key, for the message's
+    /// hold time; a flow with no such path here (this switch does not carry it there) changes
+    /// nothing.
+    fn flow_message(&mut self, message: &Notification) {
+        self.count("flow_received");
+        let Some(flow) = message.flow else {
+            return;
+        };
+        let fib = self.inputs.fib.load();
+        // The up-ports whose neighbour is the link's near end: the flow's path crosses the
+        // link there.
+        let avoid = self
+            .neighbours
+            .iter()
+            .filter(|n| n.id.router_id == message.link.near)
+            .filter_map(|n| {
+                fib.port(ofan_dataplane::fib::PortId(n.port as u16))?
+                    .up_position
+            })
+            .fold(PortMask::EMPTY, PortMask::with);
+        let request = fib
+            .dest_key(IpAddr::V4(flow.dst))
+            .map(|key| FlowRedirect {
+                flow_hash: flow.flow_hash(),
+                key,
+                avoid,
+            })
+            .filter(|request| !request.avoid.is_empty());
+        let Some(request) = request else {
+            self.count("flow_not_carried");
+            return;
+        };
+        self.count("flow_applied");
+        let until = monotonic_ns() + u64::from(message.hold_ms) * 1_000_000;
+        match self
+            .redirects
+            .iter_mut()
+            .find(|(known, _)| *known == request)
+        {
+            Some(known) => known.1 = until,
+            None => self.redirects.push((request, until)),
+        }
+        self.publish();
+    }
+
     /// One detection window.
     fn window(&mut self, now: u64) {
+        // `arf-flow`: the flows each fabric port carried this window, named when it is told
+        // congested.
+        let mut named: BTreeMap<u32, Vec<FiveTuple>> = BTreeMap::new();
         for &port in &self.inputs.settings.fabric_ports {
             let id = port as usize;
+            let flows = name_flows(&self.inputs.telemetry.take_flows(id));
+            if !flows.is_empty() {
+                named.insert(port, flows);
+            }
             let last = self.last[id];
             let reading = self.inputs.telemetry.take_window(id, last.peak);
             self.last[id] = LastReading {
@@ -353,6 +419,9 @@ impl State {
         }
         let expired = self.table.expire(now);
         self.counters[counter("expired")] += expired as u64;
+        let requests = self.redirects.len();
+        self.redirects.retain(|&(_, until)| until > now);
+        let expired = expired + (requests - self.redirects.len());
 
         self.neighbours = self.discover_neighbours();
         // A neighbour behind a port that is down cannot be reached (it still names the far end
@@ -369,7 +438,27 @@ impl State {
                 .collect()
         };
         if let Some(speaker) = &mut self.speaker {
-            let out = speaker.due(now, unix_ns(), &self.neighbours);
+            let mut out = speaker.due(now, unix_ns(), &self.neighbours);
+            // With each message telling a port congested, one per flow that fills it.
+            let flows: Vec<_> = out
+                .iter()
+                .filter(|o| o.message.kind == Kind::CongestionDetected)
+                .flat_map(|o| {
+                    named
+                        .get(&o.message.link.port)
+                        .into_iter()
+                        .flatten()
+                        .map(|&flow| speaker::Outgoing {
+                            to: o.to,
+                            message: Notification {
+                                flow: Some(flow),
+                                ..o.message
+                            },
+                        })
+                })
+                .collect();
+            self.counters[counter("flow_sent")] += flows.len() as u64;
+            out.extend(flows);
             let mut buffer = [0u8; 64];
             for outgoing in out.into_iter().filter(|o| !unreachable.contains(&o.to)) {
                 let Some(len) = outgoing.message.emit(&mut buffer) else {
@@ -490,6 +579,7 @@ impl State {
         let mut view = PathQuality::build(&local, &self.table, paths, self.generation);
         let settings = &self.inputs.settings;
         view.redirect = Redirect::of(&settings.thresholds, settings.timing.refresh_ns);
+        view.redirects = self.redirects.iter().map(|&(request, _)| request).collect();
         self.inputs.balancer.set_path_quality(Arc::new(view));
         self.published_local = local;
         self.counters[counter("published")] += 1;
@@ -577,6 +667,7 @@ fn push_recent(recent: &mut VecDeque<ArfMessage>, message: ArfMessage) {
 fn log_message(peer: String, message: &Notification, rejected: Option<Reject>) -> ArfMessage {
     let what = match rejected {
         Some(reason) => format!("rejected:{}", reason.name()),
+        None if message.flow.is_some() => "flow".to_owned(),
         None => match message.kind {
             Kind::CongestionDetected => "detected",
             Kind::CongestionCleared => "cleared",

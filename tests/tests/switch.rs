@@ -23,6 +23,7 @@ mod notify;
 mod storm;
 
 use fan_out::{
+    a_flow_message_moves_the_named_flow_only,
     each_algorithm_splits_an_ecmp_group_by_its_definition,
     route_changes_and_link_down_take_effect_within_100ms,
 };
@@ -676,4 +677,5 @@ ofan_tests::root_tests!(
     storm_of_bad_frames_is_counted_by_kind_and_spares_the_good_flow,
     overloaded_port_tail_drops_exactly_and_leaks_no_frame,
     notifications_are_taken_only_from_fabric_neighbours_with_ttl_255,
+    a_flow_message_moves_the_named_flow_only,
 );

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Counters of the notifier, from one list: name and meaning.
-pub const COUNTERS: [(&str, &str); 7] = [
+pub const COUNTERS: [(&str, &str); 11] = [
     ("sent", "notifications sent (one per neighbour)"),
     ("send_errors", "notifications the kernel refused to send"),
     ("received", "datagrams received on the notification port"),
@@ -15,6 +15,19 @@ pub const COUNTERS: [(&str, &str); 7] = [
     ),
     ("expired", "table entries aged out (hold time passed)"),
     ("published", "path-quality views published to the balancer"),
+    (
+        "flow_sent",
+        "flow messages sent (a congested port's heaviest flows, arf-flow)",
+    ),
+    ("flow_received", "flow messages received and trusted"),
+    (
+        "flow_applied",
+        "flow messages whose flow this switch routes over the named link (a move requested)",
+    ),
+    (
+        "flow_not_carried",
+        "flow messages about a flow this switch does not route over the named link",
+    ),
 ];
 
 /// The adaptive-routing section of `stats`.
@@ -94,8 +107,8 @@ pub struct ArfLink {
 pub struct ArfMessage {
     /// The neighbour it went to or came from.
     pub peer: String,
-    /// `detected`, `cleared`, `failed`, `repaired`, or the reject reason's name prefixed by
-    /// `rejected:`.
+    /// `detected`, `cleared`, `failed`, `repaired`, `flow` (a flow message), or the reject
+    /// reason's name prefixed by `rejected:`.
     pub what: String,
     /// Near end's router ID (unspecified when it did not parse).
     pub near: std::net::Ipv4Addr,

@@ -85,20 +85,7 @@ pub struct LinkRef {
     pub port: u32,
 }
 
-/// A flow's five-tuple (IPv4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FiveTuple {
-    /// Source address.
-    pub src: Ipv4Addr,
-    /// Destination address.
-    pub dst: Ipv4Addr,
-    /// Source port.
-    pub src_port: u16,
-    /// Destination port.
-    pub dst_port: u16,
-    /// IP protocol.
-    pub protocol: u8,
-}
+pub use ofan_dataplane::arf::flows::FiveTuple;
 
 /// One congestion notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -25,6 +25,7 @@
 //! dead path until BGP rerouted (measured in the model's scenario 2).
 
 pub mod detect;
+pub mod flows;
 mod quality;
 pub mod speaker;
 pub mod table;
@@ -66,6 +67,12 @@ impl RemotePaths {
         }
     }
 
+    /// Number of up-ports.
+    #[must_use]
+    pub const fn up_ports(&self) -> u8 {
+        self.up_ports
+    }
+
     /// Sets what is behind `port` towards `key`; out-of-range keys and ports are ignored.
     pub fn set(&mut self, key: DestKey, port: u8, hop: RemoteHop) {
         if let Some(slot) = self.index(key, port).and_then(|i| self.hops.get_mut(i)) {
@@ -92,19 +99,16 @@ impl RemotePaths {
     }
 }
 
-/// When `arf-flow` moves a pinned flow: its path's quality is at most `at` (the detector's
-/// "congested" level), a target is at least `gain` levels better (the detector's jump: a
-/// difference it reports at once), and the flow has not moved within `hold_down_ns` (the
-/// refresh interval T: the detectors and the notifications need that long to show what the
-/// last move did, so a flow does not oscillate). Derived from the configured detector settings,
-/// so the two cannot drift apart.
+/// When `arf-flow` moves a flow a neighbour named ([`flows`]): to a path the detector would not
+/// call congested (its level above `at`, the configured `congested_at`), and not within
+/// `hold_down_ns` of the flow's last move (the refresh interval T: the detectors and the
+/// notifications need that long to show what the last move did, so a flow does not
+/// oscillate). Derived from the configured detector settings, so the two cannot drift apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Redirect {
-    /// A pinned flow's path at this level or below may be left.
+    /// A path at this level or below is congested: no target.
     pub at: u8,
-    /// For a path at least this many levels better.
-    pub gain: u8,
-    /// At most once per this long per flow, ns.
+    /// At most one move per this long per flow, ns.
     pub hold_down_ns: u64,
 }
 
@@ -115,7 +119,6 @@ impl Redirect {
     pub fn of(thresholds: &detect::Thresholds, refresh_ns: u64) -> Self {
         Self {
             at: thresholds.congested_at.level(),
-            gain: thresholds.jump.max(1),
             hold_down_ns: refresh_ns,
         }
     }
@@ -143,6 +146,8 @@ pub struct PathQuality {
     any_dead: bool,
     /// When `arf-flow` moves a pinned flow.
     pub redirect: Redirect,
+    /// Flows named congested by a neighbour, to move off the named ports ([`flows`]).
+    pub redirects: Box<[flows::FlowRedirect]>,
     /// Incremented by the publisher on every change (0: nothing ever reported).
     pub generation: u64,
 }
@@ -160,6 +165,7 @@ impl PathQuality {
             dead: vec![false; dest_keys as usize * usize::from(up_ports)].into_boxed_slice(),
             any_dead: false,
             redirect: Redirect::default(),
+            redirects: Box::new([]),
             generation: 0,
         }
     }

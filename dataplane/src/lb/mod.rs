@@ -827,28 +827,59 @@ impl FlowTable {
         let rule = quality.redirect;
         let mut moved_ns = if pinned { entry.moved_ns } else { None };
         let port = if pinned {
-            let current = quality.path(packet.key, entry.port);
+            // A pinned flow moves only when a neighbour named it (link-level quality only
+            // weighs where new flows go: moving every flow of a congested path at once would
+            // herd them onto the next one).
+            let request = quality.redirects.iter().find(|request| {
+                request.flow_hash == entry.flow_hash
+                    && request.key == packet.key
+                    && request.avoid.contains(entry.port)
+            });
             let held = moved_ns.is_some_and(|at| now.saturating_sub(at) < rule.hold_down_ns);
-            let better = if current <= rule.at && !held {
-                packet.valid.iter().fold(PortMask::EMPTY, |mask, port| {
-                    if quality.path(packet.key, port) >= current.saturating_add(rule.gain) {
-                        mask.with(port)
-                    } else {
-                        mask
-                    }
-                })
-            } else {
-                PortMask::EMPTY
+            let targets = match request {
+                Some(request) if !held => {
+                    packet.valid.iter().fold(PortMask::EMPTY, |mask, port| {
+                        if !request.avoid.contains(port) && quality.path(packet.key, port) > rule.at
+                        {
+                            mask.with(port)
+                        } else {
+                            mask
+                        }
+                    })
+                }
+                _ => PortMask::EMPTY,
             };
-            if better.is_empty() {
+            if targets.is_empty() {
                 entry.port
             } else {
                 self.moved += 1;
                 moved_ns = Some(now);
-                weighted(better, packet.key, quality, point)
+                weighted(targets, packet.key, quality, point)
             }
         } else {
-            weighted(packet.valid, packet.key, quality, point)
+            // A flow a neighbour named is placed off the named ports too, where it can be.
+            let named = quality
+                .redirects
+                .iter()
+                .find(|request| request.flow_hash == packet.flow_hash && request.key == packet.key);
+            let valid = match named {
+                Some(request) => {
+                    let rest = packet.valid.iter().fold(PortMask::EMPTY, |mask, port| {
+                        if request.avoid.contains(port) {
+                            mask
+                        } else {
+                            mask.with(port)
+                        }
+                    });
+                    if rest.is_empty() {
+                        packet.valid
+                    } else {
+                        rest
+                    }
+                }
+                None => packet.valid,
+            };
+            weighted(valid, packet.key, quality, point)
         };
         *entry = FlowEntry {
             flow_hash: packet.flow_hash,

@@ -15,11 +15,13 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ofan_dataplane::arf::detect::{Thresholds, Window};
+use ofan_dataplane::arf::flows::{name_flows, FlowRedirect, FlowSketch};
 use ofan_dataplane::arf::speaker::{Speaker, Timing, Told};
 use ofan_dataplane::arf::{
     Applied, CongestionTable, Kind, LinkId, PathQuality, Quality, Redirect, RemoteHop, RemotePaths,
     Update,
 };
+use ofan_dataplane::lb::PortMask;
 use ofan_topology::{plan, FailedLinks, Node, PortDirection, Topology};
 
 use super::Sim;
@@ -72,6 +74,8 @@ struct ArfSwitch {
     /// Balancing switches: the first pipe balancer and the remote path information.
     balancer: Option<(u32, RemotePaths)>,
     generation: u64,
+    /// Flows neighbours named congested (`arf-flow`), each until it expires (ps).
+    redirects: Vec<(FlowRedirect, u64)>,
 }
 
 /// A notification in flight to one switch.
@@ -82,6 +86,9 @@ struct Note {
     update: Update,
     /// When the state change it reports was detected (`None`: a refresh).
     detected_at: Option<u64>,
+    /// A flow-specific message (the draft's second type): the congested flow's id and its
+    /// flow hash; the link update is then not applied (it names the flow's path only).
+    flow: Option<(u32, u32)>,
 }
 
 /// The control plane of every switch, the notifications in flight and what the report counts.
@@ -107,6 +114,9 @@ pub(super) struct Arf {
     redirect: Redirect,
     /// What one switch's speaker tells at one instant (reused).
     told: Vec<Told>,
+    /// `arf-flow`: per port of `Sim::ports`, the window's data flows (id, hash); empty
+    /// otherwise.
+    pub(super) flows: Vec<FlowSketch<(u32, u32)>>,
 }
 
 /// The remote path information of balancing switch `node` under `failures`: the routing plan's
@@ -195,6 +205,7 @@ impl Arf {
                 table: CongestionTable::default(),
                 balancer: lb_base.map(|lb| (lb, remote_paths(topology, failures, node))),
                 generation: 0,
+                redirects: Vec::new(),
             });
         }
         Self {
@@ -214,13 +225,15 @@ impl Arf {
             failure_notices: Vec::new(),
             redirect: Redirect::of(&Thresholds::default(), timing.refresh / 1000),
             told: Vec::new(),
+            flows: Vec::new(),
         }
     }
 
     /// The report's section, given the fabric's carried bytes and `arf-flow`'s moves.
     pub(super) fn report(&self, fabric_bytes: u64, flows_moved: u64) -> ArfRun {
         let mut stats = self.stats.clone();
-        stats.bytes = stats.sent * (ArfRun::MESSAGE_BYTES + ArfRun::HEADER_BYTES);
+        stats.bytes = stats.sent * (ArfRun::MESSAGE_BYTES + ArfRun::HEADER_BYTES)
+            + stats.flow_sent * (ArfRun::FLOW_MESSAGE_BYTES + ArfRun::HEADER_BYTES);
         stats.fabric_bytes = fabric_bytes;
         stats.overhead = if fabric_bytes == 0 {
             0.0
@@ -272,6 +285,7 @@ impl Sim<'_> {
             index_of,
             stats,
             told,
+            flows,
             ..
         } = arf;
         for switch in switches.iter_mut() {
@@ -308,9 +322,34 @@ impl Sim<'_> {
                 local_changed |= fabric.up && switch.speaker.level(index as u32) != before;
             }
             tell(switch, now, hold_ns, index_of, stats, told, &mut batch);
+            // `arf-flow`: with each message telling a link congested, the flows that fill it.
+            for said in told.iter().filter(|t| t.kind == Kind::CongestionDetected) {
+                let fabric = switch.ports[said.port as usize];
+                if let Some(sketch) = flows.get(fabric.port as usize) {
+                    for flow in name_flows(sketch) {
+                        let update = link_update(switch.node, fabric.peer, said, hold_ns);
+                        for &neighbour in switch.neighbours.iter().filter(|&&n| n != fabric.peer) {
+                            batch.push(Note {
+                                to: index_of[neighbour as usize],
+                                update,
+                                detected_at: Some(now),
+                                flow: Some(flow),
+                            });
+                            stats.flow_sent += 1;
+                        }
+                    }
+                }
+            }
+            for fabric in &switch.ports {
+                if let Some(sketch) = flows.get_mut(fabric.port as usize) {
+                    sketch.clear();
+                }
+            }
             let expired = switch.table.expire(now_ns);
             stats.expired += expired as u64;
-            if local_changed || expired > 0 {
+            let requests = switch.redirects.len();
+            switch.redirects.retain(|&(_, until)| until > now);
+            if local_changed || expired > 0 || switch.redirects.len() != requests {
                 self.arf_publish(switch, stats, arf.redirect);
             }
         }
@@ -335,8 +374,49 @@ impl Sim<'_> {
             .expect("a delivery event has a batch");
         debug_assert_eq!(at, now, "notifications arrive after exactly the delay");
         let mut touched: Vec<u32> = Vec::new();
+        let hold_ps = arf.config.hold_ps();
         for note in &batch {
             let switch = &mut arf.switches[note.to as usize];
+            if let Some((flow, flow_hash)) = note.flow {
+                // A flow message changes no link state: it asks this switch to move the flow
+                // off the ports whose path crosses the link (if it carries it there).
+                let dst = self.topology.hosts()[self.flow_ends[flow as usize][1] as usize].id;
+                let node = ofan_topology::NodeId(switch.node);
+                let (Some(key), Some((_, paths))) = (
+                    self.topology.dest_key_for_host(node, dst),
+                    switch.balancer.as_ref(),
+                ) else {
+                    continue;
+                };
+                let avoid = (0..paths.up_ports()).fold(PortMask::EMPTY, |mask, port| {
+                    match paths.get(key, port) {
+                        Some(hop) if hop.neighbour == note.update.link.near => mask.with(port),
+                        _ => mask,
+                    }
+                });
+                if avoid.is_empty() {
+                    continue;
+                }
+                arf.stats.flow_applied += 1;
+                let request = FlowRedirect {
+                    flow_hash,
+                    key,
+                    avoid,
+                };
+                let until = now + hold_ps;
+                match switch
+                    .redirects
+                    .iter_mut()
+                    .find(|(known, _)| *known == request)
+                {
+                    Some(known) => known.1 = until,
+                    None => switch.redirects.push((request, until)),
+                }
+                if !touched.contains(&note.to) {
+                    touched.push(note.to);
+                }
+                continue;
+            }
             match switch.table.apply(&note.update, now_ns) {
                 Applied::Changed => {
                     arf.stats.applied += 1;
@@ -410,10 +490,27 @@ impl Sim<'_> {
         switch.generation += 1;
         let mut view = PathQuality::build(&local, &switch.table, paths, switch.generation);
         view.redirect = redirect;
+        view.redirects = switch
+            .redirects
+            .iter()
+            .map(|&(request, _)| request)
+            .collect();
         self.balancers[*lb as usize]
             .switch()
             .set_path_quality(Arc::new(view));
         stats.publications += 1;
+    }
+}
+
+/// The update a speaker's message about link `near` → `far` carries.
+fn link_update(near: u32, far: u32, told: &Told, hold_ns: u64) -> Update {
+    Update {
+        link: LinkId { near, far },
+        kind: told.kind,
+        quality: told.quality,
+        hold_ns,
+        epoch: told.epoch,
+        sequence: told.sequence,
     }
 }
 
@@ -432,22 +529,13 @@ fn tell(
     switch.speaker.due(now, |_| true, told);
     for told in told.iter() {
         let peer = switch.ports[told.port as usize].peer;
-        let update = Update {
-            link: LinkId {
-                near: switch.node,
-                far: peer,
-            },
-            kind: told.kind,
-            quality: told.quality,
-            hold_ns,
-            epoch: told.epoch,
-            sequence: told.sequence,
-        };
+        let update = link_update(switch.node, peer, told, hold_ns);
         for &neighbour in switch.neighbours.iter().filter(|&&n| n != peer) {
             batch.push(Note {
                 to: index_of[neighbour as usize],
                 update,
                 detected_at: told.change.then_some(now),
+                flow: None,
             });
             stats.sent += 1;
             stats.refreshes += u64::from(!told.change);

@@ -398,7 +398,10 @@ impl<'a> Sim<'a> {
                     (info.port_base, balances.then_some(info.lb_base))
                 })
                 .collect();
-            let arf = Arf::new(topology, failures, config.arf, &bases);
+            let mut arf = Arf::new(topology, failures, config.arf, &bases);
+            if algorithm == ofan_dataplane::lb::Algorithm::ArfFlow {
+                arf.flows = vec![Default::default(); ports.len()];
+            }
             (
                 Some(Box::new(arf)),
                 vec![PortWindow::default(); ports.len()],

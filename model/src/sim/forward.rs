@@ -138,6 +138,14 @@ impl Sim<'_> {
         balancer.choose(&northbound, loads).map(|port| port.0)
     }
 
+    /// The flow hash the balancers see for `packet`: its flow, direction (data or ACK) and
+    /// entropy.
+    #[inline(always)]
+    pub(super) fn flow_hash(packet: &Packet) -> u32 {
+        let kind_bit = u64::from(packet.is_ack());
+        mix64(u64::from(packet.flow) << 24 ^ kind_bit << 16 ^ u64::from(packet.entropy)) as u32
+    }
+
     /// What the balancer of switch `info` sees of `packet`, going up towards `key`.
     #[inline(always)]
     pub(super) fn northbound(&self, info: &NodeInfo, key: u32, packet: &Packet) -> Northbound {
@@ -146,9 +154,7 @@ impl Sim<'_> {
         } else {
             PortMask::all(info.up_count)
         };
-        let kind_bit = u64::from(packet.is_ack());
-        let flow_hash =
-            mix64(u64::from(packet.flow) << 24 ^ kind_bit << 16 ^ u64::from(packet.entropy)) as u32;
+        let flow_hash = Self::flow_hash(packet);
         Northbound {
             key: DestKey(key),
             class: Self::size_class(packet),

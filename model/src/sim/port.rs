@@ -235,6 +235,12 @@ impl Sim<'_> {
         if let Some(window) = self.arf_windows.get_mut(port_id) {
             window.bytes += frame + u64::from(self.config.link.gap_bytes);
             window.max_bytes = window.max_bytes.max(port.bytes);
+            if self.arf_flow && data {
+                let hash = Self::flow_hash(&packet);
+                if let Some(sketch) = self.arf.as_mut().and_then(|arf| arf.flows.get_mut(port_id)) {
+                    sketch.record((packet.flow, hash), frame);
+                }
+            }
         }
         let stats = &mut self.stage_stats[port.stage as usize];
         stats.max_packets = stats.max_packets.max(port.queued());

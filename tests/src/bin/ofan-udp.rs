@@ -2,10 +2,11 @@
 //!
 //! ```text
 //! ofan-udp send --to 10.0.1.1:9000 --count 100000 --size 200 --rate 50000 [--flows 4]
-//!               [--agent-data COLLECTIVE:FLOW]
+//!               [--src-port P] [--agent-data COLLECTIVE:FLOW]
 //! ofan-udp recv --bind 0.0.0.0:9000 --count 100000 --timeout-ms 5000
 //! ofan-udp notify --to 10.0.1.0:7415 --ttl 255 --near 10.255.0.1 --far 10.255.0.2
 //!                 [--near-asn 65001 --far-asn 65002] --quality 3 --epoch 1 --seq 1
+//!                 [--flow SRC,DST,SRC_PORT,DST_PORT]
 //! ```
 //! Datagrams carry a sequence number; the receiver reports `received=… unique=… duplicates=…`
 //! so a test can check that every datagram arrived exactly once. With `--agent-data`, each
@@ -52,6 +53,8 @@ fn send(args: &[String]) -> ExitCode {
     let size: usize = arg(args, "--size", Some(200));
     let rate: u64 = arg(args, "--rate", Some(0));
     let flows: usize = arg(args, "--flows", Some(1));
+    // One flow from a given source port (`--flows` then ignored).
+    let src_port: u16 = arg(args, "--src-port", Some(0));
     let agent_data: Option<(u32, u32)> = args
         .iter()
         .position(|a| a == "--agent-data")
@@ -64,9 +67,11 @@ fn send(args: &[String]) -> ExitCode {
                     std::process::exit(2)
                 })
         });
-    let bind = if to.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
-    let sockets: Vec<UdpSocket> = (0..flows.max(1))
-        .map(|_| UdpSocket::bind(bind).expect("bind"))
+    let bind = if to.is_ipv4() { "0.0.0.0" } else { "[::]" };
+    let bind = format!("{bind}:{src_port}");
+    let flows = if src_port == 0 { flows.max(1) } else { 1 };
+    let sockets: Vec<UdpSocket> = (0..flows)
+        .map(|_| UdpSocket::bind(&bind).expect("bind"))
         .collect();
     let mut payload = vec![0u8; size.max(HEADER_LEN)];
     let start = Instant::now();
@@ -158,6 +163,27 @@ fn notify(args: &[String]) -> ExitCode {
     let far_asn: u32 = arg(args, "--far-asn", Some(0));
     let level: u8 = arg(args, "--quality", None);
     let epoch: u32 = arg(args, "--epoch", Some(1));
+    // A flow message (the draft's second type): SRC,DST,SRC_PORT,DST_PORT of a UDP flow.
+    let flow = args
+        .iter()
+        .position(|a| a == "--flow")
+        .map(|_| arg::<String>(args, "--flow", None))
+        .map(|text| {
+            let parts: Vec<&str> = text.split(',').collect();
+            let parsed = (parts.len() == 4).then(|| {
+                Some(ofan_control::notify::wire::FiveTuple {
+                    src: parts[0].parse().ok()?,
+                    dst: parts[1].parse().ok()?,
+                    src_port: parts[2].parse().ok()?,
+                    dst_port: parts[3].parse().ok()?,
+                    protocol: 17,
+                })
+            });
+            parsed.flatten().unwrap_or_else(|| {
+                eprintln!("ofan-udp: --flow wants SRC,DST,SRC_PORT,DST_PORT");
+                std::process::exit(2)
+            })
+        });
     let sequence: u32 = arg(args, "--seq", Some(1));
     let Some(quality) = Quality::new(level) else {
         eprintln!("ofan-udp: --quality {level} is not a level");
@@ -181,7 +207,7 @@ fn notify(args: &[String]) -> ExitCode {
             far_asn,
             port: 0,
         },
-        flow: None,
+        flow,
     };
     let mut buffer = [0u8; 64];
     let Some(len) = message.emit(&mut buffer) else {

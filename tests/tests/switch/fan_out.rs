@@ -10,6 +10,11 @@ use super::fixtures::*;
 /// A switch with one host port and four up-ports towards sink namespaces n1..n4 that only count
 /// (their kernels drop the frames: not for them, no forwarding).
 fn fan_out(lab: &mut Lab, algorithm: &str, extra: &[&str]) {
+    fan_out_with(lab, algorithm, extra, "");
+}
+
+/// [`fan_out`] with more of the switch's config file (`config_extra`, TOML).
+fn fan_out_with(lab: &mut Lab, algorithm: &str, extra: &[&str], config_extra: &str) {
     lab.add_ns("h1");
     lab.add_ns("sw");
     lab.link("h1", "eth0", "sw", "p0");
@@ -39,7 +44,9 @@ fn fan_out(lab: &mut Lab, algorithm: &str, extra: &[&str]) {
 [keys]
 count = 2
 table = [{ prefix = "10.9.0.0/24", key = 0 }, { prefix = "10.9.1.0/24", key = 1 }]
-"#,
+"#
+        .to_owned()
+            + config_extra,
     )
     .unwrap();
     let config = config.display().to_string();
@@ -305,4 +312,138 @@ fn quiet_within(lab: &Lab, indexes: &[usize], limit: Duration) -> bool {
     std::thread::sleep(Duration::from_millis(200));
     let second = tx_per_up_port(&stats(lab, "sw"));
     indexes.iter().all(|&i| first[i] == second[i])
+}
+
+/// One UDP flow from h1's source port `src_port` to 10.9.0.7:9000, 100 datagrams; returns the
+/// up-port (1–4) that carried them.
+fn flow_port(lab: &Lab, src_port: u16) -> usize {
+    let before = tx_per_up_port(&stats(lab, "sw"));
+    let udp = binary("ofan-udp");
+    lab.exec(
+        "h1",
+        &[
+            udp.to_str().unwrap(),
+            "send",
+            "--to",
+            "10.9.0.7:9000",
+            "--count",
+            "100",
+            "--size",
+            "100",
+            "--rate",
+            "20000",
+            "--src-port",
+            &src_port.to_string(),
+        ],
+    );
+    let after = settled(lab, &before, 100);
+    let deltas: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    let (index, &most) = deltas.iter().enumerate().max_by_key(|&(_, d)| *d).unwrap();
+    assert!(
+        most >= 95 && deltas.iter().sum::<u64>() - most <= 5,
+        "flow from port {src_port} was not pinned to one port: {deltas:?}"
+    );
+    index + 1
+}
+
+/// `arf-flow` and the framework's flow messages (issue 44): of two flows pinned on one up-port,
+/// a neighbour behind it names one as congested (a type-2 message, hand-made as another
+/// implementation would send it); that flow alone moves off the port, the other stays.
+pub(crate) fn a_flow_message_moves_the_named_flow_only() {
+    let _machine = serial();
+    let mut lab = Lab::new("arfflow");
+    // The four neighbours by hand (no plan, no BGP): n_i at 100.64.0.(2i+1), router ID 10.255.0.i.
+    let neighbours: String = (1..=4)
+        .map(|i| {
+            format!(
+                "[[adaptive_routing.neighbours]]\nport = \"p{i}\"\naddr = \"100.64.0.{}\"\n\
+                 router_id = \"10.255.0.{i}\"\nasn = {}\n",
+                2 * i + 1,
+                65000 + i
+            )
+        })
+        .collect();
+    fan_out_with(&mut lab, "arf-flow", &[], &neighbours);
+    // Flows from source ports 40001, 40002, … until two share an up-port.
+    let mut seen: Vec<(u16, usize)> = Vec::new();
+    let (first, second, port) = loop {
+        let src_port = 40_001 + seen.len() as u16;
+        assert!(src_port < 40_030, "no two flows shared a port: {seen:?}");
+        let port = flow_port(&lab, src_port);
+        if let Some(&(other, _)) = seen.iter().find(|&&(_, p)| p == port) {
+            break (other, src_port, port);
+        }
+        seen.push((src_port, port));
+    };
+    // Pinned: the same port again.
+    assert_eq!(flow_port(&lab, first), port);
+    // The neighbour behind that port names the first flow as congested on its link.
+    let udp = binary("ofan-udp");
+    let output = lab.exec(
+        &format!("n{port}"),
+        &[
+            udp.to_str().unwrap(),
+            "notify",
+            "--to",
+            &format!("100.64.0.{}:7415", 2 * port),
+            "--near",
+            &format!("10.255.0.{port}"),
+            "--far",
+            "10.255.0.99",
+            "--quality",
+            "0",
+            "--flow",
+            &format!("10.0.0.1,10.9.0.7,{first},9000"),
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let arf = |lab: &Lab| stats(lab, "sw")["adaptive_routing"].clone();
+    let count = |arf: &Value, name: &str| {
+        arf["counters"]
+            .as_array()
+            .and_then(|pairs| pairs.iter().find(|pair| pair[0] == name))
+            .and_then(|pair| pair[1].as_u64())
+            .unwrap_or(0)
+    };
+    let applied = lab.wait_for(Duration::from_secs(3), || {
+        count(&arf(&lab), "flow_applied") >= 1
+    });
+    let report = arf(&lab);
+    assert!(applied, "the flow message was not applied: {report:#}");
+    assert!(
+        report["table"].as_array().is_none_or(|t| t.is_empty()),
+        "a flow message changes no link state: {report:#}"
+    );
+    let moved = flow_port(&lab, first);
+    assert_ne!(moved, port, "the named flow stayed on the named port");
+    assert_eq!(flow_port(&lab, second), port, "the other flow moved too");
+    println!(
+        "flows {first} and {second} on p{port}; after the message {first} on p{moved}, {second} on p{port}"
+    );
+    // A message about a flow this switch does not route over the named link changes nothing.
+    let output = lab.exec(
+        &format!("n{port}"),
+        &[
+            udp.to_str().unwrap(),
+            "notify",
+            "--to",
+            &format!("100.64.0.{}:7415", 2 * port),
+            "--near",
+            &format!("10.255.0.{port}"),
+            "--far",
+            "10.255.0.99",
+            "--quality",
+            "0",
+            "--seq",
+            "2",
+            "--flow",
+            "10.0.0.1,10.200.0.7,40999,9000",
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let ignored = lab.wait_for(Duration::from_secs(3), || {
+        count(&arf(&lab), "flow_not_carried") >= 1
+    });
+    assert!(ignored, "{:#}", arf(&lab));
+    assert_eq!(flow_port(&lab, second), port);
 }

@@ -39,6 +39,7 @@ use crate::telemetry::{
 use crate::wire::{self, Ecn};
 
 mod receive;
+mod sample;
 mod transmit;
 
 /// A frame handed to a worker through its inbox.
@@ -182,6 +183,8 @@ pub struct Worker {
     queue_loads: QueueLoads,
     /// When it last published, and what it owes.
     pace: Pace,
+    /// `arf-flow`: the flows sampled on their way out ([`sample`]).
+    flow_sampler: Option<sample::FlowSampler>,
 }
 
 /// A worker's publishing state between iterations.
@@ -308,6 +311,7 @@ impl Worker {
         forwarder: Forwarder,
         shared: &WorkerShared,
     ) -> Self {
+        let forwarder_algorithm = forwarder.balancer().switch().config().algorithm;
         Self {
             index,
             queue,
@@ -334,6 +338,8 @@ impl Worker {
             forwarding: shared.forwarding,
             queue_loads: shared.queue_loads,
             pace: Pace::default(),
+            flow_sampler: (forwarder_algorithm == crate::lb::Algorithm::ArfFlow)
+                .then(|| sample::FlowSampler::new(shared.telemetry.port_count())),
         }
     }
 }
@@ -780,6 +786,9 @@ impl Worker {
     /// too (a system call per socket).
     fn publish(&mut self, sockets: bool) {
         let now = monotonic_ns();
+        if let Some(sampler) = &mut self.flow_sampler {
+            sampler.publish(&self.telemetry);
+        }
         for port in &mut self.ports {
             port.egress.integrate(now);
             let telemetry = self

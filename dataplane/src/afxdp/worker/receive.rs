@@ -200,22 +200,32 @@ impl Worker {
             let frame = frame.take().expect("received frames are all present");
             match *verdict {
                 Verdict::Forward { port } => {
-                    let (owner, _) = self.owner_of[usize::from(port.0)];
-                    if owner == self.index {
-                        self.enqueue_local(port, frame, now);
-                    } else {
-                        self.hand_off(
-                            owner,
-                            Handoff {
-                                port,
-                                frame,
-                                kind: HandoffKind::Forwarded,
-                            },
-                        );
+                    let mut frame = frame;
+                    if let Some(sampler) = &mut self.flow_sampler {
+                        sampler.frame(port, self.umem.data(&mut frame));
                     }
+                    self.forward(port, frame, now);
                 }
                 _ => self.free(frame),
             }
+        }
+    }
+
+    /// Queues a forwarded frame on `port` here, or hands it to the port's owner.
+    #[inline]
+    fn forward(&mut self, port: PortId, frame: OwnedFrame, now: u64) {
+        let (owner, _) = self.owner_of[usize::from(port.0)];
+        if owner == self.index {
+            self.enqueue_local(port, frame, now);
+        } else {
+            self.hand_off(
+                owner,
+                Handoff {
+                    port,
+                    frame,
+                    kind: HandoffKind::Forwarded,
+                },
+            );
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::arf::detect::Thresholds;
+use crate::arf::flows::FlowRedirect;
 use crate::arf::{
     CongestionTable, Kind, LinkId, PathQuality, Quality, Redirect, RemoteHop, RemotePaths, Update,
 };
@@ -94,7 +95,7 @@ fn arf_wcmp_spreads_flows_evenly_until_a_path_degrades_then_by_weight() {
 }
 
 #[test]
-fn arf_flow_pins_flows_and_moves_only_those_on_a_congested_path() {
+fn arf_flow_pins_flows_and_moves_only_a_named_flow() {
     let mut pipe = pipe0(config(Algorithm::ArfFlow, 4, 1, 1, 9));
     pipe.set_clock(1_000);
     // 400 flows in distinct slots of the table (a collision re-places the older flow, which the
@@ -109,40 +110,44 @@ fn arf_flow_pins_flows_and_moves_only_those_on_a_congested_path() {
         .iter()
         .map(|f| pipe.choose(f, &mut []).unwrap().0)
         .collect();
-    // A mild degradation (level 7, above the congested level 5) moves nothing, although
-    // arf-wcmp would re-place flows under the new weights.
-    pipe.switch().set_path_quality(remote_view(4, 1, 7));
-    let mild: Vec<u8> = flows
-        .iter()
-        .map(|f| pipe.choose(f, &mut []).unwrap().0)
-        .collect();
-    assert_eq!(mild, before);
-    assert_eq!(pipe.flows_moved(), 0);
-    // Congested (level 2): exactly the flows on port 1 move, each once, and stay where they went.
+    let choose_all = |pipe: &mut PipeBalancer| -> Vec<u8> {
+        flows
+            .iter()
+            .map(|f| pipe.choose(f, &mut []).unwrap().0)
+            .collect()
+    };
+    // Port 1's path congested (level 2): no pinned flow moves for that alone (no herding).
     pipe.switch().set_path_quality(remote_view(4, 1, 2));
-    let after: Vec<u8> = flows
-        .iter()
-        .map(|f| pipe.choose(f, &mut []).unwrap().0)
-        .collect();
-    let on_port_1 = before.iter().filter(|&&p| p == 1).count();
-    assert!(on_port_1 > 50, "{on_port_1} flows on port 1");
-    for ((f, &was), &now) in flows.iter().zip(&before).zip(&after) {
-        if was == 1 {
-            assert_ne!(
-                now, 1,
-                "flow {:#x} stayed on the congested path",
-                f.flow_hash
-            );
-        } else {
-            assert_eq!(now, was, "flow {:#x} moved off a good path", f.flow_hash);
-        }
+    assert_eq!(choose_all(&mut pipe), before);
+    assert_eq!(pipe.flows_moved(), 0);
+    // Two flows pinned on port 1; a neighbour names the first: it alone moves, off port 1.
+    let on_1: Vec<usize> = (0..flows.len()).filter(|&i| before[i] == 1).collect();
+    assert!(on_1.len() > 50, "{} flows on port 1", on_1.len());
+    let (named, other) = (on_1[0], on_1[1]);
+    let mut view = (*remote_view(4, 1, 2)).clone();
+    view.redirects = Box::new([FlowRedirect {
+        flow_hash: flows[named].flow_hash,
+        key: DestKey(0),
+        avoid: PortMask::EMPTY.with(1),
+    }]);
+    pipe.switch().set_path_quality(Arc::new(view.clone()));
+    let after = choose_all(&mut pipe);
+    assert_ne!(after[named], 1, "the named flow moved");
+    assert_eq!(after[other], 1, "the other flow on the path stayed");
+    for i in (0..flows.len()).filter(|&i| i != named) {
+        assert_eq!(after[i], before[i], "flow {i} moved unnamed");
     }
-    assert_eq!(pipe.flows_moved(), on_port_1 as u64);
-    let again: Vec<u8> = flows
-        .iter()
-        .map(|f| pipe.choose(f, &mut []).unwrap().0)
-        .collect();
-    assert_eq!(again, after, "moved flows stay pinned");
+    assert_eq!(pipe.flows_moved(), 1);
+    assert_eq!(choose_all(&mut pipe), after, "moved flows stay pinned");
+    // A request for a flow this pipe does not carry on the named port changes nothing.
+    view.redirects = Box::new([FlowRedirect {
+        flow_hash: flows[other].flow_hash,
+        key: DestKey(0),
+        avoid: PortMask::EMPTY.with(3),
+    }]);
+    pipe.switch().set_path_quality(Arc::new(view));
+    assert_eq!(choose_all(&mut pipe), after);
+    assert_eq!(pipe.flows_moved(), 1);
     // Idle past the timeout, flows are placed afresh (by weight: none on the congested port's
     // 1/49 share for most of them).
     pipe.set_clock(1_000 + FLOW_IDLE_NS);
@@ -154,6 +159,9 @@ fn arf_flow_pins_flows_and_moves_only_those_on_a_congested_path() {
         fresh < 30,
         "{fresh} fresh flows placed on the congested path"
     );
+    // A flow placed afresh while a request names it avoids the named port.
+    pipe.set_clock(1_000 + 3 * FLOW_IDLE_NS);
+    assert_ne!(pipe.choose(&flows[other], &mut []).unwrap().0, 3);
 }
 
 #[test]
@@ -198,27 +206,34 @@ fn arf_flow_moves_by_the_configured_thresholds_and_holds_a_moved_flow_down() {
     let f = flow(0x1234_5678, PortMask::all(2));
     let first = pipe.choose(&f, &mut []).unwrap().0;
     let other = 1 - first;
-    // Level 7 is not congested under the default detector (congested at 5)…
-    pipe.switch().set_path_quality(remote_view(2, first, 7));
-    assert_eq!(pipe.choose(&f, &mut []).unwrap().0, first);
-    assert_eq!(pipe.flows_moved(), 0);
-    // …but is under a detector configured to detect at 8: the rule follows the configuration.
+    let named = |avoid: u8, level_elsewhere: u8, rule: Redirect| {
+        // The avoided path at its best, the other at `level_elsewhere`.
+        let mut view = (*remote_view(2, 1 - avoid, level_elsewhere)).clone();
+        view.redirect = rule;
+        view.redirects = Box::new([FlowRedirect {
+            flow_hash: f.flow_hash,
+            key: DestKey(0),
+            avoid: PortMask::EMPTY.with(avoid),
+        }]);
+        Arc::new(view)
+    };
+    // Named, but the only target is at level 7: congested for a detector set to detect at 8,
+    // so the flow stays; the default detector (5) lets it go.
     let thresholds = Thresholds {
         congested_at: Quality::new(8).unwrap(),
         cleared_at: Quality::new(11).unwrap(),
         ..Thresholds::default()
     };
-    let rule = Redirect::of(&thresholds, 50_000_000);
-    let with_rule = |port: u8, level: u8| {
-        let mut view = (*remote_view(2, port, level)).clone();
-        view.redirect = rule;
-        Arc::new(view)
-    };
-    pipe.switch().set_path_quality(with_rule(first, 7));
+    let strict = Redirect::of(&thresholds, 50_000_000);
+    pipe.switch().set_path_quality(named(first, 7, strict));
+    assert_eq!(pipe.choose(&f, &mut []).unwrap().0, first);
+    assert_eq!(pipe.flows_moved(), 0);
+    let rule = Redirect::of(&Thresholds::default(), 50_000_000);
+    pipe.switch().set_path_quality(named(first, 7, rule));
     assert_eq!(pipe.choose(&f, &mut []).unwrap().0, other);
     assert_eq!(pipe.flows_moved(), 1);
-    // Its new path congests at once: held down for T (50 ms here) since the move…
-    pipe.switch().set_path_quality(with_rule(other, 2));
+    // Named again on its new path at once: held down for T (50 ms here) since the move…
+    pipe.switch().set_path_quality(named(other, 15, rule));
     pipe.set_clock(1_000 + 49_999_999);
     assert_eq!(pipe.choose(&f, &mut []).unwrap().0, other, "held down");
     assert_eq!(pipe.flows_moved(), 1);
