@@ -369,3 +369,39 @@ fn tagged_paths_name_the_neighbours_next_hops_by_router_id() {
     assert!(paths.next_next_ids.is_empty(), "{paths:?}");
     assert_eq!(paths.next_next, [asn("c-0")].into());
 }
+
+/// What FRR 8.4.4's bgpd of e-p0-0 in a k = 4 lab under RFC 7938's ASNs
+/// (`up --routing bgp --asn-plan rfc7938`, next-next-hop tags on every route) sent to a second
+/// BMP target added after its sessions were up (`bmp targets capture` / `bmp mirror` /
+/// `bmp connect 127.0.0.1 port 11020` through vtysh, a listener on that port in the switch's
+/// namespace), then mirrored after `clear bgp * soft in`, cut at the last whole message.
+const TAGGED: &[u8] = include_bytes!("testdata/frr-e-p0-0-rfc7938-refresh.bin");
+
+/// The tags of a real stream name every next-next hop by router ID: the station's table is the
+/// plan's under RFC 7938's ASNs, router IDs included — which the AS_PATHs alone could not say
+/// (the cores behind an aggregation switch are one ASN).
+#[test]
+fn a_tagged_stream_under_rfc7938_names_next_next_hops_as_the_plan_does() {
+    let topology = Topology::fat_tree(4).unwrap();
+    let edge = topology.edges()[0].id; // e-p0-0
+    let mut buffer = TAGGED.to_vec();
+    let messages = split_messages(&mut buffer).expect("a clean stream");
+    assert!(buffer.is_empty());
+    // The sessions came up before this target connected: incomplete until the refresh ends.
+    let mut rib = Rib::new(f64::INFINITY);
+    for message in messages {
+        rib.handle(message).unwrap();
+    }
+    let status = rib.status();
+    assert_eq!(status.errors, 0, "{status:?}");
+    assert!(
+        status.peers.iter().all(|p| p.complete && p.add_path),
+        "{status:?}"
+    );
+    let plan = LearnedPaths::from_plan(&topology, edge, AsnPlan::Rfc7938);
+    assert_eq!(rib.learned(), plan);
+    let remote = &rib.learned().routes[&(Ipv4Addr::new(10, 3, 1, 0), 24)];
+    assert!(remote
+        .values()
+        .all(|n| n.next_next.len() == 1 && n.next_next_ids.len() == 2));
+}
