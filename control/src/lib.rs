@@ -17,7 +17,8 @@
 //!
 //! - [`paths`]: the path table — per prefix, each FIB next hop with its next-next hops — from
 //!   the topology plan or, under BGP, from [`bmp`]: the BMP station (RFC 7854) the local BGP
-//!   daemon reports to.
+//!   daemon reports to; [`nnh`]: the next-next-hop tag, the large community by which a BGP
+//!   route names its advertiser's next hop by router ID.
 //!
 //! - [`event`]: the control loop — every component above that waits on a socket or a timer is
 //!   an [`event::Source`], driven by one loop per switch, or one per group of switches.
@@ -32,6 +33,7 @@ pub mod endpoint;
 pub mod event;
 pub mod kernel;
 pub mod mirror;
+pub mod nnh;
 pub mod notify;
 pub mod paths;
 #[allow(unsafe_code)]

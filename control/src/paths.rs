@@ -3,10 +3,11 @@
 //!
 //! Two sources fill it ([`PathSource`]):
 //! - **BMP** ([`crate::bmp`]): the local BGP daemon mirrors every BGP message it receives to the
-//!   switch's station. In a fabric with one ASN per switch ([`ofan_topology::plan::asn`]) the
-//!   AS_PATH of a route names every switch it crossed: the first ASN is the neighbour, the
-//!   second its next hop. With ADD-PATH the neighbour announces every path it has, so the
-//!   second ASNs of its paths are all its next hops.
+//!   switch's station. Each route carries a next-next-hop tag ([`crate::nnh`]) naming the
+//!   neighbour's own next hop by router ID; with ADD-PATH the neighbour announces every path it
+//!   has, so the tags of its paths are all its next hops. By ASN, the second ASN of each path
+//!   names them too — one switch each only in a fabric with one ASN per switch
+//!   ([`AsnPlan::Unique`]); under RFC 7938's shared ASNs ([`AsnPlan::Rfc7938`]) a tier.
 //! - **The plan** ([`LearnedPaths::from_plan`]): without BMP (static routing, or BIRD 2.0, which
 //!   has no BMP), the topology's routing plan says it, as the draft allows for statically
 //!   specified remote paths. It does not follow remote failures.
@@ -21,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 
 use ofan_dataplane::fib::{Fib, IpPrefix, RouteTarget};
-use ofan_topology::plan::{self, asn};
+use ofan_topology::plan::{self, AsnPlan};
 use ofan_topology::{FailedLinks, NodeId, Topology};
 use serde::{Deserialize, Serialize};
 
@@ -70,9 +71,11 @@ pub struct LearnedPaths {
 
 impl LearnedPaths {
     /// The paths the topology's plan gives switch `node` with every link alive, with switches
-    /// named by their ASN in the plan's numbering and by their loopback as router ID.
+    /// named by their ASN under `asns` (a shared ASN appears once in a set of next-next hops)
+    /// and by their loopback as router ID.
     #[must_use]
-    pub fn from_plan(topology: &Topology, node: NodeId) -> Self {
+    pub fn from_plan(topology: &Topology, node: NodeId, asns: AsnPlan) -> Self {
+        let asn = |id: NodeId| asns.asn(topology, topology.node(id));
         let remote = plan::remote_paths(topology, &FailedLinks::new(), node);
         let routes = remote
             .into_iter()
@@ -81,13 +84,9 @@ impl LearnedPaths {
                     .into_iter()
                     .map(|hop| {
                         let paths = NeighborPaths {
-                            asn: asn(topology.node(hop.neighbor)),
+                            asn: asn(hop.neighbor),
                             router_id: topology.node(hop.neighbor).loopback,
-                            next_next: hop
-                                .next_next
-                                .iter()
-                                .map(|&id| asn(topology.node(id)))
-                                .collect(),
+                            next_next: hop.next_next.iter().map(|&id| asn(id)).collect(),
                             next_next_ids: hop
                                 .next_next
                                 .iter()
@@ -370,9 +369,10 @@ mod tests {
     fn the_plan_names_neighbours_and_their_next_hops_by_asn_and_router_id() {
         let topology = Topology::fat_tree(4).unwrap();
         let edge = topology.edges()[0].id;
-        let learned = LearnedPaths::from_plan(&topology, edge);
+        let unique = AsnPlan::Unique;
+        let learned = LearnedPaths::from_plan(&topology, edge, unique);
         assert_eq!(learned.routes.len(), 7);
-        let name = |asn: u32| plan::node_of_asn(&topology, asn).unwrap().name.clone();
+        let name = |asn: u32| unique.node_of_asn(&topology, asn).unwrap().name.clone();
         let remote = &learned.routes[&(Ipv4Addr::new(10, 3, 1, 0), 24)];
         let named: Vec<(String, Vec<String>)> = remote
             .values()
@@ -392,14 +392,24 @@ mod tests {
             ]
         );
         for paths in remote.values() {
-            let node = plan::node_of_asn(&topology, paths.asn).unwrap();
+            let node = unique.node_of_asn(&topology, paths.asn).unwrap();
             assert_eq!(paths.router_id, node.loopback);
             let by_id: BTreeSet<Ipv4Addr> = paths
                 .next_next
                 .iter()
-                .map(|&asn| plan::node_of_asn(&topology, asn).unwrap().loopback)
+                .map(|&asn| unique.node_of_asn(&topology, asn).unwrap().loopback)
                 .collect();
             assert_eq!(paths.next_next_ids, by_id);
         }
+        // RFC 7938's plan: the two cores behind an aggregation switch are one ASN, two router
+        // IDs; the aggregation switches of pod 0 one ASN.
+        let shared = LearnedPaths::from_plan(&topology, edge, AsnPlan::Rfc7938);
+        let remote = &shared.routes[&(Ipv4Addr::new(10, 3, 1, 0), 24)];
+        let core = AsnPlan::Rfc7938.asn(&topology, &topology.cores()[0]);
+        assert!(remote.values().all(
+            |paths| paths.next_next == BTreeSet::from([core]) && paths.next_next_ids.len() == 2
+        ));
+        let asns: BTreeSet<u32> = remote.values().map(|paths| paths.asn).collect();
+        assert_eq!(asns.len(), 1);
     }
 }

@@ -1402,8 +1402,10 @@ fn link_reconverges(lab: &LabGuard, state: &str, expected: &str) -> String {
 /// the failed links `failed` (pairs of node names): each FIB next hop with the neighbour's own
 /// next hops. Returns how long it took.
 fn path_tables_match(lab: &LabGuard, failed: &[(&str, &str)]) -> Duration {
-    use ofan_lab::bgp::{expected_paths, reported_paths};
+    use ofan_lab::bgp::{expected_paths, reported_paths, AsnPlan};
     let topology = lab_topology(lab);
+    let asns: AsnPlan =
+        serde_json::from_value(lab.state()["params"]["asn_plan"].clone()).unwrap_or_default();
     let id = |name: &str| topology.nodes().iter().find(|n| n.name == name).unwrap().id;
     let failures: ofan_topology::FailedLinks = failed
         .iter()
@@ -1417,7 +1419,7 @@ fn path_tables_match(lab: &LabGuard, failed: &[(&str, &str)]) -> Duration {
                     .expect("a path report");
             let (got, want) = (
                 reported_paths(&report),
-                expected_paths(&topology, &failures, switch),
+                expected_paths(&topology, asns, &failures, switch),
             );
             (got != want).then(|| (switch.name.clone(), got, want))
         });

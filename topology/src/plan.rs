@@ -8,32 +8,105 @@
 //!
 //! [`remote_paths`] adds, per next hop, the next hop's own next hops (the *next-next hops*): the
 //! remote path information of the adaptive-routing framework draft, which a switch learns from
-//! BGP (the AS_PATHs of a fabric with one ASN per switch, see [`asn`]) or, without BGP, from
-//! this plan.
+//! BGP (the AS_PATHs of a fabric with one ASN per switch, or tags naming router IDs, see
+//! [`AsnPlan`]) or, without BGP, from this plan.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+use serde::{Deserialize, Serialize};
+
 use crate::dragonfly::{GroupId, RouterId, RouterPort};
 use crate::{Dragonfly, FailedLinks, Node, NodeId, PortIndex, Role, Topology};
 
-/// The first private 4-byte ASN (RFC 6996): switch `n` of a BGP fabric is `ASN_BASE + n`.
+/// The first private 4-byte ASN (RFC 6996): switch `n` of a BGP fabric is `ASN_BASE + n`, or
+/// shares the ASN of the first switch of its group (see [`AsnPlan`]).
 pub const ASN_BASE: u32 = 4_200_000_000;
 
-/// The ASN of switch `node` in a BGP fabric: one private ASN per switch, so that an AS_PATH
-/// names every switch a route crossed.
-#[must_use]
-pub const fn asn(node: &Node) -> u32 {
-    ASN_BASE + node.id.0
+/// How a BGP fabric numbers its switches' autonomous systems.
+///
+/// Under either plan an AS_PATH never crosses a tier twice (the valley-free routes of a Clos),
+/// and loop detection is plain eBGP's. What differs is what an AS_PATH says: with
+/// [`AsnPlan::Unique`] every ASN names one switch, so the second ASN of a route names the
+/// neighbour's next hop; with [`AsnPlan::Rfc7938`] it names a tier (or a pod's tier), and a
+/// switch learns its next-next hops by router ID from the routes' tags instead
+/// (`ofan_control::nnh`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AsnPlan {
+    /// One private ASN per switch: `ASN_BASE + node id`.
+    #[default]
+    Unique,
+    /// RFC 7938 §5.2.1: every core (spine) shares one ASN, the aggregation switches of a pod
+    /// share one ASN per pod, every edge (leaf) has its own. A shared ASN is that of the group's
+    /// first switch (lowest node id), so an edge's ASN is the same under both plans. Loop
+    /// detection alone then keeps routes valley-free: a route that went down through a tier
+    /// cannot climb back into it.
+    Rfc7938,
 }
 
-/// The switch with ASN `asn` (see [`asn`]), if `asn` is one of the plan's.
-#[must_use]
-pub fn node_of_asn(topology: &Topology, asn: u32) -> Option<&Node> {
-    let id = asn.checked_sub(ASN_BASE)?;
-    topology
-        .get_node(NodeId(id))
-        .filter(|node| node.role.is_switch())
+impl AsnPlan {
+    /// Every plan, in the order the CLI lists them.
+    pub const ALL: [Self; 2] = [Self::Unique, Self::Rfc7938];
+
+    /// The name in flags, files and `state.json`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Unique => "unique",
+            Self::Rfc7938 => "rfc7938",
+        }
+    }
+
+    /// The ASN of switch `node` of `topology`.
+    #[must_use]
+    pub fn asn(self, topology: &Topology, node: &Node) -> u32 {
+        let first = match (self, node.role) {
+            (Self::Unique, _) | (Self::Rfc7938, Role::Host | Role::Edge) => None,
+            (Self::Rfc7938, Role::Core) => topology.cores().first(),
+            (Self::Rfc7938, Role::Aggregation) => node.pod.and_then(|pod| {
+                topology
+                    .aggregations()
+                    .iter()
+                    .find(|agg| agg.pod == Some(pod))
+            }),
+        };
+        ASN_BASE + first.unwrap_or(node).id.0
+    }
+
+    /// The one switch of `topology` with ASN `asn`; `None` when no switch or several (a shared
+    /// ASN names a tier, not a switch) have it.
+    #[must_use]
+    pub fn node_of_asn(self, topology: &Topology, asn: u32) -> Option<&Node> {
+        let mut owners = topology
+            .switches()
+            .iter()
+            .filter(|node| self.asn(topology, node) == asn);
+        let node = owners.next()?;
+        owners.next().is_none().then_some(node)
+    }
+}
+
+impl std::fmt::Display for AsnPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no [`AsnPlan`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown ASN plan `{0}` (unique or rfc7938)")]
+pub struct UnknownAsnPlan(pub String);
+
+impl std::str::FromStr for AsnPlan {
+    type Err = UnknownAsnPlan;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|plan| plan.name() == name)
+            .ok_or_else(|| UnknownAsnPlan(name.to_owned()))
+    }
 }
 
 /// A destination prefix.
@@ -389,11 +462,92 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["c-1"]
         );
-        assert_eq!(node_of_asn(&topology, asn(c)).unwrap().name, "c-0");
-        assert!(node_of_asn(&topology, 65000).is_none());
+    }
+
+    #[test]
+    fn unique_asns_name_one_switch_each() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let plan = AsnPlan::Unique;
+        let mut asns = std::collections::BTreeSet::new();
+        for switch in topology.switches() {
+            let asn = plan.asn(&topology, switch);
+            assert_eq!(asn, ASN_BASE + switch.id.0);
+            assert!(asns.insert(asn), "{} shares its ASN", switch.name);
+            assert_eq!(plan.node_of_asn(&topology, asn), Some(switch));
+        }
+        assert!(plan.node_of_asn(&topology, 65000).is_none());
         assert!(
-            node_of_asn(&topology, ASN_BASE).is_none(),
+            plan.node_of_asn(&topology, ASN_BASE).is_none(),
             "node 0 is a host"
+        );
+        assert_eq!(AsnPlan::default(), AsnPlan::Unique);
+    }
+
+    #[test]
+    fn rfc7938_shares_an_asn_per_tier_and_pod_and_keeps_edges_unique() {
+        let topology = Topology::fat_tree(4).unwrap();
+        let plan = AsnPlan::Rfc7938;
+        let asn = |name: &str| plan.asn(&topology, by_name(&topology, name));
+        // The cores: one ASN, the first core's.
+        let core = asn("c-0");
+        assert_eq!(core, ASN_BASE + by_name(&topology, "c-0").id.0);
+        assert!(topology
+            .cores()
+            .iter()
+            .all(|c| plan.asn(&topology, c) == core));
+        // The aggregation switches: one ASN per pod, four pods, none a core's.
+        let pods: std::collections::BTreeSet<u32> = topology
+            .aggregations()
+            .iter()
+            .map(|agg| plan.asn(&topology, agg))
+            .collect();
+        assert_eq!(pods.len(), 4);
+        assert!(!pods.contains(&core));
+        assert_eq!(asn("a-p1-0"), asn("a-p1-1"));
+        assert_ne!(asn("a-p1-0"), asn("a-p2-0"));
+        // The edges: their own ASNs, as under the unique plan.
+        for edge in topology.edges() {
+            assert_eq!(
+                plan.asn(&topology, edge),
+                AsnPlan::Unique.asn(&topology, edge)
+            );
+            assert_eq!(
+                plan.node_of_asn(&topology, plan.asn(&topology, edge)),
+                Some(edge)
+            );
+        }
+        // A shared ASN names no one switch.
+        assert!(plan.node_of_asn(&topology, core).is_none());
+        assert!(plan.node_of_asn(&topology, asn("a-p0-0")).is_none());
+        // Leaf-spine: the spines share, the leaves do not.
+        let leaf_spine = Topology::leaf_spine(4).unwrap();
+        let spines: std::collections::BTreeSet<u32> = leaf_spine
+            .cores()
+            .iter()
+            .map(|s| plan.asn(&leaf_spine, s))
+            .collect();
+        let leaves: std::collections::BTreeSet<u32> = leaf_spine
+            .edges()
+            .iter()
+            .map(|l| plan.asn(&leaf_spine, l))
+            .collect();
+        assert_eq!((spines.len(), leaves.len()), (1, 4));
+    }
+
+    #[test]
+    fn asn_plans_by_name() {
+        for plan in AsnPlan::ALL {
+            assert_eq!(plan.name().parse::<AsnPlan>(), Ok(plan));
+            assert_eq!(plan.to_string(), plan.name());
+        }
+        let error = "rfc-7938".parse::<AsnPlan>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown ASN plan `rfc-7938` (unique or rfc7938)"
+        );
+        assert_eq!(
+            serde_json::to_string(&AsnPlan::Rfc7938).unwrap(),
+            "\"rfc7938\""
         );
     }
 }

@@ -1,7 +1,8 @@
 //! What the station knows, built from BMP messages (pure: bytes in, state out).
 //!
 //! Per monitored peer (a BGP neighbour of the local daemon) the Adj-RIB-In as the daemon
-//! received it: every (prefix, ADD-PATH id) with its AS_PATH, rebuilt from the BGP UPDATEs the
+//! received it: every (prefix, ADD-PATH id) with its AS_PATH and its next-next-hop tag
+//! ([`crate::nnh`]), rebuilt from the BGP UPDATEs the
 //! daemon mirrors (BMP route mirroring, RFC 7854 §4.7). Mirroring rather than route monitoring
 //! because FRR 8.4 drops the ADD-PATH id from route monitoring and reports one unpredictable path
 //! of several; mirrored messages are the peer's own bytes, so every path arrives, and the ADD-PATH
@@ -50,6 +51,7 @@ use bgpkit_parser::parser::bmp::messages::{
 use bytes::{Buf, Bytes};
 use serde::{Deserialize, Serialize};
 
+use crate::nnh::NnhTag;
 use crate::paths::{LearnedPaths, NeighborPaths, Prefix};
 
 /// Mirrored messages kept per peer that is not up yet.
@@ -77,8 +79,16 @@ pub enum RibError {
     },
 }
 
-/// One path of a peer's Adj-RIB-In: its AS_PATH (sequences flattened, sets in order).
+/// An AS_PATH (sequences flattened, sets in order).
 type AsPath = Vec<u32>;
+
+/// One path of a peer's Adj-RIB-In.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Path {
+    as_path: AsPath,
+    /// The peer's own next hop on this path, by router ID (the route's tag), if it names one.
+    next_next_id: Option<std::net::Ipv4Addr>,
+}
 
 /// One monitored peer.
 #[derive(Debug, Clone, Default)]
@@ -93,7 +103,7 @@ struct Peer {
     complete: bool,
     /// Between BoRR and EoRR: the paths not re-sent yet.
     stale: Option<BTreeSet<(Prefix, u32)>>,
-    paths: BTreeMap<(Prefix, u32), AsPath>,
+    paths: BTreeMap<(Prefix, u32), Path>,
 }
 
 /// Counters and per-peer state, for `stats`.
@@ -429,7 +439,9 @@ impl Rib {
 
     /// The paths learned so far (see [`LearnedPaths`]): per prefix and peer, the peer's
     /// shortest loop-free paths (by AS_PATH length, prepending included, as BGP selects), the
-    /// first ASN after the peer's own (prepending skipped) as next-next hops.
+    /// first ASN after the peer's own (prepending skipped) as next-next hops, and their tags as
+    /// next-next hops by router ID — only when every one of those paths carries one (else the
+    /// set would silently lack a next hop; the ASNs then stand alone).
     #[must_use]
     pub fn learned(&self) -> LearnedPaths {
         let mut learned = LearnedPaths::default();
@@ -437,27 +449,32 @@ impl Rib {
             let IpAddr::V4(address) = *address else {
                 continue;
             };
-            let mut per_prefix: BTreeMap<Prefix, Vec<&AsPath>> = BTreeMap::new();
+            let mut per_prefix: BTreeMap<Prefix, Vec<&Path>> = BTreeMap::new();
             for ((prefix, _), path) in &peer.paths {
-                // A path through this switch is one the daemon rejects (AS_PATH loop).
-                if !path.contains(&peer.local_asn) {
+                // A path through this switch's ASN is one the daemon rejects (AS_PATH loop).
+                if !path.as_path.contains(&peer.local_asn) {
                     per_prefix.entry(*prefix).or_default().push(path);
                 }
             }
             for (prefix, paths) in per_prefix {
-                let shortest = paths.iter().map(|p| p.len()).min().unwrap_or(0);
-                let next_next = paths
-                    .iter()
-                    .filter(|p| p.len() == shortest)
-                    .filter_map(|p| second_asn(p))
+                let shortest = paths.iter().map(|p| p.as_path.len()).min().unwrap_or(0);
+                let best: Vec<&Path> = paths
+                    .into_iter()
+                    .filter(|p| p.as_path.len() == shortest)
                     .collect();
+                let next_next = best.iter().filter_map(|p| second_asn(&p.as_path)).collect();
+                let next_next_ids = best
+                    .iter()
+                    .map(|p| p.next_next_id)
+                    .collect::<Option<BTreeSet<_>>>()
+                    .unwrap_or_default();
                 learned.routes.entry(prefix).or_default().insert(
                     address,
                     NeighborPaths {
                         asn: peer.asn,
                         router_id: peer.router_id.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
                         next_next,
-                        next_next_ids: BTreeSet::new(),
+                        next_next_ids,
                     },
                 );
             }
@@ -509,7 +526,7 @@ impl Peer {
         if announced.is_empty() {
             return;
         }
-        let path: AsPath = update
+        let as_path: AsPath = update
             .attributes
             .as_path()
             .map(|path| {
@@ -523,6 +540,10 @@ impl Peer {
                     .collect()
             })
             .unwrap_or_default();
+        let path = Path {
+            as_path,
+            next_next_id: NnhTag::of_attributes(&update.attributes).map(|tag| tag.router_id),
+        };
         for prefix in announced {
             if let Some(key) = key(prefix) {
                 self.paths.insert(key, path.clone());

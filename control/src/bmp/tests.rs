@@ -7,6 +7,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use bytes::Bytes;
+use ofan_topology::plan::AsnPlan;
 use ofan_topology::Topology;
 
 use super::rib::{Rib, RibError};
@@ -284,11 +285,123 @@ fn a_flapping_session_ends_with_its_paths_whatever_frr_sent() {
 /// The plan's paths as these captured routes give them: next-next hops by ASN only (the routes
 /// carry no next-next router IDs).
 fn plan_by_asn(topology: &Topology, edge: ofan_topology::NodeId) -> LearnedPaths {
-    let mut plan = LearnedPaths::from_plan(topology, edge);
+    let mut plan = LearnedPaths::from_plan(topology, edge, AsnPlan::Unique);
     for neighbours in plan.routes.values_mut() {
         for paths in neighbours.values_mut() {
             paths.next_next_ids.clear();
         }
     }
     plan
+}
+
+/// A Route Mirroring message for `peer_up`'s neighbour: the Peer Up's per-peer header, then one
+/// BGP Message TLV carrying `bgp`.
+fn mirrored(peer_up: &Bytes, bgp: &[u8]) -> Bytes {
+    let mut message = peer_up[..48].to_vec();
+    message[5] = 6; // Route Mirroring
+    message.extend_from_slice(&0_u16.to_be_bytes());
+    message.extend_from_slice(&u16::try_from(bgp.len()).unwrap().to_be_bytes());
+    message.extend_from_slice(bgp);
+    let len = u32::try_from(message.len()).unwrap();
+    message[1..5].copy_from_slice(&len.to_be_bytes());
+    Bytes::from(message)
+}
+
+/// Under RFC 7938's ASNs the two paths a-p0-0 sends e-p0-0 towards pod 3 have the same AS_PATH
+/// (the cores share an ASN): only their next-next-hop tags tell c-0 from c-1. Hand-made UPDATEs
+/// on the captured sessions (ADD-PATH on).
+#[test]
+fn tagged_paths_name_the_neighbours_next_hops_by_router_id() {
+    use crate::nnh::wire::{update, Announcement};
+    use crate::nnh::NnhTag;
+    let topology = Topology::fat_tree(4).unwrap();
+    let node = |name: &str| topology.nodes().iter().find(|n| n.name == name).unwrap();
+    let asn = |name: &str| AsnPlan::Rfc7938.asn(&topology, node(name));
+    let messages = messages();
+    let mut rib = Rib::new(PEERS_UP - 1.0);
+    for message in &messages[..3] {
+        rib.handle(message.clone()).unwrap();
+    }
+    let peer_up = &messages[1];
+    let peer = Ipv4Addr::new(peer_up[28], peer_up[29], peer_up[30], peer_up[31]);
+    let neighbour = rib.status().peers[0].asn;
+    assert_eq!(IpAddr::V4(peer), rib.status().peers[0].address);
+    let prefix = (Ipv4Addr::new(10, 3, 1, 0), 24);
+    let as_path = [neighbour, asn("c-0"), asn("a-p3-0"), asn("e-p3-1")];
+    let tag = |name: &str| NnhTag::new(node(name).loopback).parts();
+    let announce = |rib: &mut Rib, path_id: u32, as_path: &[u32], tags: &[[u32; 3]]| {
+        let bgp = update(&Announcement {
+            prefix,
+            path_id: Some(path_id),
+            as_path,
+            next_hop: peer,
+            large_communities: tags,
+        });
+        rib.handle(mirrored(peer_up, &bgp)).unwrap();
+    };
+    announce(&mut rib, 1, &as_path, &[tag("c-0")]);
+    announce(&mut rib, 2, &as_path, &[tag("c-1")]);
+    // A longer path (prepended) is not one of the neighbour's best: its tag does not count.
+    let prepended = [
+        neighbour,
+        neighbour,
+        asn("c-0"),
+        asn("a-p3-0"),
+        asn("e-p3-1"),
+    ];
+    announce(&mut rib, 3, &prepended, &[tag("c-2")]);
+    assert_eq!(rib.status().errors, 0, "{:?}", rib.status());
+    let learned = rib.learned();
+    let paths = &learned.routes[&prefix][&peer];
+    assert_eq!(
+        paths.next_next,
+        [asn("c-0")].into(),
+        "one ASN for both cores"
+    );
+    assert_eq!(
+        paths.next_next_ids,
+        [node("c-0").loopback, node("c-1").loopback].into()
+    );
+    // One best path without a tag: the router IDs are not known, the ASN stays.
+    announce(&mut rib, 2, &as_path, &[]);
+    let learned = rib.learned();
+    let paths = &learned.routes[&prefix][&peer];
+    assert!(paths.next_next_ids.is_empty(), "{paths:?}");
+    assert_eq!(paths.next_next, [asn("c-0")].into());
+}
+
+/// What FRR 8.4.4's bgpd of e-p0-0 in a k = 4 lab under RFC 7938's ASNs
+/// (`up --routing bgp --asn-plan rfc7938`, next-next-hop tags on every route) sent to a second
+/// BMP target added after its sessions were up (`bmp targets capture` / `bmp mirror` /
+/// `bmp connect 127.0.0.1 port 11020` through vtysh, a listener on that port in the switch's
+/// namespace), then mirrored after `clear bgp * soft in`, cut at the last whole message.
+const TAGGED: &[u8] = include_bytes!("testdata/frr-e-p0-0-rfc7938-refresh.bin");
+
+/// The tags of a real stream name every next-next hop by router ID: the station's table is the
+/// plan's under RFC 7938's ASNs, router IDs included — which the AS_PATHs alone could not say
+/// (the cores behind an aggregation switch are one ASN).
+#[test]
+fn a_tagged_stream_under_rfc7938_names_next_next_hops_as_the_plan_does() {
+    let topology = Topology::fat_tree(4).unwrap();
+    let edge = topology.edges()[0].id; // e-p0-0
+    let mut buffer = TAGGED.to_vec();
+    let messages = split_messages(&mut buffer).expect("a clean stream");
+    assert!(buffer.is_empty());
+    // The sessions came up before this target connected: incomplete until the refresh ends.
+    let mut rib = Rib::new(f64::INFINITY);
+    for message in messages {
+        rib.handle(message).unwrap();
+    }
+    let status = rib.status();
+    assert_eq!(status.errors, 0, "{status:?}");
+    assert!(
+        status.peers.iter().all(|p| p.complete && p.add_path),
+        "{status:?}"
+    );
+    let plan = LearnedPaths::from_plan(&topology, edge, AsnPlan::Rfc7938);
+    assert_eq!(rib.learned(), plan);
+    let remote = &rib.learned().routes[&(Ipv4Addr::new(10, 3, 1, 0), 24)];
+    assert!(remote
+        .values()
+        .all(|n| n.next_next.len() == 1 && n.next_next_ids.len() == 2));
 }

@@ -147,6 +147,12 @@ pub struct UpArgs {
     /// (BIRD 2, a few MB per switch: the one for large labs).
     #[arg(long, value_enum, default_value = "frr")]
     pub bgp_daemon: BgpDaemonArg,
+    /// The ASNs of --routing bgp: unique (one private ASN per switch, so an AS_PATH names every
+    /// switch) or rfc7938 (RFC 7938 §5.2.1: the cores share one ASN, each pod's aggregation
+    /// switches one, every edge its own). Either way the switches learn their next-next hops by
+    /// router ID from the routes' tags (docs/adaptive-routing.md).
+    #[arg(long, value_name = "PLAN", default_value = "unique")]
+    pub asn_plan: ofan_topology::plan::AsnPlan,
     /// BFD on every BGP session (needs --routing bgp), 100 ms x 3: a neighbour that goes silent
     /// while its link stays up (see `link A B blackhole`) is declared down within 0.3 s
     /// instead of the 3 s hold time. FRR runs a bfdd per switch (≈ 6 MB, ≈ 2 % of a CPU
@@ -710,6 +716,7 @@ impl UpArgs {
                 BgpDaemonArg::Bird => BgpDaemon::Bird,
             },
             bfd: self.bfd.then_some(Bfd::FAST),
+            asn_plan: self.asn_plan,
             switch_bin: self.switch_bin.clone(),
             switches: self.switches.switches(),
             splice: match (self.splice, self.switches) {
@@ -847,6 +854,34 @@ mod tests {
         assert_eq!(bgp.bfd, Some(Bfd::FAST));
         assert_eq!(bgp.bgp_daemon, BgpDaemon::Bird);
         assert_eq!(spec(&["--routing", "bgp"]).unwrap().bfd, None);
+    }
+
+    #[test]
+    fn the_asn_plan_is_a_flag_of_bgp_labs() {
+        use clap::Parser as _;
+        use ofan_topology::plan::AsnPlan;
+        #[derive(clap::Parser)]
+        struct Up {
+            #[command(flatten)]
+            args: UpArgs,
+        }
+        let spec = |line: &[&str]| Up::parse_from([&["up"], line].concat()).args.spec();
+        let bgp = spec(&["--routing", "bgp", "--asn-plan", "rfc7938"]).unwrap();
+        assert_eq!(bgp.asn_plan, AsnPlan::Rfc7938);
+        assert_eq!(
+            spec(&["--routing", "bgp"]).unwrap().asn_plan,
+            AsnPlan::Unique
+        );
+        let error = spec(&["--asn-plan", "rfc7938"]).unwrap_err().to_string();
+        assert!(
+            error.contains("--asn-plan rfc7938 needs --routing bgp"),
+            "{error}"
+        );
+        let error = spec(&["--topo", "dragonfly", "--asn-plan", "rfc7938"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("dragonfly"), "{error}");
+        assert!(Up::try_parse_from(["up", "--asn-plan", "rfc-7938"]).is_err());
     }
 
     #[test]

@@ -77,9 +77,15 @@ pub fn table(status: &LabStatus<'_>) -> String {
         params
             .bgp_daemon
             .as_ref()
-            .map(|daemon| match params.bfd {
-                Some(bfd) => format!(" ({daemon}, {bfd})"),
-                None => format!(" ({daemon})"),
+            .map(|daemon| {
+                let mut said = daemon.clone();
+                if let Some(bfd) = params.bfd {
+                    said = format!("{said}, {bfd}");
+                }
+                if params.asns() != ofan_topology::plan::AsnPlan::Unique {
+                    said = format!("{said}, {} ASNs", params.asns());
+                }
+                format!(" ({said})")
             })
             .unwrap_or_default(),
         if params.catch_up { "catch-up" } else { "strict" },

@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ofan_topology::plan::AsnPlan;
+
 use super::bgp::{self, Daemon};
 use super::spec::Switches;
 use super::state::{LabState, Process, StateDir};
@@ -146,6 +148,12 @@ fn common_args(state: &LabState, dir: &StateDir, node: Option<&str>) -> Vec<Stri
     if let Some(filter) = &params.switch_log {
         args.push("--log".to_owned());
         args.push(filter.clone());
+    }
+    if let Some(asns) = params.asn_plan.filter(|&asns| asns != AsnPlan::Unique) {
+        // The switch names its neighbours' ASNs in notifications and resolves ASN-only next
+        // hops through the plan: the lab's numbering, not the default.
+        args.push("--asn-plan".to_owned());
+        args.push(asns.name().to_owned());
     }
     let bird = Some(super::spec::BgpDaemon::Bird.name());
     if params.routing == super::spec::Routing::Bgp.name() && params.bgp_daemon.as_deref() != bird {
@@ -333,22 +341,24 @@ pub fn start_daemon(
         .with_context(|| format!("cannot create {}", conf_dir.display()))?;
     let conf = conf_dir.join(format!("{}.conf", daemon.name()));
     let bfd = state.params.bfd;
+    let asns = state.params.asns();
     let text = match daemon {
         Daemon::Zebra => bgp::zebra_conf(node),
         Daemon::Bgpd => {
-            let mut conf = bgp::bgpd_conf(topology, node);
+            let mut conf = bgp::bgpd_conf(topology, asns, node);
             conf.push_str(&bgp::bgpd_graceful_restart_conf(
                 topology,
+                asns,
                 node,
                 start == DaemonStart::AfterCrash,
             ));
             if bfd.is_some() {
-                conf.push_str(&bgp::bgpd_bfd_conf(topology, node));
+                conf.push_str(&bgp::bgpd_bfd_conf(topology, asns, node));
             }
             conf
         }
         Daemon::Bfdd => bgp::bfdd_conf(node, bfd.unwrap_or(bgp::Bfd::FAST)),
-        Daemon::Bird => bgp::bird_conf(topology, node, bfd),
+        Daemon::Bird => bgp::bird_conf(topology, asns, node, bfd),
     };
     std::fs::write(&conf, text).with_context(|| format!("cannot write {}", conf.display()))?;
     let pid_file = conf_dir.join(format!("{}.pid", daemon.name()));

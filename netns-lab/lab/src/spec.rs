@@ -7,6 +7,7 @@ use anyhow::{bail, Context};
 use ofan_dataplane::afxdp::FastPathMode;
 use ofan_dataplane::lb::dragonfly::DragonflyScheme;
 use ofan_dataplane::lb::Algorithm;
+use ofan_topology::plan::AsnPlan;
 use ofan_topology::units::{format_rate, format_size};
 use ofan_topology::{Topology, TopologyKind};
 use serde::{Deserialize, Serialize};
@@ -407,6 +408,8 @@ pub struct LabSpec {
     /// BFD on every BGP session (only under [`Routing::Bgp`]); `None`: failures are detected
     /// by carrier loss or the BGP hold time.
     pub bfd: Option<Bfd>,
+    /// How the BGP fabric numbers its ASNs (only under [`Routing::Bgp`]: unique otherwise).
+    pub asn_plan: AsnPlan,
     /// The `ofan-switch` binary (`None`: `$OFAN_SWITCH`, next to `ofan-lab`, or on `PATH`).
     pub switch_bin: Option<PathBuf>,
     /// One process for all switches, or one each.
@@ -491,6 +494,7 @@ impl LabSpec {
             routing: Routing::Static,
             bgp_daemon: BgpDaemon::Frr,
             bfd: None,
+            asn_plan: AsnPlan::Unique,
             switch_bin: None,
             switches: Switches::Group,
             splice: true,
@@ -597,6 +601,23 @@ impl LabSpec {
                 );
             }
         }
+        if self.asn_plan != AsnPlan::Unique {
+            if self.dragonfly.is_some() {
+                bail!(
+                    "--asn-plan {} on a dragonfly lab: a dragonfly has no tiers to share an ASN \
+                     (and no BGP)",
+                    self.asn_plan
+                );
+            }
+            if self.routing != Routing::Bgp {
+                bail!(
+                    "--asn-plan {} needs --routing bgp (ASNs number BGP speakers; --routing {} \
+                     has none)",
+                    self.asn_plan,
+                    self.routing.name()
+                );
+            }
+        }
         if self.bfd.is_some() && self.routing != Routing::Bgp {
             bail!(
                 "--bfd needs --routing bgp (BFD runs in the BGP daemons; --routing {} has none)",
@@ -639,6 +660,7 @@ impl LabSpec {
             routing: self.routing.name().to_owned(),
             bgp_daemon: (self.routing == Routing::Bgp).then(|| self.bgp_daemon.name().to_owned()),
             bfd: self.bfd.filter(|_| self.routing == Routing::Bgp),
+            asn_plan: (self.routing == Routing::Bgp).then_some(self.asn_plan),
             switch_bin,
             switches: self.switches,
             splice: self.splice && self.switches == Switches::Group,

@@ -60,6 +60,9 @@ pub struct Params {
     /// BFD on the BGP sessions (`--bfd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bfd: Option<super::spec::Bfd>,
+    /// The ASNs under `--routing bgp` (`up --asn-plan`; labs recorded before: unique).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn_plan: Option<ofan_topology::plan::AsnPlan>,
     /// The `ofan-switch` binary.
     pub switch_bin: PathBuf,
     /// One `ofan-switch group` for all switches, or a process each (labs recorded before
@@ -89,6 +92,14 @@ pub struct Params {
     /// (`up --ecn-threshold`; absent: no marking, as labs recorded before did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn_threshold: Option<String>,
+}
+
+impl Params {
+    /// How the lab's BGP fabric numbers its ASNs (unique when it has no BGP).
+    #[must_use]
+    pub fn asns(&self) -> ofan_topology::plan::AsnPlan {
+        self.asn_plan.unwrap_or_default()
+    }
 }
 
 /// What a link is, or what `link A B up|down|blackhole` makes of it.

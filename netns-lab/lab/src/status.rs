@@ -96,7 +96,7 @@ impl Convergence {
         });
         let paths = (source == PathSource::Bmp).then(|| {
             bgp::reported_paths(&stats.paths)
-                == bgp::expected_paths(&lab.topology, failures, switch)
+                == bgp::expected_paths(&lab.topology, lab.state.params.asns(), failures, switch)
         });
         Some(Self {
             fib,

@@ -132,6 +132,7 @@ pub(super) struct AdminSection {
 #[serde(deny_unknown_fields)]
 pub(super) struct BgpSection {
     pub(super) bmp: Option<String>,
+    pub(super) asn_plan: Option<ofan_topology::plan::AsnPlan>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -69,6 +69,10 @@ pub struct Overrides {
     /// bgp.bmp).
     #[arg(long, value_name = "ADDR")]
     pub bmp: Option<String>,
+    /// How the BGP fabric of --topology numbers its ASNs: unique (one per switch) or rfc7938
+    /// (one per core tier and per pod's aggregation tier, one per edge); sets bgp.asn_plan.
+    #[arg(long = "asn-plan", value_name = "PLAN")]
+    pub asn_plan: Option<ofan_topology::plan::AsnPlan>,
     /// Benchmark mode: port 2i ↔ 2i+1 without lookup, balancing or rewrite.
     #[arg(long)]
     pub bare: bool,

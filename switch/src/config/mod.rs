@@ -182,8 +182,15 @@ fn span(text: &str, span: Option<std::ops::Range<usize>>) -> String {
 pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, ConfigError> {
     let topology_path = flags.topology.clone().or(file.topology.clone());
     let node_name = flags.node.clone().or(file.node.clone());
+    let asn_plan = flags.asn_plan.or(file.bgp.asn_plan);
+    if asn_plan.is_some() && topology_path.is_none() {
+        return Err(error(
+            "bgp.asn_plan",
+            "an ASN plan numbers a topology's switches: it needs --topology and --node",
+        ));
+    }
     let plan = match (&topology_path, &node_name) {
-        (Some(path), Some(node)) => Some(Plan::load(path, node)?),
+        (Some(path), Some(node)) => Some(Plan::load(path, node, asn_plan.unwrap_or_default())?),
         (Some(_), None) => {
             return Err(error(
                 "node",
@@ -547,7 +554,7 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
     )?;
     let plan_paths = plan
         .as_ref()
-        .map(|plan| LearnedPaths::from_plan(&plan.topology, plan.node));
+        .map(|plan| LearnedPaths::from_plan(&plan.topology, plan.node, plan.asns));
     let adaptive_routing =
         adaptive_routing(&file.adaptive_routing, algorithm, &ports, plan.as_ref())?;
     Ok(SwitchConfig {

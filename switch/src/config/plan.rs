@@ -7,6 +7,7 @@ use ofan_control::notify::speaker::{Identity, Neighbour};
 use ofan_dataplane::fib::IpPrefix;
 use ofan_dataplane::lb::DestKey;
 use ofan_topology::dragonfly::RouterId;
+use ofan_topology::plan::AsnPlan;
 use ofan_topology::{DragonflyShape, NodeId, PortDirection, Role, Topology};
 
 use super::file::{PortEntry, RoleName};
@@ -16,10 +17,12 @@ use super::{error, ConfigError};
 pub(super) struct Plan {
     pub(super) topology: Topology,
     pub(super) node: NodeId,
+    /// How the fabric numbers its switches' ASNs (`bgp.asn_plan`).
+    pub(super) asns: AsnPlan,
 }
 
 impl Plan {
-    pub(super) fn load(path: &Path, node: &str) -> Result<Self, ConfigError> {
+    pub(super) fn load(path: &Path, node: &str, asns: AsnPlan) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| error("topology", format!("cannot read {}: {e}", path.display())))?;
         let topology = Topology::from_json(&text)
@@ -43,6 +46,7 @@ impl Plan {
         Ok(Self {
             node: node.id,
             topology,
+            asns,
         })
     }
 
@@ -88,11 +92,12 @@ impl Plan {
         keys
     }
 
-    /// A switch's identity in notifications: its ASN and its loopback as router ID.
+    /// A switch's identity in notifications: its ASN under the plan's numbering and its
+    /// loopback as router ID.
     pub(super) fn identity(&self, node: NodeId) -> Identity {
         let node = self.topology.node(node);
         Identity {
-            asn: ofan_topology::plan::asn(node),
+            asn: self.asns.asn(&self.topology, node),
             router_id: node.loopback,
         }
     }

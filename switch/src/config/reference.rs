@@ -74,6 +74,10 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
                                   bgpd -M bmp, `bmp connect` + `bmp mirror`): the path table
                                   (next hops and next-next hops) follows BGP; "off" (default):
                                   path information comes from the topology plan, if any
+  asn_plan = "unique" | "rfc7938" how the fabric of `topology` numbers its ASNs (flag
+                                  --asn-plan): one per switch (default), or RFC 7938's (the
+                                  cores share one, each pod's aggregation switches one, every
+                                  edge its own); sets the plan's ASNs in notifications
 
   [adaptive_routing]              congestion notifications (docs/adaptive-routing.md)
   enabled = true                  default: on with an arf-* algorithm, off otherwise

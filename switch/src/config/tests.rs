@@ -305,3 +305,49 @@ fn the_fast_path_is_refused_with_what_it_cannot_do() {
     );
     assert!(with("[xdp]\nfast_path = \"bpf\"").is_err());
 }
+
+#[test]
+fn the_asn_plan_numbers_the_identities_and_the_router_id_directory() {
+    let dir = std::env::temp_dir().join(format!("ofan-asn-plan-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("topo.json");
+    let topology = Topology::fat_tree(4).unwrap();
+    std::fs::write(&path, topology.to_json()).unwrap();
+    let resolve_with = |file: &str, asn_plan| {
+        let flags = Overrides {
+            topology: Some(path.clone()),
+            node: Some("a-p0-1".into()),
+            algorithm: Some(ofan_dataplane::lb::Algorithm::ArfWcmp),
+            asn_plan,
+            ..Overrides::default()
+        };
+        resolve(toml::from_str(file).unwrap(), &flags)
+    };
+    let unique = resolve_with("", None).unwrap().adaptive_routing.unwrap();
+    let shared = resolve_with("[bgp]\nasn_plan = \"rfc7938\"\n", None)
+        .unwrap()
+        .adaptive_routing
+        .unwrap();
+    let flag = resolve_with("", Some(ofan_topology::plan::AsnPlan::Rfc7938))
+        .unwrap()
+        .adaptive_routing
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let base = ofan_topology::plan::ASN_BASE;
+    let a_p0_0 = topology.aggregations()[0].id.0;
+    assert_eq!(unique.identity.unwrap().asn, base + a_p0_0 + 1);
+    // a-p0-1 shares pod 0's ASN, its first aggregation switch's.
+    assert_eq!(shared.identity.unwrap().asn, base + a_p0_0);
+    assert_eq!(flag.identity, shared.identity);
+    // The router ID directory keeps only ASNs that name one switch: every switch, or the edges.
+    assert_eq!(unique.router_ids.len(), 20);
+    assert_eq!(shared.router_ids.len(), 8);
+    assert!(topology
+        .edges()
+        .iter()
+        .all(|edge| shared.router_ids[&(base + edge.id.0)] == edge.loopback));
+    // Without a topology there is nothing to number.
+    let error = parse("[bgp]\nasn_plan = \"rfc7938\"\n").unwrap_err();
+    assert_eq!(error.key, "bgp.asn_plan");
+    assert!(toml::from_str::<FileConfig>("[bgp]\nasn_plan = \"rfc-7938\"").is_err());
+}
