@@ -402,6 +402,9 @@ pub struct ArfRun {
     /// Flow messages that named a path of their recipient (a redirect request published).
     #[serde(default)]
     pub flow_applied: u64,
+    /// Flows a switch named on one of its own congested up-ports (a local redirect request).
+    #[serde(default)]
+    pub flow_local: u64,
 }
 
 impl ArfRun {

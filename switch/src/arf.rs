@@ -29,7 +29,7 @@ use ofan_control::notify::transport::NotifySocket;
 use ofan_control::notify::wire::{Kind, Notification, Quality};
 use ofan_control::paths::LearnedPaths;
 use ofan_dataplane::afxdp::monotonic_ns;
-use ofan_dataplane::arf::flows::{name_flows, FiveTuple, FlowRedirect};
+use ofan_dataplane::arf::flows::{name_flows, request_move, FiveTuple, FlowRedirect};
 use ofan_dataplane::arf::{Applied, CongestionTable, PathQuality, Redirect, RemotePaths};
 use ofan_dataplane::fib::{Fib, SharedFib};
 use ofan_dataplane::lb::PortMask;
@@ -369,15 +369,38 @@ impl State {
         };
         self.count("flow_applied");
         let until = monotonic_ns() + u64::from(message.hold_ms) * 1_000_000;
-        match self
-            .redirects
-            .iter_mut()
-            .find(|(known, _)| *known == request)
-        {
-            Some(known) => known.1 = until,
-            None => self.redirects.push((request, until)),
-        }
+        request_move(&mut self.redirects, request, until);
         self.publish();
+    }
+
+    /// Requests moves of the flows `named` on this switch's own congested up-ports; whether
+    /// any was requested.
+    fn local_redirects(&mut self, named: &[(u32, Vec<FiveTuple>)], now: u64) -> bool {
+        let fib = self.inputs.fib.load();
+        let hold_ns = u64::from(self.inputs.settings.timing.hold_ms()) * 1_000_000;
+        let mut any = false;
+        for (port, flows) in named {
+            let Some(position) = fib
+                .port(ofan_dataplane::fib::PortId(*port as u16))
+                .and_then(|p| p.up_position)
+            else {
+                continue;
+            };
+            for flow in flows {
+                let Some(key) = fib.dest_key(IpAddr::V4(flow.dst)) else {
+                    continue;
+                };
+                let request = FlowRedirect {
+                    flow_hash: flow.flow_hash(),
+                    key,
+                    avoid: PortMask::EMPTY.with(position),
+                };
+                request_move(&mut self.redirects, request, now + hold_ns);
+                self.counters[counter("flow_local")] += 1;
+                any = true;
+            }
+        }
+        any
     }
 
     /// One detection window.
@@ -437,6 +460,7 @@ impl State {
                 .map(|n| n.addr)
                 .collect()
         };
+        let mut local: Vec<(u32, Vec<FiveTuple>)> = Vec::new();
         if let Some(speaker) = &mut self.speaker {
             let mut out = speaker.due(now, unix_ns(), &self.neighbours);
             // With each message telling a port congested, one per flow that fills it.
@@ -458,6 +482,18 @@ impl State {
                 })
                 .collect();
             self.counters[counter("flow_sent")] += flows.len() as u64;
+            // The congestion point itself moves a named flow off its own up-port (the draft's
+            // local adjustment), as a neighbour's request would.
+            let mut told: Vec<u32> = out
+                .iter()
+                .filter(|o| o.message.kind == Kind::CongestionDetected)
+                .map(|o| o.message.link.port)
+                .collect();
+            told.dedup();
+            local = told
+                .into_iter()
+                .filter_map(|port| Some((port, named.get(&port)?.clone())))
+                .collect();
             out.extend(flows);
             let mut buffer = [0u8; 64];
             for outgoing in out.into_iter().filter(|o| !unreachable.contains(&o.to)) {
@@ -476,6 +512,9 @@ impl State {
                     log_message(outgoing.to.to_string(), &outgoing.message, None),
                 );
             }
+        }
+        if self.local_redirects(&local, now) {
+            self.publish();
         }
         let paths_changed = self.refresh_paths();
         if expired > 0 || paths_changed || self.local_levels() != self.published_local {

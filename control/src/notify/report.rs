@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Counters of the notifier, from one list: name and meaning.
-pub const COUNTERS: [(&str, &str); 11] = [
+pub const COUNTERS: [(&str, &str); 12] = [
     ("sent", "notifications sent (one per neighbour)"),
     ("send_errors", "notifications the kernel refused to send"),
     ("received", "datagrams received on the notification port"),
@@ -27,6 +27,10 @@ pub const COUNTERS: [(&str, &str); 11] = [
     (
         "flow_not_carried",
         "flow messages about a flow this switch does not route over the named link",
+    ),
+    (
+        "flow_local",
+        "flows named on this switch's own congested up-ports (moves requested here)",
     ),
 ];
 

@@ -189,6 +189,15 @@ pub struct FlowRedirect {
     pub avoid: PortMask,
 }
 
+/// Adds `request` to `requests`, held until `until`, or renews it when it is there already
+/// (the switch's clock in ns, the model's in ps: only the order matters).
+pub fn request_move(requests: &mut Vec<(FlowRedirect, u64)>, request: FlowRedirect, until: u64) {
+    match requests.iter_mut().find(|(known, _)| *known == request) {
+        Some(known) => known.1 = until,
+        None => requests.push((request, until)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

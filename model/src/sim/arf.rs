@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ofan_dataplane::arf::detect::{Thresholds, Window};
-use ofan_dataplane::arf::flows::{name_flows, FlowRedirect, FlowSketch};
+use ofan_dataplane::arf::flows::{name_flows, request_move, FlowRedirect, FlowSketch};
 use ofan_dataplane::arf::speaker::{Speaker, Timing, Told};
 use ofan_dataplane::arf::{
     Applied, CongestionTable, Kind, LinkId, PathQuality, Quality, Redirect, RemoteHop, RemotePaths,
@@ -57,6 +57,8 @@ struct FabricPort {
     peer: u32,
     /// An up-port (its detector's level is the local quality of the paths through it).
     up: bool,
+    /// Its position among the switch's up-ports (what the balancer names it by).
+    up_position: u8,
     /// Its link failed and the switch detected it (the speaker reports it failed).
     failed: bool,
 }
@@ -189,6 +191,11 @@ impl Arf {
                         port: id,
                         peer: port.peer.0,
                         up: port.direction == PortDirection::Up,
+                        up_position: topology
+                            .up_ports(node.id)
+                            .iter()
+                            .position(|up| up.index == port.index)
+                            .unwrap_or(0) as u8,
                         failed: false,
                     }
                 })
@@ -277,6 +284,7 @@ impl Sim<'_> {
         let now_ns = now / 1000;
         arf.windows_closed += 1;
         let hold_ns = arf.config.hold_ps() / 1000;
+        let hold_ps = arf.config.hold_ps();
         // The queue counts frames without their gap.
         let full_frame = self.config.link.payload_bytes + self.config.link.header_bytes;
         let mut batch = Vec::new();
@@ -290,6 +298,7 @@ impl Sim<'_> {
         } = arf;
         for switch in switches.iter_mut() {
             let mut local_changed = false;
+            let mut local_requests = false;
             for (index, fabric) in switch.ports.iter().enumerate() {
                 if fabric.failed {
                     // Nothing to measure: the speaker reports the failure.
@@ -327,6 +336,24 @@ impl Sim<'_> {
                 let fabric = switch.ports[said.port as usize];
                 if let Some(sketch) = flows.get(fabric.port as usize) {
                     for flow in name_flows(sketch) {
+                        if fabric.up && switch.balancer.is_some() {
+                            // The congestion point itself moves the flow off its own up-port
+                            // (the draft's local adjustment), as a neighbour's request would.
+                            let dst = self.topology.hosts()
+                                [self.flow_ends[flow.0 as usize][1] as usize]
+                                .id;
+                            let node = ofan_topology::NodeId(switch.node);
+                            if let Some(key) = self.topology.dest_key_for_host(node, dst) {
+                                let request = FlowRedirect {
+                                    flow_hash: flow.1,
+                                    key,
+                                    avoid: PortMask::EMPTY.with(fabric.up_position),
+                                };
+                                request_move(&mut switch.redirects, request, now + hold_ps);
+                                stats.flow_local += 1;
+                                local_requests = true;
+                            }
+                        }
                         let update = link_update(switch.node, fabric.peer, said, hold_ns);
                         for &neighbour in switch.neighbours.iter().filter(|&&n| n != fabric.peer) {
                             batch.push(Note {
@@ -349,7 +376,8 @@ impl Sim<'_> {
             stats.expired += expired as u64;
             let requests = switch.redirects.len();
             switch.redirects.retain(|&(_, until)| until > now);
-            if local_changed || expired > 0 || switch.redirects.len() != requests {
+            if local_changed || expired > 0 || local_requests || switch.redirects.len() != requests
+            {
                 self.arf_publish(switch, stats, arf.redirect);
             }
         }
@@ -403,15 +431,7 @@ impl Sim<'_> {
                     key,
                     avoid,
                 };
-                let until = now + hold_ps;
-                match switch
-                    .redirects
-                    .iter_mut()
-                    .find(|(known, _)| *known == request)
-                {
-                    Some(known) => known.1 = until,
-                    None => switch.redirects.push((request, until)),
-                }
+                request_move(&mut switch.redirects, request, now + hold_ps);
                 if !touched.contains(&note.to) {
                     touched.push(note.to);
                 }

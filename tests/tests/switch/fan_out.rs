@@ -346,6 +346,32 @@ fn flow_port(lab: &Lab, src_port: u16) -> usize {
     index + 1
 }
 
+/// Neighbour n`port` tells the switch that `flow` (SRC,DST,SRC_PORT,DST_PORT) is congested on
+/// its link to 10.255.0.99: a flow message as another implementation would send it.
+fn name_flow(lab: &Lab, port: usize, sequence: u32, flow: &str) {
+    let udp = binary("ofan-udp");
+    let output = lab.exec(
+        &format!("n{port}"),
+        &[
+            udp.to_str().unwrap(),
+            "notify",
+            "--to",
+            &format!("100.64.0.{}:7415", 2 * port),
+            "--near",
+            &format!("10.255.0.{port}"),
+            "--far",
+            "10.255.0.99",
+            "--quality",
+            "0",
+            "--seq",
+            &sequence.to_string(),
+            "--flow",
+            flow,
+        ],
+    );
+    assert!(output.status.success(), "{output:?}");
+}
+
 /// `arf-flow` and the framework's flow messages (issue 44): of two flows pinned on one up-port,
 /// a neighbour behind it names one as congested (a type-2 message, hand-made as another
 /// implementation would send it); that flow alone moves off the port, the other stays.
@@ -378,25 +404,7 @@ pub(crate) fn a_flow_message_moves_the_named_flow_only() {
     // Pinned: the same port again.
     assert_eq!(flow_port(&lab, first), port);
     // The neighbour behind that port names the first flow as congested on its link.
-    let udp = binary("ofan-udp");
-    let output = lab.exec(
-        &format!("n{port}"),
-        &[
-            udp.to_str().unwrap(),
-            "notify",
-            "--to",
-            &format!("100.64.0.{}:7415", 2 * port),
-            "--near",
-            &format!("10.255.0.{port}"),
-            "--far",
-            "10.255.0.99",
-            "--quality",
-            "0",
-            "--flow",
-            &format!("10.0.0.1,10.9.0.7,{first},9000"),
-        ],
-    );
-    assert!(output.status.success(), "{output:?}");
+    name_flow(&lab, port, 1, &format!("10.0.0.1,10.9.0.7,{first},9000"));
     let arf = |lab: &Lab| stats(lab, "sw")["adaptive_routing"].clone();
     let count = |arf: &Value, name: &str| {
         arf["counters"]
@@ -421,26 +429,7 @@ pub(crate) fn a_flow_message_moves_the_named_flow_only() {
         "flows {first} and {second} on p{port}; after the message {first} on p{moved}, {second} on p{port}"
     );
     // A message about a flow this switch does not route over the named link changes nothing.
-    let output = lab.exec(
-        &format!("n{port}"),
-        &[
-            udp.to_str().unwrap(),
-            "notify",
-            "--to",
-            &format!("100.64.0.{}:7415", 2 * port),
-            "--near",
-            &format!("10.255.0.{port}"),
-            "--far",
-            "10.255.0.99",
-            "--quality",
-            "0",
-            "--seq",
-            "2",
-            "--flow",
-            "10.0.0.1,10.200.0.7,40999,9000",
-        ],
-    );
-    assert!(output.status.success(), "{output:?}");
+    name_flow(&lab, port, 2, "10.0.0.1,10.200.0.7,40999,9000");
     let ignored = lab.wait_for(Duration::from_secs(3), || {
         count(&arf(&lab), "flow_not_carried") >= 1
     });
