@@ -2051,6 +2051,15 @@ fn routing_restart_keeps_the_switch_fib() {
     lab.down_and_check(&pids);
 }
 
+/// Counter `name` of a switch's adaptive-routing `section` (`counters` or `rejected`).
+fn counter(stats: &Value, section: &str, name: &str) -> u64 {
+    stats["adaptive_routing"][section]
+        .as_array()
+        .and_then(|pairs| pairs.iter().find(|pair| pair[0] == name))
+        .and_then(|pair| pair[1].as_u64())
+        .unwrap_or_else(|| panic!("no `{name}` in {}", stats["adaptive_routing"]))
+}
+
 /// The interface of `from`'s port towards its neighbour `to`.
 fn port_towards(topology: &Topology, from: &str, to: &str) -> String {
     let node = topology
@@ -2131,6 +2140,8 @@ fn into_a_p1_0(lab: &LabGuard, topology: &Topology, lb: &str) -> IntoAp10 {
 /// over c-0 and c-1, and the slowed port's queue grows for the whole run; under `arf-wcmp` the
 /// path through c-0 loses weight while its queue stands, so c-0 carries a smaller share (about
 /// what its rate allows: the weights settle where its queue hovers at the congested level).
+/// Under `arf-flow`, c-0 names the flows that fill its slowed port in flow messages, and the
+/// other pods' aggregation switches, which route those flows over c-0, take them.
 fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     let _machine = serial();
     let lab = LabGuard::new("w");
@@ -2171,12 +2182,29 @@ fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     );
     // The aggregation switches learned it from c-0: notifications arrived and were applied.
     let stats = lab.stats("a-p0-0");
-    let notified = stats["adaptive_routing"]["counters"]
-        .as_array()
-        .and_then(|pairs| pairs.iter().find(|pair| pair[0] == "applied"))
-        .and_then(|pair| pair[1].as_u64())
-        .unwrap_or_else(|| panic!("no `applied` counter: {}", stats["adaptive_routing"]));
-    assert!(notified > 0, "a-p0-0 applied no notification");
+    assert!(
+        counter(&stats, "counters", "applied") > 0,
+        "a-p0-0 applied no notification"
+    );
+    assert_eq!(
+        counter(&stats, "rejected", "untrusted"),
+        0,
+        "a neighbour's own notification refused: {}",
+        stats["adaptive_routing"]
+    );
+    // arf-flow on the same link: c-0 samples the flows filling its slowed port and names them
+    // (flow messages), the other pods' aggregation switches route those flows over c-0 and take
+    // the requests. Counts, not a share: which flows move depends on the run.
+    let flow = into_a_p1_0(&lab, &topology, "arf-flow");
+    eprintln!("into a-p1-0 through c-0 (slowed) / c-1: arf-flow {flow:?}");
+    let named = counter(&lab.stats("c-0"), "counters", "flow_sent");
+    let applied: u64 = ["a-p0-0", "a-p2-0", "a-p3-0"]
+        .iter()
+        .map(|agg| counter(&lab.stats(agg), "counters", "flow_applied"))
+        .sum();
+    eprintln!("arf-flow: c-0 sent {named} flow messages, pods 0, 2, 3 applied {applied}");
+    assert!(named > 0, "c-0 named no flow on its slowed port");
+    assert!(applied > 0, "no aggregation switch took a flow message");
     let pids = lab.switch_pids();
     lab.down_and_check(&pids);
 }
