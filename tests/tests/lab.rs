@@ -2052,7 +2052,7 @@ fn routing_restart_keeps_the_switch_fib() {
 }
 
 /// Counter `name` of a switch's adaptive-routing `section` (`counters` or `rejected`).
-fn counter(stats: &Value, section: &str, name: &str) -> u64 {
+fn arf_counter(stats: &Value, section: &str, name: &str) -> u64 {
     stats["adaptive_routing"][section]
         .as_array()
         .and_then(|pairs| pairs.iter().find(|pair| pair[0] == name))
@@ -2183,11 +2183,11 @@ fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     // The aggregation switches learned it from c-0: notifications arrived and were applied.
     let stats = lab.stats("a-p0-0");
     assert!(
-        counter(&stats, "counters", "applied") > 0,
+        arf_counter(&stats, "counters", "applied") > 0,
         "a-p0-0 applied no notification"
     );
     assert_eq!(
-        counter(&stats, "rejected", "untrusted"),
+        arf_counter(&stats, "rejected", "untrusted"),
         0,
         "a neighbour's own notification refused: {}",
         stats["adaptive_routing"]
@@ -2197,10 +2197,10 @@ fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     // the requests. Counts, not a share: which flows move depends on the run.
     let flow = into_a_p1_0(&lab, &topology, "arf-flow");
     eprintln!("into a-p1-0 through c-0 (slowed) / c-1: arf-flow {flow:?}");
-    let named = counter(&lab.stats("c-0"), "counters", "flow_sent");
+    let named = arf_counter(&lab.stats("c-0"), "counters", "flow_sent");
     let applied: u64 = ["a-p0-0", "a-p2-0", "a-p3-0"]
         .iter()
-        .map(|agg| counter(&lab.stats(agg), "counters", "flow_applied"))
+        .map(|agg| arf_counter(&lab.stats(agg), "counters", "flow_applied"))
         .sum();
     eprintln!("arf-flow: c-0 sent {named} flow messages, pods 0, 2, 3 applied {applied}");
     assert!(named > 0, "c-0 named no flow on its slowed port");
