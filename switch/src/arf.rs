@@ -463,37 +463,19 @@ impl State {
         let mut local: Vec<(u32, Vec<FiveTuple>)> = Vec::new();
         if let Some(speaker) = &mut self.speaker {
             let mut out = speaker.due(now, unix_ns(), &self.neighbours);
-            // With each message telling a port congested, one per flow that fills it.
-            let flows: Vec<_> = out
-                .iter()
-                .filter(|o| o.message.kind == Kind::CongestionDetected)
-                .flat_map(|o| {
-                    named
-                        .get(&o.message.link.port)
-                        .into_iter()
-                        .flatten()
-                        .map(|&flow| speaker::Outgoing {
-                            to: o.to,
-                            message: Notification {
-                                flow: Some(flow),
-                                ..o.message
-                            },
-                        })
-                })
-                .collect();
+            // Every window a port stays congested: one message per flow that fills it.
+            let stamp = unix_ns();
+            let mut flows = Vec::new();
+            for (&port, named) in &named {
+                let messages = speaker.flow_messages(port, named, stamp, &self.neighbours);
+                if !messages.is_empty() {
+                    // The congestion point itself moves those flows off its own up-port (the
+                    // draft's local adjustment), as a neighbour's request would.
+                    local.push((port, named.clone()));
+                }
+                flows.extend(messages);
+            }
             self.counters[counter("flow_sent")] += flows.len() as u64;
-            // The congestion point itself moves a named flow off its own up-port (the draft's
-            // local adjustment), as a neighbour's request would.
-            let mut told: Vec<u32> = out
-                .iter()
-                .filter(|o| o.message.kind == Kind::CongestionDetected)
-                .map(|o| o.message.link.port)
-                .collect();
-            told.dedup();
-            local = told
-                .into_iter()
-                .filter_map(|port| Some((port, named.get(&port)?.clone())))
-                .collect();
             out.extend(flows);
             let mut buffer = [0u8; 64];
             for outgoing in out.into_iter().filter(|o| !unreachable.contains(&o.to)) {

@@ -20,7 +20,7 @@ use ofan_dataplane::arf::detect::{Thresholds, Window};
 use ofan_dataplane::arf::speaker::{self as rules, Told};
 use ofan_dataplane::arf::{trust, Kind, LinkId, Quality, RemotePaths, Update};
 
-use super::wire::{LinkRef, Notification};
+use super::wire::{FiveTuple, LinkRef, Notification};
 
 /// The TTL every notification is sent with and must arrive with (GTSM).
 pub const GTSM_TTL: u8 = 255;
@@ -162,6 +162,63 @@ impl Speaker {
             let mut sent_to: Vec<Ipv4Addr> = Vec::new();
             for neighbour in neighbours {
                 if neighbour.port == told.port
+                    || neighbour.id.router_id == far.id.router_id
+                    || sent_to.contains(&neighbour.addr)
+                {
+                    continue;
+                }
+                sent_to.push(neighbour.addr);
+                out.push(Outgoing {
+                    to: neighbour.addr,
+                    message,
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Speaker {
+    /// Flow messages for fabric port `port`, one per flow of `flows` to every neighbour except
+    /// the one behind the port, if the port's link is congested now (else none).
+    pub fn flow_messages(
+        &mut self,
+        port: u32,
+        flows: &[FiveTuple],
+        unix_ns: u64,
+        neighbours: &[Neighbour],
+    ) -> Vec<Outgoing> {
+        let Some(far) = neighbours.iter().find(|n| n.port == port) else {
+            return Vec::new();
+        };
+        if flows.is_empty() {
+            return Vec::new();
+        }
+        let Some(told) = self.rules.flow_told(port) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for &flow in flows {
+            let message = Notification {
+                kind: told.kind,
+                quality: told.quality,
+                hold_ms: self.hold_ms,
+                sequence: told.sequence,
+                epoch: told.epoch,
+                timestamp_ns: unix_ns,
+                originator: self.identity.router_id,
+                link: LinkRef {
+                    near: self.identity.router_id,
+                    far: far.id.router_id,
+                    near_asn: self.identity.asn,
+                    far_asn: far.id.asn,
+                    port,
+                },
+                flow: Some(flow),
+            };
+            let mut sent_to: Vec<Ipv4Addr> = Vec::new();
+            for neighbour in neighbours {
+                if neighbour.port == port
                     || neighbour.id.router_id == far.id.router_id
                     || sent_to.contains(&neighbour.addr)
                 {

@@ -179,6 +179,27 @@ impl Speaker {
             .map(|slot| (slot.quality(), slot.down || slot.detector.congested()))
     }
 
+    /// A flow message's header for fabric port `port`, if its link is congested now (and up):
+    /// the link's state and a sequence number of its own. Flow messages go out every window
+    /// while the link stays congested (a congested port's heaviest flows, [`super::flows`]),
+    /// not only with the link's state messages.
+    pub fn flow_told(&mut self, port: u32) -> Option<Told> {
+        let slot = self.links.iter().find(|slot| slot.port == port)?;
+        if slot.down || !slot.detector.congested() {
+            return None;
+        }
+        let quality = slot.quality();
+        self.sequence = self.sequence.wrapping_add(1);
+        Some(Told {
+            port,
+            kind: Kind::CongestionDetected,
+            quality,
+            epoch: self.epoch,
+            sequence: self.sequence,
+            change: false,
+        })
+    }
+
     /// Appends to `out` what is due at `now`: pending changes of links not told within the
     /// last window, and refreshes of links not told within the last T (none for a link whose
     /// best state has been told for a hold time already). A link whose far end is not
@@ -331,6 +352,21 @@ mod tests {
             Quality::POOREST,
             "the detector saw it full"
         );
+    }
+
+    #[test]
+    fn flow_messages_are_for_congested_links_only() {
+        let mut speaker = speaker();
+        assert_eq!(speaker.flow_told(0), None, "not congested");
+        speaker.observe(0, &window(1.0));
+        let told = speaker.flow_told(0).unwrap();
+        assert_eq!(
+            (told.kind, told.quality),
+            (Kind::CongestionDetected, Quality::POOREST)
+        );
+        assert_eq!(speaker.flow_told(0).unwrap().sequence, told.sequence + 1);
+        speaker.set_down(0, true);
+        assert_eq!(speaker.flow_told(0), None, "a failed link carries no flow");
     }
 
     #[test]

@@ -331,11 +331,19 @@ impl Sim<'_> {
                 local_changed |= fabric.up && switch.speaker.level(index as u32) != before;
             }
             tell(switch, now, hold_ns, index_of, stats, told, &mut batch);
-            // `arf-flow`: with each message telling a link congested, the flows that fill it.
-            for said in told.iter().filter(|t| t.kind == Kind::CongestionDetected) {
-                let fabric = switch.ports[said.port as usize];
-                if let Some(sketch) = flows.get(fabric.port as usize) {
-                    for flow in name_flows(sketch) {
+            // `arf-flow`: every window a link stays congested, the flows that fill it.
+            for index in 0..switch.ports.len() {
+                let fabric = switch.ports[index];
+                let Some(sketch) = flows.get(fabric.port as usize) else {
+                    continue;
+                };
+                let named = name_flows(sketch);
+                if named.is_empty() {
+                    continue;
+                }
+                if let Some(said) = switch.speaker.flow_told(index as u32) {
+                    let said = &said;
+                    for flow in named {
                         if fabric.up && switch.balancer.is_some() {
                             // The congestion point itself moves the flow off its own up-port
                             // (the draft's local adjustment), as a neighbour's request would.
