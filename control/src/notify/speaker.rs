@@ -139,46 +139,11 @@ impl Speaker {
         );
         let mut out = Vec::new();
         for told in &self.told {
-            let Some(far) = neighbours.iter().find(|n| n.port == told.port) else {
-                continue;
-            };
-            let message = Notification {
-                kind: told.kind,
-                quality: told.quality,
-                hold_ms: self.hold_ms,
-                sequence: told.sequence,
-                epoch: told.epoch,
-                timestamp_ns: unix_ns,
-                originator: self.identity.router_id,
-                link: LinkRef {
-                    near: self.identity.router_id,
-                    far: far.id.router_id,
-                    near_asn: self.identity.asn,
-                    far_asn: far.id.asn,
-                    port: told.port,
-                },
-                flow: None,
-            };
-            let mut sent_to: Vec<Ipv4Addr> = Vec::new();
-            for neighbour in neighbours {
-                if neighbour.port == told.port
-                    || neighbour.id.router_id == far.id.router_id
-                    || sent_to.contains(&neighbour.addr)
-                {
-                    continue;
-                }
-                sent_to.push(neighbour.addr);
-                out.push(Outgoing {
-                    to: neighbour.addr,
-                    message,
-                });
-            }
+            self.fan_out(told, None, unix_ns, neighbours, &mut out);
         }
         out
     }
-}
 
-impl Speaker {
     /// Flow messages for fabric port `port`, one per flow of `flows` to every neighbour except
     /// the one behind the port, if the port's link is congested now (else none).
     pub fn flow_messages(
@@ -188,50 +153,63 @@ impl Speaker {
         unix_ns: u64,
         neighbours: &[Neighbour],
     ) -> Vec<Outgoing> {
-        let Some(far) = neighbours.iter().find(|n| n.port == port) else {
-            return Vec::new();
-        };
-        if flows.is_empty() {
-            return Vec::new();
+        let mut out = Vec::new();
+        if flows.is_empty() || !neighbours.iter().any(|n| n.port == port) {
+            return out;
         }
         let Some(told) = self.rules.flow_told(port) else {
-            return Vec::new();
+            return out;
         };
-        let mut out = Vec::new();
         for &flow in flows {
-            let message = Notification {
-                kind: told.kind,
-                quality: told.quality,
-                hold_ms: self.hold_ms,
-                sequence: told.sequence,
-                epoch: told.epoch,
-                timestamp_ns: unix_ns,
-                originator: self.identity.router_id,
-                link: LinkRef {
-                    near: self.identity.router_id,
-                    far: far.id.router_id,
-                    near_asn: self.identity.asn,
-                    far_asn: far.id.asn,
-                    port,
-                },
-                flow: Some(flow),
-            };
-            let mut sent_to: Vec<Ipv4Addr> = Vec::new();
-            for neighbour in neighbours {
-                if neighbour.port == port
-                    || neighbour.id.router_id == far.id.router_id
-                    || sent_to.contains(&neighbour.addr)
-                {
-                    continue;
-                }
-                sent_to.push(neighbour.addr);
-                out.push(Outgoing {
-                    to: neighbour.addr,
-                    message,
-                });
-            }
+            self.fan_out(&told, Some(flow), unix_ns, neighbours, &mut out);
         }
         out
+    }
+
+    /// Appends `told` (with `flow`, if any) as a message to every neighbour except the one
+    /// behind its port (nothing if that one is not known).
+    fn fan_out(
+        &self,
+        told: &Told,
+        flow: Option<FiveTuple>,
+        unix_ns: u64,
+        neighbours: &[Neighbour],
+        out: &mut Vec<Outgoing>,
+    ) {
+        let Some(far) = neighbours.iter().find(|n| n.port == told.port) else {
+            return;
+        };
+        let message = Notification {
+            kind: told.kind,
+            quality: told.quality,
+            hold_ms: self.hold_ms,
+            sequence: told.sequence,
+            epoch: told.epoch,
+            timestamp_ns: unix_ns,
+            originator: self.identity.router_id,
+            link: LinkRef {
+                near: self.identity.router_id,
+                far: far.id.router_id,
+                near_asn: self.identity.asn,
+                far_asn: far.id.asn,
+                port: told.port,
+            },
+            flow,
+        };
+        let mut sent_to: Vec<Ipv4Addr> = Vec::new();
+        for neighbour in neighbours {
+            if neighbour.port == told.port
+                || neighbour.id.router_id == far.id.router_id
+                || sent_to.contains(&neighbour.addr)
+            {
+                continue;
+            }
+            sent_to.push(neighbour.addr);
+            out.push(Outgoing {
+                to: neighbour.addr,
+                message,
+            });
+        }
     }
 }
 
