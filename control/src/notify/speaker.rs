@@ -420,6 +420,31 @@ mod tests {
     }
 
     #[test]
+    fn flow_messages_go_while_the_link_is_congested_to_all_but_its_far_end() {
+        let (mut speaker, neighbours) = speaker();
+        let flow = FiveTuple {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 3, 1, 1),
+            src_port: 40_000,
+            dst_port: 7000,
+            protocol: 17,
+        };
+        assert!(
+            speaker.flow_messages(1, &[flow], 0, &neighbours).is_empty(),
+            "not congested"
+        );
+        speaker.observe(1, &window(1.0));
+        let sent = speaker.flow_messages(1, &[flow], 9, &neighbours);
+        let to: Vec<_> = sent.iter().map(|o| o.to).collect();
+        assert_eq!(to, [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 2, 1)]);
+        assert!(sent.iter().all(|o| o.message.flow == Some(flow)
+            && o.message.kind == Kind::CongestionDetected
+            && o.message.link.far_asn == 201
+            && o.message.timestamp_ns == 9));
+        assert!(speaker.flow_messages(1, &[], 0, &neighbours).is_empty());
+    }
+
+    #[test]
     fn a_link_with_no_known_neighbour_keeps_its_change() {
         let (mut speaker, neighbours) = speaker();
         speaker.observe(2, &window(1.0));
