@@ -103,7 +103,6 @@ pub(super) struct Arf {
     /// Batches of notifications in flight, by arrival time (the delay is constant, so the
     /// batches arrive in the order they were sent).
     in_flight: VecDeque<(u64, Vec<Note>)>,
-    windows_closed: u64,
     /// Adaptive-routing events in the event queue.
     pending: usize,
     stats: ArfRun,
@@ -225,7 +224,6 @@ impl Arf {
             switches,
             index_of,
             in_flight: VecDeque::new(),
-            windows_closed: 0,
             pending: 0,
             reaction_sum: 0,
             reaction_count: 0,
@@ -282,7 +280,6 @@ impl Sim<'_> {
     fn arf_tick(&mut self, arf: &mut Arf) {
         let (now, propagation) = (self.now, self.propagation);
         let now_ns = now / 1000;
-        arf.windows_closed += 1;
         let hold_ns = arf.config.hold_ps() / 1000;
         let hold_ps = arf.config.hold_ps();
         // The queue counts frames without their gap.

@@ -85,6 +85,11 @@ fn tx_per_up_port(stats: &Value) -> Vec<u64> {
 }
 
 fn send_udp(lab: &Lab, to: &str, count: u64, flows: u32) {
+    send_udp_from(lab, to, count, flows, 0);
+}
+
+/// `count` datagrams from h1 to `to` over `flows` flows, or one flow from `src_port` (not 0).
+fn send_udp_from(lab: &Lab, to: &str, count: u64, flows: u32, src_port: u16) {
     let udp = binary("ofan-udp");
     lab.exec(
         "h1",
@@ -101,6 +106,8 @@ fn send_udp(lab: &Lab, to: &str, count: u64, flows: u32) {
             "20000",
             "--flows",
             &flows.to_string(),
+            "--src-port",
+            &src_port.to_string(),
         ],
     );
 }
@@ -318,24 +325,7 @@ fn quiet_within(lab: &Lab, indexes: &[usize], limit: Duration) -> bool {
 /// up-port (1–4) that carried them.
 fn flow_port(lab: &Lab, src_port: u16) -> usize {
     let before = tx_per_up_port(&stats(lab, "sw"));
-    let udp = binary("ofan-udp");
-    lab.exec(
-        "h1",
-        &[
-            udp.to_str().unwrap(),
-            "send",
-            "--to",
-            "10.9.0.7:9000",
-            "--count",
-            "100",
-            "--size",
-            "100",
-            "--rate",
-            "20000",
-            "--src-port",
-            &src_port.to_string(),
-        ],
-    );
+    send_udp_from(lab, "10.9.0.7:9000", 100, 1, src_port);
     let after = settled(lab, &before, 100);
     let deltas: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
     let (index, &most) = deltas.iter().enumerate().max_by_key(|&(_, d)| *d).unwrap();
