@@ -311,6 +311,14 @@ fn metrics_of(report: &RunReport) -> RunMetrics {
         m.insert("cct_increase_pct".into(), increase * 100.0);
     }
     m.insert("drops".into(), report.drops.get("switch.buffer") as f64);
+    m.insert(
+        "out_of_order_pct".into(),
+        report.reordering.fraction() * 100.0,
+    );
+    m.insert(
+        "reorder_distance_max".into(),
+        f64::from(report.reordering.max_distance),
+    );
     if let Some(model) = report.model() {
         m.insert(
             "edge_up_max_data".into(),

@@ -678,6 +678,10 @@ pub struct RunReport {
     pub packets: PacketCounts,
     /// Frames lost, by reason.
     pub drops: Drops,
+    /// How out of order the receivers got their packets (first transmissions only; absent in
+    /// reports written before it was measured, read back as zero).
+    #[serde(default)]
+    pub reordering: ofan_transport::Reordering,
     /// Per phase of a workload with dependencies (a ring collective's reduce-scatter and
     /// all-gather, an htsim file's one phase `all`): absent for the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

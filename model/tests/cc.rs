@@ -9,6 +9,8 @@ use ofan_topology::TopologyKind;
 /// reproduce them byte for byte — the same events, drops, retransmissions and timers. The
 /// second, whose hosts retransmit after waiting, was written again on 2026-12-06 when the
 /// ACKs a host sends while it waits stopped delaying its next frame (CCT 260.98 → 264.07 µs).
+/// On 2026-12-07 both gained the `reordering` section (ECMP: nothing out of order); every
+/// other field was checked unchanged.
 const FIXTURES: [&str; 2] = [
     include_str!("fixtures/none-k4-ecmp-256k.json"),
     include_str!("fixtures/none-k8-ecmp-1m-60k-drops.json"),

@@ -652,6 +652,16 @@ fn small_permutation_produces_a_complete_result_file() {
         assert_eq!(lab_run.census.frames_queued, 0, "{:?}", lab_run.census);
         assert_eq!(report.packets.retransmissions, 0, "{:?}", report.packets);
         assert_eq!(report.packets.flows_complete, 16, "{:?}", report.packets);
+        // Nothing retransmitted: the reordering measure saw every packet once.
+        let order = report.reordering;
+        eprintln!("ofan permutation, repetition {i}: {order:?}");
+        assert_eq!(order.arrivals, 16 * 181, "{order:?}");
+        assert_eq!(
+            order.out_of_order == 0,
+            order.max_distance == 0,
+            "{order:?}"
+        );
+        assert!(order.out_of_order < order.arrivals, "{order:?}");
         assert_eq!(run["source"], "lab");
         assert_eq!(run["setup"]["lb"], "ofan");
         assert_eq!(run["setup"]["repetition"], i as u64);
@@ -721,7 +731,10 @@ fn small_permutation_produces_a_complete_result_file() {
     assert_eq!(csv.lines().count(), 3, "{csv}");
     let fields = |line: &str| line.split(',').count();
     let header = csv.lines().next().unwrap();
-    assert!(header.ends_with(",route_changes,faithful"), "{header}");
+    assert!(
+        header.ends_with(",route_changes,faithful,out_of_order,reorder_distance_max"),
+        "{header}"
+    );
     assert!(
         csv.lines().all(|row| fields(row) == fields(header)),
         "a row without a field per column: {csv}"
@@ -928,6 +941,18 @@ fn ecmp_lab_lights_every_core_link() {
     let bound = run["lower_bound_ps"].as_u64().unwrap();
     eprintln!("all-to-all CCT {cct} ps, lower bound {bound} ps");
     assert!(cct >= bound, "CCT {cct} below the bound {bound}");
+    // The receivers' reordering measure: every first arrival looked at once, and a flow that
+    // ECMP pins to one path of FIFO queues arrives in order.
+    let order = &run["reordering"];
+    assert_eq!(
+        order["arrivals"], run["packets"]["data_delivered"],
+        "{order}"
+    );
+    assert_eq!(order["arrivals"], 240 * 3, "{order}");
+    assert_eq!(
+        (&order["out_of_order"], &order["max_distance"]),
+        (&0.into(), &0.into())
+    );
     let after = core_link_tx(&lab, &topology);
     assert_eq!(after.len(), 32);
     let dark: Vec<String> = before

@@ -18,6 +18,8 @@
 //!   algorithms ([`CcKind`]: `none`, `dctcp` after RFC 8257, `nscc` after the Ultra Ethernet
 //!   1.0 NSCC, `mswift` after Swift with MSwift's median feedback), one [`CcConfig`] parsed
 //!   and scaled once per run; its module documentation says how the lab agent drives it.
+//! * [`order`]: what the receiver saw of reordering — [`Reordering`], out-of-order arrivals and
+//!   their largest reorder distance, one measure for the model's and the lab's reports.
 //!
 //! ## The algorithm
 //! Every DATA packet is acknowledged on its own (the receivers ACK each packet they get, with its
@@ -43,9 +45,11 @@
 #![forbid(unsafe_code)]
 
 pub mod cc;
+pub mod order;
 pub mod recovery;
 
 pub use cc::{AckEvent, CcConfig, CcKind, CongestionControl, Controller, FlowWindows, PathParams};
+pub use order::{FlowOrder, Reordering};
 pub use recovery::{
     Ack, AckSample, RecoveryConfig, RecoveryError, RecoveryStats, ReorderStats, SelectiveRepeat,
     Time, ECHO_MASK,

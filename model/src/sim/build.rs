@@ -9,7 +9,7 @@ use ofan_topology::{
     switch_seed, FailedLinks, NodeId, PortDirection, Role, SendRate, Topology, TopologyKind,
     TrafficMatrix,
 };
-use ofan_transport::{RecoveryConfig, SelectiveRepeat};
+use ofan_transport::{FlowOrder, RecoveryConfig, Reordering, SelectiveRepeat};
 
 use super::arf::{Arf, PortWindow};
 use super::cc::HostCc;
@@ -330,6 +330,7 @@ impl<'a> Sim<'a> {
                 last_frame: last_payload as u32 + header,
                 next_seq: 0,
                 received: 0,
+                order: FlowOrder::default(),
                 delivered_base: delivered_bits,
                 acked: 0,
                 local: hosts[spec.src as usize].flows.len() as u32,
@@ -443,6 +444,7 @@ impl<'a> Sim<'a> {
             ecn: config.ecn_threshold_bytes,
             pipe_ports: config.pipe_ports,
             counts: PacketCounts::default(),
+            reordering: Reordering::default(),
             drops_buffer: 0,
             drops_no_route: 0,
             edge_bound: u32::from(w) + 1,

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use ofan_dataplane::lb::LbRng;
-use ofan_transport::{Ack, SelectiveRepeat, ECHO_MASK};
+use ofan_transport::{Ack, FlowOrder, SelectiveRepeat, ECHO_MASK};
 
 use super::packet::{Packet, ACK_FLAG, COPY_SHIFT, NO_VIA};
 use super::Sim;
@@ -65,6 +65,8 @@ pub(super) struct Flow {
     pub(super) next_seq: u32,
     /// Distinct data packets received.
     pub(super) received: u32,
+    /// The receiver's arrival order (highest sequence number so far).
+    pub(super) order: FlowOrder,
     /// Packets acknowledged (first ACK of each).
     pub(super) acked: u32,
     /// Index of the flow among its source host's flows.
@@ -360,6 +362,9 @@ impl Sim<'_> {
             *word |= mask;
             flow.received += 1;
             received = flow.received == flow.packets;
+            if packet.copy() == 0 {
+                self.reordering.record(&mut flow.order, packet.seq());
+            }
             self.counts.data_delivered += 1;
             self.delivered_wire_bytes +=
                 u64::from(packet.frame) + u64::from(self.config.link.gap_bytes);

@@ -52,7 +52,8 @@
 //! they act, so a run that loses nothing (and has no spurious timeout) is the same, event for
 //! event, as without recovery. Receivers ACK every data frame they get, copies included, and
 //! count distinct packets in a bitset; a flow is done at the first ACK of its last
-//! unacknowledged packet.
+//! unacknowledged packet. Each first arrival of a first transmission feeds the report's
+//! reordering measure ([`ofan_transport::order`]: out-of-order arrivals and their distance).
 //!
 //! # Congestion control
 //! [`ModelConfig::cc`] `none` (the default) is everything above, event for event. With a CCA
@@ -237,6 +238,8 @@ struct Sim<'a> {
     ecn: u64,
     pipe_ports: u16,
     counts: PacketCounts,
+    /// The receivers' arrival order ([`ofan_transport::order`]).
+    reordering: ofan_transport::Reordering,
     /// Frames dropped at a full switch buffer.
     drops_buffer: u64,
     /// Frames dropped because no up-port was valid.

@@ -115,6 +115,7 @@ impl Sim<'_> {
             queues,
             packets: self.counts.clone(),
             drops,
+            reordering: self.reordering,
             phases: self.phase_report(),
             details: Details::Model(ModelRun {
                 config: self.config.clone(),

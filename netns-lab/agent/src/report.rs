@@ -121,6 +121,9 @@ pub struct SourceReport {
     pub first_ns: Option<u64>,
     /// Last arrival.
     pub last_ns: Option<u64>,
+    /// How out of order its first transmissions arrived, over its flows.
+    #[serde(default)]
+    pub reordering: ofan_transport::Reordering,
 }
 
 /// Datagrams the agent received but did not count.

@@ -53,6 +53,8 @@ pub fn table(results: &Summarized) -> String {
             "util",
             "drops",
             "retx",
+            "ooo %",
+            "reord",
             "exactly once",
             "accounted",
             "faithful",
@@ -84,6 +86,8 @@ pub fn table(results: &Summarized) -> String {
         row.push(mean_sem(cell, "utilization", 1.0, 3));
         row.push(mean_sem(cell, "drops", 1.0, 0));
         row.push(mean_sem(cell, "retransmissions", 1.0, 0));
+        row.push(mean_sem(cell, "out_of_order_pct", 1.0, 1));
+        row.push(mean_sem(cell, "reorder_distance_max", 1.0, 0));
         row.push(format!("{}/{}", cell.exactly_once_runs, cell.runs));
         row.push(format!("{}/{}", cell.accounted_runs, cell.runs));
         row.push(format!("{}/{}", cell.faithful_runs, cell.runs));
@@ -128,7 +132,9 @@ pub fn table(results: &Summarized) -> String {
          frame a drop counter explains; max queue = largest \
          queue of any port of the stage in a repetition, KB (1 full DATA frame = \
          {full_frame_kb:.1} KB; ACKs are 60 B); mean queue = time-averaged frames per port over \
-         the CCT, worst stage; util = delivered DATA over line rate × receive windows; stalled = \
+         the CCT, worst stage; util = delivered DATA over line rate × receive windows; ooo % = \
+         first arrivals that came after a higher sequence number of their flow, reord = the \
+         largest such reorder distance, packets; stalled = \
          watched repetitions in which the machine stalled 1 ms or more below its scheduler (each \
          repetition's `machine` record; labs of switch processes are not watched: —)",
     );

@@ -98,7 +98,8 @@ pub fn runs_csv(results: &Summarized) -> String {
     }
     out.push_str(
         ",drops,retransmissions,data_sent,data_delivered,duplicates,missing,ce_marks,exactly_once,\
-         unaccounted,shaper_late_p99_packet_times,agent_rate_ratio_min,emulation_drops,route_changes,faithful\n",
+         unaccounted,shaper_late_p99_packet_times,agent_rate_ratio_min,emulation_drops,route_changes,faithful,\
+         out_of_order,reorder_distance_max\n",
     );
     for run in &results.runs {
         let lab = lab_of(run);
@@ -140,7 +141,7 @@ pub fn runs_csv(results: &Summarized) -> String {
         let (d, p) = (&lab.delivery, &run.packets);
         let _ = writeln!(
             out,
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             run.drops.total,
             p.retransmissions,
             p.data_sent,
@@ -155,6 +156,8 @@ pub fn runs_csv(results: &Summarized) -> String {
             lab.fidelity.emulation_drops,
             lab.fidelity.route_changes,
             lab.fidelity.faithful,
+            run.reordering.out_of_order,
+            run.reordering.max_distance,
         );
     }
     out

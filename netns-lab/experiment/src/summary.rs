@@ -171,6 +171,14 @@ fn metrics_of(report: &RunReport) -> Vec<(String, f64)> {
         ),
         ("ce_marks".to_owned(), report.packets.ecn_marks as f64),
         ("timeouts".to_owned(), report.packets.timeouts as f64),
+        (
+            "out_of_order_pct".to_owned(),
+            report.reordering.fraction() * 100.0,
+        ),
+        (
+            "reorder_distance_max".to_owned(),
+            f64::from(report.reordering.max_distance),
+        ),
         ("unaccounted".to_owned(), lab.census.unaccounted as f64),
         (
             "shaper_late_p99_packet_times".to_owned(),
@@ -346,6 +354,7 @@ mod tests {
             }],
             packets: PacketCounts::default(),
             drops: Drops::default(),
+            reordering: ofan_transport::Reordering::default(),
             phases: Vec::new(),
             details: Details::Lab(LabRun {
                 setup: LabSetup {

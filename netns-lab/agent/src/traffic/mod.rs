@@ -21,7 +21,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use ofan_transport::{CcConfig, FlowWindows, RecoveryConfig, RecoveryStats, SelectiveRepeat};
+use ofan_transport::{
+    CcConfig, FlowOrder, FlowWindows, RecoveryConfig, RecoveryStats, Reordering, SelectiveRepeat,
+};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::collective::Plan;
@@ -215,6 +217,8 @@ struct ReceiverStats {
     last_ack: Vec<Option<u64>>,
     received: Vec<SeqSet>,
     arrivals: Vec<u64>,
+    /// Per incoming flow: its arrival order and what it showed of reordering.
+    order: Vec<(FlowOrder, Reordering)>,
     data_ce: Vec<u64>,
     first_data: Vec<Option<u64>>,
     last_data: Vec<Option<u64>>,

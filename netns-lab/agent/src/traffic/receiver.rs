@@ -69,6 +69,7 @@ impl<'a> HostReceiver<'a> {
             last_ack: vec![None; host.out_flows.len()],
             received: host.in_packets.iter().map(|&n| SeqSet::new(n)).collect(),
             arrivals: vec![0; host.in_packets.len()],
+            order: vec![Default::default(); host.in_packets.len()],
             data_ce: vec![0; host.in_packets.len()],
             first_data: vec![None; host.in_packets.len()],
             last_data: vec![None; host.in_packets.len()],
@@ -197,7 +198,8 @@ impl<'a> HostReceiver<'a> {
                     self.link.ack_sent(wire::wire_bytes(HEADER_LEN as u64));
                 }
                 let set = &mut stats.received[local];
-                match set.insert(header.sequence) {
+                let seen = set.insert(header.sequence);
+                match seen {
                     Seen::OutOfRange => {
                         stats.ignored.out_of_range += 1;
                         return;
@@ -209,6 +211,10 @@ impl<'a> HostReceiver<'a> {
                         }
                     }
                     Seen::New | Seen::Duplicate => {}
+                }
+                if seen == Seen::New && header.flags.copy() == 0 {
+                    let (flow, reordering) = &mut stats.order[local];
+                    reordering.record(flow, header.sequence);
                 }
                 stats.arrivals[local] += 1;
                 if datagram.tos.is_some_and(wire::is_ce) {

@@ -64,6 +64,10 @@ pub(super) fn report(
                 ce_marks: sum(&|l| received.data_ce[l]),
                 first_ns: locals.iter().filter_map(|&l| received.first_data[l]).min(),
                 last_ns: locals.iter().filter_map(|&l| received.last_data[l]).max(),
+                reordering: locals.iter().fold(Reordering::default(), |mut all, &l| {
+                    all.merge(&received.order[l].1);
+                    all
+                }),
             }
         })
         .collect();

@@ -38,7 +38,7 @@ pub(super) fn scheme_label(config: &ModelConfig) -> String {
 
 pub(super) fn print_reports(reports: &[RunReport]) {
     println!(
-        "{:>10} {:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8}",
+        "{:>10} {:>6} {:>5} {:>10} {:>10} {:>8} {:>6} {:>9} {:>26} {:>9} {:>8} {:>8} {:>7} {:>6}",
         "scheme",
         "cc",
         "seed",
@@ -50,7 +50,9 @@ pub(super) fn print_reports(reports: &[RunReport]) {
         "max queue pkts H E A C A E",
         "edge≤w+1",
         "drops",
-        "retx"
+        "retx",
+        "ooo %",
+        "reord"
     );
     for r in reports {
         let stages: Vec<String> = Stage::ALL
@@ -60,7 +62,7 @@ pub(super) fn print_reports(reports: &[RunReport]) {
         let model = model_of(r);
         let edge = &model.edge_uplink;
         println!(
-            "{:>10} {:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8}",
+            "{:>10} {:>6} {:>5} {:>10} {:>10.3} {:>8} {:>6.3} {:>9.1} {:>26} {:>9} {:>8} {:>8} {:>7.2} {:>6}",
             scheme_label(&model.config),
             model.config.cc.name(),
             model.config.seed,
@@ -85,8 +87,14 @@ pub(super) fn print_reports(reports: &[RunReport]) {
             },
             r.drops.total,
             r.packets.retransmissions,
+            r.reordering.fraction() * 100.0,
+            r.reordering.max_distance,
         );
     }
+    println!(
+        "ooo %: first arrivals that came after a higher sequence number of their flow; \
+         reord: the largest reorder distance, packets"
+    );
     for r in reports {
         let model = model_of(r);
         for phase in &r.phases {

@@ -24,6 +24,7 @@ use ofan_topology::{
     BoundSystem, FailedLinks, Forwarding, LinkParams, NodeId, PortDirection, Role, SendRate,
     Topology, TrafficMatrix,
 };
+use ofan_transport::Reordering;
 
 use super::kernel::{KernelCounters, LATE_DATAGRAMS, NAMES as KERNEL_COUNTERS};
 use ofan_lab_agent::collective::Plan;
@@ -444,6 +445,14 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
         queues,
         packets,
         drops,
+        reordering: input
+            .reports
+            .iter()
+            .flat_map(|report| &report.received)
+            .fold(Reordering::default(), |mut all, source| {
+                all.merge(&source.reordering);
+                all
+            }),
         phases: phases(input.plan, input.reports),
         details: Details::Lab(LabRun {
             setup: setup.clone(),

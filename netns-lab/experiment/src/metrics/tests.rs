@@ -78,6 +78,12 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
             ce_marks: 0,
             first_ns: Some(t0 + 20_000_000),
             last_ns: Some(t1 - 500_000),
+            reordering: ofan_transport::Reordering {
+                arrivals: packets - missing,
+                out_of_order: 3,
+                max_distance: src % 4,
+                distance_sum: 7,
+            },
         }],
         acks_sent: packets - missing,
         recovery: ofan_transport::RecoveryStats::default(),
@@ -442,6 +448,10 @@ fn cct_and_bound_follow_the_reports_and_the_topology() {
     assert_eq!(report.packets.data_delivered, 16 * 46);
     assert_eq!(report.packets.flows_complete, 16);
     assert!(report.utilization > 0.5 && report.utilization <= 1.0);
+    // Every receiver's reordering, added up: counts summed, the largest distance kept.
+    let order = report.reordering;
+    assert_eq!((order.arrivals, order.out_of_order), (16 * 46, 16 * 3));
+    assert_eq!((order.max_distance, order.distance_sum), (3, 16 * 7));
 }
 
 /// The lab's bound, by hand: 64 KiB flows at 1 Mbit/s are 45 frames of 1 534 B (12.272 ms)
