@@ -6,6 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use ofan_dataplane::arf::Combine;
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::{LinkParams, TopologyKind};
 use ofan_transport::{CcKind, RecoveryConfig};
@@ -110,6 +111,10 @@ pub struct ArfConfig {
     pub hold_refreshes: u32,
     /// Control-plane delay of a notification, ps ([`ARF_CONTROL_DELAY_PS`]).
     pub delay_ps: u64,
+    /// How a path's quality combines its local and remote levels (`--arf-combine`; absent
+    /// from reports when it is the default, `min`).
+    #[serde(default, skip_serializing_if = "Combine::is_min")]
+    pub combine: Combine,
 }
 
 impl Default for ArfConfig {
@@ -119,6 +124,7 @@ impl Default for ArfConfig {
             refresh_windows: 10,
             hold_refreshes: 3,
             delay_ps: ARF_CONTROL_DELAY_PS,
+            combine: Combine::Min,
         }
     }
 }

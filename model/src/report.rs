@@ -425,6 +425,9 @@ pub struct LabSetup {
     pub collective: String,
     /// Switch load-balancing algorithm.
     pub lb: String,
+    /// How `arf-*` switches combined a path's local and remote levels (absent: `min`).
+    #[serde(default, skip_serializing_if = "ofan_dataplane::arf::Combine::is_min")]
+    pub arf_combine: ofan_dataplane::arf::Combine,
     /// Host-side load balancing of the agents (`none`, `spray`, `reps`).
     pub host_lb: String,
     /// Bytes per flow (the largest, for a matrix).

@@ -600,6 +600,7 @@ impl State {
         let mut view = PathQuality::build(&local, &self.table, paths, self.generation);
         let settings = &self.inputs.settings;
         view.redirect = Redirect::of(&settings.thresholds, settings.timing.refresh_ns);
+        view.combine = settings.combine;
         view.redirects = self.redirects.iter().map(|&(request, _)| request).collect();
         self.inputs.balancer.set_path_quality(Arc::new(view));
         self.published_local = local;
@@ -618,6 +619,7 @@ impl State {
             port: settings.port,
             window_ms: settings.timing.window_ns / 1_000_000,
             refresh_ms: settings.timing.refresh_ns / 1_000_000,
+            combine: settings.combine,
             asn: settings.identity.map(|id| id.asn),
             router_id: settings.identity.map(|id| id.router_id.to_string()),
             generation: self.generation,

@@ -267,11 +267,12 @@ fn print_adaptive_routing(arf: &ofan_control::notify::report::ArfReport) {
         _ => "no ASN: receiving only".to_owned(),
     };
     println!(
-        "adaptive routing: {identity}, udp {}, window {} ms, refresh {} ms (hold {} ms), view generation {}",
+        "adaptive routing: {identity}, udp {}, window {} ms, refresh {} ms (hold {} ms), paths by {}, view generation {}",
         arf.port,
         arf.window_ms,
         arf.refresh_ms,
         3 * arf.refresh_ms,
+        arf.combine,
         arf.generation
     );
     let ports: Vec<String> = arf

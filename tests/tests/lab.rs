@@ -2230,6 +2230,16 @@ fn slowed_core_link_makes_arf_wcmp_move_traffic_off_it() {
     eprintln!("arf-flow: c-0 sent {named} flow messages, pods 0, 2, 3 applied {applied}");
     assert!(named > 0, "c-0 named no flow on its slowed port");
     assert!(applied > 0, "no aggregation switch took a flow message");
+    // The draft's combination rule instead of the bottleneck: `set --arf-combine` keeps the
+    // algorithm and reaches every switch (its report says how it rates paths).
+    let combine = |switch: &str| lab.stats(switch)["adaptive_routing"]["combine"].clone();
+    assert_eq!(combine("a-p0-0"), "min", "the default rule");
+    lab.ok(&["set", "--arf-combine", "sum"]);
+    assert_eq!(lab.state()["params"]["lb"], "arf-flow");
+    assert_eq!(lab.state()["params"]["arf_combine"], "sum");
+    for switch in ["a-p0-0", "c-0", "e-p3-1"] {
+        assert_eq!(combine(switch), "sum", "{switch}");
+    }
     let pids = lab.switch_pids();
     lab.down_and_check(&pids);
 }

@@ -43,6 +43,9 @@ pub struct ArfReport {
     pub window_ms: u64,
     /// Refresh interval T, ms (hold 3T).
     pub refresh_ms: u64,
+    /// How the published views combine a path's local and remote levels.
+    #[serde(default)]
+    pub combine: ofan_dataplane::arf::Combine,
     /// This switch's ASN, when known (without it the switch receives but does not send).
     pub asn: Option<u32>,
     /// This switch's router ID, when known.

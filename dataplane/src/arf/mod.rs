@@ -14,9 +14,11 @@
 //! neighbour itself has a choice, going up) it is the **best** of them, since the neighbour routes
 //! around what it knows. A link nobody has reported is at its best.
 //!
-//! **Combination.** The quality of a path is `min(local, remote)`: a path is as good as its worst
-//! link. The draft's `local(q) + remote(q)` would rate a path through one dead link (0 + 15)
-//! like a path through two half-loaded ones (7 + 8); the bottleneck rule does not.
+//! **Combination** ([`Combine`]). By default the quality of a path is `min(local, remote)`: a
+//! path is as good as its worst link. The draft's `local(q) + remote(q)` ([`Combine::Sum`],
+//! halved to stay on the 16-level scale) would rate a path through one dead link (0 + 15) like a
+//! path through two half-loaded ones (7 + 8); the bottleneck rule does not. Both are
+//! configurable so that the choice rests on a measurement (docs/adaptive-routing.md).
 //!
 //! **Failures.** A path whose every next-next link was reported *failed* (not merely at level
 //! 0: a congested link still carries, a failed one loses everything) is **dead**: the modes
@@ -99,6 +101,73 @@ impl RemotePaths {
     }
 }
 
+/// How a path's local and remote levels make its quality ([`PathQuality::path`]).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Combine {
+    /// `min(local, remote)`: a path is as good as its worst link (the default).
+    #[default]
+    Min,
+    /// The draft's `local(q) + remote(q)`, halved (rounded down) to stay a level: the same
+    /// order of paths as the sum, and weights `1 + level` in about the sum's proportions.
+    Sum,
+}
+
+impl Combine {
+    /// Every rule, in the order `--help` lists them.
+    pub const ALL: [Self; 2] = [Self::Min, Self::Sum];
+
+    /// The path level of a `local` and a `remote` level.
+    #[inline]
+    #[must_use]
+    pub const fn apply(self, local: u8, remote: u8) -> u8 {
+        match self {
+            Self::Min => {
+                if local < remote {
+                    local
+                } else {
+                    remote
+                }
+            }
+            Self::Sum => (local + remote) / 2,
+        }
+    }
+
+    /// Its name (`min`, `sum`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Min => "min",
+            Self::Sum => "sum",
+        }
+    }
+
+    /// Whether this is the default rule (for `skip_serializing_if`).
+    #[must_use]
+    pub fn is_min(&self) -> bool {
+        *self == Self::Min
+    }
+}
+
+impl std::fmt::Display for Combine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Combine {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|rule| rule.name() == name)
+            .ok_or_else(|| format!("'{name}' is not a combination rule (min or sum)"))
+    }
+}
+
 /// When `arf-flow` moves a flow a neighbour named ([`flows`]): to a path the detector would not
 /// call congested (its level above `at`, the configured `congested_at`), and not within
 /// `hold_down_ns` of the flow's last move (the refresh interval T: the detectors and the
@@ -146,6 +215,8 @@ pub struct PathQuality {
     any_dead: bool,
     /// When `arf-flow` moves a pinned flow.
     pub redirect: Redirect,
+    /// How [`PathQuality::path`] combines the local and the remote level.
+    pub combine: Combine,
     /// Flows named congested by a neighbour, to move off the named ports ([`flows`]).
     pub redirects: Box<[flows::FlowRedirect]>,
     /// Incremented by the publisher on every change (0: nothing ever reported).
@@ -165,6 +236,7 @@ impl PathQuality {
             dead: vec![false; dest_keys as usize * usize::from(up_ports)].into_boxed_slice(),
             any_dead: false,
             redirect: Redirect::default(),
+            combine: Combine::Min,
             redirects: Box::new([]),
             generation: 0,
         }
@@ -254,11 +326,12 @@ impl PathQuality {
         self.any_dead
     }
 
-    /// The quality of the path through `port` towards `key`: `min(local, remote)`.
+    /// The quality of the path through `port` towards `key`: its local and remote levels
+    /// combined by [`PathQuality::combine`].
     #[inline]
     #[must_use]
     pub fn path(&self, key: DestKey, port: u8) -> u8 {
-        self.local(port).min(self.remote(key, port))
+        self.combine.apply(self.local(port), self.remote(key, port))
     }
 }
 
@@ -333,6 +406,16 @@ mod tests {
         assert_eq!(view.path(DestKey(9), 0), 15);
         assert_eq!(view.path(DestKey(0), 9), 15);
         assert!(!view.any_dead(), "congestion is not failure");
+        // The draft's sum, halved: (local 15 + remote 2) / 2 and (9 + 15) / 2; the order of
+        // the two paths is the same, their distance is not.
+        let sum = PathQuality {
+            combine: Combine::Sum,
+            ..view.clone()
+        };
+        assert_eq!((sum.path(DestKey(0), 0), sum.path(DestKey(0), 1)), (8, 12));
+        assert_eq!(sum.path(DestKey(9), 0), 15, "out of range stays best");
+        assert_eq!("sum".parse(), Ok(Combine::Sum));
+        assert!("max".parse::<Combine>().is_err());
         // 101 → 300 fails: key 1 through port 1 still has 301; then 301 fails too.
         let failure = |near, far| Update {
             link: LinkId { near, far },

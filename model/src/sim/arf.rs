@@ -18,8 +18,8 @@ use ofan_dataplane::arf::detect::{Thresholds, Window};
 use ofan_dataplane::arf::flows::{name_flows, request_move, FlowRedirect, FlowSketch};
 use ofan_dataplane::arf::speaker::{Speaker, Timing, Told};
 use ofan_dataplane::arf::{
-    Applied, CongestionTable, Kind, LinkId, PathQuality, Quality, Redirect, RemoteHop, RemotePaths,
-    Update,
+    Applied, Combine, CongestionTable, Kind, LinkId, PathQuality, Quality, Redirect, RemoteHop,
+    RemotePaths, Update,
 };
 use ofan_dataplane::lb::PortMask;
 use ofan_topology::{plan, FailedLinks, Node, PortDirection, Topology};
@@ -93,6 +93,14 @@ struct Note {
     flow: Option<(u32, u32)>,
 }
 
+/// What every published view carries besides the levels: when `arf-flow` moves a flow (from
+/// the detectors' settings and T) and how a path's levels combine ([`ArfConfig::combine`]).
+#[derive(Debug, Clone, Copy)]
+struct Rules {
+    redirect: Redirect,
+    combine: Combine,
+}
+
 /// The control plane of every switch, the notifications in flight and what the report counts.
 #[derive(Debug)]
 pub(super) struct Arf {
@@ -111,8 +119,8 @@ pub(super) struct Arf {
     /// (recipient node, failed link, when): the first *failure detected* notification that
     /// changed a recipient's table, per link.
     failure_notices: Vec<(u32, LinkId, u64)>,
-    /// When `arf-flow` moves a flow (from the detectors' settings and T).
-    redirect: Redirect,
+    /// How the published views rate paths and move flows.
+    rules: Rules,
     /// What one switch's speaker tells at one instant (reused).
     told: Vec<Told>,
     /// `arf-flow`: per port of `Sim::ports`, the window's data flows (id, hash); empty
@@ -228,7 +236,10 @@ impl Arf {
             reaction_sum: 0,
             reaction_count: 0,
             failure_notices: Vec::new(),
-            redirect: Redirect::of(&Thresholds::default(), timing.refresh / 1000),
+            rules: Rules {
+                redirect: Redirect::of(&Thresholds::default(), timing.refresh / 1000),
+                combine: config.combine,
+            },
             told: Vec::new(),
             flows: Vec::new(),
         }
@@ -383,7 +394,7 @@ impl Sim<'_> {
             switch.redirects.retain(|&(_, until)| until > now);
             if local_changed || expired > 0 || local_requests || switch.redirects.len() != requests
             {
-                self.arf_publish(switch, stats, arf.redirect);
+                self.arf_publish(switch, stats, arf.rules);
             }
         }
         self.arf_send(arf, batch);
@@ -479,7 +490,7 @@ impl Sim<'_> {
         for index in touched {
             let switch = &mut arf.switches[index as usize];
             arf.stats.expired += switch.table.expire(now_ns) as u64;
-            self.arf_publish(switch, &mut arf.stats, arf.redirect);
+            self.arf_publish(switch, &mut arf.stats, arf.rules);
         }
     }
 
@@ -496,7 +507,7 @@ impl Sim<'_> {
         self.queue.push(at, ARF_BIT | DELIVER, true);
     }
 
-    fn arf_publish(&self, switch: &mut ArfSwitch, stats: &mut ArfRun, redirect: Redirect) {
+    fn arf_publish(&self, switch: &mut ArfSwitch, stats: &mut ArfRun, rules: Rules) {
         let Some((lb, paths)) = &switch.balancer else {
             return;
         };
@@ -514,7 +525,8 @@ impl Sim<'_> {
             .collect();
         switch.generation += 1;
         let mut view = PathQuality::build(&local, &switch.table, paths, switch.generation);
-        view.redirect = redirect;
+        view.redirect = rules.redirect;
+        view.combine = rules.combine;
         view.redirects = switch
             .redirects
             .iter()
@@ -585,7 +597,7 @@ impl Sim<'_> {
             index_of,
             stats,
             told,
-            redirect,
+            rules,
             ..
         } = &mut *arf;
         let switch = &mut switches[index];
@@ -597,7 +609,7 @@ impl Sim<'_> {
         }
         let mut batch = Vec::new();
         tell(switch, now, hold_ns, index_of, stats, told, &mut batch);
-        self.arf_publish(switch, stats, *redirect);
+        self.arf_publish(switch, stats, *rules);
         self.arf_send(&mut arf, batch);
         self.arf = Some(arf);
     }
@@ -609,7 +621,7 @@ impl Sim<'_> {
         let Some(mut arf) = self.arf.take() else {
             return;
         };
-        let arf_redirect = arf.redirect;
+        let rules = arf.rules;
         let Arf {
             switches, stats, ..
         } = &mut *arf;
@@ -617,7 +629,7 @@ impl Sim<'_> {
             let node = self.topology.node(ofan_topology::NodeId(switch.node));
             if let Some((_, paths)) = switch.balancer.as_mut() {
                 *paths = remote_paths(self.topology, failures, node);
-                self.arf_publish(switch, stats, arf_redirect);
+                self.arf_publish(switch, stats, rules);
             }
         }
         self.arf = Some(arf);

@@ -218,6 +218,12 @@ pub struct UpArgs {
     /// --buffer, as the model's --ecn), off, or a size (e.g. 16KB).
     #[arg(long, value_name = "auto|off|BYTES", default_value = "auto")]
     pub ecn_threshold: String,
+    /// How the adaptive-routing switches (`--lb arf-*`) rate a path from its local and remote
+    /// levels: min (the worse of the two: a path is as good as its worst link) or sum (the
+    /// draft's local + remote, halved). docs/adaptive-routing.md has the measurement behind
+    /// the default.
+    #[arg(long, value_name = "RULE", default_value = "min")]
+    pub arf_combine: ofan_dataplane::arf::Combine,
 }
 
 /// `--fast-path`: a [`FastPathMode`].
@@ -365,9 +371,13 @@ pub enum Command {
     Set {
         #[command(flatten)]
         lab: LabName,
-        /// New load-balancing algorithm.
-        #[arg(long, value_name = "ALGO")]
-        lb: String,
+        /// New load-balancing algorithm (every switch; per-switch algorithms are forgotten).
+        #[arg(long, value_name = "ALGO", required_unless_present = "arf_combine")]
+        lb: Option<String>,
+        /// How the adaptive-routing switches combine a path's local and remote levels: min or
+        /// sum (see `up --help`).
+        #[arg(long, value_name = "RULE")]
+        arf_combine: Option<ofan_dataplane::arf::Combine>,
     },
     /// Serve a live view of the lab in the browser (topology, per-link utilization and queues,
     /// failures, the running collective; pushed twice a second) and the whole lab's Prometheus
@@ -648,7 +658,11 @@ pub fn run(command: Command) -> anyhow::Result<()> {
             eprintln!("capture written to {} ({status})", out.display());
             Ok(())
         }
-        Command::Set { lab, lb } => set_lb(&lab.name, &lb),
+        Command::Set {
+            lab,
+            lb,
+            arf_combine,
+        } => set_switches(&lab.name, lb.as_deref(), arf_combine),
         Command::Demo {
             keep,
             k,
@@ -741,6 +755,7 @@ impl UpArgs {
                 .ecn_threshold
                 .parse()
                 .map_err(|e| anyhow::anyhow!("--ecn-threshold {e}"))?,
+            arf_combine: self.arf_combine,
         };
         spec.validate()?;
         Ok(spec)
@@ -821,15 +836,22 @@ fn down_all() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn set_lb(name: &str, lb: &str) -> anyhow::Result<()> {
+fn set_switches(
+    name: &str,
+    lb: Option<&str>,
+    combine: Option<ofan_dataplane::arf::Combine>,
+) -> anyhow::Result<()> {
     let started = Instant::now();
-    let restarted = ops::set_lb(name, lb)?;
-    let how = match lab::load(name)?.state.params.switches {
+    let restarted = ops::set_switches(name, lb, combine)?;
+    let params = lab::load(name)?.state.params;
+    let how = match params.switches {
         Switches::Group => "the switch group restarted",
         Switches::Process => "rolling restart",
     };
     eprintln!(
-        "{restarted} switches now run {lb} ({:.1} s, {how})",
+        "{restarted} switches now run {} (arf-combine {}) ({:.1} s, {how})",
+        params.lb,
+        params.arf_combine,
         started.elapsed().as_secs_f64()
     );
     Ok(())

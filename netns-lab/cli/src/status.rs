@@ -63,11 +63,16 @@ pub fn table(status: &LabStatus<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "lab `{}` ({:?}): {}, lb {}, link rate {}, buffer {} (ECN {}), MTU {}, seed {}, routing {}{}, {} shapers{}",
+        "lab `{}` ({:?}): {}, lb {}{}, link rate {}, buffer {} (ECN {}), MTU {}, seed {}, routing {}{}, {} shapers{}",
         lab.state.name,
         lab.state.phase,
         params.topo,
         ofan_lab::lb_map::label(&params.lb, &params.lb_map),
+        if params.arf_combine.is_min() {
+            String::new()
+        } else {
+            format!(" (arf-combine {})", params.arf_combine)
+        },
         params.link_rate,
         params.buffer,
         params.ecn_threshold.as_deref().unwrap_or("off"),

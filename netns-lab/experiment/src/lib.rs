@@ -376,6 +376,7 @@ impl Experiment {
                     lab: lab.state.name.clone(),
                     collective: self.collective.name().to_owned(),
                     lb: lab::lb_map::label(&cell.variant.lb, &lab.state.params.lb_map),
+                    arf_combine: lab.state.params.arf_combine,
                     host_lb: cell.variant.host_lb_name().to_owned(),
                     message_bytes: cell.bytes,
                     load,

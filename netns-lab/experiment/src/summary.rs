@@ -361,6 +361,7 @@ mod tests {
                     lab: "t".into(),
                     collective: "permutation".into(),
                     lb: lb.into(),
+                    arf_combine: Default::default(),
                     host_lb: host_lb.into(),
                     message_bytes: bytes,
                     load: 1.0,

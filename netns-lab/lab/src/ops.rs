@@ -348,7 +348,40 @@ pub fn set_lbs(
     map: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<usize> {
     let mut lab = load(name)?;
-    lab.state.params.lb = if lab.state.params.dragonfly {
+    lab.state.params.lb = lb_name(&lab, lb)?;
+    lab.state.params.lb_map.clone_from(map);
+    restart_all(&mut lab)
+}
+
+/// Reconfigures every switch of lab `name` at once (one restart, as [`set_lb`]): its
+/// algorithm to `lb` (the lab's own algorithms per switch forgotten), and how `arf-*`
+/// switches combine a path's levels to `combine`, each when given. Returns the number
+/// restarted.
+///
+/// # Errors
+/// As [`set_lb`]; neither given.
+pub fn set_switches(
+    name: &str,
+    lb: Option<&str>,
+    combine: Option<ofan_dataplane::arf::Combine>,
+) -> anyhow::Result<usize> {
+    if lb.is_none() && combine.is_none() {
+        bail!("nothing to set: give --lb or --arf-combine");
+    }
+    let mut lab = load(name)?;
+    if let Some(lb) = lb {
+        lab.state.params.lb = lb_name(&lab, lb)?;
+        lab.state.params.lb_map.clear();
+    }
+    if let Some(combine) = combine {
+        lab.state.params.arf_combine = combine;
+    }
+    restart_all(&mut lab)
+}
+
+/// `lb` as lab `lab`'s switches name it: an algorithm, or on a dragonfly a routing scheme.
+fn lb_name(lab: &super::Loaded, lb: &str) -> anyhow::Result<String> {
+    Ok(if lab.state.params.dragonfly {
         let scheme: DragonflyScheme = lb.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
         let mut spec = super::spec::LabSpec::new(&lab.state.name);
         spec.dragonfly = Some(scheme);
@@ -357,8 +390,11 @@ pub fn set_lbs(
     } else {
         let algorithm: Algorithm = lb.parse().map_err(|e| anyhow::anyhow!("--lb: {e}"))?;
         algorithm.name().to_owned()
-    };
-    lab.state.params.lb_map.clone_from(map);
+    })
+}
+
+/// Saves lab `lab`'s state and restarts every switch with it.
+fn restart_all(lab: &mut super::Loaded) -> anyhow::Result<usize> {
     lab.dir.save(&lab.state)?;
     let switches: Vec<String> = lab
         .topology
@@ -366,7 +402,7 @@ pub fn set_lbs(
         .iter()
         .map(|s| s.name.clone())
         .collect();
-    restart_switches(&mut lab, &switches)
+    restart_switches(lab, &switches)
 }
 
 /// Runs `lb` on switch `switch` of lab `name` alone (`None`: the lab's algorithm again) — an

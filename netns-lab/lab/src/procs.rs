@@ -141,6 +141,10 @@ fn common_args(state: &LabState, dir: &StateDir, node: Option<&str>) -> Vec<Stri
     if params.catch_up {
         args.push("--catch-up".to_owned());
     }
+    if !params.arf_combine.is_min() {
+        args.push("--arf-combine".to_owned());
+        args.push(params.arf_combine.name().to_owned());
+    }
     if params.fast_path != ofan_dataplane::afxdp::FastPathMode::Off {
         args.push("--fast-path".to_owned());
         args.push(params.fast_path.name().to_owned());

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use ofan_dataplane::afxdp::FastPathMode;
+use ofan_dataplane::arf::Combine;
 use ofan_dataplane::lb::dragonfly::DragonflyScheme;
 use ofan_dataplane::lb::Algorithm;
 use ofan_topology::plan::AsnPlan;
@@ -431,6 +432,9 @@ pub struct LabSpec {
     /// Queue depth above which the switches mark ECN-capable frames CE (the signal of the
     /// hosts' congestion control).
     pub ecn_threshold: EcnThreshold,
+    /// How the `arf-*` switches combine a path's local and remote levels
+    /// (`ofan-switch --arf-combine`).
+    pub arf_combine: Combine,
 }
 
 /// Where the switches start marking CE (`up --ecn-threshold`).
@@ -503,6 +507,7 @@ impl LabSpec {
             fast_path: FastPathMode::Off,
             tune_machine: false,
             ecn_threshold: EcnThreshold::Auto,
+            arf_combine: Combine::Min,
         }
     }
 
@@ -672,6 +677,7 @@ impl LabSpec {
                 .ecn_threshold
                 .for_buffer(self.buffer_bytes)
                 .map(format_size),
+            arf_combine: self.arf_combine,
         }
     }
 }

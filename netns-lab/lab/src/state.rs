@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ofan_dataplane::arf::Combine;
 use serde::{Deserialize, Serialize};
 
 /// Root of all lab state directories.
@@ -92,6 +93,10 @@ pub struct Params {
     /// (`up --ecn-threshold`; absent: no marking, as labs recorded before did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn_threshold: Option<String>,
+    /// How the `arf-*` switches combine a path's local and remote levels (`up
+    /// --arf-combine`, `set --arf-combine`; labs recorded before: min).
+    #[serde(default, skip_serializing_if = "Combine::is_min")]
+    pub arf_combine: Combine,
 }
 
 impl Params {

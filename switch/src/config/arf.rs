@@ -3,6 +3,7 @@
 use ofan_control::notify::detect::Thresholds;
 use ofan_control::notify::speaker::{Identity, Neighbour, Timing};
 use ofan_control::notify::wire::Quality;
+use ofan_dataplane::arf::Combine;
 use ofan_dataplane::lb::Algorithm;
 
 use super::file::{self, PortEntry, RoleName};
@@ -18,6 +19,8 @@ pub struct AdaptiveRouting {
     pub port: u16,
     /// Detector settings.
     pub thresholds: Thresholds,
+    /// How a path's local and remote levels combine (`combine`, flag `--arf-combine`).
+    pub combine: Combine,
     /// This switch's ASN and router ID: the key, else the plan; without it the switch receives
     /// but does not send.
     pub identity: Option<Identity>,
@@ -39,6 +42,7 @@ pub(super) fn adaptive_routing(
     algorithm: Algorithm,
     ports: &[PortEntry],
     plan: Option<&Plan>,
+    combine: Option<Combine>,
 ) -> Result<Option<AdaptiveRouting>, ConfigError> {
     let arf = matches!(
         algorithm,
@@ -160,6 +164,7 @@ pub(super) fn adaptive_routing(
         },
         port,
         thresholds,
+        combine: combine.or(section.combine).unwrap_or_default(),
         identity,
         fabric_ports,
         plan_neighbours: if configured.is_empty() {

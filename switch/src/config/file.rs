@@ -149,6 +149,7 @@ pub(super) struct AdaptiveRoutingSection {
     pub(super) windows_to_change: Option<u8>,
     pub(super) jump: Option<u8>,
     pub(super) queue_frames: Option<u16>,
+    pub(super) combine: Option<ofan_dataplane::arf::Combine>,
     #[serde(default)]
     pub(super) neighbours: Vec<NeighbourEntry>,
 }

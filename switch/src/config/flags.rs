@@ -73,6 +73,11 @@ pub struct Overrides {
     /// (one per core tier and per pod's aggregation tier, one per edge); sets bgp.asn_plan.
     #[arg(long = "asn-plan", value_name = "PLAN")]
     pub asn_plan: Option<ofan_topology::plan::AsnPlan>,
+    /// Adaptive routing: how a path's quality combines its local and remote levels, min (the
+    /// worse, default) or sum (the draft's local + remote, halved); sets
+    /// adaptive_routing.combine.
+    #[arg(long = "arf-combine", value_name = "RULE")]
+    pub arf_combine: Option<ofan_dataplane::arf::Combine>,
     /// Benchmark mode: port 2i ↔ 2i+1 without lookup, balancing or rewrite.
     #[arg(long)]
     pub bare: bool,

@@ -555,8 +555,13 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
     let plan_paths = plan
         .as_ref()
         .map(|plan| LearnedPaths::from_plan(&plan.topology, plan.node, plan.asns));
-    let adaptive_routing =
-        adaptive_routing(&file.adaptive_routing, algorithm, &ports, plan.as_ref())?;
+    let adaptive_routing = adaptive_routing(
+        &file.adaptive_routing,
+        algorithm,
+        &ports,
+        plan.as_ref(),
+        flags.arf_combine,
+    )?;
     Ok(SwitchConfig {
         name,
         runtime,

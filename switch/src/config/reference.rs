@@ -93,6 +93,9 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   cleared_at = 9                  and cleared at this level or above (above congested_at)
   windows_to_change = 2           windows a new level must last before it is reported
   jump = 4                        a change by more than this many levels is reported at once
+  combine = "min"                 a path's quality from its local and remote levels: min (the
+                                  worse of the two) or sum (the draft's local + remote, halved);
+                                  flag --arf-combine (docs/adaptive-routing.md, Combination)
   [[adaptive_routing.neighbours]] a switch neighbour by hand (default: the topology plan's,
   port = "p1"                     else the FIB's next hops named by BGP): its fabric port,
   addr = "10.0.1.1"               address on the link, router ID and ASN. Notifications are

@@ -225,6 +225,27 @@ fn adaptive_routing_is_on_with_an_arf_algorithm_and_checked_by_key() {
     .unwrap();
     assert_eq!(forced.port, 9999);
     assert_eq!(forced.identity.map(|id| id.asn), Some(65001));
+    // The combination rule: min by default, the file's, and the flag over the file.
+    use ofan_dataplane::arf::Combine;
+    assert_eq!(arf.combine, Combine::Min);
+    let text = format!(
+        "{TWO_PORTS}[lb]\nalgorithm = \"arf-wcmp\"\n[adaptive_routing]\ncombine = \"sum\"\n"
+    );
+    let combine = |flag| {
+        let file: FileConfig = toml::from_str(&text).unwrap();
+        let flags = Overrides {
+            arf_combine: flag,
+            ..Overrides::default()
+        };
+        resolve(file, &flags)
+            .unwrap()
+            .adaptive_routing
+            .unwrap()
+            .combine
+    };
+    assert_eq!(combine(None), Combine::Sum);
+    assert_eq!(combine(Some(Combine::Min)), Combine::Min);
+    assert!(toml::from_str::<FileConfig>("[adaptive_routing]\ncombine = \"max\"").is_err());
     for (line, key) in [
         ("window_ms = 0", "adaptive_routing.window_ms"),
         ("refresh_ms = 5", "adaptive_routing.refresh_ms"),

@@ -358,6 +358,11 @@ struct Common {
     /// Adaptive-routing framework: refresh every this many windows (default 10; hold = 3×).
     #[arg(long)]
     arf_refresh_windows: Option<u32>,
+    /// Adaptive-routing framework: how a path's quality combines its local and remote levels,
+    /// min (the worse of the two, default) or sum (the draft's local + remote, halved): what
+    /// `arf-wcmp` weights and `arf-flow` targets read (docs/adaptive-routing.md).
+    #[arg(long, value_name = "RULE")]
+    arf_combine: Option<ofan_dataplane::arf::Combine>,
     /// Worker threads (default: available cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -681,6 +686,9 @@ impl Common {
         }
         if let Some(windows) = self.arf_refresh_windows {
             config.arf.refresh_windows = windows;
+        }
+        if let Some(combine) = self.arf_combine {
+            config.arf.combine = combine;
         }
         config.validate()?;
         Ok(config)

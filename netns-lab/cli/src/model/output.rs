@@ -25,8 +25,12 @@ pub(super) fn write_out(path: &PathBuf, text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// The scheme column: the scheme, and what other switches run (`ar+pofan@edge`, `ar+map`).
+/// The scheme column: the scheme, and what other switches run (`ar+pofan@edge`, `ar+map`);
+/// an `arf-*` scheme with a combination rule other than `min` names it (`arf-wcmp/sum`).
 pub(super) fn scheme_label(config: &ModelConfig) -> String {
+    if config.scheme.uses_arf() && !config.arf.combine.is_min() {
+        return format!("{}/{}", config.scheme, config.arf.combine);
+    }
     match &config.switch_schemes {
         SwitchSchemes::Uniform => config.scheme.name().to_owned(),
         SwitchSchemes::Map { .. } => format!("{}+map", config.scheme),

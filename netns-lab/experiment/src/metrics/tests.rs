@@ -11,6 +11,7 @@ fn setup() -> LabSetup {
         lab: "t".into(),
         collective: "permutation".into(),
         lb: "ofan".into(),
+        arf_combine: Default::default(),
         host_lb: "none".into(),
         message_bytes: BYTES,
         load: 1.0,
