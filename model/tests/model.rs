@@ -106,34 +106,6 @@ fn large_buffers_conserve_every_packet() {
     }
 }
 
-/// The receivers' reordering measure: a flow pinned to one path (ECMP) arrives in order;
-/// per-packet spraying over queues of different lengths does not, and every first arrival is
-/// looked at once.
-#[test]
-fn reordering_is_measured_at_the_receivers() {
-    let measure = |scheme| {
-        let mut config = config(4, 256 * 1024, scheme);
-        config.buffer_bytes = 1 << 30;
-        run(&config).unwrap()
-    };
-    let ecmp = measure(Scheme::Switch(Algorithm::Ecmp));
-    assert_eq!(ecmp.reordering.arrivals, ecmp.packets.data_delivered);
-    assert_eq!(
-        (ecmp.reordering.out_of_order, ecmp.reordering.max_distance),
-        (0, 0)
-    );
-    let spray = measure(Scheme::Spray);
-    let order = spray.reordering;
-    assert_eq!(order.arrivals, spray.packets.data_delivered);
-    assert!(
-        order.out_of_order > 0 && order.max_distance > 0,
-        "{order:?}"
-    );
-    assert!(order.out_of_order < order.arrivals);
-    assert!(order.distance_sum >= order.out_of_order);
-    assert!(u64::from(order.max_distance) < 64, "{order:?}");
-}
-
 #[test]
 fn cct_is_never_below_the_lower_bound() {
     for k in [4, 6] {
