@@ -19,12 +19,16 @@
 //!   the host knows of its path to the destination — the path quality its edge switch in
 //!   that plane tells it (the framework's notifications, [`PlaneView`]) times a per-plane
 //!   weight that a CE-marked ACK halves, a loss quarters and an unmarked ACK grows back by
-//!   [`ACK_INCREASE`] = 8/1024 of the full weight (an AIMD balance: a plane on which a
-//!   fraction m of the ACKs comes back marked settles near `16(1 − m)/m` 1024ths — 55 % of
-//!   the full weight at m = 1/36, 5 % at m = 1/4). The decrease is steep on purpose: a mark
-//!   comes back only after the marked packet has waited in the queue it reports, so a host
-//!   that reacts by 1/8 per mark (as we first had it) has sent most of a 4 MB flow into the
-//!   congested plane before its weight is down (the model's `plane_arf_…` test showed it).
+//!   [`ACK_INCREASE`] = 2/1024 of the full weight. This AIMD balance settles, on a plane on
+//!   which a fraction m of the ACKs comes back marked, near `4(1 − m)/m` 1024ths. The
+//!   constants come from the model's degraded-link scenario (docs/model.md, "Multi-plane
+//!   fabrics"): switches that spray per destination (Ofan) spread a flow over the (k/2)²
+//!   cores of its plane, so one slow core link marks at most m = 4/k² of the flow's ACKs
+//!   however congested it is — 1/36 at k = 12 —, and the plane must then fall to about 1/8
+//!   of the flow for a quarter-rate link to keep up: `4 · 35 = 140` 1024ths. Our first
+//!   constants (−1/8 per mark, +1/1024 per ACK; then −1/2 and +8/1024) left 55 % of the
+//!   weight there. The decrease is steep because a mark comes back only after the marked
+//!   packet has waited in the queue it reports.
 //!   A plane with no live path gets nothing while another plane has one.
 //! * `entropy`: an entropy-value sprayer as the published multipath transports describe
 //!   them. Per flow, a set of [`ENTROPIES_PER_PLANE`] entropy values on each plane, used in
@@ -57,7 +61,7 @@ pub const FULL_WEIGHT: u32 = 1024;
 /// The least weight ECN and losses leave a plane (it keeps being probed).
 pub const MIN_WEIGHT: u32 = 16;
 /// What an unmarked ACK gives back to its plane's weight.
-pub const ACK_INCREASE: u32 = 8;
+pub const ACK_INCREASE: u32 = 2;
 /// Best path quality level (the framework's 15).
 const BEST_LEVEL: u8 = 15;
 /// Salt of the per-flow plane hash and entropies.

@@ -59,7 +59,9 @@
 //! side the P links into `x` carry `Y` in parallel, so the frame that finishes last finishes
 //! at `≥ Σ_Y S / P`, and reaches `x` `own(f) − S(f) + D` after that:
 //! `T_recv(x) = min over f ∈ Y of [Σ_Y S / P − S(f) + own(f) + D + tail(f)]` (the one-plane
-//! term for P = 1, whatever the policy that spreads frames over the planes).
+//! term for P = 1, whatever the policy that spreads frames over the planes). The dependency
+//! chain term ([`Topology::chain_lower_bound_ps`]) likewise lets a flow's frames leave at
+//! P × the paced rate.
 //!
 //! Flows of no bytes or from a host to itself are ignored. For one flow at ρ = 1,
 //! store-and-forward, `T_send` is the bound of the paper's appendix A:
@@ -369,7 +371,9 @@ impl Topology {
         let payload = u64::from(params.payload_bytes);
         let overhead = u64::from(params.header_bytes) + u64::from(params.gap_bytes);
         let ack_wire = u64::from(params.ack_bytes) + u64::from(params.gap_bytes);
-        let paced = |wire: u64| u128::from(system.send_rate.paced_floor_ps(params, wire));
+        // A host of P planes sends a flow's frames over its P ports at once (module docs).
+        let nics = u128::from(self.planes());
+        let paced = |wire: u64| u128::from(system.send_rate.paced_floor_ps(params, wire)) / nics;
         let link = |wire: u64| {
             let propagation = u128::from(params.propagation_ps);
             match system.forwarding {
