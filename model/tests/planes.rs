@@ -169,6 +169,37 @@ fn plane_arf_sends_less_through_a_degraded_plane() {
     );
 }
 
+/// The endpoint plane alone: no ECN marks (threshold beyond any queue) and no losses
+/// (unlimited buffers), so plane-arf hosts learn of a slow edge up-link in plane 0 only from
+/// the view their edge passes on (here after 1 µs): they send less through plane 0 than
+/// plane-spray, and nothing moves with the views switched off (the default 100 µs arrive after
+/// the collective).
+#[test]
+fn plane_arf_steers_by_the_views_its_edges_pass_on() {
+    let degraded = |policy, delay_ps| {
+        let mut config = config(PlaneKind::FatTree, 2, policy, 4 << 20);
+        config.degraded = vec!["e-p0-0@0>a-p0-0@0:0.25".parse().unwrap()];
+        config.ecn_threshold_bytes = u64::MAX;
+        config.buffer_limit = ofan_model::BufferLimit::Unlimited;
+        config.arf.delay_ps = delay_ps;
+        run(&config).unwrap()
+    };
+    let spray = degraded(PlanePolicy::PlaneSpray, 1_000_000);
+    let fast = degraded(PlanePolicy::PlaneArf, 1_000_000);
+    let slow = degraded(PlanePolicy::PlaneArf, 1_000_000_000);
+    assert_eq!(planes(&fast).ce_acks, [0, 0]);
+    assert_eq!(planes(&fast).losses, [0, 0]);
+    assert!(planes(&fast).views_delivered > 0);
+    assert!(
+        share_of_plane_0(&fast) < share_of_plane_0(&spray) - 0.01,
+        "{} vs {}",
+        share_of_plane_0(&fast),
+        share_of_plane_0(&spray)
+    );
+    assert_eq!(planes(&slow).data_sent, planes(&spray).data_sent);
+    assert!(fast.cct_ps < spray.cct_ps);
+}
+
 #[test]
 fn several_planes_refuse_host_schemes_and_congestion_control() {
     for scheme in [Scheme::Spray, Scheme::Reps, Scheme::Drb] {

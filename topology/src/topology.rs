@@ -214,7 +214,9 @@ impl Topology {
 
     /// All edge switches (leaves), in id order. A switch's position in this slice is its global
     /// edge number `pod · edges_per_pod + index`, which is also the [`crate::DestKey`] that
-    /// names it at other edge switches.
+    /// names it at other edge switches; in a multi-plane fabric the position is
+    /// `plane · E + pod · edges_per_pod + index` (E edges per plane) and the key the position
+    /// within the plane.
     #[must_use]
     pub fn edges(&self) -> &[Node] {
         &self.nodes[self.shape.first_edge() as usize..self.shape.first_agg() as usize]
@@ -379,8 +381,9 @@ impl Topology {
     }
 
     /// Number of links on a shortest path from host `src` to host `dst`: 0 to itself, 2 under
-    /// the same edge, 4 within a pod (or between leaves), 6 between pods; in a dragonfly 2 plus
-    /// the router hops of the minimal path (at most 5).
+    /// the same edge, 4 within a pod (or between leaves), 6 between pods (in every plane of a
+    /// multi-plane fabric alike); in a dragonfly 2 plus the router hops of the minimal path (at
+    /// most 5).
     ///
     /// # Panics
     ///
