@@ -18,6 +18,7 @@ use crate::error::ModelError;
 use crate::fsdp::Fsdp;
 use crate::mix::SwitchSchemes;
 use crate::moe::Moe;
+use crate::planes::PlanePolicy;
 
 /// Who balances northbound packets, and how.
 ///
@@ -530,6 +531,11 @@ pub struct ModelConfig {
     /// older reports and when every switch runs `scheme`).
     #[serde(default, skip_serializing_if = "SwitchSchemes::is_uniform")]
     pub switch_schemes: SwitchSchemes,
+    /// How a host of a multi-plane fabric spreads its packets over its planes
+    /// ([`crate::planes`]; absent in older reports and when the default, `plane-spray`; read
+    /// only when the topology has several planes).
+    #[serde(default, skip_serializing_if = "PlanePolicy::is_default")]
+    pub host_planes: PlanePolicy,
 }
 
 impl ModelConfig {
@@ -564,6 +570,7 @@ impl ModelConfig {
             cc: CcKind::None,
             reorder_window_permille: None,
             switch_schemes: SwitchSchemes::Uniform,
+            host_planes: PlanePolicy::PlaneSpray,
         }
     }
 
@@ -656,6 +663,22 @@ impl ModelConfig {
                 format!("{:?}", self.failure_timing),
                 "routing cannot converge before the adjacent switches detect: detect <= reroute",
             );
+        }
+        if self.topology.planes() > 1 {
+            if matches!(self.scheme, Scheme::Spray | Scheme::Reps | Scheme::Drb) {
+                return invalid(
+                    "scheme",
+                    self.scheme.name().into(),
+                    "on several planes the hosts steer with --host-planes; the switches run a switch scheme",
+                );
+            }
+            if !self.cc.is_none() {
+                return invalid(
+                    "cc",
+                    format!("{:?}", self.cc),
+                    "congestion control is not modelled on several planes yet (hosts pace)",
+                );
+            }
         }
         if let Failures::Random { probability } = self.failures {
             if !(0.0..1.0).contains(&probability) {

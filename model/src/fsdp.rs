@@ -291,7 +291,9 @@ impl Fsdp {
         let packets = self.flow_bytes.div_ceil(payload);
         let full = payload + overhead;
         let last = self.flow_bytes - (packets - 1) * payload + overhead;
-        let paced = |wire: u64| send_rate.paced_floor_ps(params, wire);
+        // A host of P planes sends over its P ports at once.
+        let nics = u64::from(topology.planes());
+        let paced = |wire: u64| send_rate.paced_floor_ps(params, wire) / nics;
         let link = |wire: u64| params.serialization_ps(wire) + params.propagation_ps;
         let flow_ps = (packets - 1) * paced(full) + paced(last);
         // A window of `flows` flows over `hops`: every frame sent, the last one (a flow's last

@@ -70,6 +70,7 @@ pub mod fsdp;
 pub mod htsim;
 pub mod mix;
 pub mod moe;
+pub mod planes;
 mod queue;
 pub mod report;
 pub mod shard;

@@ -202,6 +202,26 @@ pub struct ModelRun {
     /// The hosts' congestion control and loss detection (absent without congestion control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc: Option<Box<CcRun>>,
+    /// The hosts of a multi-plane fabric: per plane, what they sent and learned (absent with
+    /// one plane).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planes: Option<PlaneRun>,
+}
+
+/// What the hosts of a multi-plane fabric did with their planes ([`crate::planes`]); every
+/// list is per plane, in plane order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlaneRun {
+    /// The hosts' policy.
+    pub policy: crate::planes::PlanePolicy,
+    /// DATA frames sent on each plane, retransmissions included.
+    pub data_sent: Vec<u64>,
+    /// ACKs that came back on each plane echoing a CE mark.
+    pub ce_acks: Vec<u64>,
+    /// Packets declared lost (timer expired) whose latest copy took each plane.
+    pub losses: Vec<u64>,
+    /// `plane-arf`: views of an edge switch's plane passed on to its hosts.
+    pub views_delivered: u64,
 }
 
 /// One phase of a workload with dependencies ([`crate::deps`]).

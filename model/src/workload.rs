@@ -37,12 +37,16 @@ pub fn flows(
         Workload::InterPodPermutation => {
             let group = |host: u32| -> u32 {
                 let node = &topology.hosts()[host as usize];
-                match topology.kind() {
+                // A multi-plane fabric's groups are its plane's (the same in every plane).
+                match topology.kind().plane_kind() {
                     ofan_topology::TopologyKind::FatTree { .. }
                     | ofan_topology::TopologyKind::Dragonfly { .. } => {
                         u32::from(node.pod.expect("hosts have a pod"))
                     }
                     ofan_topology::TopologyKind::LeafSpine { .. } => topology.host_edge(node.id).0,
+                    ofan_topology::TopologyKind::MultiPlane { .. } => {
+                        unreachable!("plane_kind is a single plane")
+                    }
                 }
             };
             let groups: Vec<u32> = (0..hosts).map(group).collect();

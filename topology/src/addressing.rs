@@ -61,12 +61,15 @@ pub(crate) fn owner(shape: &Shape, ip: Ipv4Addr) -> Option<Owner> {
     if a == 10 {
         let (pod, edge) = (b, c);
         let slot = d / 2;
-        return (pod < shape.pods && edge < shape.edges_per_pod && slot < shape.hosts_per_edge())
-            .then_some(Owner::HostLink {
-                edge_number: pod * shape.edges_per_pod + edge,
-                slot,
-                edge_side: d % 2 == 0,
-            });
+        // In a multi-plane fabric the second octet is `plane · pods + pod`.
+        return (pod < shape.planes * shape.pods
+            && edge < shape.edges_per_pod
+            && slot < shape.hosts_per_edge())
+        .then_some(Owner::HostLink {
+            edge_number: pod * shape.edges_per_pod + edge,
+            slot,
+            edge_side: d % 2 == 0,
+        });
     }
     let offset = u32::from(ip).wrapping_sub(SWITCH_LINK_BASE);
     if offset < SWITCH_LINK_SPAN {

@@ -5,7 +5,9 @@
 //! its hosts as ports `0..k/2`), then edge up-links in (edge, up) order (edges get ports
 //! `k/2..k`, aggregations get their edges as ports `0..k/2` in edge order), then aggregation
 //! up-links in (pod, aggregation, up) order (aggregations get ports `k/2..k`, and every core gets
-//! one port per pod in pod order).
+//! one port per pod in pod order). A multi-plane fabric repeats each of the three steps plane
+//! by plane, so a host gets its port i in plane i's pass, and every plane's switches get their
+//! ports exactly as in a single plane.
 
 use std::net::Ipv4Addr;
 
@@ -26,19 +28,20 @@ pub(crate) fn build(shape: &Shape) -> (Vec<Node>, Vec<Link>) {
     };
     add_nodes(shape, &mut builder.nodes);
 
-    // Host links.
-    for edge_number in 0..shape.num_edges() {
-        let (pod, edge) = (
-            edge_number / shape.edges_per_pod,
-            edge_number % shape.edges_per_pod,
-        );
-        for slot in 0..shape.hosts_per_edge() {
-            builder.connect(
-                shape.host(pod, edge, slot),
-                shape.edge(edge_number),
-                addressing::host_link_address(pod, edge, slot, false),
-                addressing::host_link_address(pod, edge, slot, true),
-            );
+    // Host links, plane by plane: a host's port i is its link into plane i.
+    let plane_edges = shape.plane_edges();
+    for plane in 0..shape.planes {
+        for local in 0..plane_edges {
+            let (pod, edge) = (local / shape.edges_per_pod, local % shape.edges_per_pod);
+            let pod_octet = plane * shape.pods + pod;
+            for slot in 0..shape.hosts_per_edge() {
+                builder.connect(
+                    shape.host(pod, edge, slot),
+                    shape.edge(plane * plane_edges + local),
+                    addressing::host_link_address(pod_octet, edge, slot, false),
+                    addressing::host_link_address(pod_octet, edge, slot, true),
+                );
+            }
         }
     }
     // Switch-to-switch links, numbered for addressing from 0.
@@ -53,24 +56,27 @@ pub(crate) fn build(shape: &Shape) -> (Vec<Node>, Vec<Link>) {
         number += 1;
     };
     for edge_number in 0..shape.num_edges() {
-        let pod = edge_number / shape.edges_per_pod;
+        let (plane, local) = (edge_number / plane_edges, edge_number % plane_edges);
+        let pod = local / shape.edges_per_pod;
         for up in 0..shape.half {
             let upper = if shape.is_fat_tree() {
-                shape.agg(pod, up)
+                shape.agg(plane, pod, up)
             } else {
-                shape.core(up)
+                shape.core(plane, up)
             };
             connect_switches(&mut builder, shape.edge(edge_number), upper);
         }
     }
-    for pod in 0..shape.pods {
-        for agg in 0..shape.aggs_per_pod {
-            for up in 0..shape.half {
-                connect_switches(
-                    &mut builder,
-                    shape.agg(pod, agg),
-                    shape.core(agg * shape.half + up),
-                );
+    for plane in 0..shape.planes {
+        for pod in 0..shape.pods {
+            for agg in 0..shape.aggs_per_pod {
+                for up in 0..shape.half {
+                    connect_switches(
+                        &mut builder,
+                        shape.agg(plane, pod, agg),
+                        shape.core(plane, agg * shape.half + up),
+                    );
+                }
             }
         }
     }
@@ -187,31 +193,48 @@ fn add_nodes(shape: &Shape, nodes: &mut Vec<Node>) {
         switch_number += 1;
         address
     };
-    for pod in 0..shape.pods {
-        for edge in 0..shape.edges_per_pod {
-            let name = if fat_tree {
-                format!("e-p{pod}-{edge}")
-            } else if dragonfly {
-                format!("r-g{pod}-{edge}")
-            } else {
-                format!("leaf-{edge}")
-            };
-            push(Role::Edge, name, Some(pod), edge, next_loopback());
-        }
-    }
-    for pod in 0..shape.pods {
-        for agg in 0..shape.aggs_per_pod {
-            let name = format!("a-p{pod}-{agg}");
-            push(Role::Aggregation, name, Some(pod), agg, next_loopback());
-        }
-    }
-    for core in 0..shape.cores {
-        let name = if fat_tree {
-            format!("c-{core}")
+    // A switch of a fabric of several planes names its plane: `e-p0-1@1`.
+    let plane_suffix = |plane: u32| {
+        if shape.planes > 1 {
+            format!("@{plane}")
         } else {
-            format!("spine-{core}")
-        };
-        push(Role::Core, name, None, core, next_loopback());
+            String::new()
+        }
+    };
+    for plane in 0..shape.planes {
+        let at = plane_suffix(plane);
+        for pod in 0..shape.pods {
+            for edge in 0..shape.edges_per_pod {
+                let name = if fat_tree {
+                    format!("e-p{pod}-{edge}{at}")
+                } else if dragonfly {
+                    format!("r-g{pod}-{edge}")
+                } else {
+                    format!("leaf-{edge}{at}")
+                };
+                push(Role::Edge, name, Some(pod), edge, next_loopback());
+            }
+        }
+    }
+    for plane in 0..shape.planes {
+        let at = plane_suffix(plane);
+        for pod in 0..shape.pods {
+            for agg in 0..shape.aggs_per_pod {
+                let name = format!("a-p{pod}-{agg}{at}");
+                push(Role::Aggregation, name, Some(pod), agg, next_loopback());
+            }
+        }
+    }
+    for plane in 0..shape.planes {
+        let at = plane_suffix(plane);
+        for core in 0..shape.cores {
+            let name = if fat_tree {
+                format!("c-{core}{at}")
+            } else {
+                format!("spine-{core}{at}")
+            };
+            push(Role::Core, name, None, core, next_loopback());
+        }
     }
 }
 

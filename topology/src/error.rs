@@ -22,6 +22,16 @@ pub enum TopologyError {
         /// The rejected radix.
         k: u16,
     },
+    /// A multi-plane fabric has no plane, too many, or more than its addressing plan holds.
+    #[error("{planes} planes refused: a multi-plane fabric has 1..={max} planes (at k = {k}: planes × pods <= 256, the second octet of a host address)")]
+    PlanesOutOfRange {
+        /// The rejected number of planes.
+        planes: u8,
+        /// The most this radix allows.
+        max: u8,
+        /// The radix.
+        k: u16,
+    },
     /// A node id does not exist in the topology.
     #[error("{node} does not exist (the topology has {count} nodes)")]
     UnknownNode {

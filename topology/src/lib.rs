@@ -24,6 +24,9 @@
 //! * [`Topology::leaf_spine`]`(k)`: k leaves ([`Role::Edge`]) with k/2 hosts each, k/2 spines
 //!   ([`Role::Core`]), every leaf linked to every spine; all leaves and hosts form pod 0.
 //!
+//! * [`Topology::new`]`(`[`TopologyKind::MultiPlane`]`)`: P disjoint copies of either that
+//!   share the hosts (below).
+//!
 //! k is even and in `4..=64`.
 //!
 //! [`Dragonfly`] (module [`dragonfly`]) is the third family, kept apart because it has no tiers:
@@ -77,6 +80,44 @@
 //! switch links use a sixteenth of `100.64.0.0/10`, and the 5 120 loopbacks end at
 //! `10.255.19.255`. [`Topology::node_by_addr`] inverts the plan.
 //!
+//! ## Multi-plane fabrics (contract)
+//!
+//! [`TopologyKind::MultiPlane`] `{ plane, planes: P, k }` is P identical, disjoint copies of a
+//! fat tree or leaf-spine of radix k ([`PlaneKind`]) that share the hosts: every host has P
+//! ports, port i up to its edge switch in plane i (at the same slot in every plane), and no
+//! link joins two planes. This is the multi-plane architecture of the adaptive-routing
+//! framework draft (use case 3): a NIC with one port per plane, each plane its own Clos.
+//! `1 <= P <= MAX_PLANES` (8), and `P × pods <= 256` (the addressing plan below; a k = 64 fat
+//! tree takes at most 4 planes); [`TopologyError::PlanesOutOfRange`] otherwise.
+//!
+//! * **Ids.** Hosts first, in the plane's host order (so host ids are those of one plane);
+//!   then each tier plane by plane: the edges of plane 0, of plane 1, …, then the aggregation
+//!   switches likewise, then the cores. [`Topology::edges`], [`Topology::aggregations`] and
+//!   [`Topology::cores`] stay contiguous; an edge's position in [`Topology::edges`] is
+//!   `plane · E + pod · edges_per_pod + index` (E edges per plane). [`Topology::plane_of`]
+//!   names a switch's plane.
+//! * **Names.** Hosts keep the plane's names; a switch is named as in its plane with
+//!   `@plane` appended: `e-p0-1@1`, `a-p3-0@0`, `c-5@1`, `leaf-2@0`, `spine-1@1`. With one
+//!   plane there is no suffix: a one-plane fabric is the plane itself, node for node, link for
+//!   link.
+//! * **Ports.** A host's ports are `0..P`, port i into plane i; every switch's ports are those
+//!   of the same switch of a single plane (its peers in its own plane).
+//! * **Links.** Host links plane by plane (host h's link into plane i is `i · hosts + h`), then
+//!   the edge up-links of every edge in [`Topology::edges`] order, then the aggregation
+//!   up-links in (plane, pod, aggregation, up port) order.
+//! * **Addresses.** As a single plane's, with `plane · pods + pod` in place of the pod in the
+//!   second octet of host-link addresses and destination-edge prefixes; switch-to-switch links
+//!   and loopbacks are numbered on across the planes. A host's [`Node::loopback`] is its
+//!   plane-0 address.
+//! * **Queries.** [`Topology::host_edge`] is the plane-0 edge, [`Topology::host_edge_in`] any
+//!   plane's. Destination keys are per plane: at an edge, the number of the destination's edge
+//!   *within the switch's plane* (`0..E`, the same key in every plane), at an aggregation
+//!   switch the pod; [`Topology::valid_up_mask`], the routing plan and paths stay in the
+//!   switch's plane. [`Topology::shortest_paths`] from a host crosses every plane (P times a
+//!   plane's paths). [`Topology::rho_max`] splits a flow evenly over the host's planes first
+//!   (weights in line rates of one port, see [`load`]), and the CCT lower bound lets a host
+//!   send and receive over its P ports at once ([`timing`]).
+//!
 //! ## Example
 //!
 //! ```
@@ -117,9 +158,12 @@ pub mod units;
 pub use dragonfly::{Dragonfly, DragonflyShape};
 pub use error::TopologyError;
 pub use load::{Flow, LinkLoad, TrafficMatrix};
-pub use model::{Link, LinkId, Node, NodeId, Port, PortDirection, PortIndex, Role, TopologyKind};
+pub use model::{
+    Link, LinkId, Node, NodeId, PlaneKind, Port, PortDirection, PortIndex, Role, TopologyKind,
+};
 pub use routing::{DestKey, FailedLinks};
 pub use seed::{mix64, switch_seed};
+pub use shape::MAX_PLANES;
 pub use timing::{BoundSystem, Forwarding, LinkParams, SendRate};
 pub use topology::Topology;
 

@@ -26,8 +26,14 @@
 //!
 //! # Exactness
 //!
+//! In a multi-plane fabric a host splits each flow evenly over its planes (its ports whose link
+//! is alive) first, as a switch over its valid up ports, and a flow's weight is in line rates of
+//! one port: a host that sends at line rate on each of its P ports sends flows of total weight
+//! P.
+//!
 //! Within one flow weight, path fractions are accumulated exactly as integer multiples of
-//! `1 / lcm(1..=k/2)²` (every split divides a flow by at most k/2, twice), so a link carrying
+//! `1 / (lcm(1..=k/2)² · lcm(1..=P))` (every split divides a flow by at most k/2, twice, and
+//! by at most P planes at the host), so a link carrying
 //! exactly its capacity reads exactly 1.0 and a fault-free permutation gives exactly
 //! ρ_max = 1. Only the final sum over distinct weights is in floating point.
 
@@ -194,11 +200,12 @@ struct Spreader<'a> {
 
 impl<'a> Spreader<'a> {
     fn new(topology: &'a Topology, failures: &'a FailedLinks) -> Self {
-        let lcm = (1..=u128::from(topology.k() / 2)).fold(1, |lcm, n| lcm / gcd(lcm, n) * n);
+        let lcm_to = |top: u128| (1..=top).fold(1, |lcm, n| lcm / gcd(lcm, n) * n);
+        let lcm = lcm_to(u128::from(topology.k() / 2));
         Self {
             topology,
             failures,
-            unit: lcm * lcm,
+            unit: lcm * lcm * lcm_to(u128::from(topology.planes())),
             numerators: vec![0; 2 * topology.links().len()],
             touched: Vec::new(),
             masks: HashMap::new(),
@@ -213,7 +220,20 @@ impl<'a> Spreader<'a> {
             return true;
         }
         if topology.role(node) == Role::Host {
-            return self.traverse(&topology.node(node).ports[0], dst, amount);
+            // A host splits evenly over its ports (its planes) whose link is alive.
+            let ports = &topology.node(node).ports;
+            let alive = ports
+                .iter()
+                .filter(|port| self.failures.is_alive(port.link))
+                .count() as u128;
+            if alive == 0 {
+                return false;
+            }
+            debug_assert_eq!(amount % alive, 0, "unit is divisible by every split");
+            return ports
+                .iter()
+                .filter(|port| self.failures.is_alive(port.link))
+                .all(|port| self.traverse(port, dst, amount / alive));
         }
         let Some(key) = topology.dest_key_for_host(node, dst) else {
             let port = topology.down_port_towards(node, Target::Host(dst));

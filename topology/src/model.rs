@@ -174,6 +174,16 @@ pub enum TopologyKind {
         /// Switch radix (ports per leaf and per spine); even, in `4..=64`.
         k: u16,
     },
+    /// `planes` disjoint copies of a fat tree or leaf-spine of radix k that share the hosts
+    /// (see the crate documentation, "Multi-plane fabrics"): every host has one port per plane.
+    MultiPlane {
+        /// What each plane is.
+        plane: PlaneKind,
+        /// Number of planes, `1..=8`.
+        planes: u8,
+        /// Switch radix of every plane's switches; even, in `4..=64`.
+        k: u16,
+    },
     /// A dragonfly ([`crate::Dragonfly`]): `a·h + 1` groups of `a` routers with `p` hosts and
     /// `h` global links each. Its groups are the topology's pods and its routers [`Role::Edge`]
     /// switches (each has hosts); every router-to-router port is an up port.
@@ -192,7 +202,7 @@ impl TopologyKind {
     #[must_use]
     pub const fn k(self) -> u16 {
         match self {
-            Self::FatTree { k } | Self::LeafSpine { k } => k,
+            Self::FatTree { k } | Self::LeafSpine { k } | Self::MultiPlane { k, .. } => k,
             Self::Dragonfly { p, a, h } => p.saturating_add(a).saturating_add(h).saturating_sub(1),
         }
     }
@@ -204,7 +214,50 @@ impl TopologyKind {
     pub fn dragonfly(self) -> Result<Option<crate::DragonflyShape>, crate::TopologyError> {
         match self {
             Self::Dragonfly { p, a, h } => crate::DragonflyShape::new(p, a, h).map(Some),
-            Self::FatTree { .. } | Self::LeafSpine { .. } => Ok(None),
+            Self::FatTree { .. } | Self::LeafSpine { .. } | Self::MultiPlane { .. } => Ok(None),
         }
     }
+
+    /// Number of planes: `planes` of a [`TopologyKind::MultiPlane`], 1 for every other kind.
+    #[must_use]
+    pub const fn planes(self) -> u8 {
+        match self {
+            Self::MultiPlane { planes, .. } => planes,
+            Self::FatTree { .. } | Self::LeafSpine { .. } | Self::Dragonfly { .. } => 1,
+        }
+    }
+
+    /// The kind of one plane: a multi-plane fabric's plane, every other kind itself.
+    #[must_use]
+    pub const fn plane_kind(self) -> Self {
+        match self {
+            Self::MultiPlane {
+                plane: PlaneKind::FatTree,
+                k,
+                ..
+            } => Self::FatTree { k },
+            Self::MultiPlane {
+                plane: PlaneKind::LeafSpine,
+                k,
+                ..
+            } => Self::LeafSpine { k },
+            other => other,
+        }
+    }
+
+    /// Whether a plane has an aggregation tier (a fat tree, or a multi-plane fabric of them).
+    #[must_use]
+    pub const fn is_fat_tree(self) -> bool {
+        matches!(self.plane_kind(), Self::FatTree { .. })
+    }
+}
+
+/// What each plane of a [`TopologyKind::MultiPlane`] fabric is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlaneKind {
+    /// A three-tier k-ary fat tree ([`TopologyKind::FatTree`]).
+    FatTree,
+    /// A two-tier leaf-spine ([`TopologyKind::LeafSpine`]).
+    LeafSpine,
 }

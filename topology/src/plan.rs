@@ -180,10 +180,12 @@ pub fn switch_routes(topology: &Topology, failures: &FailedLinks, switch: NodeId
     if let Some(dragonfly) = topology.dragonfly() {
         return dragonfly_routes(topology, dragonfly, failures, switch);
     }
+    // Planes are disjoint: a switch routes to the edges of its own plane only.
+    let plane = topology.shape().plane_of(switch);
     topology
         .edges()
         .iter()
-        .filter(|edge| edge.id != switch)
+        .filter(|edge| edge.id != switch && topology.shape().plane_of(edge.id) == plane)
         .filter_map(|edge| {
             let hops = hops_towards(topology, failures, switch, edge);
             (!hops.is_empty()).then(|| (topology.edge_prefix(edge.id), hops))

@@ -15,8 +15,9 @@ use crate::topology::Topology;
 
 /// A consolidated destination at a switch: the index of its round-robin pointer (paper §4.1).
 ///
-/// At an edge switch the key of a destination host is the global edge number of the host's edge
-/// switch (`pod · k/2 + index`; the leaf index in leaf-spine), so every host under one
+/// At an edge switch the key of a destination host is the edge number of the host's edge
+/// switch (`pod · k/2 + index`; the leaf index in leaf-spine) — in a multi-plane fabric, of its
+/// edge in the switch's plane, numbered within the plane —, so every host under one
 /// destination edge shares a pointer; at an aggregation switch it is the destination pod. Keys
 /// are dense: `0..dest_key_count(switch)`, so a switch can keep a flat pointer array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -122,8 +123,11 @@ impl Topology {
         }
         match node.role {
             Role::Edge => {
-                let dst_edge = dst.ports[0].peer;
-                (dst_edge != switch).then(|| DestKey(self.shape().edge_number(dst_edge)))
+                // The destination's edge in this switch's plane, numbered within the plane.
+                let plane = self.shape().plane_of(switch);
+                let dst_edge = dst.ports[plane as usize].peer;
+                let local = self.shape().edge_number(dst_edge) % self.shape().plane_edges();
+                (dst_edge != switch).then_some(DestKey(local))
             }
             Role::Aggregation => {
                 let dst_pod = dst.pod.expect("hosts belong to a pod");
@@ -138,7 +142,7 @@ impl Topology {
     #[must_use]
     pub fn dest_key_count(&self, switch: NodeId) -> u32 {
         match self.get_node(switch).map(|node| node.role) {
-            Some(Role::Edge) => self.shape().num_edges(),
+            Some(Role::Edge) => self.shape().plane_edges(),
             Some(Role::Aggregation) => self.shape().pods,
             _ => 0,
         }
@@ -277,7 +281,13 @@ impl Topology {
             return None;
         }
         match self.role(switch) {
-            Role::Edge => Some(Target::Edge(self.shape().edge(key.0))),
+            Role::Edge => {
+                let plane = self.shape().plane_of(switch);
+                Some(Target::Edge(
+                    self.shape()
+                        .edge(plane * self.shape().plane_edges() + key.0),
+                ))
+            }
             Role::Aggregation => Some(Target::Pod(u16::try_from(key.0).expect("pods fit in u16"))),
             Role::Host | Role::Core => None,
         }
@@ -285,9 +295,10 @@ impl Topology {
 
     /// Whether `target` is at or below `node`, i.e. reached from `node` by going down only.
     fn covers(&self, node: NodeId, target: Target) -> bool {
+        let plane = self.shape().plane_of(node);
         let node = self.node(node);
         let edge_of = |target: Target| match target {
-            Target::Host(host) => Some(self.host_edge(host)),
+            Target::Host(host) => Some(self.expect_host(host).ports[plane as usize].peer),
             Target::Edge(edge) => Some(edge),
             Target::Pod(_) => None,
         };
@@ -337,6 +348,7 @@ impl Topology {
     /// The down port of `switch` on the unique down path to `target`, which it covers.
     pub(crate) fn down_port_towards(&self, switch: NodeId, target: Target) -> PortIndex {
         let (edge, host) = match target {
+            // Every plane's edge of a host has the same pod and index.
             Target::Host(host) => (self.host_edge(host), Some(host)),
             Target::Edge(edge) => (edge, None),
             Target::Pod(pod) => {

@@ -53,6 +53,16 @@
 //!    `T_recv(x) = min over f ∈ Y of [Σ_{g ∈ Y} S(g) − S(f) + own(f) + D + tail(f)]`, with
 //!    `tail(f) = h(ψ)·c(A + G)` for DATA of ψ and `0` for an ACK.
 //!
+//! **Several planes.** A host of a multi-plane fabric has P ports, one per plane; the model
+//! paces its DATA at P × ρ·R over them (ρ is per port). Both terms then divide the host's
+//! sums by P: the sender's last frame leaves at `≥ (Σ_X Q − Q(L_φ)) / P`; on the receiver's
+//! side the P links into `x` carry `Y` in parallel, so the frame that finishes last finishes
+//! at `≥ Σ_Y S / P`, and reaches `x` `own(f) − S(f) + D` after that:
+//! `T_recv(x) = min over f ∈ Y of [Σ_Y S / P − S(f) + own(f) + D + tail(f)]` (the one-plane
+//! term for P = 1, whatever the policy that spreads frames over the planes). The dependency
+//! chain term ([`Topology::chain_lower_bound_ps`]) likewise lets a flow's frames leave at
+//! P × the paced rate.
+//!
 //! Flows of no bytes or from a host to itself are ignored. For one flow at ρ = 1,
 //! store-and-forward, `T_send` is the bound of the paper's appendix A:
 //! `(n−1)·S(F) + h·(S(L) + D) + h·(S(A + G) + D)`; a model run of one flow meets it (within the
@@ -254,6 +264,8 @@ impl Topology {
         let line = |wire: u64| u128::from(params.serialization_ps(wire));
         let paced = |wire: u64| u128::from(system.send_rate.paced_floor_ps(params, wire));
         let propagation = u128::from(params.propagation_ps);
+        // A host's ports (its planes): it sends and receives over all of them at once.
+        let nics = u128::from(self.planes());
         // c(b) and own(b) of the module documentation.
         let link = |wire: u64| match system.forwarding {
             Forwarding::StoreAndForward => line(wire) + propagation,
@@ -303,17 +315,20 @@ impl Topology {
         let mut send_term = vec![u128::MAX; hosts];
         let mut receive_term = vec![u128::MAX; hosts];
         for flow in &flows {
-            let last_sent =
-                sent[flow.src] - paced(flow.last) + flow.hops * (link(flow.last) + ack_link);
+            let last_sent = (sent[flow.src] - paced(flow.last)) / nics
+                + flow.hops * (link(flow.last) + ack_link);
             send_term[flow.src] = send_term[flow.src].min(last_sent);
             let data_tail = propagation + flow.hops * ack_link;
             // Its last frame, or a full one if it has more than one.
             let data_frames = [Some(flow.last), (flow.packets > 1).then_some(full)];
             for wire in data_frames.into_iter().flatten() {
-                let last_received = received[flow.dst] - line(wire) + own(wire) + data_tail;
+                let last_received =
+                    (received[flow.dst] / nics).saturating_sub(line(wire)) + own(wire) + data_tail;
                 receive_term[flow.dst] = receive_term[flow.dst].min(last_received);
             }
-            let ack_last = received[flow.src] - line(ack_wire) + own(ack_wire) + propagation;
+            let ack_last = (received[flow.src] / nics).saturating_sub(line(ack_wire))
+                + own(ack_wire)
+                + propagation;
             receive_term[flow.src] = receive_term[flow.src].min(ack_last);
         }
         let bound = send_term
@@ -356,7 +371,9 @@ impl Topology {
         let payload = u64::from(params.payload_bytes);
         let overhead = u64::from(params.header_bytes) + u64::from(params.gap_bytes);
         let ack_wire = u64::from(params.ack_bytes) + u64::from(params.gap_bytes);
-        let paced = |wire: u64| u128::from(system.send_rate.paced_floor_ps(params, wire));
+        // A host of P planes sends a flow's frames over its P ports at once (module docs).
+        let nics = u128::from(self.planes());
+        let paced = |wire: u64| u128::from(system.send_rate.paced_floor_ps(params, wire)) / nics;
         let link = |wire: u64| {
             let propagation = u128::from(params.propagation_ps);
             match system.forwarding {

@@ -214,7 +214,9 @@ impl Topology {
 
     /// All edge switches (leaves), in id order. A switch's position in this slice is its global
     /// edge number `pod · edges_per_pod + index`, which is also the [`crate::DestKey`] that
-    /// names it at other edge switches.
+    /// names it at other edge switches; in a multi-plane fabric the position is
+    /// `plane · E + pod · edges_per_pod + index` (E edges per plane) and the key the position
+    /// within the plane.
     #[must_use]
     pub fn edges(&self) -> &[Node] {
         &self.nodes[self.shape.first_edge() as usize..self.shape.first_agg() as usize]
@@ -290,7 +292,10 @@ impl Topology {
             .map(|port| port.link)
     }
 
-    /// The edge switch (leaf) host `host` is attached to.
+    /// The edge switch (leaf) host `host` is attached to; in a multi-plane fabric, its edge in
+    /// plane 0 (port 0's peer: [`Topology::host_edge_in`] names the others). Every plane has
+    /// the same pod and index there, so what depends on the edge's position alone (hop counts,
+    /// pods, leaf numbers) holds in every plane.
     ///
     /// # Panics
     ///
@@ -298,6 +303,33 @@ impl Topology {
     #[must_use]
     pub fn host_edge(&self, host: NodeId) -> NodeId {
         self.expect_host(host).ports[0].peer
+    }
+
+    /// The edge switch host `host` is attached to in plane `plane`: its port `plane`'s peer.
+    ///
+    /// # Panics
+    ///
+    /// If `host` is not a host, or `plane` is not a plane, of this topology.
+    #[must_use]
+    pub fn host_edge_in(&self, host: NodeId, plane: u8) -> NodeId {
+        self.expect_host(host).ports[usize::from(plane)].peer
+    }
+
+    /// Number of planes: a host's ports (1 unless [`TopologyKind::MultiPlane`]).
+    #[must_use]
+    pub fn planes(&self) -> u8 {
+        u8::try_from(self.shape.planes).expect("at most MAX_PLANES planes")
+    }
+
+    /// The plane of switch `id` (`None` for a host, which is in every plane).
+    ///
+    /// # Panics
+    ///
+    /// If `id` is not a node of this topology.
+    #[must_use]
+    pub fn plane_of(&self, id: NodeId) -> Option<u8> {
+        (self.role(id) != Role::Host)
+            .then(|| u8::try_from(self.shape.plane_of(id)).expect("at most MAX_PLANES planes"))
     }
 
     /// The destination-edge prefix of edge switch `edge`: `10.pod.index.0/24`, which holds the
@@ -310,9 +342,10 @@ impl Topology {
     pub fn edge_prefix(&self, edge: NodeId) -> (Ipv4Addr, u8) {
         let node = self.node(edge);
         assert_eq!(node.role, Role::Edge, "{edge} is not an edge switch");
-        let pod = node.pod.expect("edges belong to a pod");
+        let pod = u32::from(node.pod.expect("edges belong to a pod"));
+        let pod_octet = self.shape.plane_of(edge) * self.shape.pods + pod;
         (
-            addressing::edge_prefix(u32::from(pod), u32::from(node.index)),
+            addressing::edge_prefix(pod_octet, u32::from(node.index)),
             EDGE_PREFIX_LEN,
         )
     }
@@ -330,8 +363,9 @@ impl Topology {
                 if edge_side {
                     shape.edge(edge_number)
                 } else {
-                    let pod = edge_number / shape.edges_per_pod;
-                    shape.host(pod, edge_number % shape.edges_per_pod, slot)
+                    let local = edge_number % shape.plane_edges();
+                    let pod = local / shape.edges_per_pod;
+                    shape.host(pod, local % shape.edges_per_pod, slot)
                 }
             }
             Owner::SwitchLink { number, upper_end } => {
@@ -347,8 +381,9 @@ impl Topology {
     }
 
     /// Number of links on a shortest path from host `src` to host `dst`: 0 to itself, 2 under
-    /// the same edge, 4 within a pod (or between leaves), 6 between pods; in a dragonfly 2 plus
-    /// the router hops of the minimal path (at most 5).
+    /// the same edge, 4 within a pod (or between leaves), 6 between pods (in every plane of a
+    /// multi-plane fabric alike); in a dragonfly 2 plus the router hops of the minimal path (at
+    /// most 5).
     ///
     /// # Panics
     ///

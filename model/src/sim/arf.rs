@@ -35,6 +35,8 @@ pub(super) const ARF_BIT: u32 = 1 << 29;
 const TICK: u32 = 0;
 /// The oldest batch of notifications in flight arrives.
 const DELIVER: u32 = 1;
+/// The oldest batch of edge views on their way to the hosts arrives (`plane-arf`).
+const ENDPOINT: u32 = 2;
 
 /// One port's measurements in the current window, kept beside the ports (a port is one cache
 /// line, full) and updated at every enqueue of an `arf-*` run.
@@ -73,8 +75,15 @@ struct ArfSwitch {
     /// The switch neighbours (node ids) notifications go to.
     neighbours: Vec<u32>,
     table: CongestionTable,
-    /// Balancing switches: the first pipe balancer and the remote path information.
-    balancer: Option<(u32, RemotePaths)>,
+    /// Under `arf-*`, balancing switches' first pipe balancer (which takes their views).
+    lb: Option<u32>,
+    /// Balancing switches: the remote path information.
+    paths: Option<RemotePaths>,
+    /// Edge switches whose hosts steer by their views (`plane-arf`): the edge's position in
+    /// [`Topology::edges`].
+    edge: Option<u32>,
+    /// The view published last and not yet passed on to the hosts.
+    for_hosts: Option<Arc<PathQuality>>,
     generation: u64,
     /// Flows neighbours named congested (`arf-flow`), each until it expires (ps).
     redirects: Vec<(FlowRedirect, u64)>,
@@ -173,12 +182,17 @@ fn remote_paths(topology: &Topology, failures: &FailedLinks, node: &Node) -> Rem
 impl Arf {
     /// The control plane of every switch of `topology`. `port_base` and `lb_base` give each
     /// node's first port in `Sim::ports` and its first pipe balancer (balancing switches);
+    /// `balancers`: the balancers take the views (`arf-*`); `endpoint`: the edges pass their
+    /// views on to their hosts (`plane-arf`).
     pub(super) fn new(
         topology: &Topology,
         failures: &FailedLinks,
         config: ArfConfig,
         bases: &[(u32, Option<u32>)],
+        balancers: bool,
+        endpoint: bool,
     ) -> Self {
+        let first_edge = topology.edges()[0].id.0;
         let mut index_of = vec![u32::MAX; topology.nodes().len()];
         let mut switches = Vec::new();
         let timing = Timing {
@@ -217,7 +231,11 @@ impl Arf {
                 ports,
                 neighbours,
                 table: CongestionTable::default(),
-                balancer: lb_base.map(|lb| (lb, remote_paths(topology, failures, node))),
+                lb: lb_base.filter(|_| balancers),
+                paths: lb_base.map(|_| remote_paths(topology, failures, node)),
+                edge: (endpoint && node.role == ofan_topology::Role::Edge)
+                    .then(|| node.id.0 - first_edge),
+                for_hosts: None,
                 generation: 0,
                 redirects: Vec::new(),
             });
@@ -281,8 +299,15 @@ impl Sim<'_> {
         arf.pending -= 1;
         match target {
             TICK => self.arf_tick(&mut arf),
-            _ => self.arf_deliver(&mut arf),
+            DELIVER => self.arf_deliver(&mut arf),
+            _ => {
+                let planes = self.host_planes.as_deref_mut().expect("views go to hosts");
+                let (at, batch) = planes.in_flight.pop_front().expect("a batch per event");
+                debug_assert_eq!(at, self.now, "views arrive after exactly the delay");
+                self.plane_views_arrive(batch);
+            }
         }
+        self.endpoint_send(&mut arf);
         self.arf = Some(arf);
     }
 
@@ -352,7 +377,7 @@ impl Sim<'_> {
                 if let Some(said) = switch.speaker.flow_told(index as u32) {
                     let said = &said;
                     for flow in named {
-                        if fabric.up && switch.balancer.is_some() {
+                        if fabric.up && switch.lb.is_some() {
                             // The congestion point itself moves the flow off its own up-port
                             // (the draft's local adjustment), as a neighbour's request would.
                             let dst = self.topology.hosts()
@@ -426,9 +451,9 @@ impl Sim<'_> {
                 // off the ports whose path crosses the link (if it carries it there).
                 let dst = self.topology.hosts()[self.flow_ends[flow as usize][1] as usize].id;
                 let node = ofan_topology::NodeId(switch.node);
-                let (Some(key), Some((_, paths))) = (
+                let (Some(key), Some(paths)) = (
                     self.topology.dest_key_for_host(node, dst),
-                    switch.balancer.as_ref(),
+                    switch.paths.as_ref().filter(|_| switch.lb.is_some()),
                 ) else {
                     continue;
                 };
@@ -508,9 +533,12 @@ impl Sim<'_> {
     }
 
     fn arf_publish(&self, switch: &mut ArfSwitch, stats: &mut ArfRun, rules: Rules) {
-        let Some((lb, paths)) = &switch.balancer else {
+        let Some(paths) = &switch.paths else {
             return;
         };
+        if switch.lb.is_none() && switch.edge.is_none() {
+            return;
+        }
         let local: Vec<Quality> = switch
             .ports
             .iter()
@@ -532,10 +560,33 @@ impl Sim<'_> {
             .iter()
             .map(|&(request, _)| request)
             .collect();
-        self.balancers[*lb as usize]
-            .switch()
-            .set_path_quality(Arc::new(view));
-        stats.publications += 1;
+        let view = Arc::new(view);
+        if switch.edge.is_some() {
+            switch.for_hosts = Some(Arc::clone(&view));
+        }
+        if let Some(lb) = switch.lb {
+            self.balancers[lb as usize].switch().set_path_quality(view);
+            stats.publications += 1;
+        }
+    }
+
+    /// The edges pass the views they published since the last call on to their hosts
+    /// (`plane-arf`): they arrive `delay_ps` later, as a notification the edge forwards.
+    fn endpoint_send(&mut self, arf: &mut Arf) {
+        let batch: super::planes::ViewBatch = arf
+            .switches
+            .iter_mut()
+            .filter_map(|switch| Some((switch.edge?, switch.for_hosts.take()?)))
+            .collect();
+        if batch.is_empty() {
+            return;
+        }
+        let at = self.now + arf.config.delay_ps;
+        if let Some(planes) = self.host_planes.as_deref_mut() {
+            planes.in_flight.push_back((at, batch));
+        }
+        arf.pending += 1;
+        self.queue.push(at, ARF_BIT | ENDPOINT, true);
     }
 }
 
@@ -611,6 +662,7 @@ impl Sim<'_> {
         tell(switch, now, hold_ns, index_of, stats, told, &mut batch);
         self.arf_publish(switch, stats, *rules);
         self.arf_send(&mut arf, batch);
+        self.endpoint_send(&mut arf);
         self.arf = Some(arf);
     }
 
@@ -627,11 +679,12 @@ impl Sim<'_> {
         } = &mut *arf;
         for switch in switches.iter_mut() {
             let node = self.topology.node(ofan_topology::NodeId(switch.node));
-            if let Some((_, paths)) = switch.balancer.as_mut() {
+            if let Some(paths) = switch.paths.as_mut() {
                 *paths = remote_paths(self.topology, failures, node);
                 self.arf_publish(switch, stats, rules);
             }
         }
+        self.endpoint_send(&mut arf);
         self.arf = Some(arf);
     }
 

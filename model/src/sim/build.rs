@@ -6,8 +6,7 @@ use std::collections::VecDeque;
 
 use ofan_dataplane::lb::{mix64, DestKey, LbConfig, LbRng, SwitchBalancer};
 use ofan_topology::{
-    switch_seed, FailedLinks, NodeId, PortDirection, Role, SendRate, Topology, TopologyKind,
-    TrafficMatrix,
+    switch_seed, FailedLinks, NodeId, PortDirection, Role, SendRate, Topology, TrafficMatrix,
 };
 use ofan_transport::{FlowOrder, RecoveryConfig, Reordering, SelectiveRepeat};
 
@@ -17,6 +16,7 @@ use super::failure::LinkFailures;
 use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
 use super::packet::SEQ_MASK;
+use super::planes::Planes;
 use super::port::{Port, StageStats};
 use super::prefetch::{Ahead, AHEAD};
 use super::Sim;
@@ -143,8 +143,9 @@ fn degraded_ports(topology: &Topology, config: &ModelConfig) -> Result<Vec<u32>,
     Ok(ppm)
 }
 
-/// Flows weighted so that every source host's flows sum to its line rate: ρ_max is then the
-/// fraction of line rate a host can send at.
+/// Flows weighted so that every source host's flows sum to its line rate — P line rates with
+/// P planes, one per NIC port: ρ_max is then the fraction of line rate a host can send at on
+/// each port.
 pub(super) fn host_weighted_matrix(topology: &Topology, specs: &[FlowSpec]) -> TrafficMatrix {
     let mut per_host = vec![0u32; topology.hosts().len()];
     for spec in specs {
@@ -155,7 +156,7 @@ pub(super) fn host_weighted_matrix(topology: &Topology, specs: &[FlowSpec]) -> T
         matrix.push(
             NodeId(spec.src),
             NodeId(spec.dst),
-            1.0 / f64::from(per_host[spec.src as usize]),
+            f64::from(topology.planes()) / f64::from(per_host[spec.src as usize]),
         );
     }
     matrix
@@ -200,7 +201,7 @@ impl<'a> Sim<'a> {
     ) -> Result<Self, ModelError> {
         let k = topology.k();
         let w = u8::try_from(k / 2).expect("k <= 64");
-        let fat_tree = matches!(topology.kind(), TopologyKind::FatTree { .. });
+        let fat_tree = topology.kind().is_fat_tree();
         let scheme = config.scheme;
         let algorithm = scheme.switch_algorithm();
         let algorithms = crate::mix::switch_algorithms(topology, config)?;
@@ -247,6 +248,7 @@ impl<'a> Sim<'a> {
             }
             nodes.push(NodeInfo {
                 role: node.role,
+                plane: topology.plane_of(node.id).unwrap_or(0),
                 pod: node.pod.unwrap_or(0),
                 port_base: ports.len() as u32,
                 up_first: up_first as u16,
@@ -272,19 +274,22 @@ impl<'a> Sim<'a> {
         let link_failures =
             LinkFailures::new(topology, config, failures, &port_bases, ports.len())?;
 
-        let places: Vec<Place> = topology
-            .hosts()
-            .iter()
-            .map(|node| {
-                let edge = topology.host_edge(node.id);
-                let edge_node = topology.node(edge);
-                Place {
-                    edge: edge.0,
-                    edge_number: edge.0 - first_edge,
-                    edge_in_pod: edge_node.index,
-                    slot: node.ports[0].peer_port.0,
-                    pod: node.pod.unwrap_or(0),
-                }
+        // Plane by plane; an edge's number is its destination key, counted within its plane.
+        let planes = topology.planes();
+        let plane_edges = (topology.edges().len() / usize::from(planes)) as u32;
+        let places: Vec<Place> = (0..planes)
+            .flat_map(|plane| {
+                topology.hosts().iter().map(move |node| {
+                    let edge = topology.host_edge_in(node.id, plane);
+                    let edge_node = topology.node(edge);
+                    Place {
+                        edge: edge.0,
+                        edge_number: (edge.0 - first_edge) % plane_edges,
+                        edge_in_pod: edge_node.index,
+                        slot: node.ports[usize::from(plane)].peer_port.0,
+                        pod: node.pod.unwrap_or(0),
+                    }
+                })
             })
             .collect();
         let mut hosts: Vec<Host> = topology
@@ -390,8 +395,23 @@ impl<'a> Sim<'a> {
             Box::new(cc)
         });
         let host_count = hosts.len();
-        let flow_ends = flows.iter().map(|flow| [flow.src, flow.dst]).collect();
-        let (arf, arf_windows) = if scheme.uses_arf() {
+        let flow_ends: Vec<[u32; 2]> = flows.iter().map(|flow| [flow.src, flow.dst]).collect();
+        let host_planes = (planes > 1).then(|| {
+            let ends: Vec<(u32, u32)> = flow_ends.iter().map(|&[src, dst]| (src, dst)).collect();
+            Box::new(Planes::new(
+                topology,
+                config.host_planes,
+                config.seed,
+                &ends,
+                delivered_bits,
+            ))
+        });
+        // The switches' control plane runs for the `arf-*` schemes, and for hosts that steer
+        // by what their edges pass on (their balancers then take no view).
+        let endpoint = host_planes
+            .as_ref()
+            .is_some_and(|planes| planes.wants_views());
+        let (arf, arf_windows) = if scheme.uses_arf() || endpoint {
             let bases: Vec<(u32, Option<u32>)> = nodes
                 .iter()
                 .map(|info| {
@@ -399,7 +419,14 @@ impl<'a> Sim<'a> {
                     (info.port_base, balances.then_some(info.lb_base))
                 })
                 .collect();
-            let mut arf = Arf::new(topology, failures, config.arf, &bases);
+            let mut arf = Arf::new(
+                topology,
+                failures,
+                config.arf,
+                &bases,
+                scheme.uses_arf(),
+                endpoint,
+            );
             if algorithm == ofan_dataplane::lb::Algorithm::ArfFlow {
                 arf.flows = vec![Default::default(); ports.len()];
             }
@@ -424,6 +451,9 @@ impl<'a> Sim<'a> {
             port_links,
             hosts,
             places,
+            planes,
+            host_count: host_count as u32,
+            host_planes,
             flows,
             flow_ends,
             balancers,

@@ -14,6 +14,8 @@ use super::Sim;
 #[derive(Debug, Clone, Copy)]
 pub(super) struct NodeInfo {
     pub(super) role: Role,
+    /// The switch's plane (0 for hosts and single-plane fabrics).
+    pub(super) plane: u8,
     pub(super) pod: u16,
     pub(super) port_base: u32,
     /// Port index of the first up-port.
@@ -53,7 +55,7 @@ impl Sim<'_> {
     pub(super) fn forward(&mut self, node: u32, in_port: u16, packet: Packet) {
         let info = self.nodes[node as usize];
         let dst = self.flow_ends[packet.flow as usize][usize::from(!packet.is_ack())];
-        let target = &self.places[dst as usize];
+        let target = self.place_of(&info, dst);
         let out = match self.down_port(&info, node, target) {
             Some(port) => port,
             None => {
@@ -83,6 +85,12 @@ impl Sim<'_> {
             }
         }
         self.enqueue(port_id, packet);
+    }
+
+    /// Where host `dst` is attached in the plane of switch `info`.
+    #[inline(always)]
+    pub(super) fn place_of(&self, info: &NodeInfo, dst: u32) -> &Place {
+        &self.places[(u32::from(info.plane) * self.host_count + dst) as usize]
     }
 
     /// The port on which switch `node` sends a frame for `target` down (or across the core);

@@ -117,9 +117,9 @@ impl Sim<'_> {
             // Whatever it does next, the host is no longer waiting for an ACK.
             cc.blocked[host as usize] = false;
         }
-        let nic = self.nodes[host as usize].port_base as usize;
+        let mut nic = self.nodes[host as usize].port_base as usize;
         let free_at = self.ports[nic].free_at;
-        if free_at > now {
+        if self.planes == 1 && free_at > now {
             self.push_pacer(free_at, host);
             return;
         }
@@ -172,7 +172,7 @@ impl Sim<'_> {
         } else {
             self.data_frame
         };
-        let (entropy, drb) = match self.scheme {
+        let (mut entropy, drb) = match self.scheme {
             Scheme::Switch(_) => (0, None),
             Scheme::Spray => (state.rng.next_u64() as u16, None),
             Scheme::Reps => {
@@ -193,6 +193,11 @@ impl Sim<'_> {
         let copy = state.recovery.transmissions(flow.local, seq) & ECHO_MASK;
         state.recovery.on_send(flow.local, seq, now);
         let via = drb.map_or(NO_VIA, |(src, dst, n)| self.drb_waypoint(src, dst, n));
+        if self.planes > 1 {
+            let choice = self.plane_choose(host, flow_id, seq, lost.is_some());
+            nic += usize::from(choice.plane);
+            entropy = choice.entropy;
+        }
         let more = !self.hosts[host as usize].active.is_empty();
         self.counts.data_sent += 1;
         let packet = Packet {
@@ -203,16 +208,29 @@ impl Sim<'_> {
             via,
         };
         self.enqueue(nic, packet);
-        let gap = self.pacing_gap(host, self.serialization(frame));
+        let gap = if self.planes > 1 {
+            // P ports: data at P × the paced rate; each port's ACKs wait in its own queue.
+            self.paced(self.serialization(frame))
+                .div_ceil(u64::from(self.planes))
+        } else {
+            self.pacing_gap(host, self.serialization(frame))
+        };
+        // Several ports: the next frame waits until the port this one took has at most one
+        // data frame left, so that no port is given more than its line rate.
+        let backlog = if self.planes > 1 {
+            self.ports[nic].free_at.saturating_sub(self.ser_data)
+        } else {
+            0
+        };
         let state = &mut self.hosts[host as usize];
         if more {
-            state.due += gap;
+            state.due = (state.due + gap).max(backlog);
             let due = state.due;
             self.release_acks(host, nic, due);
             self.push_pacer(due, host);
         } else {
             // No new data is left: ACKs go out at once, and only a timer brings the host back.
-            state.due = state.due.max(now) + gap;
+            state.due = (state.due.max(now) + gap).max(backlog);
             self.release_acks(host, nic, u64::MAX);
             self.arm_timer(host);
         }
@@ -290,11 +308,17 @@ impl Sim<'_> {
         }
     }
 
-    /// `host` acknowledges a data frame: the NIC sends the ACK at once unless it would delay
-    /// the host's next data frame, then it waits for the room after that frame.
-    fn send_ack(&mut self, host: u32, ack: Packet) {
+    /// `host` acknowledges a data frame that came on its port `in_port`: the NIC sends the ACK
+    /// at once unless it would delay the host's next data frame, then it waits for the room
+    /// after that frame. With several planes the ACK takes the DATA's plane and joins that
+    /// port's queue at once.
+    fn send_ack(&mut self, host: u32, in_port: u16, ack: Packet) {
         self.counts.acks_sent += 1;
         let nic = self.nodes[host as usize].port_base as usize;
+        if self.planes > 1 {
+            self.enqueue(nic + usize::from(in_port), ack);
+            return;
+        }
         let blocked = self.blocked(host);
         let state = &mut self.hosts[host as usize];
         let sending = !state.active.is_empty() && !blocked;
@@ -313,8 +337,8 @@ impl Sim<'_> {
         }
     }
 
-    /// A frame reaches its destination host.
-    pub(super) fn receive(&mut self, host: u32, packet: Packet) {
+    /// A frame reaches its destination host on its port `in_port` (its plane).
+    pub(super) fn receive(&mut self, host: u32, in_port: u16, packet: Packet) {
         let now = self.now;
         let flow = &mut self.flows[packet.flow as usize];
         if packet.is_ack() {
@@ -323,6 +347,10 @@ impl Sim<'_> {
             if self.scheme == Scheme::Reps && !packet.ecn() {
                 flow.recycled.push_back(packet.entropy);
             }
+            if self.planes > 1 {
+                self.plane_acked(packet.flow, in_port, packet.entropy, packet.ecn());
+            }
+            let flow = &mut self.flows[packet.flow as usize];
             let state = &mut self.hosts[host as usize];
             if self.cc.is_some() {
                 self.ack_cc(host, packet, now);
@@ -389,7 +417,7 @@ impl Sim<'_> {
             entropy: packet.entropy,
             via,
         };
-        self.send_ack(host, ack);
+        self.send_ack(host, in_port, ack);
         if received {
             self.flow_received(packet.flow);
         }

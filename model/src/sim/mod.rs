@@ -127,6 +127,31 @@
 //! reroute. The CCT bound is the intact fabric's: a failure only removes capacity, so it
 //! stays a lower bound. These events are not counted in [`ModelRun::events`].
 //!
+//! # Several planes
+//! On a multi-plane fabric ([`TopologyKind::MultiPlane`]) a host has one NIC port per plane,
+//! each an output port like a single plane's NIC, and `load` ρ is per port: the pacer lets
+//! a data frame leave every `frame time / (ρ · P)`, P × a single port's rate. Each frame's
+//! plane (and entropy) is the host policy's choice ([`ModelConfig::host_planes`], the pure
+//! [`crate::planes::HostPlanes`]), made when the frame leaves; a retransmission first tells
+//! the policy that its previous copy's path lost it. The pacer never gives a port more than
+//! its line rate: the frame after one sent on port i is due no earlier than port i has at
+//! most one data frame left to send. (So plane-hash, one port per flow, sends at one port's
+//! rate.) A receiver ACKs on the plane the DATA came on, at once: the ACK joins that port's
+//! queue and the pacer's rule above makes room for it (no held ACKs, no airtime charge); the
+//! sender learns the ACK's plane from the port it arrives on, and its CE echo.
+//!
+//! Switches forward within their plane: the hosts' attachment is kept per plane
+//! (`places[plane · hosts + host]`), and the destination keys are per plane. `plane-arf`
+//! hosts also read what their edge switches know: the switches' adaptive-routing control
+//! plane (detectors, notifications, tables, below) then runs whatever the switches' scheme,
+//! and every time an edge switch's path-quality view changes (its own up-ports' levels, or
+//! a notification it applied), it passes the view on to its hosts, who hold it
+//! [`ArfConfig::delay_ps`] later — what hosts that each applied the notifications the edge
+//! forwards would know, kept once per edge (its hosts would hold identical tables). The
+//! switches' balancers take the views only under `arf-*`. With one plane nothing of this
+//! runs: a one-plane fabric is the plane itself, event for event. Host-based switch schemes
+//! (`spray`, `reps`, `drb`) and congestion control are refused on several planes.
+//!
 //! # Files
 //! * `mod.rs`: the simulator's state (`Sim`), the entry points [`run`] and [`run_on`], and
 //!   the event loop.
@@ -137,6 +162,8 @@
 //! * `forward.rs`: where a switch sends a frame — down by the destination, up by the
 //!   load-balancing core or a DRB source route.
 //! * `host.rs`: the hosts — pacer, retransmission timers, ACKs, receiving.
+//! * `planes.rs`: the hosts of a multi-plane fabric — their policy's choices, what ACKs,
+//!   losses and the edges' views tell it, the report's `planes` section.
 //! * `cc.rs`: the hosts' congestion control — windows, blocked pacers, the ACK path with a
 //!   CCA, the report's `cc` section.
 //! * `prefetch.rs`: what the next events will touch, loaded ahead.
@@ -162,6 +189,8 @@
 //! [`ModelConfig::fail_at`]: crate::ModelConfig::fail_at
 //! [`FailureTiming`]: crate::FailureTiming
 //! [`ModelConfig::cc`]: crate::ModelConfig::cc
+//! [`ModelConfig::host_planes`]: crate::ModelConfig::host_planes
+//! [`TopologyKind::MultiPlane`]: ofan_topology::TopologyKind::MultiPlane
 //! [`ModelConfig::reorder_window_permille`]: crate::ModelConfig::reorder_window_permille
 //! [`CcConfig`]: ofan_transport::CcConfig
 
@@ -173,6 +202,7 @@ mod failure;
 mod forward;
 mod host;
 mod packet;
+mod planes;
 mod port;
 mod prefetch;
 mod report;
@@ -217,7 +247,14 @@ struct Sim<'a> {
     /// Per port: its link id.
     port_links: Vec<u32>,
     hosts: Vec<Host>,
+    /// Per plane and host (`plane · hosts + host`): where the host is attached in that plane.
     places: Vec<Place>,
+    /// Planes of the fabric (a host's NIC ports).
+    planes: u8,
+    /// Hosts in the fabric (the stride of `places`).
+    host_count: u32,
+    /// The hosts' plane policy and what it learns, with several planes.
+    host_planes: Option<Box<planes::Planes>>,
     flows: Vec<Flow>,
     /// Per flow: (source, destination) host, so that forwarding reads 8 bytes per frame.
     flow_ends: Vec<[u32; 2]>,
@@ -427,7 +464,7 @@ impl Sim<'_> {
                 self.push(next, event.target, false);
             }
             if self.nodes[node as usize].role == Role::Host {
-                self.receive(node, packet);
+                self.receive(node, in_port, packet);
             } else {
                 self.forward(node, in_port, packet);
             }

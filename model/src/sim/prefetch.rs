@@ -18,6 +18,7 @@
 use ofan_dataplane::lb::DestKey;
 use ofan_topology::Role;
 
+use super::forward::NodeInfo;
 use super::host::HOST_HOT_BYTES;
 use super::packet::{Packet, NO_VIA};
 use super::port::Port;
@@ -278,7 +279,7 @@ impl Sim<'_> {
                     }
                     Step::HostPlace
                 } else {
-                    sys::prefetch(&self.places[dst as usize]);
+                    sys::prefetch(self.place_of(info, dst));
                     if packet.via == NO_VIA && info.role != Role::Core {
                         let pipe = ahead.in_port / self.pipe_ports;
                         sys::prefetch(&self.balancers[(info.lb_base + u32::from(pipe)) as usize]);
@@ -337,7 +338,7 @@ impl Sim<'_> {
     #[inline(always)]
     fn stage_5_switch(&mut self, index: usize, ahead: Ahead) {
         let info = &self.nodes[ahead.node as usize];
-        let target = &self.places[ahead.dst as usize];
+        let target = self.place_of(info, ahead.dst);
         let out = match self.down_port(info, ahead.node, target) {
             Some(out) => Some(out),
             None if ahead.packet.via != NO_VIA => Some(
@@ -377,7 +378,7 @@ impl Sim<'_> {
                 let info = &self.nodes[ahead.node as usize];
                 let pipe = ahead.in_port / self.pipe_ports;
                 let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-                let key = self.balancer_key(info.role, ahead.dst);
+                let key = self.balancer_key(info, ahead.dst);
                 let class = Self::size_class(&ahead.packet);
                 sys::prefetch(balancer.pointer_address(DestKey(key), class));
                 Step::Pointer
@@ -424,7 +425,7 @@ impl Sim<'_> {
         } else {
             let pipe = ahead.in_port / self.pipe_ports;
             let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-            let key = self.balancer_key(info.role, ahead.dst);
+            let key = self.balancer_key(&info, ahead.dst);
             balancer.predict(&self.northbound(&info, key, &ahead.packet))
         };
         let record = &mut self.ahead[index];
@@ -462,9 +463,9 @@ impl Sim<'_> {
 
     /// The destination key a balancer of a switch of `role` decides on for host `dst`.
     #[inline(always)]
-    fn balancer_key(&self, role: Role, dst: u32) -> u32 {
-        let target = &self.places[dst as usize];
-        if role == Role::Edge {
+    fn balancer_key(&self, info: &NodeInfo, dst: u32) -> u32 {
+        let target = self.place_of(info, dst);
+        if info.role == Role::Edge {
             target.edge_number
         } else {
             u32::from(target.pod)

@@ -134,6 +134,7 @@ impl Sim<'_> {
                 cc: self.cc_report(),
                 arf,
                 link_failures,
+                planes: self.planes_report(),
             }),
         }
     }

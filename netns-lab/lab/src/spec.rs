@@ -111,7 +111,7 @@ impl TopologySource {
     /// # Errors
     /// A radix the family does not allow, an unreadable or invalid file.
     pub fn load(&self) -> anyhow::Result<Topology> {
-        Ok(match self {
+        let topology = match self {
             Self::Kind(kind) => Topology::new(*kind)?,
             Self::File(path) => {
                 let text = std::fs::read_to_string(path).with_context(|| {
@@ -122,7 +122,13 @@ impl TopologySource {
                 })?;
                 Topology::from_json(&text).with_context(|| format!("--topo {}", path.display()))?
             }
-        })
+        };
+        if topology.planes() > 1 {
+            anyhow::bail!(
+                "a multi-plane fabric runs in the model only (`ofan-lab model run --topology multi-plane`): a lab host has one port"
+            );
+        }
+        Ok(topology)
     }
 
     /// The default link rate of a lab of this topology ([`default_link_rate_bps`]).
@@ -639,6 +645,11 @@ impl LabSpec {
                 TopologyKind::FatTree { k } => format!("fat-tree k={k}"),
                 TopologyKind::LeafSpine { k } => format!("leaf-spine k={k}"),
                 TopologyKind::Dragonfly { p, a, h } => format!("dragonfly p={p} a={a} h={h}"),
+                // `load` refuses several planes: one plane is its plane.
+                TopologyKind::MultiPlane { .. } => match topology.kind().plane_kind() {
+                    TopologyKind::LeafSpine { k } => format!("leaf-spine k={k}"),
+                    _ => format!("fat-tree k={}", topology.k()),
+                },
             },
             lb: match self.dragonfly {
                 Some(scheme) => scheme.name().to_owned(),

@@ -121,12 +121,13 @@ impl TopologyView {
     #[must_use]
     pub fn of(lab: &str, topology: &Topology) -> Self {
         let kind = topology.kind();
-        let (kind_name, tiers): (&'static str, Vec<&'static str>) = match kind {
+        let (kind_name, tiers): (&'static str, Vec<&'static str>) = match kind.plane_kind() {
             TopologyKind::LeafSpine { .. } => ("leaf-spine", vec!["spine", "leaf", "host"]),
             TopologyKind::FatTree { .. } => {
                 ("fat-tree", vec!["core", "aggregation", "edge", "host"])
             }
             TopologyKind::Dragonfly { .. } => ("dragonfly", vec!["router", "host"]),
+            TopologyKind::MultiPlane { .. } => unreachable!("plane_kind is a single plane"),
         };
         let mut nodes: Vec<NodeView> = topology
             .nodes()
@@ -498,7 +499,7 @@ impl FrameInput<'_> {
 #[must_use]
 pub fn stages(kind: TopologyKind) -> Vec<(Role, PortDirection)> {
     use PortDirection::{Down, Up};
-    match kind {
+    match kind.plane_kind() {
         TopologyKind::LeafSpine { .. } => {
             vec![(Role::Edge, Up), (Role::Core, Down), (Role::Edge, Down)]
         }
@@ -511,6 +512,7 @@ pub fn stages(kind: TopologyKind) -> Vec<(Role, PortDirection)> {
         ],
         // Router to router (local or global), then router to host.
         TopologyKind::Dragonfly { .. } => vec![(Role::Edge, Up), (Role::Edge, Down)],
+        TopologyKind::MultiPlane { .. } => unreachable!("plane_kind is a single plane"),
     }
 }
 

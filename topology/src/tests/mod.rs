@@ -349,5 +349,6 @@ fn unassigned_addresses_have_no_owner() {
 
 mod dragonfly;
 mod dragonfly_topology;
+mod multi_plane;
 mod paths;
 mod rho;

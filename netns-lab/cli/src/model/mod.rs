@@ -33,7 +33,7 @@ use ofan_model::{
     default_threads, run_many, workload, AckAirtime, BufferLimit, CcKind, DegradedLink, Failures,
     LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Shard, Stage, StartPhase, Workload,
 };
-use ofan_topology::DragonflyShape;
+use ofan_topology::{DragonflyShape, PlaneKind, TopologyKind};
 
 use super::{RingOrderArg, Shape};
 use bench::{bench, BenchArgs};
@@ -134,6 +134,9 @@ enum ModelShape {
     LeafSpine,
     /// g = a·h + 1 groups of a routers with p hosts and h global links each (--p, --a, --h).
     Dragonfly,
+    /// --planes disjoint copies of a --plane-topology of radix --k that share the hosts: every
+    /// host has one NIC port per plane and spreads its packets by --host-planes.
+    MultiPlane,
 }
 
 impl ModelShape {
@@ -143,6 +146,7 @@ impl ModelShape {
             Self::FatTree => Ok(Shape::FatTree),
             Self::LeafSpine => Ok(Shape::LeafSpine),
             Self::Dragonfly => bail!("{what} runs on fat trees and leaf-spines; a dragonfly runs with `model run --topology dragonfly`"),
+            Self::MultiPlane => bail!("{what} runs on fat trees and leaf-spines; a multi-plane fabric runs with `model run --topology multi-plane`"),
         }
     }
 }
@@ -195,6 +199,19 @@ struct Common {
     /// Switch radix k (even, 4..=64; default 12, fig14: 16, fig14 --quick: 8).
     #[arg(long)]
     k: Option<u16>,
+    /// Multi-plane: number of planes, each host's NIC ports (1..=8; planes × pods <= 256).
+    #[arg(long, default_value_t = 2)]
+    planes: u8,
+    /// Multi-plane: what each plane is.
+    #[arg(long, value_enum, default_value = "fat-tree")]
+    plane_topology: Shape,
+    /// Multi-plane: how a host spreads its packets over its planes — plane-hash (one plane
+    /// per flow), plane-spray (per packet, round robin), plane-arf (per packet, weighted by
+    /// the path quality its edge switches pass on, CE-marked ACKs and losses per plane),
+    /// entropy (per packet, a set of entropy values per plane: a loss retires one, a CE mark
+    /// skips its next turn). See docs/model.md, "Multi-plane fabrics".
+    #[arg(long, default_value = "plane-spray")]
+    host_planes: String,
     /// Dragonfly: hosts per router (default 2).
     #[arg(long)]
     p: Option<u16>,
@@ -506,10 +523,23 @@ fn parse_size(text: &str) -> Result<u64, String> {
 impl Common {
     fn config(&self) -> anyhow::Result<ModelConfig> {
         let mut config = ModelConfig::paper();
-        config.topology = self
-            .topology
-            .tiered("this command")?
-            .kind(self.k.unwrap_or(12));
+        let k = self.k.unwrap_or(12);
+        config.topology = if self.topology == ModelShape::MultiPlane {
+            let plane = match self.plane_topology {
+                Shape::FatTree => PlaneKind::FatTree,
+                Shape::LeafSpine => PlaneKind::LeafSpine,
+            };
+            let kind = TopologyKind::MultiPlane {
+                plane,
+                planes: self.planes,
+                k,
+            };
+            ofan_topology::Topology::new(kind).context("--planes")?;
+            kind
+        } else {
+            self.topology.tiered("this command")?.kind(k)
+        };
+        config.host_planes = self.host_planes.parse().context("--host-planes")?;
         if self.p.is_some() || self.a.is_some() || self.h.is_some() {
             bail!(
                 "--p, --a and --h shape a dragonfly (--topology dragonfly); a fat tree takes --k"

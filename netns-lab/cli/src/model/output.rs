@@ -181,6 +181,25 @@ pub(super) fn print_reports(reports: &[RunReport]) {
                 cc.mean_final_window as f64 / 1000.0,
             );
         }
+        if let Some(planes) = &model.planes {
+            let list = |values: &[u64]| {
+                values
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/")
+            };
+            println!(
+                "{:>10} {:>5}   planes ({}): DATA {}, CE-marked ACKs {}, losses {}, views passed to hosts {}",
+                model.config.scheme.name(),
+                model.config.seed,
+                planes.policy,
+                list(&planes.data_sent),
+                list(&planes.ce_acks),
+                list(&planes.losses),
+                planes.views_delivered,
+            );
+        }
         if let Some(arf) = &model.arf {
             let us = |ps: u64| ps as f64 / 1e6;
             println!(
