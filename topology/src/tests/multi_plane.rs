@@ -4,22 +4,14 @@
 
 use std::collections::BTreeSet;
 
+use super::by_name;
 use crate::{
-    BoundSystem, DestKey, FailedLinks, LinkParams, NodeId, PlaneKind, Role, Topology,
-    TopologyError, TopologyKind, TrafficMatrix, MAX_PLANES,
+    BoundSystem, DestKey, FailedLinks, LinkParams, PlaneKind, Role, Topology, TopologyError,
+    TopologyKind, TrafficMatrix, MAX_PLANES,
 };
 
 fn multi(plane: PlaneKind, planes: u8, k: u16) -> Topology {
     Topology::new(TopologyKind::MultiPlane { plane, planes, k }).unwrap()
-}
-
-fn by_name(topology: &Topology, name: &str) -> NodeId {
-    topology
-        .nodes()
-        .iter()
-        .find(|node| node.name == name)
-        .unwrap_or_else(|| panic!("no node named {name}"))
-        .id
 }
 
 /// Counts: the hosts once, every switch and link once per plane, plus one host link per host
