@@ -368,11 +368,12 @@ pub enum Command {
     },
     /// Reconfigure every switch without rebuilding the lab (each switch restarts: ~0.5 s outage;
     /// in a switch group all restart at once).
+    #[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["lb", "arf_combine"])))]
     Set {
         #[command(flatten)]
         lab: LabName,
         /// New load-balancing algorithm (every switch; per-switch algorithms are forgotten).
-        #[arg(long, value_name = "ALGO", required_unless_present = "arf_combine")]
+        #[arg(long, value_name = "ALGO")]
         lb: Option<String>,
         /// How the adaptive-routing switches combine a path's local and remote levels: min or
         /// sum (see `up --help`).
