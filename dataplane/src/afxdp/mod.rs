@@ -20,6 +20,7 @@
 pub mod awake;
 pub mod bench;
 mod config;
+mod departures;
 pub mod fast;
 mod frames;
 pub mod hostlink;

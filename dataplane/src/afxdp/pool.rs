@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::awake::{KeepAwake, KeepAwakeThread};
+use super::departures::{Departing, Departures};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
 use super::worker::{RxRings, Worker, WorkerExit};
 use super::IDLE_WAKE_MS;
@@ -189,14 +190,6 @@ struct Adopted {
     failed: bool,
 }
 
-/// What a departure sweep ([`depart_due`]) needs of a pool thread's member.
-trait Departing {
-    /// Its earliest departure, as of its last step or sweep.
-    fn depart_at(&self) -> Option<u64>;
-    /// Sends what is due now; `None` if it panicked (it is then marked failed and skipped).
-    fn depart(&mut self) -> Option<usize>;
-}
-
 impl Departing for Adopted {
     fn depart_at(&self) -> Option<u64> {
         if self.failed {
@@ -218,32 +211,6 @@ impl Departing for Adopted {
             None
         }
     }
-}
-
-/// Departures first: sends the due departures of every member whose earliest one has come by
-/// `now`, before (and between) the steps that read arrivals. Returns the frames sent and the
-/// earliest departure of any member afterwards (`u64::MAX`: none queued).
-///
-/// A pool thread's pass steps its members in turn, each reading its arrivals and then sending
-/// what its shapers let leave. Where the CPUs are nearly full — k = 8 at 5 Mbit/s, 80 switches
-/// on two threads, full in 86–91 % of the traffic's 10-ms windows — a pass through the members
-/// with arrivals is long, and a departure that falls due during it waits for its member's turn
-/// behind other switches' arrivals: the shapers' lateness p99 sat at 0.13–0.29 packet times on
-/// such labs (30 runs, 2026-12-04), at the threshold of a faithful run (0.25). A switch's
-/// egress does not wait for its ingress; with the sweep the emulated one waits at most for one
-/// member's step (the same labs: 0.07–0.09, alternating with and without).
-fn depart_due<M: Departing>(members: &mut [M], now: u64) -> (usize, u64) {
-    let mut sent = 0;
-    let mut soonest = u64::MAX;
-    for member in members {
-        if member.depart_at().is_some_and(|at| at <= now) {
-            sent += member.depart().unwrap_or(0);
-        }
-        if let Some(at) = member.depart_at() {
-            soonest = soonest.min(at);
-        }
-    }
-    (sent, soonest)
 }
 
 impl WorkerPool {
@@ -448,6 +415,8 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
     let mut members: Vec<Adopted> = Vec::new();
     // Which member each descriptor in the epoll belongs to.
     let mut owners = Owners::default();
+    // Their earliest departures, earliest first.
+    let mut departures = Departures::default();
     let mut tokens: Vec<u64> = Vec::with_capacity(64);
     let mut next_full_pass = 0;
     let mut spin = SpinWindow::new();
@@ -484,6 +453,7 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                 members.push(member);
             }
             owners.index(&members);
+            departures.rebuild(&members);
         }
 
         // What became ready since the last pass: RX rings with frames (the kernel wakes a
@@ -518,18 +488,29 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         if full {
             next_full_pass = now + FULL_PASS_NS;
         }
-        let (mut work, mut soonest) = depart_due(&mut members, now);
+        // Departures first: what the members' shapers let leave by now goes before (and
+        // between) the steps that read arrivals. Where the CPUs are nearly full — k = 8 at
+        // 5 Mbit/s, 80 switches on two threads, full in 86–91 % of the traffic's 10-ms windows —
+        // a pass through the members with arrivals is long, and a departure that fell due
+        // during it waited for its member's turn behind other switches' arrivals: the shapers'
+        // lateness p99 sat at 0.13–0.29 packet times on such labs (30 runs, 2026-12-04), at the
+        // threshold of a faithful run (0.25). A switch's egress does not wait for its ingress;
+        // with departures first the emulated one waits at most for one member's step (the same
+        // labs: 0.07–0.09, alternating with and without).
+        let (mut work, mut soonest) = departures.due(&mut members, now);
         let mut index = 0;
         let count = members.len();
         while index < members.len() {
             if members[index].failed {
                 tracing::error!("a worker panicked: dropping it (its switch stops)");
                 drop(leave(&mut members, index, &epoll, shared));
+                departures.rebuild(&members);
                 continue;
             }
             if members[index].worker.stopping() {
                 let member = leave(&mut members, index, &epoll, shared);
                 let _ = member.exit.send(member.worker.finish());
+                departures.rebuild(&members);
                 continue;
             }
             let member = &mut members[index];
@@ -558,12 +539,13 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
                     if let Some(at) = member.depart_at {
                         soonest = soonest.min(at);
                     }
+                    departures.note(index, member.depart_at);
                     // A step that moved frames took time: send what came due meanwhile
                     // before the next member's arrivals.
                     if moved > 0 && soonest != u64::MAX {
                         let at = monotonic_ns();
                         if soonest <= at {
-                            let (sent, next) = depart_due(&mut members, at);
+                            let (sent, next) = departures.due(&mut members, at);
                             work += sent;
                             soonest = next;
                         }
@@ -745,70 +727,6 @@ mod tests {
             spin.woke(ns);
         }
         spin
-    }
-
-    /// A member whose queued frames leave at the given times, one per sweep.
-    struct Queue {
-        departures: Vec<u64>,
-        sent: usize,
-        panics: bool,
-    }
-
-    impl Departing for Queue {
-        fn depart_at(&self) -> Option<u64> {
-            self.departures.first().copied()
-        }
-
-        fn depart(&mut self) -> Option<usize> {
-            if self.panics {
-                self.departures.clear();
-                return None;
-            }
-            self.departures.remove(0);
-            self.sent += 1;
-            Some(1)
-        }
-    }
-
-    fn queue(departures: &[u64]) -> Queue {
-        Queue {
-            departures: departures.to_vec(),
-            sent: 0,
-            panics: false,
-        }
-    }
-
-    #[test]
-    fn a_sweep_sends_only_what_is_due_and_says_when_the_next_is() {
-        let mut members = [queue(&[100, 900]), queue(&[]), queue(&[500]), queue(&[50])];
-        let (sent, soonest) = depart_due(&mut members, 100);
-        assert_eq!(sent, 2, "the departures at 100 and 50");
-        assert_eq!(
-            members.iter().map(|m| m.sent).collect::<Vec<_>>(),
-            [1, 0, 0, 1]
-        );
-        assert_eq!(soonest, 500, "the third's, not the first's next at 900");
-        let (sent, soonest) = depart_due(&mut members, 499);
-        assert_eq!((sent, soonest), (0, 500));
-        let (sent, soonest) = depart_due(&mut members, 1_000);
-        assert_eq!((sent, soonest), (2, u64::MAX), "nothing left queued");
-    }
-
-    #[test]
-    fn a_member_that_panics_in_a_sweep_sends_nothing_and_the_others_go_on() {
-        let mut members = [queue(&[10]), queue(&[20]), queue(&[30])];
-        members[1].panics = true;
-        let (sent, soonest) = depart_due(&mut members, 25);
-        assert_eq!(sent, 1);
-        assert_eq!(
-            soonest, 30,
-            "the panicked member's departure no longer counts"
-        );
-        assert_eq!(
-            members.iter().map(|m| m.sent).collect::<Vec<_>>(),
-            [1, 0, 0],
-            "the first sent; the third was not due"
-        );
     }
 
     #[test]

@@ -489,7 +489,7 @@ impl Worker {
 
     /// Sends only what its shapers let leave now — no hand-offs, no RX rings, no completions:
     /// what a pool thread does for it between other workers' steps, so that a departure does
-    /// not wait for other switches' arrivals (see the pool's `depart_due`). Returns the frames
+    /// not wait for other switches' arrivals (the pool's `Departures`). Returns the frames
     /// sent; the next step completes them.
     pub fn depart(&mut self) -> usize {
         let sent = self.transmit_all();
