@@ -53,12 +53,6 @@ pub(crate) struct EventQueue {
     /// `buckets[b]`: events whose time first differs from `last` at bit `b − 1`; bucket 0 holds
     /// the events due at `last`, popped from `head`.
     buckets: [Vec<Slot>; 65],
-    /// Bit `b`: bucket `b` holds events (bit 0 is not kept up to date: bucket 0 is read from
-    /// `head`). A refill finds the first non-empty bucket with one count of trailing zeros.
-    occupied: u128,
-    /// Per bucket: the earliest time in it (`u64::MAX` when empty), kept at each push, so that
-    /// a refill moves a bucket in one pass.
-    minimum: [u64; 65],
     head: usize,
     last: u64,
     len: usize,
@@ -76,8 +70,6 @@ impl EventQueue {
     pub(crate) fn new() -> Self {
         Self {
             buckets: std::array::from_fn(|_| Vec::with_capacity(BUCKET_CAPACITY)),
-            occupied: 0,
-            minimum: [u64::MAX; 65],
             head: 0,
             last: 0,
             len: 0,
@@ -100,16 +92,8 @@ impl EventQueue {
         debug_assert!(time >= self.last, "the event queue is monotone");
         debug_assert!(target & WAKE_BIT == 0, "targets use 31 bits");
         let packed = target | if wake { WAKE_BIT } else { 0 };
-        self.put(bucket(time, self.last), Slot { time, packed });
+        self.buckets[bucket(time, self.last)].push(Slot { time, packed });
         self.len += 1;
-    }
-
-    #[inline(always)]
-    fn put(&mut self, bucket: usize, slot: Slot) {
-        self.buckets[bucket].push(slot);
-        self.occupied |= 1 << bucket;
-        let minimum = &mut self.minimum[bucket];
-        *minimum = (*minimum).min(slot.time);
     }
 
     /// Events queued.
@@ -166,19 +150,13 @@ impl EventQueue {
         if self.len == 0 {
             return None;
         }
-        let rest = self.occupied & !1;
-        if rest == 0 {
-            return None;
-        }
-        let from = rest.trailing_zeros() as usize;
+        let from = (1..self.buckets.len()).find(|&b| !self.buckets[b].is_empty())?;
         let mut moving = std::mem::take(&mut self.buckets[from]);
-        self.occupied &= !(1 << from | 1);
-        let last = std::mem::replace(&mut self.minimum[from], u64::MAX);
-        self.minimum[0] = u64::MAX;
+        let last = moving.iter().map(|slot| slot.time).min()?;
         self.last = last;
         // In order, so that events due at the same time keep their insertion order.
         for &slot in &moving {
-            self.put(bucket(slot.time, last), slot);
+            self.buckets[bucket(slot.time, last)].push(slot);
         }
         moving.clear();
         self.buckets[from] = moving;

@@ -275,20 +275,6 @@ impl SwitchBalancer {
     }
 }
 
-/// Draws the next value of a shared pointer: one packet's `n`. `SHARED == false` only for a
-/// caller that is the pointer's one user ([`PipeBalancer::choose_unshared`]); it then returns
-/// what `fetch_add` would, without the atomic read-modify-write.
-#[inline(always)]
-fn draw<const SHARED: bool>(pointer: &AtomicU64) -> u64 {
-    if SHARED {
-        pointer.fetch_add(1, Ordering::Relaxed)
-    } else {
-        let n = pointer.load(Ordering::Relaxed);
-        pointer.store(n.wrapping_add(1), Ordering::Relaxed);
-        n
-    }
-}
-
 /// A pointer slot of a [`SwitchBalancer`]: the row of its permutation and Ofan's shared pointer.
 #[derive(Debug)]
 struct PointerSlot {
@@ -493,34 +479,6 @@ impl PipeBalancer {
     // Always inlined: the model calls it once per packet in its event loop.
     #[inline(always)]
     pub fn choose(&mut self, packet: &Northbound, loads: &mut [PortLoad]) -> Option<UpPort> {
-        self.choose_in::<true>(packet, loads)
-    }
-
-    /// [`choose`](Self::choose) for a caller that is the only thread using this switch's
-    /// balancers (the model, which owns every switch of its run): the same decisions, but the
-    /// switch's shared pointers (Ofan, Simple RR) advance with a plain load and store instead
-    /// of an atomic read-modify-write. On x86 that is a `lock`ed instruction, a full barrier
-    /// that waits for every earlier store and holds back every later load, which in a loop
-    /// bound by overlapping cache misses costs more than the increment. With other threads
-    /// deciding on the same switch concurrently, some of their draws would be lost (no memory
-    /// is unsafe, but the pointers would no longer give each port one packet in turn).
-    #[inline(always)]
-    pub fn choose_unshared(
-        &mut self,
-        packet: &Northbound,
-        loads: &mut [PortLoad],
-    ) -> Option<UpPort> {
-        self.choose_in::<false>(packet, loads)
-    }
-
-    /// [`choose`](Self::choose); `SHARED`: whether other threads may draw from the switch's
-    /// pointers at the same time.
-    #[inline(always)]
-    fn choose_in<const SHARED: bool>(
-        &mut self,
-        packet: &Northbound,
-        loads: &mut [PortLoad],
-    ) -> Option<UpPort> {
         if packet.valid.is_empty() {
             return None;
         }
@@ -532,7 +490,7 @@ impl PipeBalancer {
             }
             Algorithm::Rsq => packet.valid.nth(self.rng.below(packet.valid.count())),
             Algorithm::Rr => {
-                let n = draw::<SHARED>(&switch.rr_pointers[packet.class as usize]);
+                let n = switch.rr_pointers[packet.class as usize].fetch_add(1, Ordering::Relaxed);
                 SwitchBalancer::rr_port(n, packet.valid)
             }
             Algorithm::Jsq => shortest(&mut self.rng, packet.valid, loads, |_, load| load.bytes),
@@ -553,7 +511,7 @@ impl PipeBalancer {
             Algorithm::Drill => drill(&mut self.rng, &mut self.drill_last, packet.valid, loads),
             Algorithm::Ofan => {
                 let slot = slot_of(packet.key, packet.class);
-                let n = draw::<SHARED>(switch.shared_pointer(slot));
+                let n = switch.shared_pointer(slot).fetch_add(1, Ordering::Relaxed);
                 switch.pointer_port(n, slot, packet.valid)
             }
             Algorithm::Pofan => {

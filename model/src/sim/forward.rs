@@ -143,10 +143,7 @@ impl Sim<'_> {
         if self.arf_flow {
             balancer.set_clock(self.now / 1000);
         }
-        // The run owns every switch: no other thread draws from the pointers.
-        balancer
-            .choose_unshared(&northbound, loads)
-            .map(|port| port.0)
+        balancer.choose(&northbound, loads).map(|port| port.0)
     }
 
     /// The flow hash the balancers see for `packet`: its flow, direction (data or ACK) and

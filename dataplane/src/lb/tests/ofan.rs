@@ -454,39 +454,3 @@ fn multithreaded_ofan_loses_no_increment() {
         }
     }
 }
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
-
-    /// `choose_unshared` (one thread owns the switch) decides exactly as `choose`, for every
-    /// algorithm, over several pipes of one switch drawing from the shared pointers in turn,
-    /// with mixed keys, classes and valid sets.
-    #[test]
-    fn choose_unshared_decides_as_choose(
-        algorithm_index in 0usize..Algorithm::ALL.len(),
-        width in 1u8..=16,
-        seed in any::<u64>(),
-        draws in prop::collection::vec((0u16..3, 0u32..5, any::<bool>(), any::<u64>()), 1..300),
-    ) {
-        let algorithm = Algorithm::ALL[algorithm_index];
-        let cfg = config(algorithm, width, 5, 3, seed);
-        let (shared, unshared) = (
-            SwitchBalancer::new(cfg.clone()).unwrap(),
-            SwitchBalancer::new(cfg).unwrap(),
-        );
-        let mut shared_pipes: Vec<_> = (0..3).map(|p| shared.pipe(p).unwrap()).collect();
-        let mut unshared_pipes: Vec<_> = (0..3).map(|p| unshared.pipe(p).unwrap()).collect();
-        for (pipe, key, ack, mask) in draws {
-            let valid = PortMask(mask & PortMask::all(width).0);
-            let class = if ack { SizeClass::Ack } else { SizeClass::Data };
-            let pkt = packet(key, class, valid);
-            let mut loads = vec![PortLoad::default(); usize::from(width)];
-            let mut loads_unshared = loads.clone();
-            prop_assert_eq!(
-                shared_pipes[usize::from(pipe)].choose(&pkt, &mut loads),
-                unshared_pipes[usize::from(pipe)].choose_unshared(&pkt, &mut loads_unshared)
-            );
-            prop_assert_eq!(loads, loads_unshared);
-        }
-    }
-}
