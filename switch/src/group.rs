@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use ofan_control::event::{self, EventLoop, LoopHandle};
-use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
+use ofan_dataplane::afxdp::pool::{PoolActivity, PoolConfig, WorkerPool};
 use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
 use ofan_dataplane::lb::Algorithm;
@@ -40,6 +40,9 @@ use serde::Serialize;
 
 use super::{init_logging, stop_on_signals, RunArgs};
 use crate::running::Running;
+use awake::KeepAwakeThread;
+
+mod awake;
 
 /// `--help` of `ofan-switch group`.
 pub const LONG_ABOUT: &str = "\
@@ -382,12 +385,17 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
     if rt_priority.is_some_and(|p| p > 99) {
         bail!("--pool-rt-priority must be 1..=99 (0: ordinary scheduling)");
     }
+    // Held to the end of `run`: dropped after the blueprint and its pool.
+    let awake = KeepAwakeThread::start(args.keep_awake_us.saturating_mul(1000))
+        .context("cannot start the worker pool")?;
     let pool = Arc::new(
         WorkerPool::start(PoolConfig {
             threads,
             rt_priority,
             pin: false,
-            keep_awake_ns: args.keep_awake_us.saturating_mul(1000),
+            activity: awake
+                .as_ref()
+                .map(|awake| awake.handle() as Arc<dyn PoolActivity>),
             fair_share_rest_ns: args.fair_share_us.saturating_mul(1000),
         })
         .context("cannot start the worker pool")?,
@@ -852,7 +860,7 @@ mod tests {
             threads: 2,
             rt_priority: None,
             pin: false,
-            keep_awake_ns: 0,
+            activity: None,
             fair_share_rest_ns: 0,
         })
         .expect("pool");

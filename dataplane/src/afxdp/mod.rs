@@ -17,7 +17,6 @@
 //! [`Runtime::start`] sets everything up and spawns the workers; [`Runtime::stop`] stops them,
 //! detaches the program and checks that every frame is accounted for.
 
-pub mod awake;
 pub mod bench;
 mod config;
 mod departures;
@@ -52,7 +51,8 @@ pub use frames::FrameCensus;
 pub use ofan_ebpf_common::MAX_QUEUES;
 pub use steer::{Buffers, Steering, XdpMode};
 pub use sys::{
-    enter_network_namespace, ifindex, monotonic_ns, mtu, pin_to_cpu, release_free_memory,
+    enter_network_namespace, ifindex, monotonic_ns, mtu, pin_to_cpu, release_free_memory, Epoll,
+    EventFd,
 };
 
 use crate::egress::EgressQueue;
@@ -64,7 +64,7 @@ use crate::telemetry::{SharedFrames, SwitchTelemetry};
 use frames::FramePool;
 use inbox::Inboxes;
 use queue::open_queue;
-use sys::{EventFd, UmemArea};
+use sys::UmemArea;
 use worker::{OwnedPort, QueueLoads, QueueRings, Worker, WorkerShared};
 
 fn errno(error: xdpilone::Errno) -> io::Error {
@@ -693,12 +693,13 @@ fn serve_host_links(
 }
 
 /// The longest an idle thread of the data path sleeps — a worker of its own, a pool thread
-/// with nothing due, the keep-awake thread with nothing flowing. Whatever needs it sooner wakes
-/// it: a stop request or a hand-off (its eventfd), a frame (its sockets), a shaper deadline (its
-/// timerfd). This period bounds how late an idle worker applies a telemetry reset and publishes
-/// the depth of a frame whose slot has ended (`Worker::run`); the lab's runner counts on it
-/// (`RESET_SETTLE`, `SETTLE_AFTER` in `netns-lab`'s `experiment::runner`).
-const IDLE_WAKE_MS: i32 = 100;
+/// with nothing due (and, in `ofan-switch group`, its keep-awake thread with nothing flowing).
+/// Whatever needs it sooner wakes it: a stop request or a hand-off (its eventfd), a frame (its
+/// sockets), a shaper deadline (its timerfd). This period bounds how late an idle worker
+/// applies a telemetry reset and publishes the depth of a frame whose slot has ended
+/// (`Worker::run`); the lab's runner counts on it (`RESET_SETTLE`, `SETTLE_AFTER` in
+/// `netns-lab`'s `experiment::runner`).
+pub const IDLE_WAKE_MS: i32 = 100;
 
 #[cfg(test)]
 mod tests {
