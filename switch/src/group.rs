@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use ofan_control::event::{self, EventLoop, LoopHandle};
+use ofan_dataplane::afxdp::bypass::OpenBypass;
 use ofan_dataplane::afxdp::pool::{PoolActivity, PoolConfig, WorkerPool};
 use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
@@ -41,8 +42,10 @@ use serde::Serialize;
 use super::{init_logging, stop_on_signals, RunArgs};
 use crate::running::Running;
 use awake::KeepAwakeThread;
+use hostlink::ServeHostLink;
 
 mod awake;
+mod hostlink;
 
 /// `--help` of `ofan-switch group`.
 pub const LONG_ABOUT: &str = "\
@@ -297,7 +300,12 @@ impl Blueprint {
             let mut config = config::load(config_file.as_deref(), &overrides)?;
             let ports = &config.runtime.ports;
             config.runtime.splices = by_port(ports, &splices);
-            config.runtime.host_links = by_port(ports, &host_links);
+            config.runtime.bypasses = by_port(ports, &host_links)
+                .into_iter()
+                .map(|path| {
+                    path.map(|path| Arc::new(ServeHostLink { path }) as Arc<dyn OpenBypass>)
+                })
+                .collect();
             Running::start(config, threads, &control)
         })?;
         let namespace = std::path::Path::new("/run/netns").join(self.netns(node));
