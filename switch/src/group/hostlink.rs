@@ -7,17 +7,45 @@
 //! the frames for the attached agent's UDP port ([`ofan_hostlink::is_for_agent`]) into the down
 //! ring, and leaves the rest — and everything while no agent is attached — to the veth.
 
+use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ofan_dataplane::afxdp::bypass::{Bypass, BypassError, BypassPort, Offer, OpenBypass, Take};
 use ofan_hostlink::{is_for_agent, slot_size_for, HostLink, Pop, Push, RingId};
+use ofan_topology::{Role, Topology};
+
+/// The host links of `members` of `topology` in `dir`: for each member, by the name of each
+/// port that leads to a host, the link in the file `dir/HOST.link`.
+pub(super) fn host_links_of(
+    topology: &Topology,
+    members: &[String],
+    dir: &Path,
+) -> BTreeMap<String, BTreeMap<String, Arc<dyn OpenBypass>>> {
+    let mut links: BTreeMap<String, BTreeMap<String, Arc<dyn OpenBypass>>> = BTreeMap::new();
+    for link in topology.links() {
+        for (this, other) in [(link.a, link.b), (link.b, link.a)] {
+            let (node, host) = (topology.node(this.0), topology.node(other.0));
+            if host.role != Role::Host || !members.contains(&node.name) {
+                continue;
+            }
+            links.entry(node.name.clone()).or_default().insert(
+                topology.port(this.0, this.1).ifname.clone(),
+                Arc::new(ServeHostLink {
+                    path: dir.join(format!("{}.link", host.name)),
+                }),
+            );
+        }
+    }
+    links
+}
 
 /// Serves the host link in a file when its port's runtime starts.
 #[derive(Debug, Clone)]
-pub struct ServeHostLink {
+struct ServeHostLink {
     /// `DIR/HOST.link`.
-    pub path: PathBuf,
+    path: PathBuf,
 }
 
 impl OpenBypass for ServeHostLink {
