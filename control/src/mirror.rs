@@ -528,7 +528,7 @@ pub const RESYNC_RESOLVING: Duration = Duration::from_secs(1);
 /// (81 ticks of their threads in 10 s; 51 with this: the rest is the notifications of managed
 /// neighbours the kernel re-probes, and the receive timeouts). While a lab's real-time threads
 /// hold the CPUs, that work queues and the kernel then runs it in one block ahead of them
-/// (`dataplane::afxdp::awake::Starvation`): 38 ms of the control threads' work stopped a k = 8
+/// (`ofan_lab_experiment::starvation::Starvation`): 38 ms of the control threads' work stopped a k = 8
 /// lab's agents and shapers at 1 Mbit/s per link (`perf record -e sched:sched_switch`,
 /// 2026-12-03).
 pub const RESYNC_QUIET: Duration = Duration::from_secs(10);

@@ -30,16 +30,22 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use ofan_control::event::{self, EventLoop, LoopHandle};
-use ofan_dataplane::afxdp::pool::{PoolConfig, WorkerPool};
+use ofan_dataplane::afxdp::bypass::OpenBypass;
+use ofan_dataplane::afxdp::pool::{PoolActivity, PoolConfig, WorkerPool};
 use ofan_dataplane::afxdp::splice::{SplicePort, SpliceSlot};
 use ofan_dataplane::afxdp::{enter_network_namespace, Threads};
 use ofan_dataplane::lb::Algorithm;
 use ofan_switch::config;
-use ofan_topology::{Role, Topology};
+use ofan_topology::Topology;
 use serde::Serialize;
 
 use super::{init_logging, stop_on_signals, RunArgs};
 use crate::running::Running;
+use awake::KeepAwakeThread;
+use hostlink::host_links_of;
+
+mod awake;
+mod hostlink;
 
 /// `--help` of `ofan-switch group`.
 pub const LONG_ABOUT: &str = "\
@@ -178,31 +184,8 @@ struct Blueprint {
     control: LoopHandle,
     /// With --splice: each member's in-process links, by port name.
     splices: BTreeMap<String, BTreeMap<String, SplicePort>>,
-    /// With --host-links: each member's host links' files, by port name.
-    host_links: BTreeMap<String, BTreeMap<String, PathBuf>>,
-}
-
-/// The host links of `members` of `topology` in `dir`: for each member, by the name of each
-/// port that leads to a host, the file `dir/HOST.link`.
-fn host_links_of(
-    topology: &Topology,
-    members: &[String],
-    dir: &std::path::Path,
-) -> BTreeMap<String, BTreeMap<String, PathBuf>> {
-    let mut links: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
-    for link in topology.links() {
-        for (this, other) in [(link.a, link.b), (link.b, link.a)] {
-            let (node, host) = (topology.node(this.0), topology.node(other.0));
-            if host.role != Role::Host || !members.contains(&node.name) {
-                continue;
-            }
-            links.entry(node.name.clone()).or_default().insert(
-                topology.port(this.0, this.1).ifname.clone(),
-                dir.join(format!("{}.link", host.name)),
-            );
-        }
-    }
-    links
+    /// With --host-links: each member's host links, by port name.
+    host_links: BTreeMap<String, BTreeMap<String, Arc<dyn OpenBypass>>>,
 }
 
 /// The in-process links between `members` of `topology` (both ends members): for each member,
@@ -294,7 +277,7 @@ impl Blueprint {
             let mut config = config::load(config_file.as_deref(), &overrides)?;
             let ports = &config.runtime.ports;
             config.runtime.splices = by_port(ports, &splices);
-            config.runtime.host_links = by_port(ports, &host_links);
+            config.runtime.bypasses = by_port(ports, &host_links);
             Running::start(config, threads, &control)
         })?;
         let namespace = std::path::Path::new("/run/netns").join(self.netns(node));
@@ -382,12 +365,17 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
     if rt_priority.is_some_and(|p| p > 99) {
         bail!("--pool-rt-priority must be 1..=99 (0: ordinary scheduling)");
     }
+    // Held to the end of `run`: dropped after the blueprint and its pool.
+    let awake = KeepAwakeThread::start(args.keep_awake_us.saturating_mul(1000))
+        .context("cannot start the worker pool")?;
     let pool = Arc::new(
         WorkerPool::start(PoolConfig {
             threads,
             rt_priority,
             pin: false,
-            keep_awake_ns: args.keep_awake_us.saturating_mul(1000),
+            activity: awake
+                .as_ref()
+                .map(|awake| awake.handle() as Arc<dyn PoolActivity>),
             fair_share_rest_ns: args.fair_share_us.saturating_mul(1000),
         })
         .context("cannot start the worker pool")?,
@@ -852,7 +840,7 @@ mod tests {
             threads: 2,
             rt_priority: None,
             pin: false,
-            keep_awake_ns: 0,
+            activity: None,
             fair_share_rest_ns: 0,
         })
         .expect("pool");

@@ -4,7 +4,8 @@
 
 use std::io;
 
-use super::{fast, hostlink, splice, steer, Buffers, FastPathMode, XdpMode, MAX_QUEUES};
+use super::bypass::{BypassError, OpenBypass};
+use super::{fast, splice, steer, Buffers, FastPathMode, XdpMode, MAX_QUEUES};
 use crate::egress::EgressConfig;
 use crate::fib::PortId;
 use crate::lb::dragonfly::DragonflyRole;
@@ -218,9 +219,10 @@ pub struct RuntimeConfig {
     /// In-process links, by port (`ports` order; empty: none): for a port whose link leads to
     /// another switch of the process, the slots of its two ends ([`splice`]).
     pub splices: Vec<Option<splice::SplicePort>>,
-    /// Shared-memory host links, by port (`ports` order; empty: none): for a port whose link
-    /// leads to a host, the file of its link to the host's agent ([`hostlink`]).
-    pub host_links: Vec<Option<std::path::PathBuf>>,
+    /// Bypasses, by port (`ports` order; empty: none): for a port with a second way in and
+    /// out beside its socket (a shared-memory link to a host's agent, in a lab), what opens it
+    /// ([`super::bypass`]).
+    pub bypasses: Vec<Option<std::sync::Arc<dyn OpenBypass>>>,
     /// Whether the XDP program forwards what it can itself ([`fast`]).
     pub fast_path: FastPathMode,
     /// On a dragonfly router: its place and scheme; every worker runs the routing stage
@@ -259,9 +261,9 @@ pub enum RuntimeError {
     /// The steering program failed.
     #[error(transparent)]
     Steer(#[from] steer::SteerError),
-    /// A host link could not be served.
+    /// A port's bypass could not be opened.
     #[error(transparent)]
-    HostLink(#[from] hostlink::HostLinkError),
+    Bypass(BypassError),
     /// The balancer configuration is invalid.
     #[error(transparent)]
     Lb(#[from] crate::lb::LbError),
@@ -341,11 +343,10 @@ pub(super) fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
                 port.name
             ));
         }
-        if config.splices.iter().any(Option::is_some)
-            || config.host_links.iter().any(Option::is_some)
+        if config.splices.iter().any(Option::is_some) || config.bypasses.iter().any(Option::is_some)
         {
             return bad(format!(
-                "in-process links and host links take one queue per port, not {queues}"
+                "in-process links and host links (bypasses) take one queue per port, not {queues}"
             ));
         }
     }
@@ -427,10 +428,10 @@ fn validate_fast_path(config: &RuntimeConfig) -> Result<(), RuntimeError> {
     if config.forwarding == Forwarding::Bare {
         return bad("bare mode forwards port to port in user space; drop --bare".into());
     }
-    if config.splices.iter().any(Option::is_some) || config.host_links.iter().any(Option::is_some) {
+    if config.splices.iter().any(Option::is_some) || config.bypasses.iter().any(Option::is_some) {
         return bad(
-            "in-process links (--splice) and host links bypass the XDP program; a fast-path \
-             fabric forwards over its veths"
+            "in-process links (--splice) and host links (bypasses) bypass the XDP program; a \
+             fast-path fabric forwards over its veths"
                 .into(),
         );
     }

@@ -17,13 +17,12 @@
 //! [`Runtime::start`] sets everything up and spawns the workers; [`Runtime::stop`] stops them,
 //! detaches the program and checks that every frame is accounted for.
 
-pub mod awake;
 pub mod bench;
+pub mod bypass;
 mod config;
 mod departures;
 pub mod fast;
 mod frames;
-pub mod hostlink;
 mod inbox;
 pub mod pool;
 mod queue;
@@ -52,7 +51,8 @@ pub use frames::FrameCensus;
 pub use ofan_ebpf_common::MAX_QUEUES;
 pub use steer::{Buffers, Steering, XdpMode};
 pub use sys::{
-    enter_network_namespace, ifindex, monotonic_ns, mtu, pin_to_cpu, release_free_memory,
+    enter_network_namespace, ifindex, monotonic_ns, mtu, pin_to_cpu, release_free_memory, Epoll,
+    EventFd,
 };
 
 use crate::egress::EgressQueue;
@@ -64,7 +64,7 @@ use crate::telemetry::{SharedFrames, SwitchTelemetry};
 use frames::FramePool;
 use inbox::Inboxes;
 use queue::open_queue;
-use sys::{EventFd, UmemArea};
+use sys::UmemArea;
 use worker::{OwnedPort, QueueLoads, QueueRings, Worker, WorkerShared};
 
 fn errno(error: xdpilone::Errno) -> io::Error {
@@ -308,7 +308,7 @@ impl Runtime {
         let up_ports: Arc<[PortId]> = config.up_ports.clone().into();
         let stop = Arc::new(AtomicBool::new(false));
 
-        let mut host_links = serve_host_links(&config, &fib, &layout)?;
+        let mut bypasses = open_bypasses(&config, &fib, &layout)?;
         let mut workers = Vec::new();
         let shared = WorkerShared {
             up_ports,
@@ -357,9 +357,9 @@ impl Runtime {
                         .get(usize::from(id.0))
                         .and_then(Option::as_ref)
                         .map(|splice| Arc::clone(&splice.peer)),
-                    host_link: host_links[usize::from(id.0)].take(),
-                    rx_host_link: 0,
-                    drops_host_link: 0,
+                    bypass: bypasses[usize::from(id.0)].take(),
+                    rx_bypass: 0,
+                    drops_bypass: 0,
                 })
                 .collect();
             let mut forwarder = Forwarder::new(
@@ -657,23 +657,24 @@ fn port_frame_layout(config: &RuntimeConfig) -> Result<FrameLayout, RuntimeError
         .map_err(RuntimeError::Config)
 }
 
-/// The host links of `config`'s ports, served (made or reopened), by port.
-fn serve_host_links(
+/// The bypasses of `config`'s ports, opened, by port.
+fn open_bypasses(
     config: &RuntimeConfig,
     fib: &SharedFib,
     layout: &FrameLayout,
-) -> Result<Vec<Option<hostlink::HostLink>>, RuntimeError> {
-    let mut links: Vec<Option<hostlink::HostLink>> =
+) -> Result<Vec<Option<Box<dyn bypass::Bypass>>>, RuntimeError> {
+    let mut bypasses: Vec<Option<Box<dyn bypass::Bypass>>> =
         (0..config.ports.len()).map(|_| None).collect();
     let fib = fib.load();
-    for (index, path) in config.host_links.iter().enumerate() {
-        let Some(path) = path else {
+    for (index, opener) in config.bypasses.iter().enumerate() {
+        let Some(opener) = opener else {
             continue;
         };
         let port = &config.ports[index];
         if layout.buffers == Buffers::Multi {
             return Err(RuntimeError::Config(format!(
-                "port {}: a host link carries single-frame packets only (its MTU needs several)",
+                "port {}: a bypass (host link) carries single-frame packets only (its MTU \
+                 needs several)",
                 port.name
             )));
         }
@@ -682,23 +683,28 @@ fn serve_host_links(
             .map(|fib_port| fib_port.mac)
             .ok_or_else(|| {
                 RuntimeError::Config(format!(
-                    "port {}: not in the forwarding table, so its host link has no MAC",
+                    "port {}: not in the forwarding table, so its bypass (host link) has no MAC",
                     port.name
                 ))
             })?;
-        let slot = hostlink::slot_size_for(layout.frame_size);
-        links[index] = Some(hostlink::HostLink::serve(path, slot, mac)?);
+        let port = bypass::BypassPort {
+            name: &port.name,
+            mac,
+            frame_size: layout.frame_size,
+        };
+        bypasses[index] = Some(opener.open(&port).map_err(RuntimeError::Bypass)?);
     }
-    Ok(links)
+    Ok(bypasses)
 }
 
 /// The longest an idle thread of the data path sleeps — a worker of its own, a pool thread
-/// with nothing due, the keep-awake thread with nothing flowing. Whatever needs it sooner wakes
-/// it: a stop request or a hand-off (its eventfd), a frame (its sockets), a shaper deadline (its
-/// timerfd). This period bounds how late an idle worker applies a telemetry reset and publishes
-/// the depth of a frame whose slot has ended (`Worker::run`); the lab's runner counts on it
-/// (`RESET_SETTLE`, `SETTLE_AFTER` in `netns-lab`'s `experiment::runner`).
-const IDLE_WAKE_MS: i32 = 100;
+/// with nothing due (and, in `ofan-switch group`, its keep-awake thread with nothing flowing).
+/// Whatever needs it sooner wakes it: a stop request or a hand-off (its eventfd), a frame (its
+/// sockets), a shaper deadline (its timerfd). This period bounds how late an idle worker
+/// applies a telemetry reset and publishes the depth of a frame whose slot has ended
+/// (`Worker::run`); the lab's runner counts on it (`RESET_SETTLE`, `SETTLE_AFTER` in
+/// `netns-lab`'s `experiment::runner`).
+pub const IDLE_WAKE_MS: i32 = 100;
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::awake::{KeepAwake, KeepAwakeThread};
 use super::departures::{Departing, Departures};
 use super::sys::{self, monotonic_ns, Epoll, EventFd, TimerFd};
 use super::worker::{RxRings, Worker, WorkerExit};
@@ -118,8 +117,17 @@ impl FairShare {
 /// A rest is at most this share (1 / `REST_SHARE`) of a full frame's wire time ([`FairShare`]).
 pub const REST_SHARE: u64 = 20;
 
+/// What the pool tells whoever watches it ([`PoolConfig::activity`]): the data path's only
+/// word about its threads' work to the rest of the process (`ofan-switch group` keeps the CPUs
+/// awake while frames move). Called on a pool thread's hot loop, so it must be cheap: a few
+/// atomic operations, no lock, no system call while nothing changes.
+pub trait PoolActivity: Send + Sync + std::fmt::Debug {
+    /// A pool thread's pass moved frames just now.
+    fn frames_moved(&self);
+}
+
 /// How the pool's threads run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct PoolConfig {
     /// Threads (one per core is the point).
     pub threads: usize,
@@ -127,9 +135,8 @@ pub struct PoolConfig {
     pub rt_priority: Option<u8>,
     /// Pin thread i to CPU i (modulo the CPUs).
     pub pin: bool,
-    /// Keep the CPUs awake this long after the last frame moved, ns (0: never). See
-    /// [`KeepAwake`].
-    pub keep_awake_ns: u64,
+    /// Told whenever a thread's pass moved frames (`None`: nobody listens).
+    pub activity: Option<Arc<dyn PoolActivity>>,
     /// Rest this long in every [`FAIR_SHARE_PERIOD_NS`] a thread runs without sleeping, ns
     /// (0: never). See [`FairShare`].
     pub fair_share_rest_ns: u64,
@@ -139,8 +146,6 @@ pub struct PoolConfig {
 #[derive(Debug)]
 pub struct WorkerPool {
     threads: Vec<PoolThread>,
-    /// Its threads stop when this drops, after `drop` has joined the pool threads.
-    _awake: Option<KeepAwakeThread>,
 }
 
 #[derive(Debug)]
@@ -220,7 +225,6 @@ impl WorkerPool {
     /// An eventfd or a thread cannot be created.
     pub fn start(config: PoolConfig) -> std::io::Result<Self> {
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let awake = KeepAwakeThread::start(config.keep_awake_ns)?;
         let mut threads = Vec::new();
         for index in 0..config.threads.max(1) {
             let shared = Arc::new(ThreadShared {
@@ -234,7 +238,8 @@ impl WorkerPool {
                 rest_ns: config.fair_share_rest_ns,
             });
             let thread_shared = Arc::clone(&shared);
-            let thread_awake = awake.as_ref().map(KeepAwakeThread::handle);
+            let activity = config.activity.clone();
+            let rt_priority = config.rt_priority;
             let cpu = config.pin.then_some(index % cpus);
             let handle = std::thread::Builder::new()
                 .name(format!("ofan-pool-{index}"))
@@ -242,19 +247,16 @@ impl WorkerPool {
                     sys::prepare_forwarding_thread(
                         &format!("pool thread {index}"),
                         cpu,
-                        config.rt_priority,
+                        rt_priority,
                     );
-                    serve(&thread_shared, thread_awake.as_deref());
+                    serve(&thread_shared, activity.as_deref());
                 })?;
             threads.push(PoolThread {
                 shared,
                 handle: Some(handle),
             });
         }
-        Ok(Self {
-            threads,
-            _awake: awake,
-        })
+        Ok(Self { threads })
     }
 
     /// Threads in the pool.
@@ -401,9 +403,9 @@ impl SpinWindow {
 }
 
 /// A pool thread's loop: steps its workers while any has work, spins to departures nearer
-/// than its [`SpinWindow`], sleeps otherwise. With `awake`, it tells the CPUs' keep-awake threads that
-/// frames move ([`KeepAwake`]).
-fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
+/// than its [`SpinWindow`], sleeps otherwise. With `activity`, it tells that frames moved
+/// ([`PoolActivity`]).
+fn serve(shared: &ThreadShared, activity: Option<&dyn PoolActivity>) {
     let epoll = Epoll::new().expect("epoll for a pool thread");
     let timer = TimerFd::new().expect("timerfd for a pool thread");
     epoll
@@ -580,8 +582,8 @@ fn serve(shared: &ThreadShared, awake: Option<&KeepAwake>) {
         }
         if work > 0 {
             end_spin(now, &mut spinning_since);
-            if let Some(awake) = awake {
-                awake.worked();
+            if let Some(activity) = activity {
+                activity.frames_moved();
             }
             continue;
         }

@@ -3,7 +3,7 @@
 //! ([`Starvation`]), so it steps aside until its CPU has room again ([`step_aside`]).
 //!
 //! The group's keep-awake threads spun the same way and used the same rules; they were
-//! replaced by a CPU-latency request (`ofan_dataplane::afxdp::awake`), and the rules moved
+//! replaced by a CPU-latency request (`ofan-switch`'s `group::awake`), and the rules moved
 //! here, to the one spinner left. The measurements below were made with both.
 
 /// The window over which a spinning idle-priority thread judges its share of its CPU,

@@ -205,7 +205,7 @@ pub fn switch_frames_per_port(mtu: u32, buffer_bytes: u64) -> u32 {
 pub const GROUP_RT_PRIORITY: u8 = 40;
 
 /// How long a group keeps the CPUs awake after the last frame moved (`ofan-switch group
-/// --keep-awake-us`; `dataplane::afxdp::awake::KeepAwake` explains why a VM needs it): longer
+/// --keep-awake-us`; `ofan-switch`'s `group::awake::KeepAwake` explains why a VM needs it): longer
 /// than the gaps between frames while a lab carries traffic at 1 Mbit/s per link or more (a
 /// pool thread of a k = 4 lab at 1 Mbit/s moves one every ≈ 0.17 ms, estimated from the
 /// traffic: 16 hosts × 166 DATA and ACK frames/s × ≈ 4.5 hops over 2 threads), short enough

@@ -491,7 +491,7 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         // Only a group wires in-process links (`ofan-switch group --splice`) and host links
         // (`--host-links`).
         splices: Vec::new(),
-        host_links: Vec::new(),
+        bypasses: Vec::new(),
         fast_path: flags
             .fast_path
             .map(FastPathMode::from)

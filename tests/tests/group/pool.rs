@@ -310,7 +310,7 @@ pub(crate) fn pool_thread_serves_switches_in_turn_sleeps_when_idle_and_lets_one_
                 threads: 1,
                 rt_priority: None,
                 pin: false,
-                keep_awake_ns: 0,
+                activity: None,
                 fair_share_rest_ns: 0,
             })
             .expect("the pool"),

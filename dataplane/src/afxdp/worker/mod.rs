@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use xdpilone::{DeviceQueue, RingRx, RingTx, User};
 
+use super::bypass::{Bypass, Take};
 use super::frames::{FrameAddr, FrameCache, FrameCensus, FramePool};
-use super::hostlink::{HostLink, Pop, RingId};
 use super::inbox::Inboxes;
 use super::splice::SpliceSlot;
 use super::sys::{self, monotonic_ns, Assembly, Epoll, EventFd, OwnedFrame, TimerFd, UmemArea};
@@ -118,14 +118,14 @@ pub struct OwnedPort {
     pub rx_spliced: u64,
     /// The slot of the link's other end, when it leads to a switch of this process.
     pub splice: Option<Arc<SpliceSlot>>,
-    /// The shared-memory link to the host's agent, when the port leads to a host
-    /// ([`super::hostlink`]).
-    pub host_link: Option<HostLink>,
-    /// Of `rx_packets`, those that came over the host link.
-    pub rx_host_link: u64,
-    /// Frames lost on the host link: for the agent, with its ring full (it fell behind); from
-    /// it, with no free frame.
-    pub drops_host_link: u64,
+    /// Its second way in and out beside its socket, if it has one ([`super::bypass`]: a lab's
+    /// shared-memory link to a host's agent).
+    pub bypass: Option<Box<dyn Bypass>>,
+    /// Of `rx_packets`, those that came over the bypass.
+    pub rx_bypass: u64,
+    /// Frames lost on the bypass: offered and lost there ([`super::bypass::Offer::Lost`]);
+    /// from it, with no free frame.
+    pub drops_bypass: u64,
 }
 
 /// Everything one worker owns or shares.
@@ -173,9 +173,9 @@ pub struct Worker {
     rx_drops: RxDrops,
     /// Reused buffer for publishing the counters.
     counter_scratch: Vec<u64>,
-    /// Reused buffer a host link's frame is read into (zeroing a fresh one for every batch
-    /// was a memset of 4 KB per frame at low rates).
-    host_scratch: Box<[u8; HOST_FRAME_MAX]>,
+    /// Reused buffer a bypass's frame is read into (zeroing a fresh one for every batch was a
+    /// memset of 4 KB per frame at low rates).
+    bypass_scratch: Box<[u8; BYPASS_FRAME_MAX]>,
     /// Forward by lookup, or bare port to port.
     forwarding: Forwarding,
     /// Whether the balancer reads queue lengths, and so whether the worker gathers and shares
@@ -259,8 +259,10 @@ const PUBLISH_EVERY_NS: u64 = 1_000_000;
 /// (the lab's runner waits 200 ms) sees every drop.
 const SOCKET_STATS_EVERY_NS: u64 = 100_000_000;
 const TOKEN_SOCKET: u64 = 0;
-/// The largest frame a host link's slot holds for the largest single-buffer UMEM frame.
-pub(super) const HOST_FRAME_MAX: usize = 4096 + 64;
+/// The buffer a bypass's frame is read into, bytes: more than the largest single-buffer UMEM
+/// frame carries (a longer frame is [`Take::Malformed`], one too long for the UMEM frame a bad
+/// descriptor when copied in).
+pub(super) const BYPASS_FRAME_MAX: usize = 4096 + 64;
 
 /// What every worker of a switch shares, and the settings they all run with: given to
 /// [`Worker::new`].
@@ -334,7 +336,7 @@ impl Worker {
             tx_ring_size: shared.ring_size,
             rx_drops: RxDrops::default(),
             counter_scratch: Vec::new(),
-            host_scratch: Box::new([0; HOST_FRAME_MAX]),
+            bypass_scratch: Box::new([0; BYPASS_FRAME_MAX]),
             forwarding: shared.forwarding,
             queue_loads: shared.queue_loads,
             pace: Pace::default(),
@@ -510,7 +512,7 @@ impl Worker {
 
     /// Whether a step would find something to do now besides a due departure (see
     /// [`Self::wake_at`]) and frames in its sockets' RX rings: frames in its inbox or from a
-    /// host link, or TX descriptors not all sent or not completed (a descriptor not kicked yet
+    /// bypass, or TX descriptors not all sent or not completed (a descriptor not kicked yet
     /// counts in `tx_outstanding` too). A pool thread asks it instead of stepping an idle
     /// worker; which RX rings have frames it learns from its epoll (a ring lives on a page of
     /// its own in the kernel's memory: reading every ring of 40 switches on every pass, 320
@@ -522,35 +524,31 @@ impl Worker {
             })
     }
 
-    /// Whether frames wait in its inbox or come from a host link (checked after announcing
+    /// Whether frames wait in its inbox or come from a bypass (checked after announcing
     /// a sleep).
     pub fn has_handoffs(&self) -> bool {
         !self.inboxes.is_empty(self.index)
             || self
-                .host_links()
-                .any(|link| RingId::UP.iter().any(|&ring| link.pending(ring)))
+                .bypasses()
+                .any(|bypass| (0..bypass.inputs()).any(|input| bypass.pending(input)))
     }
 
-    /// Announces that its thread sleeps (other workers then wake it for a hand-off, agents for
-    /// a frame on a host link) or runs.
+    /// Announces that its thread sleeps (other workers then wake it for a hand-off, a bypass
+    /// for a frame) or runs.
     pub fn set_sleeping(&self, sleeping: bool) {
         self.sleeping[self.index].store(sleeping, Ordering::SeqCst);
-        for link in self.host_links() {
-            if sleeping {
-                // What raced with the announcement `has_handoffs` sees after it.
-                link.sleep(&RingId::UP);
-            } else {
-                link.woke(&RingId::UP);
-            }
+        for bypass in self.bypasses() {
+            // What raced with the announcement `has_handoffs` sees after it.
+            bypass.set_sleeping(sleeping);
         }
     }
 
-    fn host_links(&self) -> impl Iterator<Item = &HostLink> {
-        self.ports.iter().filter_map(|port| port.host_link.as_ref())
+    fn bypasses(&self) -> impl Iterator<Item = &dyn Bypass> {
+        self.ports.iter().filter_map(|port| port.bypass.as_deref())
     }
 
     /// The descriptors whose readability means work: its sockets, its wake-up eventfd and its
-    /// host links' FIFOs.
+    /// bypasses' wake-up descriptors.
     pub fn wait_fds(&self) -> Vec<std::os::fd::RawFd> {
         let mut fds: Vec<_> = self
             .ports
@@ -560,13 +558,13 @@ impl Worker {
             .collect();
         fds.push(std::os::fd::AsRawFd::as_raw_fd(&self.wakers[self.index]));
         fds.extend(
-            self.host_links()
-                .map(|link| std::os::fd::AsRawFd::as_raw_fd(&link.wake_fd(RingId::UpData))),
+            self.bypasses()
+                .map(|bypass| std::os::fd::AsRawFd::as_raw_fd(&bypass.wake_fd())),
         );
         fds
     }
 
-    /// Clears what woke it through `fd` if `fd` is its wake-up eventfd or a host link's FIFO
+    /// Clears what woke it through `fd` if `fd` is its wake-up eventfd or a bypass's wake-up descriptor
     /// (`false`: not one of its own).
     pub fn clear_ready(&self, fd: std::os::fd::RawFd) -> bool {
         if fd == self.wake_fd() {
@@ -574,11 +572,11 @@ impl Worker {
             return true;
         }
         match self
-            .host_links()
-            .find(|link| std::os::fd::AsRawFd::as_raw_fd(&link.wake_fd(RingId::UpData)) == fd)
+            .bypasses()
+            .find(|bypass| std::os::fd::AsRawFd::as_raw_fd(&bypass.wake_fd()) == fd)
         {
-            Some(link) => {
-                link.clear_wake(RingId::UpData);
+            Some(bypass) => {
+                bypass.clear_wake();
                 true
             }
             None => false,
@@ -626,8 +624,8 @@ impl Worker {
         self.set_sleeping(false);
         timer.drain();
         self.clear_wake();
-        for link in self.host_links() {
-            link.clear_wake(RingId::UpData);
+        for bypass in self.bypasses() {
+            bypass.clear_wake();
         }
     }
 
@@ -795,8 +793,8 @@ impl Worker {
                 .telemetry
                 .port_queue(usize::from(port.id.0), self.queue);
             telemetry.publish_rx(port.rx_packets, port.rx_bytes, port.rx_spliced);
-            if port.host_link.is_some() {
-                telemetry.publish_host_link(port.rx_host_link, port.drops_host_link);
+            if port.bypass.is_some() {
+                telemetry.publish_host_link(port.rx_bypass, port.drops_bypass);
             }
             if sockets {
                 let mut drops = SocketDrops::default();

@@ -1,4 +1,4 @@
-//! Ingress, step 2 of a worker's loop: a batch per socket (and per host link) read, decided
+//! Ingress, step 2 of a worker's loop: a batch per socket (and per bypass input) read, decided
 //! by the forwarder ([`Worker::decide`]: one balancing call per batch), and each forwarded
 //! frame queued on an owned port or handed to the owner of its egress port's queue; every
 //! other frame freed, counted by its reason.
@@ -14,41 +14,43 @@ impl Worker {
                     total += self.receive(port_index, queue_index);
                 }
             }
-            if self.ports[port_index].host_link.is_some() {
-                for ring in RingId::UP {
-                    total += self.receive_host_link(port_index, ring);
-                }
+            let inputs = self.ports[port_index]
+                .bypass
+                .as_ref()
+                .map_or(0, |bypass| bypass.inputs());
+            for input in 0..inputs {
+                total += self.receive_bypass(port_index, input);
             }
         }
         total
     }
 
-    /// Receives a batch from a host link's up ring: each frame copied into a free frame and
-    /// decided as one its RX ring delivered.
-    fn receive_host_link(&mut self, port_index: usize, ring: RingId) -> usize {
+    /// Receives a batch from input `input` of a port's bypass: each frame copied into a free
+    /// frame and decided as one its RX ring delivered.
+    fn receive_bypass(&mut self, port_index: usize, input: usize) -> usize {
         let port = &mut self.ports[port_index];
-        let Some(link) = port.host_link.as_ref() else {
+        let Some(bypass) = port.bypass.as_deref() else {
             return 0;
         };
-        if !link.pending(ring) {
+        if !bypass.pending(input) {
             return 0;
         }
         let mut frames: [Option<OwnedFrame>; MAX_BATCH] = std::array::from_fn(|_| None);
-        let buf = &mut *self.host_scratch;
+        let buf = &mut *self.bypass_scratch;
         let (mut received, mut popped, mut bytes) = (0, 0, 0u64);
         while received < MAX_BATCH {
-            let len = match link.pop(ring, buf) {
-                Pop::Empty => break,
-                Pop::Malformed => {
+            let len = match bypass.take(input, buf) {
+                Take::Empty => break,
+                Take::Malformed => {
                     popped += 1;
                     self.rx_drops[RxDropReason::BadDescriptor.as_index()] += 1;
                     continue;
                 }
-                Pop::Frame(len) => len,
+                Take::Frame(len) => len,
             };
             popped += 1;
             let Some(free) = self.cache.take(&self.pool) else {
-                port.drops_host_link += 1;
+                port.drops_bypass += 1;
                 continue;
             };
             match self.umem.fill_free_frame(free, &buf[..len]) {
@@ -65,7 +67,7 @@ impl Worker {
         }
         port.rx_packets += received as u64;
         port.rx_bytes += bytes;
-        port.rx_host_link += received as u64;
+        port.rx_bypass += received as u64;
         let ingress = port.id;
         if received > 0 {
             self.decide(&mut frames, &[ingress; MAX_BATCH], received);

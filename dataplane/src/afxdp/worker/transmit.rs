@@ -1,14 +1,14 @@
 //! Egress, step 3 of a worker's loop: each owned port sends what its shaper allows, by one of
-//! four paths — its TX ring ([`to_ring`]); the attached agent's host link for the agent's
-//! frames, the TX ring for the rest ([`to_agent_or_ring`]); the peer switch's end of an
+//! four paths — its TX ring ([`to_ring`]); its bypass for the frames it takes, the TX ring for
+//! the rest ([`to_bypass_or_ring`]); the peer switch's end of an
 //! in-process splice ([`to_splice`]); or, for packets spanning several frames, the TX ring a
 //! packet at a time ([`to_ring_multi`]) — and kicks the kernel.
 
 use xdpilone::xdp::XdpDesc;
 
 use super::Worker;
+use crate::afxdp::bypass::{self, Bypass};
 use crate::afxdp::frames::{FrameCache, FramePool};
-use crate::afxdp::hostlink::{self, HostLink, Push, RingId};
 use crate::afxdp::splice::{self, Offer, SpliceEnd};
 use crate::afxdp::sys::{monotonic_ns, OwnedFrame, UmemArea};
 use crate::afxdp::Buffers;
@@ -23,7 +23,7 @@ struct Sent {
     ring: u32,
     /// Frames the splice took (or dropped, as a link would).
     spliced: u32,
-    /// Frames diverted to the agent's host link (or lost there, its ring full).
+    /// Frames the bypass took (or lost).
     diverted: u32,
 }
 
@@ -58,8 +58,8 @@ impl Worker {
             };
             let room = self.tx_ring_size.saturating_sub(queue.tx_outstanding);
             let mut sent = Sent::default();
-            // Only a port with a frame due looks up where it goes (its peer's end and FIB, the
-            // agent): for queues their shapers held, those lookups were a third of a k = 8
+            // Only a port with a frame due looks up where it goes (its peer's end and FIB, its
+            // bypass): for queues their shapers held, those lookups were a third of a k = 8
             // lab's time in `Worker::step`, on every step of every switch.
             let due = port.egress.next_departure_ns().is_some_and(|at| at <= now);
             if room > 0 && (due || !port.tx_rest.is_empty()) {
@@ -82,23 +82,20 @@ impl Worker {
                     .as_ref()
                     .filter(|_| self.buffers == Buffers::Single)
                     .and_then(|slot| splice::sending(slot, &self.fib, port.id));
-                // The agent's frames go through the host link while it is attached.
-                let agent = port
-                    .host_link
-                    .as_ref()
-                    .and_then(|link| Some((link, link.agent_port()?)));
-                match (self.buffers, &splice, agent) {
-                    (Buffers::Single, None, Some((link, agent_port))) => {
-                        let (diverted, lost) = to_agent_or_ring(
+                // The bypass takes what it carries while it takes frames at all.
+                let bypass = port.bypass.as_deref().filter(|bypass| bypass.diverting());
+                match (self.buffers, &splice, bypass) {
+                    (Buffers::Single, None, Some(bypass)) => {
+                        let (diverted, lost) = to_bypass_or_ring(
                             &mut port.egress,
                             now,
                             capacity,
-                            (link, agent_port),
+                            bypass,
                             frames,
                             &mut insert,
                         );
                         sent.diverted = diverted;
-                        port.drops_host_link += lost;
+                        port.drops_bypass += lost;
                     }
                     (Buffers::Single, None, None) => {
                         to_ring(&mut port.egress, now, capacity, &mut insert);
@@ -162,14 +159,13 @@ fn to_ring(
     });
 }
 
-/// Every due frame (up to `capacity`): to the agent's host link if it is for the agent (its UDP
-/// port), else — or if too large for the link — into the TX ring. Returns the frames diverted
-/// and, of those, the ones lost with the agent's ring full.
-fn to_agent_or_ring(
+/// Every due frame (up to `capacity`): to the port's bypass if it takes it, else into the TX
+/// ring. Returns the frames diverted and, of those, the ones the bypass lost.
+fn to_bypass_or_ring(
     egress: &mut EgressQueue<OwnedFrame>,
     now: u64,
     capacity: u32,
-    (link, agent_port): (&HostLink, u16),
+    to: &dyn Bypass,
     frames: Frames<'_>,
     insert: &mut impl FnMut(XdpDesc),
 ) -> (u32, u64) {
@@ -177,18 +173,13 @@ fn to_agent_or_ring(
     let frame_size = umem.frame_size();
     let (mut diverted, mut lost) = (0, 0);
     egress.dequeue(now, capacity as usize, |mut frame, _len| {
-        let data = umem.data(&mut frame);
-        if !hostlink::is_for_agent(data, agent_port) {
-            frame.into_tx(&mut *insert);
-            return;
-        }
-        match link.push(RingId::Down, data) {
-            Push::TooLarge => {
+        match to.offer(umem.data(&mut frame)) {
+            bypass::Offer::Passed => {
                 frame.into_tx(&mut *insert);
                 return;
             }
-            Push::Queued => {}
-            Push::Full => lost += 1,
+            bypass::Offer::Taken => {}
+            bypass::Offer::Lost => lost += 1,
         }
         diverted += 1;
         give_back(frame, frame_size, cache, pool);

@@ -42,7 +42,7 @@ mod sender;
 mod shared;
 mod udp4;
 
-use ofan_dataplane::afxdp::hostlink::RingId;
+use ofan_hostlink::RingId;
 use receiver::{receive_loop, HostReceiver};
 use reporting::report;
 use sender::{departure_grid_ns, send_loop, Endpoints, HostSender};

@@ -1,6 +1,6 @@
 //! A host's end of its shared-memory link to its edge switch (`ofan-lab up --host-links
 //! shared`, `ofan-switch group --host-links`; the rings are
-//! [`ofan_dataplane::afxdp::hostlink`]'s): what the host's kernel did for the agent's UDP
+//! [`ofan_hostlink`]'s): what the host's kernel did for the agent's UDP
 //! sockets, done here instead — Ethernet, IPv4 and UDP headers on the way out (from the host's
 //! own MAC and address to the switch port's MAC), the checks a host's IP stack makes on the
 //! way in (an IPv4 header with a correct checksum, UDP to the agent's port).
@@ -13,8 +13,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 
 use anyhow::Context;
-use ofan_dataplane::afxdp::hostlink::{HostLink, Pop, Push, RingId};
 use ofan_dataplane::wire::MacAddr;
+use ofan_hostlink::{HostLink, Pop, Push, RingId};
 
 use super::sys;
 use super::udp4::{self, Udp4Addresses, UDP4_HEADERS};

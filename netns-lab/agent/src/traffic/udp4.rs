@@ -1,6 +1,6 @@
 //! The frames a host's kernel would build and check for the agent's UDP sockets, for a host
 //! whose agent talks to its edge switch over a shared-memory link
-//! ([`ofan_dataplane::afxdp::hostlink`]): Ethernet, IPv4 and UDP headers on the way out, the
+//! ([`ofan_hostlink`]): Ethernet, IPv4 and UDP headers on the way out, the
 //! checks a host's IP stack makes on the way in.
 
 use ofan_dataplane::wire::{self, EtherType, IpProtocol, MacAddr};
@@ -101,8 +101,6 @@ pub fn parse_udp4(frame: &[u8]) -> Option<Udp4Datagram> {
 mod tests {
     use std::net::{Ipv4Addr, SocketAddrV4};
 
-    use ofan_dataplane::afxdp::hostlink;
-
     use super::*;
 
     #[test]
@@ -116,8 +114,8 @@ mod tests {
         let mut frame = vec![0u8; UDP4_HEADERS + 100];
         write_udp4_headers(&mut frame, &addresses, 0x02, 7, 100);
         frame[UDP4_HEADERS..].fill(0x5a);
-        assert!(hostlink::is_for_agent(&frame, 4791));
-        assert!(!hostlink::is_for_agent(&frame, 4792));
+        assert!(ofan_hostlink::is_for_agent(&frame, 4791));
+        assert!(!ofan_hostlink::is_for_agent(&frame, 4792));
         let parsed = wire::parse(&frame).expect("a valid frame");
         assert_eq!(parsed.hop_limit, 64);
         let datagram = parse_udp4(&frame).expect("a datagram");

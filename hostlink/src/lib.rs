@@ -1,5 +1,10 @@
-//! Shared-memory host links: the link between an edge switch of a group and a host's traffic
-//! agent, as three rings of frames in a file both processes map, instead of a veth.
+//! # ofan-hostlink — shared-memory host links
+//!
+//! The link between an edge switch of a group and a host's traffic agent in the lab, as three
+//! rings of frames in a file both processes map, instead of a veth. The lab's agent
+//! (`netns-lab/agent`) attaches to it ([`HostLink::attach`]); `ofan-switch group --host-links`
+//! serves it ([`HostLink::serve`]) and plugs it into the port's worker as the port's bypass
+//! (`ofan_dataplane::afxdp::bypass`), which is all the data path knows of it.
 //!
 //! Over a veth every frame a host sends or receives costs the kernel a `sendto` or a receive,
 //! an skb, the host's IP and UDP stack, veth's copy for the switch's XDP program and the copy
@@ -36,6 +41,7 @@
 //! it reads: frames sent to a stopped switch are lost, as on a veth. An agent that attaches
 //! discards what waits in the ring it reads; detaching (or dying) leaves the rings to the next
 //! agent. The switch diverts frames into the down ring only while an agent is attached.
+#![deny(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -44,8 +50,11 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
-use super::sys::{make_fifo, SharedMap};
-use crate::wire::{self, EtherType, IpProtocol, MacAddr};
+use ofan_dataplane::wire::{self, EtherType, IpProtocol, MacAddr};
+use sys::{make_fifo, SharedMap};
+
+#[allow(unsafe_code)]
+mod sys;
 
 /// `OFANHLK1`.
 const MAGIC: [u8; 8] = *b"OFANHLK1";

@@ -1,15 +1,17 @@
 //! Keeping a virtual machine's CPUs awake while frames flow: a CPU-latency request.
 //!
-//! A [`WorkerPool`](super::pool::WorkerPool) starts it (`ofan-switch group --keep-awake-us`);
-//! its threads call [`KeepAwake::worked`] when they move frames, and one sleeping thread holds a
-//! CPU-latency request of 0 µs from a frame until the linger after the last ([`LatencyRequest`]):
-//! idle CPUs then poll instead of halting, and no task spins. Where the kernel cannot poll when
-//! asked ([`idle_polling`]), nothing keeps the CPUs awake: the pool says so once, and a lab's
-//! fidelity at high rates is lower there (docs/lab.md). Spinning SCHED_IDLE threads, the other
-//! way this module had, went: they competed with the real-time data path for the kernel's share
-//! for ordinary tasks and needed their own starvation rules. A switch in its own process has
-//! none: in a lab of switch processes (k = 4, 3 runs per rate, same session) keep-awake did
-//! not help — twenty processes' workers already keep the CPUs busy.
+//! `ofan-switch group --keep-awake-us` starts it ([`KeepAwakeThread`]) and hands it to its
+//! [`WorkerPool`](ofan_dataplane::afxdp::pool::WorkerPool) as the pool's [`PoolActivity`]: the
+//! pool's threads call [`KeepAwake::worked`] when they move frames, and one sleeping thread
+//! holds a CPU-latency request of 0 µs from a frame until the linger after the last
+//! ([`LatencyRequest`]): idle CPUs then poll instead of halting, and no task spins. Where the
+//! kernel cannot poll when asked ([`idle_polling`]), nothing keeps the CPUs awake: the group
+//! says so once, and a lab's fidelity at high rates is lower there (docs/lab.md). Spinning
+//! SCHED_IDLE threads, the other way this module had, went: they competed with the real-time
+//! data path for the kernel's share for ordinary tasks and needed their own starvation rules.
+//! A switch in its own process has none: in a lab of switch processes (k = 4, 3 runs per rate,
+//! same session) keep-awake did not help — twenty processes' workers already keep the CPUs
+//! busy.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,8 +19,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::sys::{monotonic_ns, Epoll, EventFd};
-use super::IDLE_WAKE_MS;
+use ofan_dataplane::afxdp::pool::PoolActivity;
+use ofan_dataplane::afxdp::{monotonic_ns, Epoll, EventFd, IDLE_WAKE_MS};
 
 /// The kernel's CPU-latency request device (PM QoS): while a process holds it open with a
 /// value written, idle CPUs enter no state slower to leave than that many µs.
@@ -98,6 +100,7 @@ impl<W: Write> LatencyRequest<W> {
     }
 
     /// Whether the request is held.
+    #[cfg(test)]
     pub fn held(&self) -> bool {
         self.held
     }
@@ -148,6 +151,12 @@ pub struct KeepAwake {
     sleeping: AtomicBool,
     waker: EventFd,
     stop: AtomicBool,
+}
+
+impl PoolActivity for KeepAwake {
+    fn frames_moved(&self) {
+        self.worked();
+    }
 }
 
 impl KeepAwake {
