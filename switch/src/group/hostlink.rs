@@ -7,6 +7,7 @@
 //! the frames for the attached agent's UDP port ([`ofan_hostlink::is_for_agent`]) into the down
 //! ring, and leaves the rest — and everything while no agent is attached — to the veth.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
@@ -51,13 +52,23 @@ struct ServeHostLink {
 impl OpenBypass for ServeHostLink {
     fn open(&self, port: &BypassPort<'_>) -> Result<Box<dyn Bypass>, BypassError> {
         let link = HostLink::serve(&self.path, slot_size_for(port.frame_size), port.mac)?;
-        Ok(Box::new(HostLinkBypass(link)))
+        Ok(Box::new(HostLinkBypass {
+            link,
+            agent_port: Cell::new(None),
+        }))
     }
 }
 
 /// The switch's end of a host link, as its port's bypass.
 #[derive(Debug)]
-struct HostLinkBypass(HostLink);
+struct HostLinkBypass {
+    link: HostLink,
+    /// The attached agent's UDP port as [`Bypass::diverting`] read it at the start of the
+    /// transmit pass: the pass's frames are offered against it, without reading the link's
+    /// header again per frame (an agent that detaches mid-pass loses the rest of the pass's
+    /// frames, as a link going down would).
+    agent_port: Cell<Option<u16>>,
+}
 
 impl Bypass for HostLinkBypass {
     fn inputs(&self) -> usize {
@@ -66,12 +77,12 @@ impl Bypass for HostLinkBypass {
 
     #[inline]
     fn pending(&self, input: usize) -> bool {
-        self.0.pending(RingId::UP[input])
+        self.link.pending(RingId::UP[input])
     }
 
     #[inline]
     fn take(&self, input: usize, out: &mut [u8]) -> Take {
-        match self.0.pop(RingId::UP[input], out) {
+        match self.link.pop(RingId::UP[input], out) {
             Pop::Empty => Take::Empty,
             Pop::Frame(len) => Take::Frame(len),
             Pop::Malformed => Take::Malformed,
@@ -79,18 +90,19 @@ impl Bypass for HostLinkBypass {
     }
 
     fn diverting(&self) -> bool {
-        self.0.agent_port().is_some()
+        self.agent_port.set(self.link.agent_port());
+        self.agent_port.get().is_some()
     }
 
     #[inline]
     fn offer(&self, frame: &[u8]) -> Offer {
-        let Some(agent_port) = self.0.agent_port() else {
+        let Some(agent_port) = self.agent_port.get() else {
             return Offer::Passed;
         };
         if !is_for_agent(frame, agent_port) {
             return Offer::Passed;
         }
-        match self.0.push(RingId::Down, frame) {
+        match self.link.push(RingId::Down, frame) {
             Push::Queued => Offer::Taken,
             Push::Full => Offer::Lost,
             Push::TooLarge => Offer::Passed,
@@ -100,19 +112,19 @@ impl Bypass for HostLinkBypass {
     fn set_sleeping(&self, sleeping: bool) {
         if sleeping {
             // Whether a frame raced with it the worker sees in `pending`.
-            let _ = self.0.sleep(&RingId::UP);
+            let _ = self.link.sleep(&RingId::UP);
         } else {
-            self.0.woke(&RingId::UP);
+            self.link.woke(&RingId::UP);
         }
     }
 
     fn wake_fd(&self) -> BorrowedFd<'_> {
         // Both up rings wake the switch through one FIFO.
-        self.0.wake_fd(RingId::UpData)
+        self.link.wake_fd(RingId::UpData)
     }
 
     fn clear_wake(&self) {
-        self.0.clear_wake(RingId::UpData);
+        self.link.clear_wake(RingId::UpData);
     }
 }
 
