@@ -21,7 +21,10 @@ unsafe impl Send for SharedMap {}
 unsafe impl Sync for SharedMap {}
 
 impl SharedMap {
-    /// Maps the first `len` bytes of `file` (which must be that long) read-write and shared.
+    /// Maps the first `len` bytes of `file` (which must be that long) read-write and shared,
+    /// every page faulted in now (`MAP_POPULATE`): on tmpfs a fresh file's pages are allocated
+    /// here, at start, and not by the first frames through the rings — in the switch, that
+    /// would be page faults on the pool threads' hot path during a lab's first run.
     ///
     /// # Errors
     /// The `mmap` error.
@@ -34,7 +37,7 @@ impl SharedMap {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
                 file.as_raw_fd(),
                 0,
             )
