@@ -548,6 +548,11 @@ pub struct Fidelity {
     /// See [`slowest_agent_lost_ns`](Self::slowest_agent_lost_ns).
     #[serde(default)]
     pub slowest_agent_lost_sends: u64,
+    /// When that agent's latest send left, ms after the repetition's first departure (of any
+    /// agent): one instant for a stall of the machine, the start for a warm-up. Absent in
+    /// reports from before 2026-12-07.
+    #[serde(default)]
+    pub slowest_agent_worst_at_ms: Option<f64>,
     /// Smallest ratio over the receivers of their observed delivery window to the time their
     /// link needs at line rate for what they received: below 1, frames arrived faster than the
     /// emulated link can carry them (a shaper catching up after a stall).

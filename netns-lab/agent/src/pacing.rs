@@ -170,6 +170,8 @@ impl HostLink {
 #[derive(Debug, Clone, Default)]
 pub struct Lateness {
     samples: Vec<u32>,
+    /// The latest send so far: its lateness and when it left (ns, the caller's clock).
+    worst: Option<(u64, u64)>,
 }
 
 impl Lateness {
@@ -178,13 +180,23 @@ impl Lateness {
     pub fn with_capacity(packets: usize) -> Self {
         Self {
             samples: Vec::with_capacity(packets),
+            worst: None,
         }
     }
 
-    /// One send, `late_ns` after it was due (saturating at ~4.3 s).
-    pub fn record(&mut self, late_ns: u64) {
+    /// One send at `sent_ns`, `late_ns` after it was due (saturating at ~4.3 s).
+    pub fn record(&mut self, late_ns: u64, sent_ns: u64) {
         self.samples
             .push(u32::try_from(late_ns).unwrap_or(u32::MAX));
+        if self.worst.is_none_or(|(worst, _)| late_ns > worst) {
+            self.worst = Some((late_ns, sent_ns));
+        }
+    }
+
+    /// When the latest send left (the first of equals), on the clock of [`record`](Self::record).
+    #[must_use]
+    pub fn worst_at_ns(&self) -> Option<u64> {
+        self.worst.map(|(_, at)| at)
     }
 
     /// Summary: p50, p99, max and mean, nanoseconds (zeros without samples). Nearest-rank
@@ -350,7 +362,15 @@ mod tests {
     fn lateness_percentiles_and_mean() {
         let mut late = Lateness::with_capacity(100);
         for ns in 1..=100 {
-            late.record(ns);
+            // The worst (100 ns) leaves at 5,000; an equal one later does not replace it.
+            late.record(ns, ns * 50);
+        }
+        late.record(100, 9_999);
+        assert_eq!(late.worst_at_ns(), Some(5_000));
+        assert_eq!(Lateness::default().worst_at_ns(), None);
+        let mut late = Lateness::with_capacity(100);
+        for ns in 1..=100 {
+            late.record(ns, 0);
         }
         assert_eq!(
             late.summary(),

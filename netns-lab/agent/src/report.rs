@@ -182,6 +182,11 @@ pub struct PacingReport {
     pub late_p99_ns: u64,
     /// Largest lateness (includes a late start).
     pub late_max_ns: u64,
+    /// When that send left (CLOCK_MONOTONIC, ns; the same clock as `first_send_ns`, in every
+    /// agent): stalls that hit every agent at once show as one instant. Absent in reports from
+    /// before 2026-12-07.
+    #[serde(default)]
+    pub late_max_at_ns: Option<u64>,
     /// Mean lateness: the time a strict pacer lost per send on average.
     #[serde(default)]
     pub late_mean_ns: u64,

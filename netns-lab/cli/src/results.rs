@@ -272,10 +272,14 @@ fn unfaithful_links(fidelity: &ofan_model::report::Fidelity) -> String {
             ),
             sends => format!(
                 "agents at {:.3} of their rate, the slowest {:.1} ms behind its schedule after \
-                 {sends} late send{}",
+                 {sends} late send{}{}",
                 fidelity.agent_rate_ratio_min,
                 fidelity.slowest_agent_lost_ns as f64 / 1e6,
-                if sends == 1 { "" } else { "s" }
+                if sends == 1 { "" } else { "s" },
+                fidelity
+                    .slowest_agent_worst_at_ms
+                    .map(|at| format!(", the latest {at:.0} ms into the run"))
+                    .unwrap_or_default()
             ),
         });
     }
@@ -428,6 +432,9 @@ mod tests {
         );
         fidelity.slowest_agent_lost_sends = 1;
         assert!(unfaithful_links(&fidelity).ends_with("after 1 late send)"));
+        fidelity.slowest_agent_worst_at_ms = Some(212.4);
+        assert!(unfaithful_links(&fidelity)
+            .ends_with("after 1 late send, the latest 212 ms into the run)"));
     }
 
     #[test]

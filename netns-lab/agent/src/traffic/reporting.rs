@@ -137,6 +137,7 @@ pub(super) fn report(
             late_p50_ns: lateness.p50_ns,
             late_p99_ns: lateness.p99_ns,
             late_max_ns: lateness.max_ns,
+            late_max_at_ns: sent.lateness.worst_at_ns(),
             late_mean_ns: lateness.mean_ns,
             late_lost_ns: sent.lost_ns,
             late_lost_sends: sent.lost_sends,

@@ -330,7 +330,7 @@ impl<'a> HostSender<'a> {
             // departure.
             self.acks_charged = self.link.ack_bytes();
         } else {
-            self.stats.lateness.record(now.saturating_sub(due));
+            self.stats.lateness.record(now.saturating_sub(due), now);
         }
 
         let entropy = self.selector.choose(local);

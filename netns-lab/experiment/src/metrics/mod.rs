@@ -425,6 +425,16 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
             .unwrap_or(0),
         slowest_agent_lost_ns: slowest_agent.map_or(0, |r| r.pacing.late_lost_ns),
         slowest_agent_lost_sends: slowest_agent.map_or(0, |r| r.pacing.late_lost_sends),
+        slowest_agent_worst_at_ms: slowest_agent
+            .and_then(|r| r.pacing.late_max_at_ns)
+            .zip(
+                input
+                    .reports
+                    .iter()
+                    .filter_map(|r| r.pacing.first_send_ns)
+                    .min(),
+            )
+            .map(|(at, first)| at.saturating_sub(first) as f64 / 1e6),
     };
     let cct_ps = cct_ns.map(|ns| ns.saturating_mul(1000));
     let switch_queues = queues.iter().filter(|q| q.stage.is_switch());

@@ -103,6 +103,7 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
             late_p50_ns: 100,
             late_p99_ns: 5_000,
             late_max_ns: 9_000,
+            late_max_at_ns: None,
             late_mean_ns: 400,
             late_lost_ns: 0,
             late_lost_sends: 0,
@@ -274,6 +275,14 @@ fn the_slowest_agents_lost_time_is_reported_with_its_rate() {
     s.reports[3].pacing.link_bps = Some(RATE as f64 * 0.978);
     s.reports[3].pacing.late_lost_ns = 25_600_000;
     s.reports[3].pacing.late_lost_sends = 2;
+    let first = s
+        .reports
+        .iter()
+        .filter_map(|r| r.pacing.first_send_ns)
+        .min()
+        .unwrap();
+    s.reports[3].pacing.late_max_at_ns = Some(first + 212_500_000);
+    s.reports[5].pacing.late_max_at_ns = Some(first + 1_000_000);
     s.reports[5].pacing.late_lost_ns = 900_000;
     s.reports[5].pacing.late_lost_sends = 40;
     let report = evaluate_scenario(&s);
@@ -281,6 +290,7 @@ fn the_slowest_agents_lost_time_is_reported_with_its_rate() {
     assert!((fidelity.agent_rate_ratio_min - 0.978).abs() < 1e-12);
     assert_eq!(fidelity.slowest_agent_lost_ns, 25_600_000);
     assert_eq!(fidelity.slowest_agent_lost_sends, 2);
+    assert_eq!(fidelity.slowest_agent_worst_at_ms, Some(212.5));
     assert!(!fidelity.faithful);
     // Without agents' reports nothing is slow.
     s.reports.clear();
