@@ -545,6 +545,8 @@ pub enum FigureSpec {
         ccs: Vec<CcKind>,
         /// Schemes compared (the x categories).
         schemes: Vec<Scheme>,
+        /// ECN marking threshold, bytes (`None`: the paper's 10 packets of 64 KB).
+        ecn_bytes: Option<u64>,
     },
     /// Fig. 14 ([`training`]).
     Training {
@@ -726,6 +728,7 @@ impl FigureSpec {
                 skews_permille,
                 ccs,
                 schemes,
+                ecn_bytes,
             } => {
                 for &cc in ccs {
                     for &skew in skews_permille {
@@ -736,8 +739,8 @@ impl FigureSpec {
                             config.scheme = scheme;
                             config.link.payload_bytes = MOE_PAYLOAD;
                             // Paper §6: 10 packets of ECN threshold with 64 KB packets.
-                            config.ecn_threshold_bytes =
-                                10 * u64::from(MOE_PAYLOAD + config.link.header_bytes);
+                            config.ecn_threshold_bytes = ecn_bytes
+                                .unwrap_or(10 * u64::from(MOE_PAYLOAD + config.link.header_bytes));
                             config.buffer_limit = if cc.is_none() {
                                 BufferLimit::Unlimited
                             } else {
@@ -799,7 +802,12 @@ impl FigureSpec {
             Self::NetworkSizes { .. } => finish_network_sizes(settings, points),
             Self::Failures { .. } => finish_failures(settings, points),
             Self::TwoLevel { .. } => finish_two_level(settings, points),
-            Self::Moe { schemes, moe, .. } => finish_moe(settings, points, schemes, moe),
+            Self::Moe {
+                schemes,
+                moe,
+                ecn_bytes,
+                ..
+            } => finish_moe(settings, points, schemes, moe, *ecn_bytes),
             Self::Training {
                 schemes,
                 layers,

@@ -244,6 +244,7 @@ pub fn moe(
     skews_permille: &[u32],
     ccs: &[CcKind],
     schemes: &[Scheme],
+    ecn_bytes: Option<u64>,
 ) -> Result<Figure, ModelError> {
     build(
         &FigureSpec::Moe {
@@ -251,6 +252,7 @@ pub fn moe(
             skews_permille: skews_permille.to_vec(),
             ccs: ccs.to_vec(),
             schemes: schemes.to_vec(),
+            ecn_bytes,
         },
         settings,
     )
@@ -261,6 +263,7 @@ pub(super) fn finish_moe(
     points: Vec<Point>,
     schemes: &[Scheme],
     moe: &Moe,
+    ecn_bytes: Option<u64>,
 ) -> Figure {
     let mut fig = figure(
         "fig13",
@@ -284,5 +287,9 @@ pub(super) fn finish_moe(
         "{} tokens per GPU to {} experts, {} B per token copy; series: CCA and skew",
         moe.tokens_per_gpu, moe.top_k, moe.token_bytes
     ));
+    fig.notes.push(match ecn_bytes {
+        Some(bytes) => format!("ECN threshold {bytes} B (--ecn)"),
+        None => "ECN threshold 10 packets of 64 KB (the paper's)".to_owned(),
+    });
     fig
 }

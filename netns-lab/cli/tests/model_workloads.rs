@@ -201,6 +201,60 @@ fn fig13_quick_runs_moe_dispatch_per_cca_and_skew() {
     }
 }
 
+/// `model fig13 --ecn`: the threshold given replaces the paper's 10 packets of 64 KB (a
+/// 1-byte threshold marks what the default leaves unmarked at this scale).
+#[test]
+fn fig13_takes_its_ecn_threshold_from_the_flag() {
+    let marks = |ecn: Option<&str>| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let out = dir.path().to_str().expect("utf-8");
+        let mut args = vec![
+            "model",
+            "fig13",
+            "--scale",
+            "0.01",
+            "--seeds",
+            "1",
+            "--ccs",
+            "nscc",
+            "--skews",
+            "1.48",
+            "--schemes",
+            "ofan",
+            "--out",
+            out,
+        ];
+        if let Some(ecn) = ecn {
+            args.extend(["--ecn", ecn]);
+        }
+        let (ok, _, stderr) = ofan_lab(&args);
+        assert!(ok, "{stderr}");
+        let figure: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("fig13.json")).expect("fig13.json"),
+        )
+        .expect("JSON");
+        let notes = figure["notes"].to_string();
+        let point = &figure["points"][0];
+        (
+            point["metrics"]["ecn_marks"]["mean"]
+                .as_f64()
+                .expect("marks"),
+            notes,
+        )
+    };
+    let (default_marks, default_notes) = marks(None);
+    let (marked, notes) = marks(Some("1"));
+    assert!(
+        default_notes.contains("10 packets of 64 KB"),
+        "{default_notes}"
+    );
+    assert!(notes.contains("ECN threshold 1 B"), "{notes}");
+    assert!(
+        marked > default_marks,
+        "{marked} marks with --ecn 1, {default_marks} without"
+    );
+}
+
 /// `model run --workload fsdp`: two layers of the 8B model on 128 GPUs, one phase per layer
 /// and kind, each with a flow from every GPU.
 #[test]

@@ -81,6 +81,7 @@ pub(super) fn figure(args: FigArgs, kind: FigureKind) -> anyhow::Result<()> {
                 .collect(),
             ccs: ccs(&args.ccs)?,
             schemes: schemes(&args.schemes, &["reps", "ar", "ofan", "pofan"])?,
+            ecn_bytes: args.common.ecn,
         },
         FigureKind::Fig14 => FigureSpec::Training {
             models: if args.llamas.is_empty() {

@@ -322,7 +322,8 @@ struct Common {
     /// Whether full buffers drop (figures 3, 4 and 6 always run unlimited).
     #[arg(long, value_enum, default_value = "enforced")]
     buffer_limit: BufferLimitArg,
-    /// ECN marking threshold (bytes); default 10 % of the buffer.
+    /// ECN marking threshold (bytes); default 10 % of the buffer (fig13: 10 packets of
+    /// 64 KB, the paper's).
     #[arg(long, value_parser = parse_size)]
     ecn: Option<u64>,
     /// Offered load, fraction of the pacing reference.
