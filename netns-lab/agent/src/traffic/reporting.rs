@@ -154,5 +154,6 @@ pub(super) fn report(
             recycled: sent.recycled,
             fresh: sent.fresh,
         },
+        planes: sent.planes.clone(),
     }
 }
