@@ -825,6 +825,34 @@ mod tests {
         assert_eq!(LabSpec::new("lab").host_links, HostLinks::Shared);
     }
 
+    /// A multi-plane lab: built with static routes over veths, refused with BGP or shared host
+    /// links, and recorded as what it is.
+    #[test]
+    fn multi_plane_labs_are_static_over_veths() {
+        let mut spec = LabSpec::new("lab1");
+        spec.topology = TopologySource::Kind(TopologyKind::MultiPlane {
+            plane: ofan_topology::PlaneKind::FatTree,
+            planes: 2,
+            k: 4,
+        });
+        assert!(spec.topology.is_multi_plane());
+        spec.host_links = HostLinks::Veth;
+        assert!(spec.validate().is_ok());
+        let topology = spec.topology.load().unwrap();
+        assert_eq!(topology.planes(), 2);
+        let params = spec.params(&topology, PathBuf::from("ofan-switch"));
+        assert_eq!(params.topo, "multi-plane 2 × fat-tree k=4");
+        spec.host_links = HostLinks::Shared;
+        let error = spec.validate().unwrap_err().to_string();
+        assert!(error.contains("--host-links shared"), "{error}");
+        spec.host_links = HostLinks::Veth;
+        spec.routing = Routing::Bgp;
+        let error = spec.validate().unwrap_err().to_string();
+        assert!(error.contains("--routing bgp"), "{error}");
+        // One plane is an ordinary lab.
+        assert!(!TopologySource::parse("fat-tree", 4).is_multi_plane());
+    }
+
     #[test]
     fn topology_sources_and_validation() {
         assert_eq!(
