@@ -70,7 +70,9 @@ pub mod fsdp;
 pub mod htsim;
 pub mod mix;
 pub mod moe;
-pub mod planes;
+/// The host plane policies, pure; they live beside the switches' decisions in
+/// [`ofan_dataplane::lb::planes`] so the lab's traffic agent runs the same code.
+pub use ofan_dataplane::lb::planes;
 mod queue;
 pub mod report;
 pub mod shard;

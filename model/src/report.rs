@@ -222,6 +222,13 @@ pub struct PlaneRun {
     pub losses: Vec<u64>,
     /// `plane-arf`: views of an edge switch's plane passed on to its hosts.
     pub views_delivered: u64,
+    /// DATA wire bytes sent on each plane (the lab's agents count them; empty in the model's
+    /// reports, whose frames are all `data_sent` × one size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wire_bytes: Vec<u64>,
+    /// `[n]`: flows that sent on exactly n planes (the lab's agents; empty in the model's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows_by_planes_used: Vec<u64>,
 }
 
 /// One phase of a workload with dependencies ([`crate::deps`]).
@@ -603,6 +610,11 @@ pub struct LabRun {
     /// watched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<MachineStalls>,
+    /// A multi-plane lab: what the hosts sent on each plane, summed over the agents (`None`:
+    /// one plane). `views_delivered` is 0: the switches' notifications do not reach the hosts
+    /// in the lab yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planes: Option<PlaneRun>,
 }
 
 /// Stalls of the machine during a repetition that its scheduler did not see — a virtual CPU

@@ -29,6 +29,8 @@ use guard::{
 mod arf;
 #[path = "lab/fabric.rs"]
 mod fabric;
+#[path = "lab/planes.rs"]
+mod planes;
 #[path = "lab/routing.rs"]
 mod routing;
 #[path = "lab/runs.rs"]
@@ -37,6 +39,7 @@ mod runs;
 mod tools;
 use arf::*;
 use fabric::*;
+use planes::*;
 use routing::*;
 use runs::*;
 use tools::*;
@@ -63,6 +66,7 @@ ofan_tests::root_tests!(
     an_interrupted_run_removes_the_lab_it_built_and_its_agents,
     a_run_whose_routes_flapped_is_not_faithful,
     slowed_core_link_makes_arf_wcmp_move_traffic_off_it,
+    multi_plane_lab_sprays_over_both_planes_and_hashes_one_per_flow,
     view_draws_the_lab_live_in_a_browser,
     bench_lab_measures_a_rate_and_probes_the_machine,
 );

@@ -43,6 +43,7 @@ pub mod dragonfly;
 mod fastmod;
 mod flow_table;
 mod order;
+pub mod planes;
 mod rng;
 mod types;
 

@@ -148,6 +148,12 @@ pub enum LbError {
         /// [`MAX_PORTS`].
         max: usize,
     },
+    /// The name is not one of [`super::planes::PlanePolicy::ALL`].
+    #[error("unknown host plane policy `{name}` (expected one of: plane-hash, plane-spray, plane-arf, entropy)")]
+    UnknownPlanePolicy {
+        /// What was asked for.
+        name: String,
+    },
     /// A switch needs at least one pipe.
     #[error("a switch needs at least one pipe")]
     NoPipes,

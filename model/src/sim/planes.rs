@@ -79,6 +79,8 @@ impl Planes {
                 ce_acks: vec![0; usize::from(planes)],
                 losses: vec![0; usize::from(planes)],
                 views_delivered: 0,
+                wire_bytes: Vec::new(),
+                flows_by_planes_used: Vec::new(),
             },
         }
     }

@@ -56,6 +56,26 @@ pub struct AgentReport {
     pub pacing: PacingReport,
     /// Host-side load balancing.
     pub entropy: EntropyReport,
+    /// A multi-plane host: what each plane carried (`None`: one plane).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planes: Option<PlanesReport>,
+}
+
+/// What a multi-plane host sent on each of its planes (index = plane).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanesReport {
+    /// The host policy (`plane-hash`, `plane-spray`, `plane-arf`, `entropy`).
+    pub policy: String,
+    /// DATA packets sent per plane (retransmissions included).
+    pub packets: Vec<u64>,
+    /// DATA wire bytes sent per plane.
+    pub wire_bytes: Vec<u64>,
+    /// ACKs that came back CE-marked, per plane of the DATA they answer.
+    pub ce_acks: Vec<u64>,
+    /// Packets declared lost, per plane they were sent on.
+    pub losses: Vec<u64>,
+    /// `[n]`: own flows that sent on exactly n planes.
+    pub flows_by_planes_used: Vec<u32>,
 }
 
 /// What the sender's congestion control did.

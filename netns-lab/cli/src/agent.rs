@@ -131,6 +131,13 @@ struct RunArgs {
     /// Host-side load balancing: the entropy (UDP source port) of each DATA packet.
     #[arg(long, value_enum, default_value = "none")]
     host_lb: HostLbArg,
+    /// Multi-plane hosts (a plan whose hosts have an address per plane): how each host spreads
+    /// its packets over its planes — plane-hash (one plane per flow), plane-spray (per packet,
+    /// round robin), plane-arf (per packet, weighted by the CE marks and losses each plane's
+    /// ACKs report), entropy (per packet, a set of entropy values per plane: a loss retires
+    /// one, a mark skips its turn). The model's policies (docs/model.md, "Multi-plane fabrics").
+    #[arg(long, value_name = "POLICY", default_value = "plane-spray")]
+    host_planes: String,
     /// Source ports in the pool for spray and reps (none uses one per flow).
     #[arg(long, value_name = "N", default_value_t = 64)]
     entropies: u16,
@@ -369,6 +376,10 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
         load: args.load,
         payload: args.payload,
         host_lb: args.host_lb.into(),
+        host_planes: args
+            .host_planes
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--host-planes: {e}"))?,
         entropies: args.entropies,
         seed: args.seed,
         port: args.port,
@@ -514,6 +525,7 @@ fn read_hosts(path: &Path) -> anyhow::Result<Vec<PlanHost>> {
             match (fields.next(), fields.next(), fields.next()) {
                 (Some(name), Some(address), None) => Ok(PlanHost {
                     name: name.to_owned(),
+                    planes: Vec::new(),
                     address: address.parse().with_context(|| {
                         format!(
                             "--hosts {} line {n}: `{address}` is not an IPv4 address",

@@ -121,6 +121,11 @@ pub struct TrafficOptions {
     /// watched.
     #[arg(long)]
     pub no_stall_watch: bool,
+    /// On a multi-plane lab (up --topo multi-plane): how each host spreads its packets over
+    /// its planes — plane-hash, plane-spray, plane-arf or entropy (`ofan-lab agent
+    /// --host-planes`; docs/lab.md, Multi-plane labs). Ignored on a lab of one plane.
+    #[arg(long, value_name = "POLICY", default_value = "plane-spray")]
+    pub host_planes: String,
     /// Results directory (default ./ofan-results/<command>-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -277,6 +282,7 @@ impl CompareArgs {
                 agent_spin_us: None,
                 agents: AgentsArg::Shared,
                 no_stall_watch: false,
+                host_planes: "plane-spray".to_owned(),
                 out: None,
                 chaos: None,
                 chaos_faults: Vec::new(),
@@ -344,6 +350,10 @@ impl TrafficOptions {
                 kinds: self.chaos_faults.iter().map(|&k| k.into()).collect(),
             }),
             host_rate_bps: self.host_rate.as_deref().map(parse_rate).transpose()?,
+            host_planes: self
+                .host_planes
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--host-planes: {e}"))?,
         })
     }
 

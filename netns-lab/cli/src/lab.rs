@@ -14,10 +14,10 @@ use ofan_lab::{
     self as lab, Bfd, BgpDaemon, HostLinks, LabSpec, LinkState, Reconvergence, Removed, Routing,
     Shaping, Switches, TopologySource, DEFAULT_DRAGONFLY, DEFAULT_SWITCH_RT_PRIORITY,
 };
-use ofan_topology::TopologyKind;
+use ofan_topology::{PlaneKind, TopologyKind};
 
 use super::units::parse_rate;
-use super::{demo, pingall, status, view, Stderr};
+use super::{demo, pingall, status, view, Shape, Stderr};
 
 /// `--link-rate RATE`, or the default for `topology` when it was not given.
 ///
@@ -73,17 +73,25 @@ pub enum BgpDaemonArg {
 pub struct UpArgs {
     #[command(flatten)]
     pub lab: LabName,
-    /// fat-tree, leaf-spine, dragonfly (with --p, --a, --h), or a topology file (ofan-lab topo
-    /// --out FILE).
+    /// fat-tree, leaf-spine, dragonfly (with --p, --a, --h), multi-plane (with --planes,
+    /// --plane-topo), or a topology file (ofan-lab topo --out FILE).
     #[arg(
         long,
-        value_name = "fat-tree|leaf-spine|dragonfly|FILE",
+        value_name = "fat-tree|leaf-spine|dragonfly|multi-plane|FILE",
         default_value = "fat-tree"
     )]
     pub topo: String,
-    /// Switch radix (even, 4..=64) for fat-tree and leaf-spine.
+    /// Switch radix (even, 4..=64) for fat-tree, leaf-spine and each plane of multi-plane.
     #[arg(long, default_value_t = 4)]
     pub k: u16,
+    /// Multi-plane: the number of disjoint planes (2..=8). Every host gets one veth per plane,
+    /// to its edge switch in that plane, with that plane's address on it; the agents choose
+    /// each packet's plane (`run --host-planes`). Static routing and veth host links only.
+    #[arg(long, value_name = "P", default_value_t = 2)]
+    pub planes: u8,
+    /// Multi-plane: what each plane is (the model's --plane-topology).
+    #[arg(long, value_enum, alias = "plane-topology", default_value = "fat-tree")]
+    pub plane_topo: Shape,
     /// Dragonfly: hosts per router.
     #[arg(long, value_name = "P", default_value_t = DEFAULT_DRAGONFLY.0)]
     pub p: u16,
@@ -680,7 +688,19 @@ impl UpArgs {
     /// # Errors
     /// A value that does not parse.
     pub fn spec(&self) -> anyhow::Result<LabSpec> {
-        let topology = TopologySource::parse_with(&self.topo, self.k, (self.p, self.a, self.h));
+        let multi_plane = self.topo == "multi-plane";
+        let topology = if multi_plane {
+            TopologySource::Kind(TopologyKind::MultiPlane {
+                plane: match self.plane_topo {
+                    Shape::FatTree => PlaneKind::FatTree,
+                    Shape::LeafSpine => PlaneKind::LeafSpine,
+                },
+                planes: self.planes,
+                k: self.k,
+            })
+        } else {
+            TopologySource::parse_with(&self.topo, self.k, (self.p, self.a, self.h))
+        };
         let fast = self.fast_path == FastPathArg::Xdp;
         let dragonfly = matches!(
             topology,
@@ -743,6 +763,8 @@ impl UpArgs {
             host_links: match (self.host_links, fast) {
                 (Some(links), _) => links.host_links(),
                 (None, true) => HostLinks::Veth,
+                // A multi-plane host sends through its P veths.
+                (None, false) if multi_plane => HostLinks::Veth,
                 (None, false) => HostLinks::for_lab(self.switches.switches(), self.mtu),
             },
             switch_log: self.switch_log.clone(),

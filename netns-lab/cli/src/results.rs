@@ -296,6 +296,17 @@ fn unfaithful_links(fidelity: &ofan_model::report::Fidelity) -> String {
     }
 }
 
+/// A multi-plane lab's share of the DATA bytes per plane, e.g. `, planes 50/50 % (plane-spray)`.
+fn planes_label(planes: &ofan_model::report::PlaneRun) -> String {
+    let total: u64 = planes.wire_bytes.iter().sum();
+    let shares: Vec<String> = planes
+        .wire_bytes
+        .iter()
+        .map(|&bytes| format!("{:.0}", bytes as f64 * 100.0 / total.max(1) as f64))
+        .collect();
+    format!(", planes {} % ({})", shares.join("/"), planes.policy)
+}
+
 /// One progress line of a grid.
 #[must_use]
 pub fn progress_line(
@@ -315,8 +326,9 @@ pub fn progress_line(
         .cct_increase
         .map_or_else(String::new, |i| format!(" (+{:.1} %)", i * 100.0));
     let phases = phases_label(&report.phases);
+    let planes = lab.planes.as_ref().map_or_else(String::new, planes_label);
     format!(
-        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}{phases}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
+        "[{done:>3}/{total}] {:<6} {:>6} rep {}: CCT {cct}{increase}{phases}{planes}, max queue {:.1} KB, drops {}, retx {}, {}{}{}{}{}{}{}{} — elapsed {:.0} s, ETA {eta:.0} s",
         variant.name(),
         size_label(lab.setup.message_bytes),
         lab.setup.repetition + 1,

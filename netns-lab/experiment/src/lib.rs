@@ -173,6 +173,9 @@ pub struct Traffic {
     /// The rate the hosts send at on a lab whose switches do not shape (`--link-rate 0`);
     /// `None` on a shaped lab, whose link rate the hosts use.
     pub host_rate_bps: Option<u64>,
+    /// How multi-plane hosts spread their packets over their planes (ignored on a lab of one
+    /// plane).
+    pub host_planes: ofan_dataplane::lb::planes::PlanePolicy,
 }
 
 impl Default for Traffic {
@@ -189,6 +192,7 @@ impl Default for Traffic {
             stall_watch: true,
             chaos: None,
             host_rate_bps: None,
+            host_planes: ofan_dataplane::lb::planes::PlanePolicy::default(),
         }
     }
 }
@@ -333,6 +337,7 @@ impl Experiment {
             stall_watch: traffic.stall_watch,
             entropies: 64,
             port: 7000,
+            host_planes: traffic.host_planes,
         };
         if lab.state.params.ecn_threshold.is_none() {
             let marked = cells

@@ -123,6 +123,7 @@ mod tests {
         let hosts = (0..3)
             .map(|i| PlanHost {
                 name: format!("h{i}"),
+                planes: Vec::new(),
                 address: std::net::Ipv4Addr::new(10, 0, 0, i),
             })
             .collect();

@@ -47,6 +47,8 @@ pub struct AgentOptions {
     pub entropies: u16,
     /// UDP port of the agents.
     pub port: u16,
+    /// Multi-plane hosts' plane policy.
+    pub host_planes: ofan_dataplane::lb::planes::PlanePolicy,
     /// One agent process for all hosts, or one per host.
     pub agents: AgentMode,
     /// Watch the machine for stalls during each repetition (labs of a switch group only; see
@@ -166,6 +168,7 @@ pub fn run_repetition(
             .args(["--load", &setup.load.to_string()])
             .args(["--payload", &setup.payload.to_string()])
             .args(["--host-lb", &setup.host_lb])
+            .args(["--host-planes", options.host_planes.name()])
             .args(["--entropies", &options.entropies.to_string()])
             .args(["--seed", &setup.seed.to_string()])
             .args(["--port", &options.port.to_string()])

@@ -386,6 +386,7 @@ mod tests {
                 },
                 chaos: None,
                 machine: None,
+                planes: None,
             }),
         }
     }

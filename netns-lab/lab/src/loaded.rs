@@ -330,8 +330,12 @@ impl Loaded {
             if up && self.topology.node(node).role == ofan_topology::Role::Host {
                 let mut space = self.open(node)?;
                 let ifname = &self.topology.port(node, port).ifname;
-                let gateway = plan::host_gateway(&self.topology, node);
-                space.set_route(std::net::Ipv4Addr::UNSPECIFIED, 0, &[(ifname, gateway)])?;
+                for route in plan::host_routes(&self.topology, node) {
+                    if &route.ifname == ifname {
+                        space.set_route(route.prefix, route.len, &[(ifname, route.gateway)])?;
+                    }
+                }
+                let gateway = plan::host_gateway_in(&self.topology, node, port.0 as u8);
                 space.keep_neighbor(ifname, gateway)?;
             }
         }

@@ -82,13 +82,33 @@ pub fn pingall(name: &str, attempts: u32) -> anyhow::Result<PingMatrix> {
             open_namespace(name, &host.name).with_context(|| format!("namespace of {}", host.name))
         })
         .collect::<anyhow::Result<_>>()?;
-    let pairs: Vec<(&std::fs::File, Ipv4Addr)> = spaces
-        .iter()
-        .zip(hosts)
-        .map(|(file, host)| (file, host.loopback))
-        .collect();
     let started = Instant::now();
-    let results = super::ping::pingall(&pairs, attempts.max(1), Duration::from_millis(1000))?;
+    // In a multi-plane fabric every plane is pinged, each at the hosts' addresses in it: a
+    // pair is reachable when it is in every plane (its RTT: the planes' mean).
+    let mut results: Vec<Vec<super::ping::PairResult>> = Vec::new();
+    for plane in 0..lab.topology.planes() {
+        let pairs: Vec<(&std::fs::File, Ipv4Addr)> = spaces
+            .iter()
+            .zip(hosts)
+            .map(|(file, host)| (file, host.ports[usize::from(plane)].address))
+            .collect();
+        let wait = Duration::from_millis(1000);
+        let plane_results = super::ping::pingall(&pairs, attempts.max(1), wait)?;
+        if results.is_empty() {
+            results = plane_results;
+            continue;
+        }
+        let planes = u32::from(plane) + 1;
+        for (row, plane_row) in results.iter_mut().zip(plane_results) {
+            for (pair, plane_pair) in row.iter_mut().zip(plane_row) {
+                pair.ok &= plane_pair.ok;
+                pair.rtt = match (pair.rtt, plane_pair.rtt) {
+                    (Some(mean), Some(rtt)) => Some((mean * (planes - 1) + rtt) / planes),
+                    _ => None,
+                };
+            }
+        }
+    }
     Ok(PingMatrix {
         hosts: hosts.iter().map(|h| (h.name.clone(), h.loopback)).collect(),
         results,

@@ -74,6 +74,30 @@ pub fn check_mtu(mtu: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether a multi-plane fabric can be built with this routing and these host links; the
+/// error says why not. Each plane is an ordinary fabric of ordinary switches; what is
+/// particular is the hosts, which have one veth per plane (see [`super::plan::host_routes`]).
+///
+/// # Errors
+/// `--routing bgp` (not built: the hosts' per-plane routes are the lab's, BGP would have to
+/// carry each plane's prefixes to its own hosts' NICs) and `--host-links shared` (an agent
+/// has one shared-memory link, to one edge switch).
+pub fn check_multi_plane(routing: Routing, host_links: HostLinks) -> anyhow::Result<()> {
+    if routing == Routing::Bgp {
+        bail!(
+            "--routing bgp on a multi-plane lab: not built (the planes' routes are the lab's \
+             static plan); use --routing static"
+        );
+    }
+    if host_links == HostLinks::Shared {
+        bail!(
+            "--host-links shared on a multi-plane lab: an agent has one shared-memory link, to \
+             one edge switch; a multi-plane host sends through its P veths (--host-links veth)"
+        );
+    }
+    Ok(())
+}
+
 /// The dragonfly `up --topo dragonfly` builds by default, `(p, a, h)`: one host per router, 4
 /// routers and 2 global links each — 9 groups, 36 switches, 36 hosts.
 pub const DEFAULT_DRAGONFLY: (u16, u16, u16) = (1, 4, 2);
@@ -123,12 +147,14 @@ impl TopologySource {
                 Topology::from_json(&text).with_context(|| format!("--topo {}", path.display()))?
             }
         };
-        if topology.planes() > 1 {
-            anyhow::bail!(
-                "a multi-plane fabric runs in the model only (`ofan-lab model run --topology multi-plane`): a lab host has one port"
-            );
-        }
         Ok(topology)
+    }
+
+    /// Whether this is a multi-plane fabric named by its kind (a topology file is known to be
+    /// one only once loaded).
+    #[must_use]
+    pub const fn is_multi_plane(&self) -> bool {
+        matches!(self, Self::Kind(TopologyKind::MultiPlane { planes, .. }) if *planes > 1)
     }
 
     /// The default link rate of a lab of this topology ([`default_link_rate_bps`]).
@@ -629,6 +655,9 @@ impl LabSpec {
                 );
             }
         }
+        if self.topology.is_multi_plane() {
+            check_multi_plane(self.routing, self.host_links)?;
+        }
         if self.bfd.is_some() && self.routing != Routing::Bgp {
             bail!(
                 "--bfd needs --routing bgp (BFD runs in the BGP daemons; --routing {} has none)",
@@ -645,11 +674,18 @@ impl LabSpec {
                 TopologyKind::FatTree { k } => format!("fat-tree k={k}"),
                 TopologyKind::LeafSpine { k } => format!("leaf-spine k={k}"),
                 TopologyKind::Dragonfly { p, a, h } => format!("dragonfly p={p} a={a} h={h}"),
-                // `load` refuses several planes: one plane is its plane.
-                TopologyKind::MultiPlane { .. } => match topology.kind().plane_kind() {
-                    TopologyKind::LeafSpine { k } => format!("leaf-spine k={k}"),
-                    _ => format!("fat-tree k={}", topology.k()),
-                },
+                // One plane is its plane.
+                TopologyKind::MultiPlane { planes, .. } => {
+                    let plane = match topology.kind().plane_kind() {
+                        TopologyKind::LeafSpine { k } => format!("leaf-spine k={k}"),
+                        _ => format!("fat-tree k={}", topology.k()),
+                    };
+                    if planes > 1 {
+                        format!("multi-plane {planes} × {plane}")
+                    } else {
+                        plane
+                    }
+                }
             },
             lb: match self.dragonfly {
                 Some(scheme) => scheme.name().to_owned(),
@@ -787,6 +823,34 @@ mod tests {
             assert!(spec.validate().is_ok(), "{switches:?} at MTU {mtu}");
         }
         assert_eq!(LabSpec::new("lab").host_links, HostLinks::Shared);
+    }
+
+    /// A multi-plane lab: built with static routes over veths, refused with BGP or shared host
+    /// links, and recorded as what it is.
+    #[test]
+    fn multi_plane_labs_are_static_over_veths() {
+        let mut spec = LabSpec::new("lab1");
+        spec.topology = TopologySource::Kind(TopologyKind::MultiPlane {
+            plane: ofan_topology::PlaneKind::FatTree,
+            planes: 2,
+            k: 4,
+        });
+        assert!(spec.topology.is_multi_plane());
+        spec.host_links = HostLinks::Veth;
+        assert!(spec.validate().is_ok());
+        let topology = spec.topology.load().unwrap();
+        assert_eq!(topology.planes(), 2);
+        let params = spec.params(&topology, PathBuf::from("ofan-switch"));
+        assert_eq!(params.topo, "multi-plane 2 × fat-tree k=4");
+        spec.host_links = HostLinks::Shared;
+        let error = spec.validate().unwrap_err().to_string();
+        assert!(error.contains("--host-links shared"), "{error}");
+        spec.host_links = HostLinks::Veth;
+        spec.routing = Routing::Bgp;
+        let error = spec.validate().unwrap_err().to_string();
+        assert!(error.contains("--routing bgp"), "{error}");
+        // One plane is an ordinary lab.
+        assert!(!TopologySource::parse("fat-tree", 4).is_multi_plane());
     }
 
     #[test]

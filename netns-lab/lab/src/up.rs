@@ -33,6 +33,9 @@ pub fn up(spec: &LabSpec, observer: &mut dyn Observer) -> anyhow::Result<LabStat
     spec.validate()?;
     let name = &spec.name;
     let topology = spec.topology.load()?;
+    if topology.planes() > 1 {
+        super::spec::check_multi_plane(spec.routing, spec.host_links)?;
+    }
     super::lb_map::check(&spec.lb_map, &topology)?;
     let dir = StateDir::of(name);
     if dir.exists() {
@@ -166,11 +169,15 @@ fn build(
                 // on the host's end: an XDP program there, or GRO.
                 space.gro_on(ifname)?;
             }
-            space.set_route(
-                Ipv4Addr::UNSPECIFIED,
-                0,
-                &[(ifname, plan::host_gateway(topology, node.id))],
-            )?;
+            for port in &node.ports[1..] {
+                space.tx_checksum_off(&port.ifname)?;
+                if state.params.fast_path != FastPathMode::Off {
+                    space.gro_on(&port.ifname)?;
+                }
+            }
+            for route in plan::host_routes(topology, node.id) {
+                space.set_route(route.prefix, route.len, &[(&route.ifname, route.gateway)])?;
+            }
         }
     }
     // Every host's gateway a managed neighbour entry, once every link is up: a veth whose
@@ -178,8 +185,10 @@ fn build(
     // switches make theirs managed too: their FIB mirror.)
     for (node, space) in topology.nodes().iter().zip(&mut spaces) {
         if node.role == Role::Host {
-            let gateway = plan::host_gateway(topology, node.id);
-            space.keep_neighbor(&node.ports[0].ifname, gateway)?;
+            for (plane, port) in node.ports.iter().enumerate() {
+                let gateway = plan::host_gateway_in(topology, node.id, plane as u8);
+                space.keep_neighbor(&port.ifname, gateway)?;
+            }
         }
     }
     step(observer, "addresses, host routes");

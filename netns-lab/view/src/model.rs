@@ -64,6 +64,10 @@ pub struct NodeView {
     pub x: f64,
     /// Its pod, if any.
     pub pod: Option<u16>,
+    /// Its plane in a multi-plane fabric (switches only; `None` for hosts and with one
+    /// plane).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plane: Option<u8>,
 }
 
 /// One link of [`TopologyView`].
@@ -114,13 +118,16 @@ const fn tier_of(role: Role, kind: TopologyKind) -> usize {
 
 /// Pods of one tier are this many node widths apart.
 const POD_GAP: f64 = 0.6;
+/// Planes of a multi-plane fabric are this many node widths apart: each switch tier is drawn
+/// plane by plane, plane 0 on the left, and every host links to one edge switch in each.
+const PLANE_GAP: f64 = 2.0;
 
 impl TopologyView {
     /// The drawing of `topology` for lab `lab`: tiers top-down, each tier's nodes in (pod,
     /// index) order spread over the width, a gap between pods.
     #[must_use]
     pub fn of(lab: &str, topology: &Topology) -> Self {
-        let kind = topology.kind();
+        let kind = topology.kind().plane_kind();
         let (kind_name, tiers): (&'static str, Vec<&'static str>) = match kind.plane_kind() {
             TopologyKind::LeafSpine { .. } => ("leaf-spine", vec!["spine", "leaf", "host"]),
             TopologyKind::FatTree { .. } => {
@@ -139,28 +146,32 @@ impl TopologyView {
                 tier: tier_of(node.role, kind),
                 x: 0.0,
                 pod: node.pod,
+                plane: (topology.planes() > 1)
+                    .then(|| topology.plane_of(node.id))
+                    .flatten(),
             })
             .collect();
         for tier in 0..tiers.len() {
-            let mut members: Vec<(Option<u16>, u16, usize)> = topology
+            let mut members: Vec<(Option<u8>, Option<u16>, u16, usize)> = topology
                 .nodes()
                 .iter()
                 .enumerate()
                 .filter(|(index, _)| nodes[*index].tier == tier)
-                .map(|(index, node)| (node.pod, node.index, index))
+                .map(|(index, node)| (nodes[index].plane, node.pod, node.index, index))
                 .collect();
             members.sort_unstable();
-            let mut pods = 0;
-            let mut last_pod = None;
+            let (mut gaps, mut last) = (0.0, None);
             let mut slots = Vec::with_capacity(members.len());
-            for (position, (pod, _, index)) in members.iter().enumerate() {
-                if position > 0 && *pod != last_pod {
-                    pods += 1;
+            for (position, (plane, pod, _, index)) in members.iter().enumerate() {
+                if position > 0 && *plane != last.and_then(|(plane, _)| plane) {
+                    gaps += PLANE_GAP;
+                } else if position > 0 && Some((*plane, *pod)) != last {
+                    gaps += POD_GAP;
                 }
-                last_pod = *pod;
-                slots.push((position as f64 + f64::from(pods) * POD_GAP, *index));
+                last = Some((*plane, *pod));
+                slots.push((position as f64 + gaps, *index));
             }
-            let width = members.len() as f64 + f64::from(pods) * POD_GAP;
+            let width = members.len() as f64 + gaps;
             for (slot, index) in slots {
                 nodes[index].x = (slot + 0.5) / width;
             }
@@ -520,7 +531,7 @@ pub fn stages(kind: TopologyKind) -> Vec<(Role, PortDirection)> {
 #[must_use]
 pub fn frame(input: &FrameInput<'_>) -> Frame {
     let topology = input.topology;
-    let kind = topology.kind();
+    let kind = topology.kind().plane_kind();
     let links: Vec<LinkFrame> = topology
         .links()
         .iter()

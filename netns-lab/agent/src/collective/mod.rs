@@ -27,6 +27,18 @@ pub struct PlanHost {
     pub name: String,
     /// The host's address (`10.p.e.(2h+1)` in a lab).
     pub address: Ipv4Addr,
+    /// In a multi-plane fabric: the host's address in each plane, plane 0's first (it is
+    /// `address`); empty: one plane. A packet sent to plane i's address travels in plane i.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planes: Vec<Ipv4Addr>,
+}
+
+impl PlanHost {
+    /// Whether `ip` is one of this host's addresses (in any plane).
+    #[must_use]
+    pub fn has_address(&self, ip: Ipv4Addr) -> bool {
+        ip == self.address || self.planes.contains(&ip)
+    }
 }
 
 /// One flow: `bytes` from host `src` to host `dst` (indices into [`Plan::hosts`]). Its flow id
@@ -438,6 +450,11 @@ pub fn topology_hosts(topology: &Topology) -> Vec<PlanHost> {
         .map(|node| PlanHost {
             name: node.name.clone(),
             address: node.loopback,
+            planes: if node.ports.len() > 1 {
+                node.ports.iter().map(|port| port.address).collect()
+            } else {
+                Vec::new()
+            },
         })
         .collect()
 }
@@ -623,6 +640,7 @@ mod tests {
         (0..n)
             .map(|i| PlanHost {
                 name: format!("h{i}"),
+                planes: Vec::new(),
                 address: Ipv4Addr::new(10, 0, (i / 128) as u8, (2 * (i % 128) + 1) as u8),
             })
             .collect()

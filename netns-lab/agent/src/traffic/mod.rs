@@ -30,17 +30,21 @@ use super::collective::Plan;
 use super::entropy::{EntropySelector, HostLb};
 use super::pacing::{achieved_bps, HostLink, Lateness, Pacer};
 use super::report::{
-    AgentReport, CcReport, EntropyReport, FlowReport, Ignored, PacingReport, SourceReport,
+    AgentReport, CcReport, EntropyReport, FlowReport, Ignored, PacingReport, PlanesReport,
+    SourceReport,
 };
 use super::sys;
 use super::track::{Seen, SeqSet};
 use super::wire::{self, Flags, Header, Kind, ECN_ECT0, HEADER_LEN};
 
+mod planes;
 mod receiver;
 mod reporting;
 mod sender;
 mod shared;
 mod udp4;
+
+use ofan_dataplane::lb::planes::PlanePolicy;
 
 use ofan_hostlink::RingId;
 use receiver::{receive_loop, HostReceiver};
@@ -75,6 +79,11 @@ pub struct AgentConfig {
     pub payload: u32,
     /// Host-side load balancing.
     pub host_lb: HostLb,
+    /// How a multi-plane host (plan hosts with [`PlanHost::planes`]) spreads its packets over
+    /// its planes ([`planes`]); ignored with one plane.
+    ///
+    /// [`PlanHost::planes`]: super::collective::PlanHost::planes
+    pub host_planes: PlanePolicy,
     /// Pool size for spray and REPS.
     pub entropies: u16,
     /// Seed of the entropy choices.
@@ -123,6 +132,8 @@ struct OutFlow {
     dst: SockAddr,
     /// `dst`, as the host link's frames carry it.
     dst_v4: SocketAddrV4,
+    /// In a multi-plane fabric: the destination in each plane (empty: `dst` alone).
+    dst_planes: Vec<SockAddr>,
     packets: u32,
     /// UDP payload of the last packet.
     last_payload: u32,
@@ -207,6 +218,8 @@ struct SenderStats {
     /// wire bytes its link carried meanwhile (left out of the paced phase's rates).
     blocked_ns: u64,
     blocked_ack_bytes: u64,
+    /// A multi-plane host's planes.
+    planes: Option<PlanesReport>,
 }
 
 /// What the receiver measured.
@@ -320,6 +333,11 @@ impl<'a> HostSetup<'a> {
                     id: id as u32,
                     dst: SocketAddrV4::new(dst, config.port).into(),
                     dst_v4: SocketAddrV4::new(dst, config.port),
+                    dst_planes: plan.hosts[flow.dst as usize]
+                        .planes
+                        .iter()
+                        .map(|&address| SocketAddrV4::new(address, config.port).into())
+                        .collect(),
                     packets,
                     last_payload,
                     after: flow.after,
@@ -338,8 +356,19 @@ impl<'a> HostSetup<'a> {
             .collect();
 
         // Every socket is bound to this host's plan address, so every packet leaves with the
-        // source address its peers check (`receiver::expected_peer`).
-        let own = plan.hosts[me as usize].address;
+        // source address its peers check (`receiver::expected_peer`). A multi-plane host's
+        // are bound to no address: the kernel gives each packet the source address of the
+        // plane (port) its destination address routes it to, and the receive socket takes
+        // every plane's (see `planes`).
+        let planes = plan.hosts[me as usize].planes.len().max(1);
+        if planes > 1 && config.host_link.is_some() {
+            bail!("a multi-plane host sends through its veths: no shared host link");
+        }
+        let own = if planes > 1 {
+            Ipv4Addr::UNSPECIFIED
+        } else {
+            plan.hosts[me as usize].address
+        };
         let receiver = udp_socket().context("receive socket")?;
         receiver
             .bind(&SocketAddrV4::new(own, config.port).into())
@@ -403,7 +432,8 @@ impl<'a> HostSetup<'a> {
             pool,
             ports,
             shared,
-            link: HostLink::new(config.link_rate_bps as f64),
+            // A multi-plane host's ACKs share its P ports.
+            link: HostLink::new(config.link_rate_bps as f64 * planes as f64),
             ready_ns,
             deadline_ns: config
                 .start_at_ns
@@ -558,15 +588,27 @@ mod tests {
         let hosts = (0..3)
             .map(|i| super::super::collective::PlanHost {
                 name: format!("h{i}"),
+                // h2 is a two-plane host.
+                planes: if i == 2 {
+                    vec![Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 4, 0, 5)]
+                } else {
+                    Vec::new()
+                },
                 address: Ipv4Addr::new(10, 0, 0, 2 * i + 1),
             })
             .collect();
         let plan = super::super::collective::ring(7, hosts, 1000, 1).unwrap();
         // Flow 1 is h1 → h2.
-        let expected = |flow, kind| receiver::expected_peer(&plan, flow, kind);
-        assert_eq!(expected(1, Kind::Data), Some(Ipv4Addr::new(10, 0, 0, 3)));
-        assert_eq!(expected(1, Kind::Ack), Some(Ipv4Addr::new(10, 0, 0, 5)));
-        assert_eq!(expected(3, Kind::Data), None);
+        let expected = |flow, kind, from| receiver::expected_peer(&plan, flow, kind, from);
+        assert!(expected(1, Kind::Data, Ipv4Addr::new(10, 0, 0, 3)));
+        assert!(!expected(1, Kind::Data, Ipv4Addr::new(10, 0, 0, 5)));
+        assert!(expected(1, Kind::Ack, Ipv4Addr::new(10, 0, 0, 5)));
+        assert!(
+            expected(1, Kind::Ack, Ipv4Addr::new(10, 4, 0, 5)),
+            "plane 1's address"
+        );
+        assert!(!expected(1, Kind::Ack, Ipv4Addr::new(10, 4, 0, 3)));
+        assert!(!expected(3, Kind::Data, Ipv4Addr::new(10, 0, 0, 3)));
     }
 
     #[test]

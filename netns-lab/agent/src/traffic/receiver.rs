@@ -4,15 +4,20 @@
 
 use super::*;
 
-/// The address a packet of `kind` for flow `flow` must come from: DATA from the flow's
-/// source host, an ACK from its destination host (`None`: no such flow).
-pub(super) fn expected_peer(plan: &Plan, flow: u32, kind: Kind) -> Option<Ipv4Addr> {
-    let flow = plan.flows.get(flow as usize)?;
+/// Whether a packet of `kind` for flow `flow` from `from` comes from where it must: DATA from
+/// the flow's source host, an ACK from its destination host, at any of its addresses (one per
+/// plane); `false` for no such flow.
+pub(super) fn expected_peer(plan: &Plan, flow: u32, kind: Kind, from: Ipv4Addr) -> bool {
+    let Some(flow) = plan.flows.get(flow as usize) else {
+        return false;
+    };
     let host = match kind {
         Kind::Data => flow.src,
         Kind::Ack => flow.dst,
     };
-    plan.hosts.get(host as usize).map(|host| host.address)
+    plan.hosts
+        .get(host as usize)
+        .is_some_and(|host| host.has_address(from))
 }
 
 /// The receiver's line to the sender: the events it sends, and the thread it wakes when a
@@ -167,7 +172,7 @@ impl<'a> HostReceiver<'a> {
         // id could fake delivery (a forged DATA would be ACKed and recorded) or completion (a
         // forged ACK). Rejected before any ACK is sent or anything recorded.
         if role != Role::Other
-            && expected_peer(plan, header.flow, header.kind) != Some(*datagram.from.ip())
+            && !expected_peer(plan, header.flow, header.kind, *datagram.from.ip())
         {
             stats.ignored.wrong_source += 1;
             return;

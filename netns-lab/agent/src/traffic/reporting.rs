@@ -79,6 +79,17 @@ pub(super) fn report(
         .last_ns
         .map(|last| last.saturating_sub(sent.blocked_ns));
     let host = &plan.hosts[me as usize];
+    // A multi-plane host's link is the ports it sent on (P under plane-spray, one for a
+    // plane-hash host with one flow), each at the link rate.
+    let ports_used = sent.planes.as_ref().map_or(1, |planes| {
+        planes
+            .packets
+            .iter()
+            .filter(|&&packets| packets > 0)
+            .count()
+            .max(1)
+    });
+    let host_bps = config.link_rate_bps as f64 * ports_used as f64;
     AgentReport {
         host: host.name.clone(),
         address: host.address,
@@ -105,7 +116,7 @@ pub(super) fn report(
         }),
         ignored: received.ignored.clone(),
         pacing: PacingReport {
-            requested_bps: config.load * config.link_rate_bps as f64,
+            requested_bps: config.load * host_bps,
             achieved_bps: match (sent.first_ns, last_paced) {
                 (Some(first), Some(last)) => achieved_bps(first, last, sent.wire_bytes_but_last),
                 _ => None,
@@ -125,10 +136,9 @@ pub(super) fn report(
                     let paced_acks =
                         (sent.ack_bytes_at_last - acks).saturating_sub(sent.blocked_ack_bytes);
                     let ack_bps = paced_acks as f64 * 8.0 * 1e9 / (last - first) as f64;
-                    (config.load * config.link_rate_bps as f64 + ack_bps)
-                        .min(config.link_rate_bps as f64)
+                    (config.load * host_bps + ack_bps).min(host_bps)
                 }
-                _ => config.load * config.link_rate_bps as f64,
+                _ => config.load * host_bps,
             },
             packets: sent.packets,
             wire_bytes: sent.wire_bytes,
@@ -155,5 +165,6 @@ pub(super) fn report(
             recycled: sent.recycled,
             fresh: sent.fresh,
         },
+        planes: sent.planes.clone(),
     }
 }

@@ -132,6 +132,8 @@ pub(super) struct HostSender<'a> {
     finished: bool,
     /// ACK wire bytes already charged to the host link.
     acks_charged: u64,
+    /// A multi-plane host's planes (`None`: one plane).
+    planes: Option<super::planes::PlaneSender>,
     stats: SenderStats,
 }
 
@@ -152,8 +154,21 @@ impl<'a> HostSender<'a> {
             lateness: Lateness::with_capacity(usize::try_from(total).unwrap_or(0)),
             ..SenderStats::default()
         };
-        let paced_bps = config.load * config.link_rate_bps as f64;
+        let planes = config.plan.hosts[config.host as usize].planes.len();
+        // A multi-plane host paces its P ports together (each port is paced by itself too:
+        // `planes`).
+        let paced_bps = config.load * config.link_rate_bps as f64 * planes.max(1) as f64;
         let packets: Vec<u32> = flows.iter().map(|flow| flow.packets).collect();
+        let planes = (planes > 1).then(|| {
+            super::planes::PlaneSender::new(
+                config.host_planes,
+                planes as u8,
+                flows
+                    .iter()
+                    .map(|flow| u64::from(flow.id) ^ config.seed.rotate_left(32)),
+                &packets,
+            )
+        });
         let pool = endpoints.pool;
         Self {
             config,
@@ -189,6 +204,7 @@ impl<'a> HostSender<'a> {
             idle: false,
             finished: false,
             acks_charged: 0,
+            planes,
             stats,
         }
     }
@@ -260,6 +276,9 @@ impl<'a> HostSender<'a> {
             }
         }
         self.selector.on_ack(ack.flow as usize, ack.entropy, ack.ce);
+        if let Some(planes) = &mut self.planes {
+            planes.on_ack(ack.flow as usize, ack.sequence, ack.ce);
+        }
     }
 
     /// At `now` (at or after [`next_wake`](Self::next_wake)): sends the next packet — one whose
@@ -296,6 +315,9 @@ impl<'a> HostSender<'a> {
             }
         }
         let (local, sequence, retransmission) = if let Some((flow, seq)) = lost {
+            if let Some(planes) = &mut self.planes {
+                planes.on_loss(flow as usize, seq);
+            }
             (flow as usize, seq, true)
         } else if let (None, Some(&local)) = (self.blocked_until, self.active.get(self.cursor)) {
             (local, self.next_sequence[local], false)
@@ -312,6 +334,24 @@ impl<'a> HostSender<'a> {
                 self.finished = true;
             }
             return Ok(());
+        };
+        // A multi-plane host: the packet's plane; a new packet waits (idle) while that plane's
+        // port is busy, a retransmission leaves at once.
+        let slack = if retransmission {
+            u64::MAX / 2
+        } else {
+            self.blocked_poll_ns()
+        };
+        let plane_choice = match &mut self.planes {
+            None => None,
+            Some(planes) => match planes.choose(local, now, slack) {
+                Ok(choice) => Some(choice),
+                Err(until) => {
+                    self.idle = true;
+                    self.blocked_until = Some(until);
+                    return Ok(());
+                }
+            },
         };
         let flow = &self.flows[local];
         let len = if sequence + 1 == flow.packets {
@@ -333,7 +373,16 @@ impl<'a> HostSender<'a> {
             self.stats.lateness.record(now.saturating_sub(due), now);
         }
 
-        let entropy = self.selector.choose(local);
+        let mut entropy = self.selector.choose(local);
+        if let (Some(choice), Some(planes)) = (plane_choice, &self.planes) {
+            if planes.policy() == PlanePolicy::Entropy {
+                // The policy's entropy value names the source port.
+                entropy = choice.entropy % self.endpoints.pool.len() as u16;
+            }
+        }
+        let dst = plane_choice.map_or(&flow.dst, |choice| {
+            &flow.dst_planes[usize::from(choice.plane)]
+        });
         let copy = self.recovery.transmissions(local as u32, sequence);
         Header {
             kind: Kind::Data,
@@ -360,9 +409,7 @@ impl<'a> HostSender<'a> {
                     self.ident,
                     &self.buf[..len as usize],
                 ),
-                None => socket
-                    .send_to(&self.buf[..len as usize], &flow.dst)
-                    .map(drop),
+                None => socket.send_to(&self.buf[..len as usize], dst).map(drop),
             };
             match sent {
                 Ok(()) => break,
@@ -398,6 +445,10 @@ impl<'a> HostSender<'a> {
         self.stats.send_ns += sys::monotonic_ns().saturating_sub(send_start);
         self.recovery.on_send(local as u32, sequence, now);
         let wire = wire::wire_bytes(u64::from(len));
+        if let (Some(choice), Some(planes)) = (plane_choice, &mut self.planes) {
+            let port_ns = (wire * 8 * 1_000_000_000).div_ceil(self.config.link_rate_bps.max(1));
+            planes.sent(local, sequence, choice, now, wire, port_ns);
+        }
         // The ACKs sent since the previous departure took their share of the host link.
         let acks = self.link.ack_bytes();
         let ack_wire = acks - self.acks_charged;
@@ -453,6 +504,7 @@ impl<'a> HostSender<'a> {
         self.stats.recovery = self.recovery.stats();
         self.stats.reordering = self.recovery.reordering();
         self.stats.mean_window = self.windows.as_ref().map(FlowWindows::mean_window);
+        self.stats.planes = self.planes.map(|planes| planes.report());
         (self.stats.lost_ns, self.stats.lost_sends) = self.pacer.lost();
         self.stats
     }
@@ -625,6 +677,7 @@ mod tests {
                     id: 0,
                     dst: to.into(),
                     dst_v4: to,
+                    dst_planes: Vec::new(),
                     packets: 3,
                     last_payload,
                     after: None,
@@ -668,6 +721,7 @@ mod tests {
         let hosts = (0..2)
             .map(|i| super::super::super::collective::PlanHost {
                 name: format!("h{i}"),
+                planes: Vec::new(),
                 address: Ipv4Addr::new(127, 0, 0, i + 1),
             })
             .collect();
@@ -681,6 +735,7 @@ mod tests {
             load: 1.0,
             payload: 1472,
             host_lb: HostLb::None,
+            host_planes: PlanePolicy::default(),
             entropies: 1,
             seed: 1,
             port: 9,

@@ -383,7 +383,8 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
         mean_packets: 0.0,
         mean_bytes: 0.0,
         link_overload: 0.0,
-        utilization: host_utilization(input.reports, cct_for_means),
+        utilization: host_utilization(input.reports, cct_for_means)
+            / f64::from(input.topology.planes()),
     }];
     for (stage, ports) in &stages {
         queues.push(stage_queues(*stage, ports, cct_for_means, rate));
@@ -393,8 +394,10 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
     let (packets, delivery) = delivery(input.reports);
     let census = census(input.reports, &drops, frames_queued);
     let (agent_rate_ratio_min, slowest_agent) = agent_rate_ratio(input.reports);
+    // A multi-plane host receives on P ports.
+    let host_rate = rate * f64::from(input.topology.planes());
     let (utilization, receiver_window_ratio_min) =
-        receiver_utilization(input.reports, full_frame, rate);
+        receiver_utilization(input.reports, full_frame, host_rate);
     let rerouted: Vec<&SwitchSample> = input
         .switches
         .iter()
@@ -471,8 +474,44 @@ pub fn evaluate(input: &RepInput<'_>) -> Result<RunReport, String> {
             fidelity,
             chaos: None,
             machine: None,
+            planes: plane_totals(input.reports),
         }),
     })
+}
+
+/// What a multi-plane lab's hosts sent on each plane, summed over their reports (`None`: no
+/// host has several planes).
+fn plane_totals(reports: &[AgentReport]) -> Option<ofan_model::report::PlaneRun> {
+    let mut hosts = reports.iter().filter_map(|report| report.planes.as_ref());
+    let first = hosts.next()?;
+    let planes = first.packets.len();
+    let mut total = ofan_model::report::PlaneRun {
+        policy: first.policy.parse().ok()?,
+        data_sent: vec![0; planes],
+        ce_acks: vec![0; planes],
+        losses: vec![0; planes],
+        views_delivered: 0,
+        wire_bytes: vec![0; planes],
+        flows_by_planes_used: vec![0; planes + 1],
+    };
+    let add = |sum: &mut Vec<u64>, part: &[u64]| {
+        for (sum, part) in sum.iter_mut().zip(part) {
+            *sum += part;
+        }
+    };
+    for host in std::iter::once(first).chain(hosts) {
+        add(&mut total.data_sent, &host.packets);
+        add(&mut total.ce_acks, &host.ce_acks);
+        add(&mut total.losses, &host.losses);
+        add(&mut total.wire_bytes, &host.wire_bytes);
+        let used: Vec<u64> = host
+            .flows_by_planes_used
+            .iter()
+            .map(|&n| u64::from(n))
+            .collect();
+        add(&mut total.flows_by_planes_used, &used);
+    }
+    Some(total)
 }
 
 /// Each named phase of `plan` ([`Plan::phases`]) as the agents saw it, in ps from the first

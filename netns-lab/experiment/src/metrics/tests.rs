@@ -121,6 +121,7 @@ fn agent(plan: &Plan, host: usize, t0: u64, t1: u64, missing: u64) -> AgentRepor
             recycled: 0,
             fresh: 0,
         },
+        planes: None,
     }
 }
 

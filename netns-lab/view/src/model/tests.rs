@@ -338,3 +338,46 @@ fn rates_are_over_the_switch_s_own_snapshot_times() {
     let util = frame.links[id.0 as usize].util_ab.unwrap();
     assert!((util - 1.0).abs() < 1e-9, "{util}");
 }
+
+/// Two planes: each switch tier plane by plane, plane 0 left of plane 1, every switch
+/// labelled with its plane; the hosts in one row, each linked to one edge switch per plane.
+#[test]
+fn a_two_plane_fabric_draws_its_planes_side_by_side() {
+    let topology = Topology::new(ofan_topology::TopologyKind::MultiPlane {
+        plane: ofan_topology::PlaneKind::FatTree,
+        planes: 2,
+        k: 4,
+    })
+    .unwrap();
+    let view = TopologyView::of("lab", &topology);
+    assert_eq!(view.kind, "fat-tree");
+    for tier in 0..3 {
+        let at = |plane: u8| -> Vec<f64> {
+            view.nodes
+                .iter()
+                .filter(|node| node.tier == tier && node.plane == Some(plane))
+                .map(|node| node.x)
+                .collect()
+        };
+        let (left, right) = (at(0), at(1));
+        assert!(!left.is_empty() && left.len() == right.len(), "tier {tier}");
+        let rightmost = left.iter().copied().fold(f64::MIN, f64::max);
+        let leftmost = right.iter().copied().fold(f64::MAX, f64::min);
+        assert!(rightmost < leftmost, "tier {tier}: plane 0 left of plane 1");
+    }
+    let hosts: Vec<usize> = (0..view.nodes.len())
+        .filter(|&index| !view.nodes[index].switch)
+        .collect();
+    assert_eq!(hosts.len(), 16);
+    for host in hosts {
+        assert_eq!(view.nodes[host].plane, None);
+        let mut planes: Vec<u8> = view
+            .links
+            .iter()
+            .filter(|link| link.a == host)
+            .map(|link| view.nodes[link.b].plane.expect("an edge switch's plane"))
+            .collect();
+        planes.sort_unstable();
+        assert_eq!(planes, [0, 1], "{}", view.nodes[host].name);
+    }
+}

@@ -7,7 +7,8 @@
 //! planes by the congestion it learns from the network. This module is that decision, pure:
 //! [`HostPlanes`] takes everything as arguments (the flow's state, what the host knows of
 //! each plane's path to the destination) and does no I/O, so the same code can run in a NIC
-//! and runs in the model (`sim/planes.rs` feeds it) and in the unit tests below.
+//! and runs in the model (`ofan_model`'s `sim/planes.rs` feeds it), in the lab's traffic agent
+//! (one UDP socket per plane) and in the unit tests below.
 //!
 //! The policies ([`PlanePolicy`]):
 //!
@@ -48,11 +49,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ofan_dataplane::lb::{mix64, LbRng};
 use ofan_topology::MAX_PLANES;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ModelError;
+use super::{mix64, LbError, LbRng};
 
 /// Entropy values per plane and flow of the `entropy` policy.
 pub const ENTROPIES_PER_PLANE: usize = 8;
@@ -116,16 +116,14 @@ impl fmt::Display for PlanePolicy {
 }
 
 impl FromStr for PlanePolicy {
-    type Err = ModelError;
+    type Err = LbError;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         Self::ALL
             .into_iter()
             .find(|policy| policy.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| ModelError::InvalidConfig {
-                field: "host-planes",
-                value: name.to_owned(),
-                reason: "expected plane-hash, plane-spray, plane-arf or entropy",
+            .ok_or_else(|| LbError::UnknownPlanePolicy {
+                name: name.to_owned(),
             })
     }
 }

@@ -1,0 +1,190 @@
+//! A multi-plane host's sending side: which plane (NIC port) each DATA packet leaves on, by
+//! the host policy ([`HostPlanes`], pure, the model's), and what each plane carried.
+//!
+//! A plane is chosen by choosing the destination's *address* on it: the lab routes each
+//! plane's prefixes through the host's port in that plane (`ofan_lab::plan::host_routes`), and
+//! the sockets are bound to no address, so the kernel gives the packet that port's source
+//! address and the receiver's ACK comes back through the same plane.
+//!
+//! Per-plane feedback, as in the model: the plane (and entropy) each copy left with is kept
+//! per packet; an ACK passes its CE echo to the policy for that plane, and a packet declared
+//! lost (its timer expired) a loss. What the edge switches know of their plane's paths (the
+//! framework's notifications to hosts) does not reach the agents yet: `plane-arf` sees every
+//! plane at full quality ([`PlaneView::CLEAR`]) and steers by ECN and losses alone.
+//!
+//! Ports: the host's pacer paces all its ports together (at P × the link rate × ρ), and each
+//! port is a link of its own: a packet whose chosen plane's port is still busy with the
+//! previous packet's wire time waits for it ([`PlaneSender::choose`]), so one port never
+//! carries more than the link rate (a `plane-hash` host with one flow sends at one port's
+//! rate). The wait is the host's: its other flows wait behind it (head of line), as behind a
+//! NIC's single queue.
+
+use ofan_dataplane::lb::planes::{Choice, FlowPlanes, HostPlanes, PlanePolicy, PlaneView};
+
+use super::PlanesReport;
+
+/// One host's planes: the policy, each own flow's state, and what each plane carried.
+#[derive(Debug)]
+pub(super) struct PlaneSender {
+    policy: HostPlanes,
+    flows: Vec<FlowPlanes>,
+    /// Per own flow and sequence number: the plane and entropy of its latest copy.
+    sent_on: Vec<Vec<(u8, u16)>>,
+    /// Per own flow: the choice made for a packet that waits for its plane's port.
+    pending: Vec<Option<Choice>>,
+    /// Per plane: when its port has sent what it was given (ns).
+    free_at: Vec<u64>,
+    /// Per plane: DATA packets and wire bytes sent.
+    pub packets: Vec<u64>,
+    pub wire_bytes: Vec<u64>,
+    /// Per plane: ACKs that echoed CE, and packets declared lost.
+    pub ce_acks: Vec<u64>,
+    pub losses: Vec<u64>,
+}
+
+impl PlaneSender {
+    /// `planes` planes under `policy`, for own flows of `packets` packets each; `flow_keys`
+    /// name the flows (plan flow ids mixed with the seed: plane-hash's hash).
+    pub(super) fn new(
+        policy: PlanePolicy,
+        planes: u8,
+        flow_keys: impl Iterator<Item = u64>,
+        packets: &[u32],
+    ) -> Self {
+        let policy = HostPlanes::new(policy, planes);
+        let planes = usize::from(planes);
+        Self {
+            policy,
+            flows: flow_keys.map(|key| policy.flow(key)).collect(),
+            sent_on: packets.iter().map(|&n| vec![(0, 0); n as usize]).collect(),
+            pending: vec![None; packets.len()],
+            free_at: vec![0; planes],
+            packets: vec![0; planes],
+            wire_bytes: vec![0; planes],
+            ce_acks: vec![0; planes],
+            losses: vec![0; planes],
+        }
+    }
+
+    /// The plane and entropy of flow `local`'s next packet at `now`, or (`Err`) when the
+    /// chosen plane's port is free, `slack_ns` before which the packet waits (the choice is
+    /// kept for it).
+    pub(super) fn choose(&mut self, local: usize, now: u64, slack_ns: u64) -> Result<Choice, u64> {
+        let choice = match self.pending[local].take() {
+            Some(choice) => choice,
+            None => self
+                .policy
+                .choose(&mut self.flows[local], &PlaneView::CLEAR),
+        };
+        let free_at = self.free_at[usize::from(choice.plane)];
+        if free_at > now + slack_ns {
+            self.pending[local] = Some(choice);
+            return Err(free_at - slack_ns);
+        }
+        Ok(choice)
+    }
+
+    /// Packet `seq` of flow `local` left on `choice`'s plane at `now`, `wire` bytes taking
+    /// `wire_ns` of its port.
+    pub(super) fn sent(
+        &mut self,
+        local: usize,
+        seq: u32,
+        choice: Choice,
+        now: u64,
+        wire: u64,
+        wire_ns: u64,
+    ) {
+        let plane = usize::from(choice.plane);
+        if let Some(slot) = self.sent_on[local].get_mut(seq as usize) {
+            *slot = (choice.plane, choice.entropy);
+        }
+        self.free_at[plane] = self.free_at[plane].max(now) + wire_ns;
+        self.packets[plane] += 1;
+        self.wire_bytes[plane] += wire;
+    }
+
+    /// An ACK of packet `seq` of flow `local` came back, echoing CE or not.
+    pub(super) fn on_ack(&mut self, local: usize, seq: u32, ce: bool) {
+        let Some(&(plane, entropy)) = self.sent_on[local].get(seq as usize) else {
+            return;
+        };
+        if ce {
+            self.ce_acks[usize::from(plane)] += 1;
+        }
+        self.policy
+            .on_ack(&mut self.flows[local], plane, entropy, ce);
+    }
+
+    /// Packet `seq` of flow `local` was declared lost.
+    pub(super) fn on_loss(&mut self, local: usize, seq: u32) {
+        let Some(&(plane, entropy)) = self.sent_on[local].get(seq as usize) else {
+            return;
+        };
+        self.losses[usize::from(plane)] += 1;
+        self.policy.on_loss(&mut self.flows[local], plane, entropy);
+    }
+
+    /// The policy's name.
+    pub(super) fn policy(&self) -> PlanePolicy {
+        self.policy.policy()
+    }
+
+    /// What the report says of the planes.
+    pub(super) fn report(self) -> PlanesReport {
+        PlanesReport {
+            policy: self.policy().name().to_owned(),
+            flows_by_planes_used: self.planes_per_flow(),
+            packets: self.packets,
+            wire_bytes: self.wire_bytes,
+            ce_acks: self.ce_acks,
+            losses: self.losses,
+        }
+    }
+
+    /// Flows that sent on each number of planes: `result[n]` flows used exactly n planes.
+    pub(super) fn planes_per_flow(&self) -> Vec<u32> {
+        let mut counts = vec![0; self.free_at.len() + 1];
+        for flow in &self.flows {
+            let used = flow.sent.iter().filter(|&&sent| sent > 0).count();
+            counts[used] += 1;
+        }
+        counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plane-hash flow keeps its plane; its port lets one packet through per wire time, the
+    /// others of the host's planes wait for nothing; spray alternates and feeds back per plane.
+    #[test]
+    fn ports_pace_each_plane_and_feedback_finds_the_plane() {
+        let mut hash = PlaneSender::new(PlanePolicy::PlaneHash, 2, [7].into_iter(), &[4]);
+        let first = hash.choose(0, 1_000, 0).unwrap();
+        hash.sent(0, 0, first, 1_000, 1500, 100);
+        // The same plane is busy until 1100: the packet waits, with its choice kept.
+        assert_eq!(hash.choose(0, 1_050, 10), Err(1_090));
+        let second = hash.choose(0, 1_090, 10).unwrap();
+        assert_eq!(second.plane, first.plane);
+        hash.sent(0, 1, second, 1_090, 1500, 100);
+        assert_eq!(hash.planes_per_flow(), [0, 1, 0]);
+        assert_eq!(hash.packets[usize::from(first.plane)], 2);
+
+        let mut spray = PlaneSender::new(PlanePolicy::PlaneSpray, 2, [1].into_iter(), &[4]);
+        let mut planes = Vec::new();
+        for seq in 0..4 {
+            let choice = spray.choose(0, 0, u64::MAX / 2).unwrap();
+            spray.sent(0, seq, choice, 0, 100, 10);
+            planes.push(choice.plane);
+        }
+        assert_eq!(spray.packets, [2, 2]);
+        assert_ne!(planes[0], planes[1]);
+        spray.on_ack(0, 1, true);
+        spray.on_loss(0, 2);
+        assert_eq!(spray.ce_acks[usize::from(planes[1])], 1);
+        assert_eq!(spray.losses[usize::from(planes[2])], 1);
+        assert_eq!(spray.planes_per_flow(), [0, 0, 1]);
+    }
+}
