@@ -13,7 +13,6 @@ use ofan_transport::{FlowOrder, RecoveryConfig, Reordering, SelectiveRepeat};
 use super::arf::{Arf, PortWindow};
 use super::cc::HostCc;
 use super::failure::LinkFailures;
-use super::flight::FlightWires;
 use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
 use super::packet::SEQ_MASK;
@@ -25,6 +24,7 @@ use crate::config::{AckAirtime, BufferLimit, Failures, FlowSpec, LinkDirection, 
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{PacketCounts, Stage};
+use crate::wires::Wires;
 use crate::workload;
 
 /// Salt of the per-host generators.
@@ -447,7 +447,7 @@ impl<'a> Sim<'a> {
             nodes,
             ports,
             stage_stats: [StageStats::default(); Stage::ALL.len()],
-            wires: FlightWires::new(port_count),
+            wires: Wires::new(port_count),
             port_links,
             hosts,
             places,

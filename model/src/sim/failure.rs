@@ -234,7 +234,7 @@ impl Sim<'_> {
             let port = &mut self.ports[port_id as usize];
             port.purge(&self.wires, now, propagation);
             let (in_flight, queued) = (port.sent, port.queued());
-            port.wire_clear(&mut self.wires);
+            port.wire_clear();
             port.sent = 0;
             port.data = 0;
             port.bytes = 0;

@@ -199,7 +199,6 @@ mod build;
 mod cc;
 mod deps;
 mod failure;
-mod flight;
 mod forward;
 mod host;
 mod packet;
@@ -217,14 +216,14 @@ use crate::queue::EventQueue;
 use crate::report::{PacketCounts, RunReport, Stage};
 use crate::workload;
 
+use crate::wires::Wires;
 use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
 use deps::{Deps, START_BIT};
 use failure::{LinkFailures, FAIL_BIT};
-use flight::FlightWires;
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
-use port::{Port, StageStats};
+use port::{Flight, Port, StageStats};
 use prefetch::{Ahead, AHEAD};
 
 /// Salt of the hosts' start phases.
@@ -242,7 +241,7 @@ struct Sim<'a> {
     nodes: Vec<NodeInfo>,
     ports: Vec<Port>,
     /// Every port's wire ([`Port`]).
-    wires: FlightWires,
+    wires: Wires<Flight>,
     /// Per [`Stage`] (by discriminant).
     stage_stats: [StageStats; Stage::ALL.len()],
     /// Per port: its link id.
@@ -338,17 +337,6 @@ pub fn run(config: &ModelConfig) -> Result<RunReport, ModelError> {
 /// # Errors
 /// As [`run`].
 pub fn run_on(topology: &Topology, config: &ModelConfig) -> Result<RunReport, ModelError> {
-    run_inspected(topology, config, |_| {}, |_| ()).map(|(report, ())| report)
-}
-
-/// [`run_on`], with `prepare` given the state before the first event and `inspect` after the
-/// last (tests).
-fn run_inspected<T>(
-    topology: &Topology,
-    config: &ModelConfig,
-    prepare: impl FnOnce(&mut Sim<'_>),
-    inspect: impl FnOnce(&Sim<'_>) -> T,
-) -> Result<(RunReport, T), ModelError> {
     config.validate()?;
     let graph = workload::graph(
         topology,
@@ -383,11 +371,9 @@ fn run_inspected<T>(
     if topology.hosts().len() >= HUGE_PAGE_HOSTS {
         crate::sys::collapse_heap_into_huge_pages();
     }
-    prepare(&mut sim);
     sim.start();
     sim.run_loop();
-    let inspected = inspect(&sim);
-    Ok((sim.report(&failures, &specs, send_rate, rho_max), inspected))
+    Ok(sim.report(&failures, &specs, send_rate, rho_max))
 }
 
 impl Sim<'_> {
@@ -458,12 +444,10 @@ impl Sim<'_> {
             }
             let port = &mut self.ports[event.target as usize];
             let flight = port
-                .wire_pop(&mut self.wires, event.time)
+                .wire_pop(&self.wires)
                 .expect("a wire event has a frame");
             debug_assert_eq!(flight.arrival, event.time);
-            let next = port
-                .wire_get(&self.wires, 0, event.time)
-                .map(|next| next.arrival);
+            let next = port.wire_get(&self.wires, 0).map(|next| next.arrival);
             if port.sent > 0 {
                 port.sent -= 1;
             } else {

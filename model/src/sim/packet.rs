@@ -1,5 +1,5 @@
-//! The frame in flight: a 16-byte `Copy` value (packed further on the ports' wires, see
-//! `flight`), with its sequence number, copy number and flags packed in one word.
+//! The frame in flight: a 16-byte `Copy` value, stored inline in the ports' wire queues, with
+//! its sequence number, copy number and flags packed in one word.
 
 use ofan_transport::ECHO_MASK;
 
@@ -15,8 +15,8 @@ pub(super) const COPY_SHIFT: u32 = 23;
 /// Sequence numbers use the low 23 bits.
 pub(super) const SEQ_MASK: u32 = (1 << COPY_SHIFT) - 1;
 
-/// A frame in flight: 16 bytes, `Copy`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// A frame in flight: 16 bytes, `Copy`, stored inline in the ports' wire queues.
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Packet {
     pub(super) flow: u32,
     /// Sequence number (low 23 bits), copy number ([`COPY_SHIFT`]), [`ACK_FLAG`],

@@ -3,17 +3,24 @@
 //! queue now", and the enqueue that drops at a full switch buffer, marks ECN and keeps the
 //! per-stage statistics and Ofan's edge-uplink bound.
 
-use super::flight::{Flight, FlightWires, Slot};
 use super::packet::{Packet, ECN_FLAG};
 use super::Sim;
 use crate::report::Stage;
 use crate::wires::{RingHandle, Wires};
 
+/// A frame in an output port: queued, being transmitted, or propagating; it reaches the peer at
+/// `arrival` and finished transmission at `arrival − propagation`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Flight {
+    pub(super) arrival: u64,
+    pub(super) packet: Packet,
+}
+
 /// The state of an output port that every event touches, frames and bytes carried included:
 /// one cache line.
 ///
 /// Its wire (every frame enqueued and not yet arrived at the peer, in order) is a ring in
-/// [`FlightWires`]: `pushed − popped` frames from position `popped`; the first `sent` of them have
+/// [`Wires`]: `pushed − popped` frames from position `popped`; the first `sent` of them have
 /// finished transmission, the rest form the queue.
 #[derive(Debug)]
 #[repr(C, align(64))]
@@ -61,7 +68,7 @@ pub(super) struct StageStats {
 impl Port {
     /// A port whose wire is ring `ring` of a fresh [`Wires`].
     pub(super) fn new(ring: usize, peer: u32, peer_port: u16, stage: Stage) -> Self {
-        let wire = Wires::<Slot>::initial(ring);
+        let wire = Wires::<Flight>::initial(ring);
         Self {
             pushed: 0,
             bytes: 0,
@@ -93,65 +100,47 @@ impl Port {
         (self.pushed as u32).wrapping_sub(self.popped)
     }
 
-    /// The slot of the `index`-th frame on the wire from the front.
+    /// The `index`-th frame on the wire from the front.
     #[inline(always)]
-    pub(super) fn wire_slot<'w>(&self, wires: &'w FlightWires, index: u32) -> Option<&'w Slot> {
-        (index < self.wire_len())
-            .then(|| wires.rings.at(self.ring(), self.popped.wrapping_add(index)))
-    }
-
-    /// The `index`-th frame on the wire from the front, read at time `now`.
-    #[inline(always)]
-    pub(super) fn wire_get(&self, wires: &FlightWires, index: u32, now: u64) -> Option<Flight> {
-        self.wire_slot(wires, index)
-            .map(|slot| slot.unpack(now, &wires.spill))
+    pub(super) fn wire_get<'w>(&self, wires: &'w Wires<Flight>, index: u32) -> Option<&'w Flight> {
+        (index < self.wire_len()).then(|| wires.at(self.ring(), self.popped.wrapping_add(index)))
     }
 
     /// The wire slot the next enqueued frame goes to (unless the ring grows first), for
     /// prefetching: its content is stale.
     #[inline(always)]
-    pub(super) fn wire_next_slot<'w>(&self, wires: &'w FlightWires) -> &'w Slot {
-        wires.rings.at(self.ring(), self.pushed as u32)
+    pub(super) fn wire_next_slot<'w>(&self, wires: &'w Wires<Flight>) -> &'w Flight {
+        wires.at(self.ring(), self.pushed as u32)
     }
 
-    /// Takes the frame at the front of the wire (it arrives at the peer at `now`).
+    /// Takes the frame at the front of the wire (it arrives at the peer).
     #[inline(always)]
-    pub(super) fn wire_pop(&mut self, wires: &mut FlightWires, now: u64) -> Option<Flight> {
-        let slot = *self.wire_slot(wires, 0)?;
+    pub(super) fn wire_pop(&mut self, wires: &Wires<Flight>) -> Option<Flight> {
+        let flight = *self.wire_get(wires, 0)?;
         self.popped = self.popped.wrapping_add(1);
-        let flight = slot.unpack(now, &wires.spill);
-        slot.release(&mut wires.spill);
         Some(flight)
     }
 
     /// Drops every frame on the wire (a failing link).
-    pub(super) fn wire_clear(&mut self, wires: &mut FlightWires) {
-        if wires.spill.len() > 0 {
-            for index in 0..self.wire_len() {
-                let slot = *wires.rings.at(self.ring(), self.popped.wrapping_add(index));
-                slot.release(&mut wires.spill);
-            }
-        }
+    pub(super) fn wire_clear(&mut self) {
         self.popped = self.pushed as u32;
     }
 
-    /// Puts `flight`, enqueued at `now`, at the end of the wire.
     #[inline(always)]
-    fn wire_push(&mut self, wires: &mut FlightWires, flight: Flight, now: u64) {
+    fn wire_push(&mut self, wires: &mut Wires<Flight>, flight: Flight) {
         let len = self.wire_len();
         if len == 1u32 << self.wire_capacity_log {
-            let grown = wires.rings.grow(self.ring(), self.popped, len);
+            let grown = wires.grow(self.ring(), self.popped, len);
             self.wire_base = grown.base;
             self.wire_capacity_log = grown.capacity_log;
         }
-        let slot = Slot::pack(flight, now, &mut wires.spill);
-        wires.rings.set(self.ring(), self.pushed as u32, slot);
+        wires.set(self.ring(), self.pushed as u32, flight);
         self.pushed += 1;
     }
 
     /// Moves the frames whose transmission ended by `now` out of the queue.
     #[inline]
-    pub(super) fn purge(&mut self, wires: &FlightWires, now: u64, propagation: u64) {
+    pub(super) fn purge(&mut self, wires: &Wires<Flight>, now: u64, propagation: u64) {
         // The last enqueued frame finishes at `free_at` and the first at `head_finish`, so
         // unless some but not all of the queue has finished, the answer needs no look at the
         // wire (which is rarely in cache).
@@ -163,14 +152,13 @@ impl Port {
         }
         // The last frame has not finished, so it follows every finished one in the queue.
         while self.head_finish <= now {
-            let Some(finished) = self.wire_slot(wires, self.sent) else {
+            let Some(finished) = self.wire_get(wires, self.sent) else {
                 break;
             };
-            let (frame, ack) = finished.frame_and_ack(&wires.spill);
-            self.bytes -= u64::from(frame);
-            self.data -= u32::from(!ack);
+            self.bytes -= u64::from(finished.packet.frame);
+            self.data -= u32::from(!finished.packet.is_ack());
             self.sent += 1;
-            let Some(head) = self.wire_get(wires, self.sent, now) else {
+            let Some(head) = self.wire_get(wires, self.sent) else {
                 break;
             };
             self.head_finish = head.arrival - propagation;
@@ -242,7 +230,7 @@ impl Sim<'_> {
         port.data += u32::from(data);
         let arrival = finish + propagation;
         let idle = port.wire_len() == 0;
-        port.wire_push(&mut self.wires, Flight { arrival, packet }, now);
+        port.wire_push(&mut self.wires, Flight { arrival, packet });
         port.carried_bytes += frame;
         if let Some(window) = self.arf_windows.get_mut(port_id) {
             window.bytes += frame + u64::from(self.config.link.gap_bytes);

@@ -190,15 +190,15 @@ impl Sim<'_> {
         match ahead.step {
             Step::Port => {
                 let port = &self.ports[ahead.target as usize];
-                let Some(flight) = port.wire_slot(&self.wires, 0) else {
+                let Some(flight) = port.wire_get(&self.wires, 0) else {
                     // A frame lost with its link.
                     ahead.step = Step::None;
                     return;
                 };
                 // The head frame and the next one, whose arrival is scheduled when the head
-                // arrives (16-byte slots: on the next line one time in four).
+                // arrives (24-byte entries: often on the next line).
                 sys::prefetch(flight);
-                if let Some(next) = port.wire_slot(&self.wires, 1) {
+                if let Some(next) = port.wire_get(&self.wires, 1) {
                     sys::prefetch(next);
                 }
                 sys::prefetch(&self.nodes[port.peer as usize]);
@@ -236,8 +236,7 @@ impl Sim<'_> {
         let ahead = &mut self.ahead[index];
         match ahead.step {
             Step::Frame => {
-                let Some(flight) =
-                    self.ports[ahead.target as usize].wire_get(&self.wires, 0, self.now)
+                let Some(flight) = self.ports[ahead.target as usize].wire_get(&self.wires, 0)
                 else {
                     ahead.step = Step::None;
                     return;
@@ -456,7 +455,7 @@ impl Sim<'_> {
     /// wire: the queue head, which the purge reads, and the slot the frame goes to.
     #[inline(always)]
     fn prefetch_queue_ends(&self, port: &Port) {
-        if let Some(head) = port.wire_slot(&self.wires, port.sent) {
+        if let Some(head) = port.wire_get(&self.wires, port.sent) {
             sys::prefetch(head);
         }
         sys::prefetch(port.wire_next_slot(&self.wires));
