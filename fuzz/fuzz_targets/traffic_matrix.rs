@@ -26,6 +26,7 @@ fuzz_target!(|data: &[u8]| {
         .map(|i| PlanHost {
             name: format!("h{i}"),
             address: Ipv4Addr::from(0x0a00_0000 + i),
+            planes: Vec::new(),
         })
         .collect();
     let entries = rows
