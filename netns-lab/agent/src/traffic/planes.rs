@@ -66,9 +66,9 @@ impl PlaneSender {
         }
     }
 
-    /// The plane and entropy of flow `local`'s next packet at `now`, or (`Err`) when the
-    /// chosen plane's port is free, `slack_ns` before which the packet waits (the choice is
-    /// kept for it).
+    /// The plane and entropy of flow `local`'s next packet at `now`; `Err(t)` when the chosen
+    /// plane's port is busy beyond `slack_ns`: the packet waits until `t` (the port's free time
+    /// less `slack_ns`), its choice kept for it.
     pub(super) fn choose(&mut self, local: usize, now: u64, slack_ns: u64) -> Result<Choice, u64> {
         let choice = match self.pending[local].take() {
             Some(choice) => choice,

@@ -504,12 +504,13 @@ fn plane_totals(reports: &[AgentReport]) -> Option<ofan_model::report::PlaneRun>
         add(&mut total.ce_acks, &host.ce_acks);
         add(&mut total.losses, &host.losses);
         add(&mut total.wire_bytes, &host.wire_bytes);
-        let used: Vec<u64> = host
+        for (sum, &flows) in total
             .flows_by_planes_used
-            .iter()
-            .map(|&n| u64::from(n))
-            .collect();
-        add(&mut total.flows_by_planes_used, &used);
+            .iter_mut()
+            .zip(&host.flows_by_planes_used)
+        {
+            *sum += u64::from(flows);
+        }
     }
     Some(total)
 }
