@@ -32,6 +32,12 @@
 //! one of them several times over. ACKs that echo which copy they answer
 //! ([`SelectiveRepeat::on_ack_echo`]) give samples from retransmitted packets too.
 //!
+//! With a reordering window ([`SelectiveRepeat::with_reordering_window`], the congestion-
+//! controlled senders), an expired timer also declares lost the flow's first transmissions in
+//! flight that left more than a smoothed RTT and the window before it (RFC 8985 §6.3): a flow
+//! that lost a whole window at once is sent again after one timeout, not one backed-off timeout
+//! per packet.
+//!
 //! # Example
 //! ```
 //! use ofan_transport::{Ack, RecoveryConfig, SelectiveRepeat};
@@ -226,6 +232,11 @@ pub struct RecoveryStats {
     /// ([`SelectiveRepeat::with_reordering_window`]) before their timer.
     #[serde(default)]
     pub reorder_losses: u64,
+    /// Packets declared lost together with an expired timer of their flow (RFC 8985 §6.3,
+    /// [`SelectiveRepeat::with_reordering_window`] only): first transmissions still in flight
+    /// that left more than a smoothed RTT and the reordering window before the expiry.
+    #[serde(default)]
+    pub timeout_flight_losses: u64,
 }
 
 /// How far out of order a host's ACKs came back, measured on every ACK that gives an RTT
@@ -677,16 +688,13 @@ impl SelectiveRepeat {
         let (Some(permille), Some(srtt)) = (self.reorder_permille, self.srtt) else {
             return 0;
         };
-        let mut window = (u128::from(srtt) * u128::from(permille) / 1000) as Time;
-        if self.adaptive_reordering {
-            let seen = self.reordering.max;
-            window = window.max(seen.saturating_add(seen / 8));
-        }
+        let window = self.reorder_window(srtt, permille);
         let Some(horizon) = sent_at.checked_sub(window) else {
             return 0;
         };
         // First transmissions leave in sequence order, so the cursor stops at the first one
         // sent within the window (or not sent yet).
+        let state = &self.flows[flow as usize];
         let (first, packets) = (state.first, state.packets);
         let mut seq = state.rack_next;
         let mut newly_lost = 0;
@@ -712,6 +720,59 @@ impl SelectiveRepeat {
         }
         self.flows[flow as usize].rack_next = seq;
         newly_lost
+    }
+
+    /// The reordering window for a smoothed RTT of `srtt`: `permille`/1000 of it, and with
+    /// [`with_adaptive_reordering_window`](Self::with_adaptive_reordering_window) at least the
+    /// largest reordering measured so far and an eighth more.
+    fn reorder_window(&self, srtt: Time, permille: u32) -> Time {
+        let window = (u128::from(srtt) * u128::from(permille) / 1000) as Time;
+        if self.adaptive_reordering {
+            let seen = self.reordering.max;
+            window.max(seen.saturating_add(seen / 8))
+        } else {
+            window
+        }
+    }
+
+    /// A timer of `flow` expired at `now`: its first transmissions still in flight that left
+    /// more than a smoothed RTT and the reordering window before `now` are lost too (RFC 8985
+    /// §6.3: their ACKs would have come). Without this, a flow whose whole window was lost at
+    /// once (a link gone while routes moved) recovered a packet per expired timer, each backed
+    /// off once more, and under a congestion window none could be sent again before the last of
+    /// them expired: seven packets lost together held a lab flow silent for 2⁶ timeouts (32 s).
+    #[cold]
+    fn lose_flight(&mut self, flow: u32, now: Time) {
+        let (Some(permille), Some(srtt)) = (self.reorder_permille, self.srtt) else {
+            return;
+        };
+        let window = self.reorder_window(srtt, permille);
+        let Some(horizon) = now.checked_sub(srtt.saturating_add(window)) else {
+            return;
+        };
+        let state = &self.flows[flow as usize];
+        let (first, packets) = (state.first, state.packets);
+        let mut lost = 0;
+        for seq in 0..packets {
+            let packet = &mut self.packets[first + seq as usize];
+            if packet.transmissions == 0 {
+                break;
+            }
+            if packet.transmissions != 1 || packet.acked || packet.timeouts != 0 {
+                continue;
+            }
+            // First transmissions leave in sequence order: the rest left later still.
+            if packet.sent_at > horizon {
+                break;
+            }
+            packet.timeouts = 1;
+            if std::mem::take(&mut packet.counted) {
+                lost += 1;
+            }
+            self.lost.push_back((flow, seq, now));
+            self.stats.timeout_flight_losses += 1;
+        }
+        self.flows[flow as usize].outstanding -= lost;
     }
 
     /// RFC 6298 §2.2–2.4 with `rto_min` for the clock granularity term, capped at `rto_max`.
@@ -834,6 +895,9 @@ impl SelectiveRepeat {
             // trip is now (at most to rto_max).
             if self.backed_off(0) < self.config.rto_max {
                 self.backoff += 1;
+            }
+            if self.reorder_permille.is_some() {
+                self.lose_flight(flow, now);
             }
             return Some((flow, seq));
         }

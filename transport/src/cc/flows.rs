@@ -234,4 +234,36 @@ mod tests {
         windows.on_ack(&mut recovery, 0, 1, 0, false, late + 500);
         assert_eq!(windows.next_lost(&mut recovery, late + 500), Some((0, 0)));
     }
+
+    /// Packet 0 is ACKed at 1 000 (srtt 1 000, rto 3 000), packets 1 and 2 (sent at 1 000 and
+    /// 1 010) are lost together; the windows and `recovery` at packet 1's expiry, 4 000.
+    fn two_lost(recovery: SelectiveRepeat) -> (FlowWindows, SelectiveRepeat, Option<(u32, u32)>) {
+        let mut windows = two_packet_windows(1);
+        let mut recovery = recovery;
+        recovery.on_send(0, 0, 0);
+        windows.on_ack(&mut recovery, 0, 0, 0, false, 1_000);
+        recovery.on_send(0, 1, 1_000);
+        recovery.on_send(0, 2, 1_010);
+        assert!(!windows.has_room(&recovery, 0));
+        let sent = windows.next_lost(&mut recovery, 4_000);
+        (windows, recovery, sent)
+    }
+
+    #[test]
+    fn a_window_lost_at_once_is_sent_again_after_one_timeout() {
+        let config = RecoveryConfig::for_frame_time(100);
+        // With the reordering window (as every congestion-controlled sender has), packet 2
+        // left more than srtt + window before the expiry: lost with packet 1, so the window
+        // (one packet after the timeout) has room for packet 1 at once.
+        let rack = SelectiveRepeat::new(config, &[3]).with_reordering_window(1_000);
+        let (_, recovery, sent) = two_lost(rack);
+        assert_eq!(sent, Some((0, 1)));
+        assert_eq!(recovery.stats().timeout_flight_losses, 1);
+        // Timers alone: packet 2 still fills the window until its own timer, backed off once
+        // by packet 1's timeout, expires at 1 010 + 2 · 3 000 — nothing leaves before.
+        let (mut windows, mut recovery, sent) = two_lost(SelectiveRepeat::new(config, &[3]));
+        assert_eq!(sent, None);
+        assert_eq!(windows.next_lost(&mut recovery, 7_009), None);
+        assert_eq!(windows.next_lost(&mut recovery, 7_010), Some((0, 2)));
+    }
 }

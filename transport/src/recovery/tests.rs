@@ -595,3 +595,52 @@ fn outstanding_counts_packets_in_flight_through_acks_and_timeouts() {
     assert_eq!(recovery.outstanding(0), 2);
     assert_eq!(recovery.outstanding(7), 0);
 }
+
+/// Flow 0 sends packets 0–7 at 0, 10, …, 70; packet 0 is ACKed at 100 (srtt 100), the other
+/// seven are lost together; packet 8 leaves at 400. CONFIG's rto after the sample:
+/// max(10, 100 + 4·50) = 300, so packet 1's timer expires at 310.
+fn whole_window_lost(recovery: &mut SelectiveRepeat) {
+    send_all(recovery, &[0, 10, 20, 30, 40, 50, 60, 70]);
+    assert_eq!(recovery.on_ack_sample(0, 0, 0, 100).rtt, Some(100));
+    recovery.on_send(0, 8, 400);
+}
+
+#[test]
+fn an_expired_timer_declares_the_flows_older_flight_lost_with_it() {
+    // Window 1 000 ‰ of srtt: a packet is lost at the expiry if it left 200 before.
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[9]).with_reordering_window(1_000);
+    whole_window_lost(&mut recovery);
+    assert_eq!(recovery.outstanding(0), 8);
+    assert_eq!(recovery.next_lost(309), None);
+    assert_eq!(recovery.next_lost(310), Some((0, 1)));
+    // Packets 2–7 left 240–290 before: lost with it, offered at once and no longer in flight;
+    // packet 8 (sent 90 before) is not.
+    assert_eq!(recovery.outstanding(0), 1);
+    assert_eq!(recovery.next_deadline(), Some(310));
+    for seq in 2..8 {
+        assert_eq!(recovery.next_lost(310), Some((0, seq)));
+        recovery.on_send(0, seq, 310);
+    }
+    assert_eq!(recovery.next_lost(310), None);
+    let stats = recovery.stats();
+    assert_eq!(
+        (
+            stats.timeouts,
+            stats.timeout_flight_losses,
+            stats.reorder_losses
+        ),
+        (1, 6, 0)
+    );
+}
+
+#[test]
+fn without_a_reordering_window_each_lost_packet_waits_for_its_own_backed_off_timer() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[9]);
+    whole_window_lost(&mut recovery);
+    assert_eq!(recovery.next_lost(310), Some((0, 1)));
+    assert_eq!(recovery.outstanding(0), 7);
+    assert_eq!(recovery.next_lost(310), None);
+    // Packet 2's timer runs rto · 2 after the first timeout: 20 + 600.
+    assert_eq!(recovery.next_deadline(), Some(620));
+    assert_eq!(recovery.stats().timeout_flight_losses, 0);
+}
