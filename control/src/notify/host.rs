@@ -382,7 +382,7 @@ mod tests {
             Err(Reject::Untrusted)
         );
         // A neighbour of the edge speaking for a third party's link: not entitled.
-        let third = bytes(&topology, "a-p0-0@0", "c-1@0", "a-p1-0@0", 0);
+        let third = bytes(&topology, "a-p0-0@0", "a-p1-0@0", "e-p1-0@0", 0);
         assert_eq!(
             view.receive(0, edge0, Some(255), &third, 0),
             Err(Reject::Untrusted)
