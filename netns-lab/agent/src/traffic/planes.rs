@@ -202,6 +202,55 @@ impl PlaneSender {
 mod tests {
     use super::*;
 
+    /// Under plane-arf with notifications, a view in which every path of plane 0's edge is at
+    /// level 0 moves the flow's packets to plane 1 (weights (0 + 1) against (15 + 1)); a flow
+    /// to a host under the same edges sees no path and splits evenly.
+    #[test]
+    fn plane_arf_weighs_the_planes_by_the_view_towards_each_flows_destination() {
+        use ofan_dataplane::arf::{CongestionTable, Quality, RemotePaths};
+        let topology = ofan_topology::Topology::new(ofan_topology::TopologyKind::MultiPlane {
+            plane: ofan_topology::PlaneKind::FatTree,
+            planes: 2,
+            k: 4,
+        })
+        .unwrap();
+        let endpoint = EndpointConfig::from_topology(
+            &topology,
+            0,
+            endpoint::DEFAULT_PORT,
+            ofan_dataplane::arf::Combine::Min,
+        )
+        .unwrap();
+        // Flow 0 to host 4 (pod 1), flow 1 to host 1 (the same edge in both planes).
+        let mut arf = PlaneSender::new(PlanePolicy::PlaneArf, 2, [3, 5].into_iter(), &[64, 64]);
+        arf.with_views(
+            &endpoint,
+            [4, 1].into_iter().map(|dst| endpoint.keys[dst].clone()),
+        );
+        let keys = topology.dest_key_count(topology.edges()[0].id);
+        let poor = Quality::POOREST;
+        arf.set_view(
+            0,
+            Arc::new(PathQuality::build(
+                &[poor, poor],
+                &CongestionTable::default(),
+                &RemotePaths::new(2, keys),
+                1,
+            )),
+        );
+        assert_eq!(arf.views_delivered, 1);
+        let mut sent = [[0u32; 2]; 2];
+        for local in 0..2 {
+            for seq in 0..64 {
+                let choice = arf.choose(local, 0, u64::MAX / 2).unwrap();
+                arf.sent(local, seq, choice, 0, 100, 0);
+                sent[local][usize::from(choice.plane)] += 1;
+            }
+        }
+        assert!(sent[0][0] * 8 < sent[0][1], "towards pod 1: {:?}", sent[0]);
+        assert_eq!(sent[1], [32, 32], "under the same edge");
+    }
+
     /// A plane-hash flow keeps its plane; its port lets one packet through per wire time, the
     /// others of the host's planes wait for nothing; spray alternates and feeds back per plane.
     #[test]

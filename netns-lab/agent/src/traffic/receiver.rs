@@ -54,7 +54,7 @@ impl ToSender<'_> {
 /// The epoll token of host `host`'s notification socket of plane `plane` (a host's receive
 /// socket's token is its index).
 fn notify_token(host: usize, plane: usize) -> u64 {
-    NOTIFY_TOKEN | (host as u64) << 8 | plane as u64
+    NOTIFY_TOKEN | ((host as u64) << 8) | plane as u64
 }
 
 /// Marks a notification socket's token.
@@ -386,9 +386,11 @@ impl<'a> HostReceiver<'a> {
             }];
             let now = sys::monotonic_ns();
             match view.receive(plane, *received.from.ip(), received.ttl, bytes, now) {
-                Ok(applied) => {
+                // A flow message: not a link state, nothing taken.
+                Ok(None) => {}
+                Ok(Some(applied)) => {
                     self.stats.notifications[plane] += 1;
-                    if applied == Some(Applied::Changed) {
+                    if applied == Applied::Changed {
                         to_sender.view(self.index, plane, view.view(plane));
                     }
                 }
