@@ -318,7 +318,10 @@ mod tests {
             Ok(Some(Applied::Changed))
         );
         let towards = plane_view(&topology, &view, 2);
-        assert_eq!(towards.quality[0], (1 + 15) / 2, "mean of the two up-ports");
+        assert_eq!(
+            towards.quality[0], 8,
+            "the mean of the two up-ports, (1 + 15) / 2"
+        );
         assert_eq!(towards.quality[1], 15, "plane 1 heard nothing");
         assert_eq!(towards.dead, 0);
         assert_eq!(
@@ -347,7 +350,11 @@ mod tests {
             plane_view(&topology, &view, 4).quality[..2],
             [(15 + 3) / 2, 15]
         );
-        assert_eq!(plane_view(&topology, &view, 2).quality[0], (1 + 3) / 2);
+        assert_eq!(
+            plane_view(&topology, &view, 2).quality[0],
+            2,
+            "(min(15, 1) + min(3, 15)) / 2: port 0 remote 1, port 1 local 3"
+        );
         // Held for 300 ms: then plane 0 is clear again.
         assert!(view.expire(250 * MS).is_empty());
         assert_eq!(view.expire(301 * MS), [0]);

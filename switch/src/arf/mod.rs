@@ -307,7 +307,7 @@ impl State {
         });
         if let Ok((message, _)) = &verdict {
             if message.flow.is_none() {
-                self.to_hosts(bytes, "host_relayed");
+                self.send_to_hosts(bytes, "host_relayed");
             }
         }
         let logged = match verdict {
@@ -519,7 +519,7 @@ impl State {
         let mut buffer = [0u8; 64];
         for message in told {
             if let Some(len) = message.emit(&mut buffer) {
-                self.to_hosts(&buffer[..len], "host_told");
+                self.send_to_hosts(&buffer[..len], "host_told");
             }
         }
         if self.local_redirects(&local, now) {
@@ -616,7 +616,7 @@ impl State {
 
     /// Sends `bytes` (one link message) to every host of `settings.hosts`, counting each
     /// datagram under `counter_name`.
-    fn to_hosts(&mut self, bytes: &[u8], counter_name: &str) {
+    fn send_to_hosts(&mut self, bytes: &[u8], counter_name: &str) {
         for index in 0..self.inputs.settings.hosts.len() {
             let host = self.inputs.settings.hosts[index];
             match self.socket.send(host, bytes) {

@@ -240,11 +240,11 @@ mod tests {
         );
         assert_eq!(arf.views_delivered, 1);
         let mut sent = [[0u32; 2]; 2];
-        for local in 0..2 {
+        for (local, per_plane) in sent.iter_mut().enumerate() {
             for seq in 0..64 {
                 let choice = arf.choose(local, 0, u64::MAX / 2).unwrap();
                 arf.sent(local, seq, choice, 0, 100, 0);
-                sent[local][usize::from(choice.plane)] += 1;
+                per_plane[usize::from(choice.plane)] += 1;
             }
         }
         assert!(sent[0][0] * 8 < sent[0][1], "towards pod 1: {:?}", sent[0]);
