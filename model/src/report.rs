@@ -229,6 +229,11 @@ pub struct PlaneRun {
     /// `[n]`: flows that sent on exactly n planes (the lab's agents; empty in the model's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows_by_planes_used: Vec<u64>,
+    /// `plane-arf` in the lab: per plane, the notifications the hosts took from their edges
+    /// (the model passes views, counted by `views_delivered`; empty there and without
+    /// notifications).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<u64>,
 }
 
 /// One phase of a workload with dependencies ([`crate::deps`]).

@@ -67,6 +67,7 @@ ofan_tests::root_tests!(
     a_run_whose_routes_flapped_is_not_faithful,
     slowed_core_link_makes_arf_wcmp_move_traffic_off_it,
     multi_plane_lab_sprays_over_both_planes_and_hashes_one_per_flow,
+    multi_plane_arf_hosts_hear_their_edges_and_send_less_through_a_slowed_plane,
     view_draws_the_lab_live_in_a_browser,
     bench_lab_measures_a_rate_and_probes_the_machine,
 );

@@ -1,10 +1,13 @@
 //! Adaptive-routing congestion notifications (the framework draft's "Congestion Notify"):
 //! [`wire`] is the message format and its one codec, [`speaker`] the pure state machine (who is
 //! told what and when, and which datagrams are refused), [`transport`] the UDP socket (TTL 255
-//! out, TTL and arrival interface in), [`report`] what `stats` shows. Detection, the congestion
+//! out, TTL and arrival interface in), [`report`] what `stats` shows, [`host`] what a
+//! multi-plane host makes of the notifications its edge switches pass on (the endpoint
+//! plane). Detection, the congestion
 //! table and the path-quality view are pure and shared with the model:
 //! [`ofan_dataplane::arf`].
 
+pub mod host;
 pub mod report;
 pub mod speaker;
 pub mod transport;

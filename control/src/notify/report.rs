@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Counters of the notifier, from one list: name and meaning.
-pub const COUNTERS: [(&str, &str); 12] = [
+pub const COUNTERS: [(&str, &str); 14] = [
     ("sent", "notifications sent (one per neighbour)"),
     ("send_errors", "notifications the kernel refused to send"),
     ("received", "datagrams received on the notification port"),
@@ -31,6 +31,14 @@ pub const COUNTERS: [(&str, &str); 12] = [
     (
         "flow_local",
         "flows named on this switch's own congested up-ports (moves requested here)",
+    ),
+    (
+        "host_relayed",
+        "accepted link messages relayed to the hosts (notify_hosts; one per host)",
+    ),
+    (
+        "host_told",
+        "own link messages sent to the hosts (notify_hosts; one per host)",
     ),
 ];
 

@@ -30,7 +30,17 @@ impl NotifySocket {
     /// # Errors
     /// The bind or socket-option error.
     pub fn bind(port: u16) -> io::Result<Self> {
-        let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))?;
+        Self::bind_to(Ipv4Addr::UNSPECIFIED, port)
+    }
+
+    /// Binds `addr:port` (a multi-plane host: one socket on each plane's address, so the
+    /// socket names the plane a notification came through), sending with TTL 255 and
+    /// reporting each datagram's TTL and interface.
+    ///
+    /// # Errors
+    /// The bind or socket-option error.
+    pub fn bind_to(addr: Ipv4Addr, port: u16) -> io::Result<Self> {
+        let socket = UdpSocket::bind(SocketAddrV4::new(addr, port))?;
         socket.set_ttl(u32::from(GTSM_TTL))?;
         sys::enable_ttl_and_pktinfo(&socket)?;
         // Port 0 (tests): the one the kernel chose.
@@ -77,12 +87,6 @@ impl NotifySocket {
         }
     }
 
-    /// The socket's descriptor (for a control loop to wait on).
-    #[must_use]
-    pub fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(&self.socket)
-    }
-
     /// Sends one message to `to` on the notification port.
     ///
     /// # Errors
@@ -91,6 +95,13 @@ impl NotifySocket {
         self.socket
             .send_to(bytes, SocketAddrV4::new(to, self.port))
             .map(drop)
+    }
+}
+
+/// The socket's descriptor (for a control loop to wait on).
+impl std::os::fd::AsRawFd for NotifySocket {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.socket)
     }
 }
 

@@ -36,7 +36,7 @@ pub mod trust;
 pub use quality::{Kind, Quality, QUALITY_LEVELS};
 pub use table::{Applied, CongestionTable, LinkId, LinkState, Update};
 
-use ofan_topology::DestKey;
+use ofan_topology::{plan, DestKey, FailedLinks, NodeId, Role, Topology};
 
 /// The routing plane's remote information for one (destination key, up-port): who is behind the
 /// port and where it goes next.
@@ -75,6 +75,12 @@ impl RemotePaths {
         self.up_ports
     }
 
+    /// Number of destination keys.
+    #[must_use]
+    pub const fn dest_keys(&self) -> u32 {
+        self.dest_keys
+    }
+
     /// Sets what is behind `port` towards `key`; out-of-range keys and ports are ignored.
     pub fn set(&mut self, key: DestKey, port: u8, hop: RemoteHop) {
         if let Some(slot) = self.index(key, port).and_then(|i| self.hops.get_mut(i)) {
@@ -98,6 +104,56 @@ impl RemotePaths {
     fn index(&self, key: DestKey, port: u8) -> Option<usize> {
         (key.0 < self.dest_keys && port < self.up_ports)
             .then(|| key.0 as usize * usize::from(self.up_ports) + usize::from(port))
+    }
+
+    /// The remote path information the topology's routing plan gives balancing switch `node`
+    /// under `failures` ([`plan::remote_paths`], the one function the switch's plan fallback
+    /// uses too): per destination key and up-port position, the neighbour and its next hops,
+    /// each switch named by `name` (node ids in the model, router IDs — loopbacks — for a
+    /// lab's hosts, which rebuild their edge switch's view from what it passes on). Every
+    /// prefix of one key has the same paths in a fat tree; where failures make them differ,
+    /// the last prefix wins (as in the switch).
+    #[must_use]
+    pub fn from_plan(
+        topology: &Topology,
+        failures: &FailedLinks,
+        node: NodeId,
+        name: impl Fn(NodeId) -> u32,
+    ) -> Self {
+        let up = topology.up_ports(node);
+        let mut paths = Self::new(up.len() as u8, topology.dest_key_count(node));
+        // Each edge's prefix and its key here (any host below the edge gives it).
+        let keys: Vec<_> = topology
+            .edges()
+            .iter()
+            .filter_map(|edge| {
+                let host = edge
+                    .ports
+                    .iter()
+                    .find(|port| topology.node(port.peer).role == Role::Host)?;
+                let key = topology.dest_key_for_host(node, host.peer)?;
+                Some((topology.edge_prefix(edge.id), key))
+            })
+            .collect();
+        for (prefix, hops) in plan::remote_paths(topology, failures, node) {
+            let Some(&(_, key)) = keys.iter().find(|(known, _)| *known == prefix) else {
+                continue;
+            };
+            for hop in hops {
+                let Some(position) = up.iter().position(|port| port.index == hop.hop.port) else {
+                    continue;
+                };
+                paths.set(
+                    key,
+                    position as u8,
+                    RemoteHop {
+                        neighbour: name(hop.neighbor),
+                        next_next: hop.next_next.iter().map(|&id| name(id)).collect(),
+                    },
+                );
+            }
+        }
+        paths
     }
 }
 

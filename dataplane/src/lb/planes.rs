@@ -52,7 +52,8 @@ use std::str::FromStr;
 use ofan_topology::MAX_PLANES;
 use serde::{Deserialize, Serialize};
 
-use super::{mix64, LbError, LbRng};
+use super::{mix64, DestKey, LbError, LbRng};
+use crate::arf::PathQuality;
 
 /// Entropy values per plane and flow of the `entropy` policy.
 pub const ENTROPIES_PER_PLANE: usize = 8;
@@ -145,6 +146,28 @@ impl PlaneView {
         quality: [BEST_LEVEL; MAX_PLANES as usize],
         dead: 0,
     };
+
+    /// Sets plane `plane` from the path quality of the host's edge switch in it towards the
+    /// destination's key there: the mean of the path levels over the edge's up-ports, dead
+    /// when every path is. One rule for the model's hosts and the lab's agents. A plane out
+    /// of range is left as it is.
+    pub fn set_edge_paths(&mut self, plane: u8, paths: &PathQuality, key: DestKey) {
+        let Some(quality) = self.quality.get_mut(usize::from(plane)) else {
+            return;
+        };
+        let ports = paths.up_ports();
+        let (mut sum, mut dead) = (0u32, ports > 0);
+        for port in 0..ports {
+            sum += u32::from(paths.path(key, port));
+            dead &= paths.dead(key, port);
+        }
+        *quality = (sum / u32::from(ports.max(1))) as u8;
+        if dead {
+            self.dead |= 1 << plane;
+        } else {
+            self.dead &= !(1 << plane);
+        }
+    }
 }
 
 /// One entropy value of the `entropy` policy.

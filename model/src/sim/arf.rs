@@ -18,11 +18,11 @@ use ofan_dataplane::arf::detect::{Thresholds, Window};
 use ofan_dataplane::arf::flows::{name_flows, request_move, FlowRedirect, FlowSketch};
 use ofan_dataplane::arf::speaker::{Speaker, Timing, Told};
 use ofan_dataplane::arf::{
-    Applied, Combine, CongestionTable, Kind, LinkId, PathQuality, Quality, Redirect, RemoteHop,
-    RemotePaths, Update,
+    Applied, Combine, CongestionTable, Kind, LinkId, PathQuality, Quality, Redirect, RemotePaths,
+    Update,
 };
 use ofan_dataplane::lb::PortMask;
-use ofan_topology::{plan, FailedLinks, Node, PortDirection, Topology};
+use ofan_topology::{FailedLinks, Node, PortDirection, Topology};
 
 use super::Sim;
 use crate::config::ArfConfig;
@@ -137,46 +137,10 @@ pub(super) struct Arf {
     pub(super) flows: Vec<FlowSketch<(u32, u32)>>,
 }
 
-/// The remote path information of balancing switch `node` under `failures`: the routing plan's
-/// next hops and their next hops ([`plan::remote_paths`], the one function the switch's plan
-/// fallback uses too), per destination key and up-port position, switches named by node id.
-/// Every prefix of one key has the same paths in a fat tree; where failures make them differ,
-/// the last prefix wins (as in the switch).
+/// The remote path information of balancing switch `node` under `failures`, switches named by
+/// node id ([`RemotePaths::from_plan`]: the routing plan's next hops and their next hops).
 fn remote_paths(topology: &Topology, failures: &FailedLinks, node: &Node) -> RemotePaths {
-    let up: Vec<_> = topology.up_ports(node.id).iter().collect();
-    let mut paths = RemotePaths::new(up.len() as u8, topology.dest_key_count(node.id));
-    // Each edge's prefix and its key here (any host below the edge gives it).
-    let keys: Vec<_> = topology
-        .edges()
-        .iter()
-        .filter_map(|edge| {
-            let host = edge
-                .ports
-                .iter()
-                .find(|port| topology.node(port.peer).role == ofan_topology::Role::Host)?;
-            let key = topology.dest_key_for_host(node.id, host.peer)?;
-            Some((topology.edge_prefix(edge.id), key))
-        })
-        .collect();
-    for (prefix, hops) in plan::remote_paths(topology, failures, node.id) {
-        let Some(&(_, key)) = keys.iter().find(|(known, _)| *known == prefix) else {
-            continue;
-        };
-        for hop in hops {
-            let Some(position) = up.iter().position(|port| port.index == hop.hop.port) else {
-                continue;
-            };
-            paths.set(
-                key,
-                position as u8,
-                RemoteHop {
-                    neighbour: hop.neighbor.0,
-                    next_next: hop.next_next.iter().map(|id| id.0).collect(),
-                },
-            );
-        }
-    }
-    paths
+    RemotePaths::from_plan(topology, failures, node.id, |id| id.0)
 }
 
 impl Arf {

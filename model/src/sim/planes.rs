@@ -81,6 +81,7 @@ impl Planes {
                 views_delivered: 0,
                 wire_bytes: Vec::new(),
                 flows_by_planes_used: Vec::new(),
+                notifications: Vec::new(),
             },
         }
     }
@@ -144,17 +145,7 @@ impl Sim<'_> {
                 continue;
             }
             let paths = &planes.views[(from.edge - first_edge) as usize];
-            let key = DestKey(to.edge_number);
-            let ports = paths.up_ports();
-            let (mut sum, mut dead) = (0u32, ports > 0);
-            for port in 0..ports {
-                sum += u32::from(paths.path(key, port));
-                dead &= paths.dead(key, port);
-            }
-            view.quality[plane as usize] = (sum / u32::from(ports.max(1))) as u8;
-            if dead {
-                view.dead |= 1 << plane;
-            }
+            view.set_edge_paths(plane as u8, paths, DestKey(to.edge_number));
         }
         view
     }

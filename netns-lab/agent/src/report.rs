@@ -76,6 +76,21 @@ pub struct PlanesReport {
     pub losses: Vec<u64>,
     /// `[n]`: own flows that sent on exactly n planes.
     pub flows_by_planes_used: Vec<u32>,
+    /// `plane-arf` with notifications: per plane, the notifications the host took from its
+    /// edge there (that changed or refreshed its table); empty without.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<u64>,
+    /// Datagrams on the notification port that changed nothing (not from the edge, not
+    /// entitled, stale, malformed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub notifications_rejected: u64,
+    /// Changed views of an edge's plane that reached the sender.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub views_delivered: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// What the sender's congestion control did.

@@ -134,10 +134,24 @@ struct RunArgs {
     /// Multi-plane hosts (a plan whose hosts have an address per plane): how each host spreads
     /// its packets over its planes — plane-hash (one plane per flow), plane-spray (per packet,
     /// round robin), plane-arf (per packet, weighted by the CE marks and losses each plane's
-    /// ACKs report), entropy (per packet, a set of entropy values per plane: a loss retires
-    /// one, a mark skips its turn). The model's policies (docs/model.md, "Multi-plane fabrics").
+    /// ACKs report and, with --topology, by the path quality the edges notify), entropy (per
+    /// packet, a set of entropy values per plane: a loss retires one, a mark skips its turn).
+    /// The model's policies (docs/model.md, "Multi-plane fabrics").
     #[arg(long, value_name = "POLICY", default_value = "plane-spray")]
     host_planes: String,
+    /// With --host-planes plane-arf: the lab's topology file, whose edge switches pass their
+    /// adaptive-routing notifications on to the hosts (`ofan-switch --arf-notify-hosts`): each
+    /// host listens on --arf-port on each plane's address and steers by what its edges tell
+    /// (docs/adaptive-routing.md, "Multi-plane fabrics in the lab"). Without it, plane-arf
+    /// steers by ECN and losses alone.
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+    /// The switches' notification port (adaptive_routing.port).
+    #[arg(long, value_name = "PORT", default_value_t = traffic::endpoint::DEFAULT_PORT)]
+    arf_port: u16,
+    /// How the edge switches combine a path's local and remote levels (their --arf-combine).
+    #[arg(long, value_name = "RULE", default_value = "min")]
+    arf_combine: ofan_dataplane::arf::Combine,
     /// Source ports in the pool for spray and reps (none uses one per flow).
     #[arg(long, value_name = "N", default_value_t = 64)]
     entropies: u16,
@@ -368,6 +382,21 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
         bail!("--entropies must be at least 1");
     }
     let cc = congestion_control(args, link_rate_bps)?;
+    let host_planes: ofan_dataplane::lb::planes::PlanePolicy = args
+        .host_planes
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--host-planes: {e}"))?;
+    let topology = match (&args.topology, host_planes) {
+        (Some(path), ofan_dataplane::lb::planes::PlanePolicy::PlaneArf) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--topology {}", path.display()))?;
+            Some(
+                ofan_topology::Topology::from_json(&text)
+                    .with_context(|| format!("--topology {}", path.display()))?,
+            )
+        }
+        _ => None,
+    };
     let config = AgentConfig {
         plan,
         host: hosts[0],
@@ -376,10 +405,7 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
         load: args.load,
         payload: args.payload,
         host_lb: args.host_lb.into(),
-        host_planes: args
-            .host_planes
-            .parse()
-            .map_err(|e| anyhow::anyhow!("--host-planes: {e}"))?,
+        host_planes,
         entropies: args.entropies,
         seed: args.seed,
         port: args.port,
@@ -403,6 +429,7 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
         .unwrap_or(u64::MAX),
         cc,
         host_link: None,
+        endpoint: None,
     };
     let configs: Vec<AgentConfig> = hosts
         .iter()
@@ -420,6 +447,14 @@ fn run_agent(args: &RunArgs) -> anyhow::Result<()> {
                     .host_links
                     .as_ref()
                     .map(|dir| dir.join(format!("{name}.link"))),
+                endpoint: topology.as_ref().and_then(|topology| {
+                    traffic::endpoint::EndpointConfig::from_topology(
+                        topology,
+                        host,
+                        args.arf_port,
+                        args.arf_combine,
+                    )
+                }),
                 ..config.clone()
             }
         })

@@ -189,6 +189,16 @@ pub fn run_repetition(
                 .args(["--cc", cc.kind.name()])
                 .args(["--base-rtt", &format!("{}ns", cc.path.base_rtt)]);
         }
+        if options.host_planes == ofan_dataplane::lb::planes::PlanePolicy::PlaneArf
+            && lab.state.params.notifies_hosts()
+        {
+            // The edges pass their notifications on (`--arf-notify-hosts`): the agents hear
+            // them and rebuild their edges' views from the topology's routing plan.
+            command
+                .arg("--topology")
+                .arg(lab.dir.topology_file())
+                .args(["--arf-combine", lab.state.params.arf_combine.name()]);
+        }
         if lab.state.params.host_links == ofan_lab::HostLinks::Shared {
             command.arg("--host-links").arg(lab.dir.host_links());
         }

@@ -141,6 +141,11 @@ fn common_args(state: &LabState, dir: &StateDir, node: Option<&str>) -> Vec<Stri
     if params.catch_up {
         args.push("--catch-up".to_owned());
     }
+    if params.notifies_hosts() {
+        // The edges pass their plane's notifications on to the hosts (the endpoint plane):
+        // the agents' `plane-arf` reads them.
+        args.push("--arf-notify-hosts".to_owned());
+    }
     if !params.arf_combine.is_min() {
         args.push("--arf-combine".to_owned());
         args.push(params.arf_combine.name().to_owned());

@@ -100,6 +100,19 @@ pub struct Params {
 }
 
 impl Params {
+    /// Whether the switches pass their notifications on to the hosts (`ofan-switch
+    /// --arf-notify-hosts`): a multi-plane lab (its hosts choose the plane, the framework's
+    /// endpoint plane) whose switches run the adaptive-routing framework (`arf-*`, the
+    /// algorithms that send notifications).
+    #[must_use]
+    pub fn notifies_hosts(&self) -> bool {
+        self.topo.starts_with("multi-plane")
+            && self
+                .lb
+                .parse::<ofan_dataplane::lb::Algorithm>()
+                .is_ok_and(|algorithm| algorithm.uses_path_quality())
+    }
+
     /// How the lab's BGP fabric numbers its ASNs (unique when it has no BGP).
     #[must_use]
     pub fn asns(&self) -> ofan_topology::plan::AsnPlan {

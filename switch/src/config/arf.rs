@@ -33,6 +33,10 @@ pub struct AdaptiveRouting {
     /// The plan's switches by ASN → router ID, for paths BGP names only by ASN (an ASN that
     /// several switches share names none of them and is left out; empty without a plan).
     pub router_ids: std::collections::BTreeMap<u32, std::net::Ipv4Addr>,
+    /// `notify_hosts` (flag `--arf-notify-hosts`): the hosts on the host ports, by their
+    /// address on the link, that this switch passes its notifications on to (the endpoint
+    /// plane of a multi-plane fabric); empty: none.
+    pub hosts: Vec<std::net::Ipv4Addr>,
 }
 
 /// `[adaptive_routing]`: on by default exactly when the algorithm is an `arf-*` mode (the only
@@ -43,6 +47,7 @@ pub(super) fn adaptive_routing(
     ports: &[PortEntry],
     plan: Option<&Plan>,
     combine: Option<Combine>,
+    notify_hosts: bool,
 ) -> Result<Option<AdaptiveRouting>, ConfigError> {
     let arf = matches!(
         algorithm,
@@ -157,6 +162,17 @@ pub(super) fn adaptive_routing(
             })
         })
         .collect::<Result<Vec<_>, ConfigError>>()?;
+    let hosts = if notify_hosts || section.notify_hosts.unwrap_or(false) {
+        plan.ok_or_else(|| {
+            error(
+                "adaptive_routing.notify_hosts",
+                "needs a topology (the hosts' addresses on the host ports)",
+            )
+        })?
+        .host_addresses(ports)
+    } else {
+        Vec::new()
+    };
     Ok(Some(AdaptiveRouting {
         timing: Timing {
             window_ns: window_ms * 1_000_000,
@@ -173,5 +189,6 @@ pub(super) fn adaptive_routing(
             configured
         },
         router_ids: plan.map(Plan::router_ids).unwrap_or_default(),
+        hosts,
     }))
 }

@@ -150,6 +150,7 @@ pub(super) struct AdaptiveRoutingSection {
     pub(super) jump: Option<u8>,
     pub(super) queue_frames: Option<u16>,
     pub(super) combine: Option<ofan_dataplane::arf::Combine>,
+    pub(super) notify_hosts: Option<bool>,
     #[serde(default)]
     pub(super) neighbours: Vec<NeighbourEntry>,
 }

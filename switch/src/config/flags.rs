@@ -78,6 +78,10 @@ pub struct Overrides {
     /// adaptive_routing.combine.
     #[arg(long = "arf-combine", value_name = "RULE")]
     pub arf_combine: Option<ofan_dataplane::arf::Combine>,
+    /// Adaptive routing: pass the notifications on to the hosts on the host ports (an edge
+    /// switch of a multi-plane fabric; needs --topology); sets adaptive_routing.notify_hosts.
+    #[arg(long = "arf-notify-hosts")]
+    pub arf_notify_hosts: bool,
     /// Benchmark mode: port 2i ↔ 2i+1 without lookup, balancing or rewrite.
     #[arg(long)]
     pub bare: bool,

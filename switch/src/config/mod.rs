@@ -561,6 +561,7 @@ pub fn resolve(file: FileConfig, flags: &Overrides) -> Result<SwitchConfig, Conf
         &ports,
         plan.as_ref(),
         flags.arf_combine,
+        flags.arf_notify_hosts,
     )?;
     Ok(SwitchConfig {
         name,

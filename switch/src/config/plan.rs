@@ -144,6 +144,18 @@ impl Plan {
             .collect()
     }
 
+    /// The hosts behind this switch's host ports among `ports` (matched by interface name),
+    /// by their address on the link.
+    pub(super) fn host_addresses(&self, ports: &[PortEntry]) -> Vec<std::net::Ipv4Addr> {
+        let node = self.topology.node(self.node);
+        node.ports
+            .iter()
+            .filter(|port| self.topology.role(port.peer) == Role::Host)
+            .filter(|port| ports.iter().any(|p| p.name == port.ifname))
+            .map(|port| self.topology.port(port.peer, port.peer_port).address)
+            .collect()
+    }
+
     /// The dragonfly and this switch's router in it, if the plan is a dragonfly.
     pub(super) fn dragonfly_router(&self) -> Option<(DragonflyShape, RouterId)> {
         let dragonfly = self.topology.dragonfly()?;

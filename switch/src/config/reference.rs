@@ -96,6 +96,11 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config switch.toml; every k
   combine = "min"                 a path's quality from its local and remote levels: min (the
                                   worse of the two) or sum (the draft's local + remote, halved);
                                   flag --arf-combine (docs/adaptive-routing.md, Combination)
+  notify_hosts = false            pass the notifications on to the hosts on the host ports:
+                                  every link message accepted from a neighbour, relayed as
+                                  is, and this switch's own (an edge of a multi-plane fabric,
+                                  the framework's endpoint plane); needs a topology; flag
+                                  --arf-notify-hosts
   [[adaptive_routing.neighbours]] a switch neighbour by hand (default: the topology plan's,
   port = "p1"                     else the FIB's next hops named by BGP): its fabric port,
   addr = "10.0.1.1"               address on the link, router ID and ASN. Notifications are

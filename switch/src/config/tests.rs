@@ -372,3 +372,60 @@ fn the_asn_plan_numbers_the_identities_and_the_router_id_directory() {
     assert_eq!(error.key, "bgp.asn_plan");
     assert!(toml::from_str::<FileConfig>("[bgp]\nasn_plan = \"rfc-7938\"").is_err());
 }
+
+#[test]
+fn notify_hosts_names_the_hosts_on_the_host_ports_and_needs_a_topology() {
+    let dir = std::env::temp_dir().join(format!("ofan-notify-hosts-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("topo.json");
+    let topology = Topology::new(ofan_topology::TopologyKind::MultiPlane {
+        plane: ofan_topology::PlaneKind::FatTree,
+        planes: 2,
+        k: 4,
+    })
+    .unwrap();
+    std::fs::write(&path, topology.to_json()).unwrap();
+    let resolve_with = |file: &str, node: &str, flag: bool| {
+        let flags = Overrides {
+            topology: Some(path.clone()),
+            node: Some(node.into()),
+            algorithm: Some(ofan_dataplane::lb::Algorithm::ArfWcmp),
+            arf_notify_hosts: flag,
+            ..Overrides::default()
+        };
+        resolve(toml::from_str(file).unwrap(), &flags)
+            .unwrap()
+            .adaptive_routing
+            .unwrap()
+            .hosts
+    };
+    let hosts = resolve_with("", "e-p0-0@1", true);
+    // The two hosts of e-p0-0, by their plane-1 addresses (their port 1).
+    let expected: Vec<_> = topology.hosts()[..2]
+        .iter()
+        .map(|host| host.ports[1].address)
+        .collect();
+    assert_eq!(hosts, expected);
+    assert!(
+        resolve_with("", "e-p0-0@1", false).is_empty(),
+        "off by default"
+    );
+    assert_eq!(
+        resolve_with(
+            "[adaptive_routing]\nnotify_hosts = true\n",
+            "e-p0-0@1",
+            false
+        ),
+        expected
+    );
+    assert!(
+        resolve_with("", "a-p0-0@1", true).is_empty(),
+        "no host port, no host"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    let error = parse(&format!(
+        "{TWO_PORTS}[adaptive_routing]\nenabled = true\nnotify_hosts = true\n"
+    ))
+    .unwrap_err();
+    assert_eq!(error.key, "adaptive_routing.notify_hosts");
+}

@@ -3,7 +3,7 @@
 use super::*;
 
 /// Counter `name` of a switch's adaptive-routing `section` (`counters` or `rejected`).
-fn arf_counter(stats: &Value, section: &str, name: &str) -> u64 {
+pub(super) fn arf_counter(stats: &Value, section: &str, name: &str) -> u64 {
     stats["adaptive_routing"][section]
         .as_array()
         .and_then(|pairs| pairs.iter().find(|pair| pair[0] == name))

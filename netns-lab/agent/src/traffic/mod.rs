@@ -37,6 +37,7 @@ use super::sys;
 use super::track::{Seen, SeqSet};
 use super::wire::{self, Flags, Header, Kind, ECN_ECT0, HEADER_LEN};
 
+pub mod endpoint;
 mod planes;
 mod receiver;
 mod reporting;
@@ -113,6 +114,9 @@ pub struct AgentConfig {
     /// The host's shared-memory link to its edge switch (`None`: its UDP sockets carry the
     /// traffic; see [`shared`]).
     pub host_link: Option<std::path::PathBuf>,
+    /// `plane-arf` on a multi-plane host: hear the notifications the edge switches pass on
+    /// and steer by them ([`endpoint`]); `None`: ECN and losses alone.
+    pub endpoint: Option<endpoint::EndpointConfig>,
 }
 
 /// How long an agent that completed keeps receiving and ACKing: a peer whose last ACK was lost
@@ -153,13 +157,18 @@ enum Role {
 }
 
 /// What the receiver tells the sender about one of its hosts.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Event {
     /// A new ACK.
     Ack(Feedback),
     /// Every packet of this incoming flow (plan flow id) has arrived: the flows that wait for
     /// it may start.
     Arrived(u32),
+    /// The host's view of plane `plane`'s edge changed (its notifications, [`endpoint`]).
+    View {
+        plane: u8,
+        view: std::sync::Arc<ofan_dataplane::arf::PathQuality>,
+    },
 }
 
 /// A new ACK, from the receiver to the sender (recovery, and REPS's entropy feedback).
@@ -239,6 +248,10 @@ struct ReceiverStats {
     acks_sent: u64,
     complete: bool,
     timed_out: bool,
+    /// `plane-arf` with notifications: per plane, the notifications taken; and the datagrams
+    /// refused.
+    notifications: Vec<u64>,
+    notifications_rejected: u64,
 }
 
 /// Packets of a flow of `bytes` with `segment` data bytes per packet, and the UDP payload of
@@ -294,6 +307,8 @@ pub(super) struct HostSetup<'a> {
     ports: Vec<u16>,
     /// The shared-memory link that carries DATA and ACKs instead of the sockets.
     shared: Option<SharedLink>,
+    /// `plane-arf` with notifications: one socket per plane ([`endpoint`]).
+    notify: Vec<ofan_control::notify::transport::NotifySocket>,
     link: HostLink,
     ready_ns: u64,
     deadline_ns: u64,
@@ -405,6 +420,13 @@ impl<'a> HostSetup<'a> {
             pool.push(socket);
         }
 
+        let notify = match &config.endpoint {
+            Some(endpoint) if planes > 1 => {
+                endpoint::open_sockets(&plan.hosts[me as usize].planes, endpoint.port)?
+            }
+            _ => Vec::new(),
+        };
+
         // Attached last: the switch diverts the agent's port to the link from now on.
         let shared = config
             .host_link
@@ -432,6 +454,7 @@ impl<'a> HostSetup<'a> {
             pool,
             ports,
             shared,
+            notify,
             // A multi-plane host's ACKs share its P ports.
             link: HostLink::new(config.link_rate_bps as f64 * planes as f64),
             ready_ns,

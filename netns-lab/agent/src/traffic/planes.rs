@@ -8,9 +8,10 @@
 //!
 //! Per-plane feedback, as in the model: the plane (and entropy) each copy left with is kept
 //! per packet; an ACK passes its CE echo to the policy for that plane, and a packet declared
-//! lost (its timer expired) a loss. What the edge switches know of their plane's paths (the
-//! framework's notifications to hosts) does not reach the agents yet: `plane-arf` sees every
-//! plane at full quality ([`PlaneView::CLEAR`]) and steers by ECN and losses alone.
+//! lost (its timer expired) a loss. Under `plane-arf` with notifications ([`super::endpoint`])
+//! each packet's [`PlaneView`] is what the host's edges told of their plane's paths to the
+//! flow's destination (the receiver thread rebuilds each plane's view and passes it on); without
+//! them every plane is at full quality ([`PlaneView::CLEAR`]) and ECN and losses alone steer.
 //!
 //! Ports: the host's pacer paces all its ports together (at P × the link rate × ρ), and each
 //! port is a link of its own: a packet whose chosen plane's port is still busy with the
@@ -19,7 +20,13 @@
 //! rate). The wait is the host's: its other flows wait behind it (head of line), as behind a
 //! NIC's single queue.
 
+use std::sync::Arc;
+
+use ofan_dataplane::arf::PathQuality;
 use ofan_dataplane::lb::planes::{Choice, FlowPlanes, HostPlanes, PlanePolicy, PlaneView};
+use ofan_dataplane::lb::DestKey;
+
+use super::endpoint::{self, EndpointConfig};
 
 use super::PlanesReport;
 
@@ -40,6 +47,14 @@ pub(super) struct PlaneSender {
     /// Per plane: ACKs that echoed CE, and packets declared lost.
     pub ce_acks: Vec<u64>,
     pub losses: Vec<u64>,
+    /// With notifications: per plane, the edge's path quality as the host last rebuilt it
+    /// (empty: none, every plane clear).
+    views: Vec<Arc<PathQuality>>,
+    /// Per own flow, per plane: the destination's key at the host's edge (`None`: the same
+    /// edge).
+    keys: Vec<Vec<Option<DestKey>>>,
+    /// Views that reached the sender.
+    pub views_delivered: u64,
 }
 
 impl PlaneSender {
@@ -63,6 +78,28 @@ impl PlaneSender {
             wire_bytes: vec![0; planes],
             ce_acks: vec![0; planes],
             losses: vec![0; planes],
+            views: Vec::new(),
+            keys: Vec::new(),
+            views_delivered: 0,
+        }
+    }
+
+    /// Steers by the views of `endpoint`'s edges (every path at its best until a view comes),
+    /// towards each own flow's destination keys `keys` (per plane).
+    pub(super) fn with_views(
+        &mut self,
+        endpoint: &EndpointConfig,
+        keys: impl Iterator<Item = Vec<Option<DestKey>>>,
+    ) {
+        self.views = endpoint.view().views().cloned().collect();
+        self.keys = keys.collect();
+    }
+
+    /// Plane `plane`'s view changed.
+    pub(super) fn set_view(&mut self, plane: u8, view: Arc<PathQuality>) {
+        if let Some(slot) = self.views.get_mut(usize::from(plane)) {
+            *slot = view;
+            self.views_delivered += 1;
         }
     }
 
@@ -72,9 +109,13 @@ impl PlaneSender {
     pub(super) fn choose(&mut self, local: usize, now: u64, slack_ns: u64) -> Result<Choice, u64> {
         let choice = match self.pending[local].take() {
             Some(choice) => choice,
-            None => self
-                .policy
-                .choose(&mut self.flows[local], &PlaneView::CLEAR),
+            None => {
+                let view = match self.keys.get(local) {
+                    Some(keys) => endpoint::plane_view(&self.views, keys),
+                    None => PlaneView::CLEAR,
+                };
+                self.policy.choose(&mut self.flows[local], &view)
+            }
         };
         let free_at = self.free_at[usize::from(choice.plane)];
         if free_at > now + slack_ns {
@@ -139,6 +180,10 @@ impl PlaneSender {
             wire_bytes: self.wire_bytes,
             ce_acks: self.ce_acks,
             losses: self.losses,
+            // The receiver's counts are added by the report.
+            notifications: Vec::new(),
+            notifications_rejected: 0,
+            views_delivered: self.views_delivered,
         }
     }
 
@@ -156,6 +201,55 @@ impl PlaneSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under plane-arf with notifications, a view in which every path of plane 0's edge is at
+    /// level 0 moves the flow's packets to plane 1 (weights (0 + 1) against (15 + 1)); a flow
+    /// to a host under the same edges sees no path and splits evenly.
+    #[test]
+    fn plane_arf_weighs_the_planes_by_the_view_towards_each_flows_destination() {
+        use ofan_dataplane::arf::{CongestionTable, Quality, RemotePaths};
+        let topology = ofan_topology::Topology::new(ofan_topology::TopologyKind::MultiPlane {
+            plane: ofan_topology::PlaneKind::FatTree,
+            planes: 2,
+            k: 4,
+        })
+        .unwrap();
+        let endpoint = EndpointConfig::from_topology(
+            &topology,
+            0,
+            endpoint::DEFAULT_PORT,
+            ofan_dataplane::arf::Combine::Min,
+        )
+        .unwrap();
+        // Flow 0 to host 4 (pod 1), flow 1 to host 1 (the same edge in both planes).
+        let mut arf = PlaneSender::new(PlanePolicy::PlaneArf, 2, [3, 5].into_iter(), &[64, 64]);
+        arf.with_views(
+            &endpoint,
+            [4, 1].into_iter().map(|dst| endpoint.keys[dst].clone()),
+        );
+        let keys = topology.dest_key_count(topology.edges()[0].id);
+        let poor = Quality::POOREST;
+        arf.set_view(
+            0,
+            Arc::new(PathQuality::build(
+                &[poor, poor],
+                &CongestionTable::default(),
+                &RemotePaths::new(2, keys),
+                1,
+            )),
+        );
+        assert_eq!(arf.views_delivered, 1);
+        let mut sent = [[0u32; 2]; 2];
+        for (local, per_plane) in sent.iter_mut().enumerate() {
+            for seq in 0..64 {
+                let choice = arf.choose(local, 0, u64::MAX / 2).unwrap();
+                arf.sent(local, seq, choice, 0, 100, 0);
+                per_plane[usize::from(choice.plane)] += 1;
+            }
+        }
+        assert!(sent[0][0] * 8 < sent[0][1], "towards pod 1: {:?}", sent[0]);
+        assert_eq!(sent[1], [32, 32], "under the same edge");
+    }
 
     /// A plane-hash flow keeps its plane; its port lets one packet through per wire time, the
     /// others of the host's planes wait for nothing; spray alternates and feeds back per plane.

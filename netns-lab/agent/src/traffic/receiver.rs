@@ -3,6 +3,9 @@
 //! every host of a shared agent, over one epoll set of their receive sockets.
 
 use super::*;
+use ofan_control::notify::host::HostView;
+use ofan_control::notify::transport::NotifySocket;
+use ofan_dataplane::arf::{Applied, PathQuality};
 
 /// Whether a packet of `kind` for flow `flow` from `from` comes from where it must: DATA from
 /// the flow's source host, an ACK from its destination host, at any of its addresses (one per
@@ -36,7 +39,26 @@ impl ToSender<'_> {
         let _ = self.events.send((host, Event::Arrived(flow)));
         self.thread.unpark();
     }
+
+    fn view(&self, host: usize, plane: usize, view: &std::sync::Arc<PathQuality>) {
+        let _ = self.events.send((
+            host,
+            Event::View {
+                plane: plane as u8,
+                view: std::sync::Arc::clone(view),
+            },
+        ));
+    }
 }
+
+/// The epoll token of host `host`'s notification socket of plane `plane` (a host's receive
+/// socket's token is its index).
+fn notify_token(host: usize, plane: usize) -> u64 {
+    NOTIFY_TOKEN | ((host as u64) << 8) | plane as u64
+}
+
+/// Marks a notification socket's token.
+const NOTIFY_TOKEN: u64 = 1 << 40;
 
 /// One host's receiving state.
 pub(super) struct HostReceiver<'a> {
@@ -50,6 +72,9 @@ pub(super) struct HostReceiver<'a> {
     /// The host link that carries DATA and ACKs instead of the socket, and the frame ACKs are
     /// built in (and arrivals read into) for it.
     shared: Option<&'a SharedLink>,
+    /// `plane-arf` with notifications: a socket per plane, and what the host made of them.
+    notify: &'a [NotifySocket],
+    view: Option<HostView>,
     frame: Box<[u8; shared::FRAME_MAX]>,
     ident: u16,
     link: &'a HostLink,
@@ -82,6 +107,8 @@ impl<'a> HostReceiver<'a> {
             acks_sent: 0,
             complete: false,
             timed_out: false,
+            notifications: vec![0; host.notify.len()],
+            notifications_rejected: 0,
         };
         Self {
             index,
@@ -90,6 +117,13 @@ impl<'a> HostReceiver<'a> {
             gates: &host.in_gates,
             socket: &host.receiver,
             shared: host.shared.as_ref(),
+            notify: &host.notify,
+            view: host
+                .config
+                .endpoint
+                .as_ref()
+                .filter(|_| !host.notify.is_empty())
+                .map(endpoint::EndpointConfig::view),
             frame: shared::frame_buffer(),
             ident: 0,
             link: &host.link,
@@ -326,10 +360,51 @@ impl<'a> HostReceiver<'a> {
         }
     }
 
-    /// Stops watching the host's socket (a host link is polled, not watched).
+    /// Stops watching the host's sockets (a host link is polled, not watched).
     fn unwatch(&self, epoll: &sys::Epoll) {
         if self.shared.is_none() {
             let _ = epoll.remove(self.socket);
+        }
+        for socket in self.notify {
+            let _ = epoll.remove(socket);
+        }
+    }
+
+    /// Takes what waits in plane `plane`'s notification socket; a view that changed goes to
+    /// the sender.
+    fn take_notifications(&mut self, plane: usize, to_sender: &ToSender<'_>) {
+        let (Some(socket), Some(view)) = (self.notify.get(plane), self.view.as_mut()) else {
+            return;
+        };
+        let mut buffer = [0u8; 128];
+        while let Ok(Some(received)) = socket.try_receive(&mut buffer) {
+            // A truncated datagram is longer than any message: the length check refuses it.
+            let bytes = &buffer[..if received.truncated {
+                buffer.len()
+            } else {
+                received.len
+            }];
+            let now = sys::monotonic_ns();
+            match view.receive(plane, *received.from.ip(), received.ttl, bytes, now) {
+                // A flow message: not a link state, nothing taken.
+                Ok(None) => {}
+                Ok(Some(applied)) => {
+                    self.stats.notifications[plane] += 1;
+                    if applied == Applied::Changed {
+                        to_sender.view(self.index, plane, view.view(plane));
+                    }
+                }
+                Err(_) => self.stats.notifications_rejected += 1,
+            }
+        }
+    }
+
+    /// Ages the host's view at `now`; the planes whose view changed go to the sender.
+    fn expire_views(&mut self, now: u64, to_sender: &ToSender<'_>) {
+        if let Some(view) = self.view.as_mut() {
+            for plane in view.expire(now) {
+                to_sender.view(self.index, plane, view.view(plane));
+            }
         }
     }
 
@@ -397,6 +472,16 @@ pub(super) fn receive_loop(
                 None => epoll.add(host.socket, index as u64),
             })
             .with_context(|| format!("host {}: watching the receive socket", host.name()))?;
+        for (plane, socket) in host.notify.iter().enumerate() {
+            epoll
+                .add(socket, notify_token(index, plane))
+                .with_context(|| {
+                    format!(
+                        "host {}: watching plane {plane}'s notifications",
+                        host.name()
+                    )
+                })?;
+        }
     }
     let polled = hosts.iter().any(|host| host.shared.is_some());
     // Only the header is read; the rest of a DATA packet is truncated away.
@@ -419,6 +504,7 @@ pub(super) fn receive_loop(
             next_sweep = now + RECV_POLL.as_nanos() as u64;
             let mut release = Release::default();
             for host in hosts.iter_mut().filter(|host| !host.finished) {
+                host.expire_views(now, to_sender);
                 if host
                     .check(now, stop, Some(&mut release))
                     .with_context(|| format!("host {}", host.name()))?
@@ -447,14 +533,23 @@ pub(super) fn receive_loop(
                 .wait(&mut ready, Duration::from_millis(until_sweep))
                 .context("epoll_wait")?;
         }
-        for &index in &ready {
+        for &token in &ready {
+            let index = if token & NOTIFY_TOKEN != 0 {
+                (token & !NOTIFY_TOKEN) >> 8
+            } else {
+                token
+            };
             let Some(host) = hosts.get_mut(index as usize) else {
                 continue;
             };
             if host.finished {
                 continue;
             }
-            host.take_input(&mut buf, to_sender, stop, &epoll)?;
+            if token & NOTIFY_TOKEN != 0 {
+                host.take_notifications((token & 0xff) as usize, to_sender);
+            } else {
+                host.take_input(&mut buf, to_sender, stop, &epoll)?;
+            }
         }
     }
 }

@@ -165,6 +165,10 @@ pub(super) fn report(
             recycled: sent.recycled,
             fresh: sent.fresh,
         },
-        planes: sent.planes.clone(),
+        planes: sent.planes.clone().map(|mut planes| {
+            planes.notifications.clone_from(&received.notifications);
+            planes.notifications_rejected = received.notifications_rejected;
+            planes
+        }),
     }
 }

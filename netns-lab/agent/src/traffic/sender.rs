@@ -160,14 +160,23 @@ impl<'a> HostSender<'a> {
         let paced_bps = config.load * config.link_rate_bps as f64 * planes.max(1) as f64;
         let packets: Vec<u32> = flows.iter().map(|flow| flow.packets).collect();
         let planes = (planes > 1).then(|| {
-            super::planes::PlaneSender::new(
+            let mut sender = super::planes::PlaneSender::new(
                 config.host_planes,
                 planes as u8,
                 flows
                     .iter()
                     .map(|flow| u64::from(flow.id) ^ config.seed.rotate_left(32)),
                 &packets,
-            )
+            );
+            if let Some(endpoint) = &config.endpoint {
+                // Each own flow's destination keys at the host's edges.
+                let keys = flows.iter().map(|flow| {
+                    let dst = config.plan.flows[flow.id as usize].dst as usize;
+                    endpoint.keys.get(dst).cloned().unwrap_or_default()
+                });
+                sender.with_views(endpoint, keys);
+            }
+            sender
         });
         let pool = endpoints.pool;
         Self {
@@ -241,6 +250,11 @@ impl<'a> HostSender<'a> {
         match event {
             Event::Ack(ack) => self.on_feedback(ack),
             Event::Arrived(flow) => self.on_arrived(flow),
+            Event::View { plane, view } => {
+                if let Some(planes) = &mut self.planes {
+                    planes.set_view(plane, view);
+                }
+            }
         }
     }
 
@@ -748,6 +762,7 @@ mod tests {
             cc: None,
             done_file: None,
             host_link: None,
+            endpoint: None,
         }
     }
 

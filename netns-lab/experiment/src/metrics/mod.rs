@@ -493,6 +493,7 @@ fn plane_totals(reports: &[AgentReport]) -> Option<ofan_model::report::PlaneRun>
         views_delivered: 0,
         wire_bytes: vec![0; planes],
         flows_by_planes_used: vec![0; planes + 1],
+        notifications: Vec::new(),
     };
     let add = |sum: &mut Vec<u64>, part: &[u64]| {
         for (sum, part) in sum.iter_mut().zip(part) {
@@ -504,6 +505,11 @@ fn plane_totals(reports: &[AgentReport]) -> Option<ofan_model::report::PlaneRun>
         add(&mut total.ce_acks, &host.ce_acks);
         add(&mut total.losses, &host.losses);
         add(&mut total.wire_bytes, &host.wire_bytes);
+        if !host.notifications.is_empty() {
+            total.notifications.resize(planes, 0);
+            add(&mut total.notifications, &host.notifications);
+        }
+        total.views_delivered += host.views_delivered;
         for (sum, &flows) in total
             .flows_by_planes_used
             .iter_mut()

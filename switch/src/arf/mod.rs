@@ -10,10 +10,18 @@
 //! ([`speaker::check`]: fabric port, TTL 255, parses, not about this switch), applied to the
 //! table, and a changed table is published (`SwitchBalancer::set_path_quality`) before the next
 //! datagram is read. Nothing here touches the workers but that atomic swap.
+//!
+//! **Hosts** (`notify_hosts`, multi-plane fabrics: the framework's endpoint plane). An edge
+//! switch passes its plane's notifications on to the hosts on its host ports, through the same
+//! socket and codec: every link message it accepted from a neighbour (changed or refreshed),
+//! relayed byte for byte — originator, sequence and epoch stay the originator's —, and every
+//! link message it originates about its own links. Flow messages are not passed on (they name
+//! a path through the network, which a host does not choose). What a host makes of them is
+//! `ofan_control::notify::host`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,12 +29,10 @@ use anyhow::Context;
 use arc_swap::ArcSwap;
 use ofan_control::event::{Interest, Source};
 use ofan_control::notify::detect::Window;
-use ofan_control::notify::report::{
-    ArfLink, ArfMessage, ArfNeighbour, ArfPort, ArfReport, Latency, COUNTERS,
-};
+use ofan_control::notify::report::{ArfMessage, ArfReport, Latency, COUNTERS};
 use ofan_control::notify::speaker::{self, Arrival, Neighbour, Reject, Speaker};
 use ofan_control::notify::transport::NotifySocket;
-use ofan_control::notify::wire::{Kind, Notification, Quality};
+use ofan_control::notify::wire::{Notification, Quality};
 use ofan_control::paths::LearnedPaths;
 use ofan_dataplane::afxdp::monotonic_ns;
 use ofan_dataplane::arf::flows::{name_flows, request_move, FiveTuple, FlowRedirect};
@@ -37,6 +43,9 @@ use ofan_dataplane::lb::SwitchBalancer;
 use ofan_dataplane::telemetry::SwitchTelemetry;
 
 use crate::config::AdaptiveRouting;
+
+mod report;
+use report::{log_message, push_recent};
 
 /// Notifications kept for `stats`, each way.
 const RECENT: usize = 16;
@@ -296,6 +305,11 @@ impl State {
                 applied => Ok((message, applied)),
             }
         });
+        if let Ok((message, _)) = &verdict {
+            if message.flow.is_none() {
+                self.send_to_hosts(bytes, "host_relayed");
+            }
+        }
         let logged = match verdict {
             Ok((message, _)) if message.flow.is_some() => {
                 self.flow_message(&message);
@@ -461,6 +475,7 @@ impl State {
                 .collect()
         };
         let mut local: Vec<(u32, Vec<FiveTuple>)> = Vec::new();
+        let mut told: Vec<Notification> = Vec::new();
         if let Some(speaker) = &mut self.speaker {
             let mut out = speaker.due(now, unix_ns(), &self.neighbours);
             // Every window a port stays congested: one message per flow that fills it.
@@ -476,6 +491,12 @@ impl State {
                 flows.extend(messages);
             }
             self.counters[counter("flow_sent")] += flows.len() as u64;
+            // Each link message once to every host (the fan-out copied it per neighbour).
+            for outgoing in &out {
+                if !told.contains(&outgoing.message) {
+                    told.push(outgoing.message);
+                }
+            }
             out.extend(flows);
             let mut buffer = [0u8; 64];
             for outgoing in out.into_iter().filter(|o| !unreachable.contains(&o.to)) {
@@ -493,6 +514,12 @@ impl State {
                     &mut self.recent_sent,
                     log_message(outgoing.to.to_string(), &outgoing.message, None),
                 );
+            }
+        }
+        let mut buffer = [0u8; 64];
+        for message in told {
+            if let Some(len) = message.emit(&mut buffer) {
+                self.send_to_hosts(&buffer[..len], "host_told");
             }
         }
         if self.local_redirects(&local, now) {
@@ -587,6 +614,21 @@ impl State {
         true
     }
 
+    /// Sends `bytes` (one link message) to every host of `settings.hosts`, counting each
+    /// datagram under `counter_name`.
+    fn send_to_hosts(&mut self, bytes: &[u8], counter_name: &str) {
+        for index in 0..self.inputs.settings.hosts.len() {
+            let host = self.inputs.settings.hosts[index];
+            match self.socket.send(host, bytes) {
+                Ok(()) => self.counters[counter(counter_name)] += 1,
+                Err(error) => {
+                    self.counters[counter("send_errors")] += 1;
+                    tracing::debug!(%error, to = %host, "adaptive routing: send to a host");
+                }
+            }
+        }
+    }
+
     /// Builds and publishes a new view.
     fn publish(&mut self) {
         if self.paths.is_none() {
@@ -605,107 +647,5 @@ impl State {
         self.inputs.balancer.set_path_quality(Arc::new(view));
         self.published_local = local;
         self.counters[counter("published")] += 1;
-    }
-
-    fn write_report(&self, now: u64) {
-        let settings = &self.inputs.settings;
-        let name = |port: u32| {
-            self.inputs
-                .ports
-                .get(port as usize)
-                .map_or_else(|| format!("#{port}"), |p| p.name.clone())
-        };
-        let report = ArfReport {
-            port: settings.port,
-            window_ms: settings.timing.window_ns / 1_000_000,
-            refresh_ms: settings.timing.refresh_ns / 1_000_000,
-            combine: settings.combine,
-            asn: settings.identity.map(|id| id.asn),
-            router_id: settings.identity.map(|id| id.router_id.to_string()),
-            generation: self.generation,
-            ports: settings
-                .fabric_ports
-                .iter()
-                .map(|&port| {
-                    let (level, congested) = self
-                        .speaker
-                        .as_ref()
-                        .and_then(|s| s.level(port))
-                        .unwrap_or((Quality::BEST, false));
-                    ArfPort {
-                        name: name(port),
-                        level: level.level(),
-                        congested,
-                    }
-                })
-                .collect(),
-            neighbours: self
-                .neighbours
-                .iter()
-                .map(|n| ArfNeighbour {
-                    port: name(n.port),
-                    addr: n.addr.to_string(),
-                    asn: n.id.asn,
-                })
-                .collect(),
-            table: self
-                .table
-                .links()
-                .map(|(link, state)| ArfLink {
-                    near: Ipv4Addr::from(link.near),
-                    far: Ipv4Addr::from(link.far),
-                    quality: state.quality,
-                    failed: state.failed,
-                    sequence: state.sequence,
-                    expires_in_ms: state.expires_ns.saturating_sub(now) / 1_000_000,
-                })
-                .collect(),
-            counters: COUNTERS
-                .iter()
-                .zip(self.counters)
-                .map(|((name, _), value)| ((*name).to_owned(), value))
-                .collect(),
-            rejected: Reject::ALL
-                .iter()
-                .zip(self.rejected)
-                .map(|(reason, value)| (reason.name().to_owned(), value))
-                .collect(),
-            latency: self.latency.report(),
-            recent_sent: self.recent_sent.iter().cloned().collect(),
-            recent_received: self.recent_received.iter().cloned().collect(),
-        };
-        if let Ok(mut shared) = self.report.lock() {
-            *shared = report;
-        }
-    }
-}
-
-fn push_recent(recent: &mut VecDeque<ArfMessage>, message: ArfMessage) {
-    if recent.len() == RECENT {
-        recent.pop_front();
-    }
-    recent.push_back(message);
-}
-
-fn log_message(peer: String, message: &Notification, rejected: Option<Reject>) -> ArfMessage {
-    let what = match rejected {
-        Some(reason) => format!("rejected:{}", reason.name()),
-        None if message.flow.is_some() => "flow".to_owned(),
-        None => match message.kind {
-            Kind::CongestionDetected => "detected",
-            Kind::CongestionCleared => "cleared",
-            Kind::FailureDetected => "failed",
-            Kind::FailureCleared => "repaired",
-        }
-        .to_owned(),
-    };
-    ArfMessage {
-        peer,
-        what,
-        near: message.link.near,
-        far: message.link.far,
-        quality: message.quality.level(),
-        sequence: message.sequence,
-        timestamp_ns: message.timestamp_ns,
     }
 }
