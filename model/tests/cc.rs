@@ -76,7 +76,7 @@ fn an_incast_into_a_shallow_buffer_completes_under_every_cca() {
         );
         // Recovery costs round trips and RTOs of a few unloaded round trips: the collective
         // takes at most six times its bound (one receiver link carrying 8 MiB; measured 2.5 to
-        // 4.2 times, see docs/model.md).
+        // 5.4 times, see docs/model.md).
         let increase = report.cct_increase.expect("completes");
         assert!(increase < 5.0, "{cc}: CCT increase {increase}");
         let cc_run = report
