@@ -224,9 +224,7 @@ impl Sim<'_> {
         };
         let state = &mut self.hosts[host as usize];
         if more {
-            // Never before now: a host woken by its retransmission timer long after its pacer
-            // was due (waiting for a window) would schedule its next frame in the past.
-            state.due = (state.due + gap).max(backlog).max(now);
+            state.due = (state.due + gap).max(backlog);
             let due = state.due;
             self.release_acks(host, nic, due);
             self.push_pacer(due, host);
