@@ -1,7 +1,7 @@
 //! Prefetching: the event loop is bound by dependent cache misses on a working set that outgrows
-//! the caches with the fabric, and the next events in the queue's window are final (events
-//! scheduled later may come before them, never between them), so it loads what they will touch
-//! while it works on this one (`docs/model.md`, "Speed and memory").
+//! the caches with the fabric, and the events due at the current picosecond are final, so it
+//! loads what the next of them will touch while it works on this one (`docs/model.md`,
+//! "Speed and memory").
 //!
 //! What an event touches is a chain. A frame's arrival at a switch: its port, the frame at the
 //! head of the port's wire, the frame's destination, where that host hangs, the balancer of the
@@ -80,8 +80,9 @@ enum Step {
 /// What the stages learnt about one event ahead.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Ahead {
-    /// [`EventQueue::peek`](crate::queue::EventQueue::peek)'s name of the event.
-    stamp: u32,
+    /// [`EventQueue::peek_due_stamped`](crate::queue::EventQueue::peek_due_stamped)'s name of
+    /// the event.
+    stamp: u64,
     step: Step,
     /// The port whose wire the frame arrives from, or the pacing host.
     target: u32,
@@ -95,40 +96,78 @@ pub(super) struct Ahead {
 
 impl Sim<'_> {
     /// Walks the chains of the events a few places ahead one stage further each, so that their
-    /// cache misses overlap with the work on this one. The queue's window is kept
-    /// [`STAGE_1`] events ahead, whatever their time: its events are final (events scheduled
-    /// later may come before them, never between them).
+    /// cache misses overlap with the work on this one. Only events due at the current
+    /// picosecond are looked at: those are final.
     // Always inlined: it runs for every event.
     #[inline(always)]
     pub(super) fn prefetch_ahead(&mut self) {
-        self.queue.top_up(STAGE_1);
-        self.stage_1(STAGE_1);
-        self.stage_2(STAGE_2);
-        self.stage_3(STAGE_3);
-        self.stage_4(STAGE_4);
-        self.stage_5(STAGE_5);
-        self.stage_6(STAGE_6);
-        self.stage_7(STAGE_7);
-        self.stage_8(STAGE_8);
+        if self.queue.first_of_time() {
+            self.prime_ahead();
+        }
+        self.stages(0);
+    }
+
+    /// Every stage, for the events at its distance less `behind`.
+    #[inline(always)]
+    fn stages(&mut self, behind: usize) {
+        let distance = |stage: usize| stage.checked_sub(behind);
+        if let Some(d) = distance(STAGE_1) {
+            self.stage_1(d);
+        }
+        if let Some(d) = distance(STAGE_2) {
+            self.stage_2(d);
+        }
+        if let Some(d) = distance(STAGE_3) {
+            self.stage_3(d);
+        }
+        if let Some(d) = distance(STAGE_4) {
+            self.stage_4(d);
+        }
+        if let Some(d) = distance(STAGE_5) {
+            self.stage_5(d);
+        }
+        if let Some(d) = distance(STAGE_6) {
+            self.stage_6(d);
+        }
+        if let Some(d) = distance(STAGE_7) {
+            self.stage_7(d);
+        }
+        if let Some(d) = distance(STAGE_8) {
+            self.stage_8(d);
+        }
+    }
+
+    /// The first event of a picosecond: the events after it were never in reach of the
+    /// stages (those of the previous picosecond were final, these were not yet). Runs the
+    /// stages as they would have run had these events been queued behind others, back to
+    /// back: each event's chain is walked in order, with less time between the stages.
+    #[cold]
+    #[inline(never)]
+    fn prime_ahead(&mut self) {
+        let due = self.queue.due_after_head();
+        // Stage 1 reaches the events at `STAGE_1 - behind`, which must be due.
+        for behind in (STAGE_1.saturating_sub(due) + 1..STAGE_1).rev() {
+            self.stages(behind);
+        }
     }
 
     /// The record of the event `distance` places ahead, if the stages have followed it since
     /// the first.
     #[inline(always)]
     fn ahead_at(&self, distance: usize) -> Option<usize> {
-        let (name, _) = self.queue.peek(distance)?;
-        let index = name as usize & AHEAD_MASK;
+        let (stamp, _) = self.queue.peek_due_stamped(distance)?;
+        let index = stamp as usize & AHEAD_MASK;
         let ahead = &self.ahead[index];
-        (ahead.stamp == name && ahead.step != Step::None).then_some(index)
+        (ahead.stamp == stamp && ahead.step != Step::None).then_some(index)
     }
 
     #[inline(always)]
     fn stage_1(&mut self, distance: usize) {
-        let Some((name, event)) = self.queue.peek(distance) else {
+        let Some((stamp, event)) = self.queue.peek_due_stamped(distance) else {
             return;
         };
-        let ahead = &mut self.ahead[name as usize & AHEAD_MASK];
-        ahead.stamp = name;
+        let ahead = &mut self.ahead[stamp as usize & AHEAD_MASK];
+        ahead.stamp = stamp;
         ahead.target = event.target;
         ahead.step = if !event.wake {
             sys::prefetch(&self.ports[event.target as usize]);
