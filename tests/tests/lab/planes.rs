@@ -13,14 +13,8 @@ fn plane_records(results: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// A k = 4 fat tree × 2 planes: 16 hosts with two veths each (one to each plane's edge
-/// switch, with that plane's address), pingall over both planes, then a 64 KB permutation
-/// under `plane-spray` — every byte arrives exactly once and both planes carry half of it —
-/// and one under `plane-hash` — every flow (one per host) uses exactly one plane, and both
-/// planes are used by some flow. Then `down` leaves nothing behind.
-pub(super) fn multi_plane_lab_sprays_over_both_planes_and_hashes_one_per_flow() {
-    let _machine = serial();
-    let lab = LabGuard::new("mp");
+/// `up` of a k = 4 fat tree × 2 planes under `lb`: 2 MB buffers, 1 Mbit/s links.
+fn up_two_planes(lab: &LabGuard, lb: &str) {
     lab.ok(&[
         "up",
         "--topo",
@@ -32,12 +26,23 @@ pub(super) fn multi_plane_lab_sprays_over_both_planes_and_hashes_one_per_flow() 
         "--k",
         "4",
         "--lb",
-        "ofan",
+        lb,
         "--buffer",
         "2MB",
         "--link-rate",
         "1mbit",
     ]);
+}
+
+/// A k = 4 fat tree × 2 planes: 16 hosts with two veths each (one to each plane's edge
+/// switch, with that plane's address), pingall over both planes, then a 64 KB permutation
+/// under `plane-spray` — every byte arrives exactly once and both planes carry half of it —
+/// and one under `plane-hash` — every flow (one per host) uses exactly one plane, and both
+/// planes are used by some flow. Then `down` leaves nothing behind.
+pub(super) fn multi_plane_lab_sprays_over_both_planes_and_hashes_one_per_flow() {
+    let _machine = serial();
+    let lab = LabGuard::new("mp");
+    up_two_planes(&lab, "ofan");
     let pids = lab.switch_pids();
     let topology = Topology::from_json(
         &std::fs::read_to_string(lab.state_dir().join("topo.json")).expect("topo.json"),
@@ -208,23 +213,7 @@ fn plane_0_shares_of(run: &RunOutput, prefix: &str) -> Vec<f64> {
 pub(super) fn multi_plane_arf_hosts_hear_their_edges_and_send_less_through_a_slowed_plane() {
     let _machine = serial();
     let lab = LabGuard::new("mpa");
-    lab.ok(&[
-        "up",
-        "--topo",
-        "multi-plane",
-        "--planes",
-        "2",
-        "--plane-topo",
-        "fat-tree",
-        "--k",
-        "4",
-        "--lb",
-        "arf-wcmp",
-        "--buffer",
-        "2MB",
-        "--link-rate",
-        "1mbit",
-    ]);
+    up_two_planes(&lab, "arf-wcmp");
     let pids = lab.switch_pids();
     lab.ok(&["link", "e-p0-0@0", "a-p0-0@0", "rate", "250kbit"]);
     let run = |tag: &str, policy: &str| {
