@@ -84,14 +84,16 @@ pub struct UpArgs {
     /// Switch radix (even, 4..=64) for fat-tree, leaf-spine and each plane of multi-plane.
     #[arg(long, default_value_t = 4)]
     pub k: u16,
-    /// Multi-plane: the number of disjoint planes (2..=8). Every host gets one veth per plane,
-    /// to its edge switch in that plane, with that plane's address on it; the agents choose
-    /// each packet's plane (`run --host-planes`). Static routing and veth host links only.
-    #[arg(long, value_name = "P", default_value_t = 2)]
-    pub planes: u8,
-    /// Multi-plane: what each plane is (the model's --plane-topology).
-    #[arg(long, value_enum, alias = "plane-topology", default_value = "fat-tree")]
-    pub plane_topo: Shape,
+    /// Multi-plane: the number of disjoint planes (2..=8; default 2). Every host gets one veth
+    /// per plane, to its edge switch in that plane, with that plane's address on it; the agents
+    /// choose each packet's plane (`run --host-planes`). Static routing and veth host links
+    /// only. Refused without `--topo multi-plane`.
+    #[arg(long, value_name = "P")]
+    pub planes: Option<u8>,
+    /// Multi-plane: what each plane is (the model's --plane-topology; default fat-tree).
+    /// Refused without `--topo multi-plane`.
+    #[arg(long, value_enum, alias = "plane-topology")]
+    pub plane_topo: Option<Shape>,
     /// Dragonfly: hosts per router.
     #[arg(long, value_name = "P", default_value_t = DEFAULT_DRAGONFLY.0)]
     pub p: u16,
@@ -689,13 +691,20 @@ impl UpArgs {
     /// A value that does not parse.
     pub fn spec(&self) -> anyhow::Result<LabSpec> {
         let multi_plane = self.topo == "multi-plane";
+        if !multi_plane && (self.planes.is_some() || self.plane_topo.is_some()) {
+            bail!(
+                "--planes and --plane-topo describe a multi-plane lab: add --topo multi-plane \
+                 (this lab is --topo {})",
+                self.topo
+            );
+        }
         let topology = if multi_plane {
             TopologySource::Kind(TopologyKind::MultiPlane {
-                plane: match self.plane_topo {
+                plane: match self.plane_topo.unwrap_or(Shape::FatTree) {
                     Shape::FatTree => PlaneKind::FatTree,
                     Shape::LeafSpine => PlaneKind::LeafSpine,
                 },
-                planes: self.planes,
+                planes: self.planes.unwrap_or(2),
                 k: self.k,
             })
         } else {
@@ -927,6 +936,37 @@ mod tests {
             .to_string();
         assert!(error.contains("dragonfly"), "{error}");
         assert!(Up::try_parse_from(["up", "--asn-plan", "rfc-7938"]).is_err());
+    }
+
+    #[test]
+    fn plane_flags_are_refused_without_a_multi_plane_topology() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Up {
+            #[command(flatten)]
+            args: UpArgs,
+        }
+        let spec = |line: &[&str]| Up::parse_from([&["up"], line].concat()).args.spec();
+        for line in [&["--planes", "4"][..], &["--plane-topo", "leaf-spine"]] {
+            let error = spec(line).unwrap_err().to_string();
+            assert!(error.contains("add --topo multi-plane"), "{error}");
+        }
+        let planes = |line: &[&str]| match spec(line).unwrap().topology {
+            TopologySource::Kind(TopologyKind::MultiPlane { planes, plane, .. }) => (planes, plane),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(planes(&["--topo", "multi-plane"]), (2, PlaneKind::FatTree));
+        assert_eq!(
+            planes(&[
+                "--topo",
+                "multi-plane",
+                "--planes",
+                "4",
+                "--plane-topo",
+                "leaf-spine"
+            ]),
+            (4, PlaneKind::LeafSpine)
+        );
     }
 
     #[test]
