@@ -185,8 +185,10 @@ pub(crate) fn udp_burst(
             "200",
             "--rate",
             &rate.to_string(),
+            // 32 source ports: every one of two transmit queues gets some flow but with
+            // probability 2⁻³¹ (with 8, 1 in 128 — a CI run once saw all on one queue).
             "--flows",
-            "8",
+            "32",
         ],
     );
     let sent = key_values(&String::from_utf8_lossy(&sent.stdout));
