@@ -753,7 +753,9 @@ impl SelectiveRepeat {
         let state = &self.flows[flow as usize];
         let (first, packets) = (state.first, state.packets);
         let mut lost = 0;
-        for seq in 0..packets {
+        // Below `rack_next` the reordering window has already declared every first
+        // transmission still in flight lost.
+        for seq in state.rack_next..packets {
             let packet = &mut self.packets[first + seq as usize];
             if packet.transmissions == 0 {
                 break;
