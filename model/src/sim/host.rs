@@ -222,17 +222,21 @@ impl Sim<'_> {
         } else {
             0
         };
+        // The next frame is due `gap` after this one left, and this one leaves now: later than
+        // it was due when the host waited (for its NIC, which its ACKs held while it sent
+        // nothing; for a trigger, a window or a timer). Counted from when it was due instead,
+        // the pacer would fall behind its NIC for good, and the room it leaves for ACKs (which
+        // ends at `due`) would end before the NIC is free: the host's ACKs would wait until it
+        // has no new data left — milliseconds in an incast. As in the lab's pacer, a late
+        // departure does not catch up.
         let state = &mut self.hosts[host as usize];
+        state.due = (state.due.max(now) + gap).max(backlog);
         if more {
-            // Never before now: a host woken by its retransmission timer long after its pacer
-            // was due (waiting for a window) would schedule its next frame in the past.
-            state.due = (state.due + gap).max(backlog).max(now);
             let due = state.due;
             self.release_acks(host, nic, due);
             self.push_pacer(due, host);
         } else {
             // No new data is left: ACKs go out at once, and only a timer brings the host back.
-            state.due = (state.due.max(now) + gap).max(backlog);
             self.release_acks(host, nic, u64::MAX);
             self.arm_timer(host);
         }
@@ -422,6 +426,54 @@ impl Sim<'_> {
         self.send_ack(host, in_port, ack);
         if received {
             self.flow_received(packet.flow);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ofan_topology::{Topology, TopologyKind};
+
+    use super::super::build::{choose_failures, host_weighted_matrix};
+    use super::super::Sim;
+    use crate::config::{FlowSpec, ModelConfig, Workload};
+
+    /// A host whose data frame leaves later than it was due (it waited for its NIC, a trigger,
+    /// a window or a timer) is next due a gap after that frame left, when its NIC is free
+    /// again — not a gap after the old due time, which left the pacer behind its NIC for good
+    /// and the ACKs the host held waiting until it had sent all its data.
+    #[test]
+    fn a_late_departure_is_followed_by_a_full_gap() {
+        let mut config = ModelConfig::paper();
+        config.topology = TopologyKind::FatTree { k: 4 };
+        let flow = |src, dst| FlowSpec {
+            src,
+            dst,
+            bytes: 1 << 20,
+        };
+        config.workload = Workload::Matrix {
+            flows: vec![flow(0, 1), flow(1, 0)],
+        };
+        let topology = Topology::new(config.topology).expect("topology");
+        let Workload::Matrix { flows: specs } = &config.workload else {
+            unreachable!()
+        };
+        let matrix = host_weighted_matrix(&topology, specs);
+        let (failures, _) = choose_failures(&topology, &config, &matrix).expect("no failures");
+        let mut sim = Sim::new(&topology, &config, &failures, specs, 1.0).expect("builds");
+        sim.start();
+        let nic = sim.nodes[0].port_base as usize;
+        for late in [1, 5, 100] {
+            // The pacer was due `late` frame times ago; the NIC has been idle since.
+            let due = sim.hosts[0].due;
+            sim.now = due + late * sim.ser_data;
+            sim.wake(0);
+            let free = sim.ports[nic].free_at;
+            assert_eq!(free, sim.now + sim.ser_data, "the frame left at once");
+            assert_eq!(
+                sim.hosts[0].due, free,
+                "{late} frame times late: next due when the NIC is free"
+            );
         }
     }
 }
