@@ -69,6 +69,16 @@ impl<T: Copy + Default> Wires<T> {
         &self.slots[Self::index(handle, position)]
     }
 
+    /// Where the entry at wrapping position `position` of the ring is, for prefetching only:
+    /// computed without a bounds check (a handle may be stale, and a prefetch of any address is
+    /// harmless).
+    #[inline]
+    pub(crate) fn address(&self, handle: RingHandle, position: u32) -> *const T {
+        self.slots
+            .as_ptr()
+            .wrapping_add(Self::index(handle, position))
+    }
+
     #[inline]
     pub(crate) fn set(&mut self, handle: RingHandle, position: u32, value: T) {
         let index = Self::index(handle, position);
