@@ -164,6 +164,11 @@ pub(crate) struct EventQueue {
     /// Lists of packed targets, by index; those in `spare` are empty and unused.
     lists: Vec<Vec<u32>>,
     spare: Vec<u32>,
+    /// The time of the last push after the present, and its list: consecutive events often
+    /// go to the same time (frames that leave idle ports together arrive together). A time
+    /// stays in the table until it becomes the present, and no push comes after the present,
+    /// so this is never stale when it matches a time that is not the present.
+    recent: (u64, u32),
     /// Times popped so far (wrapping).
     generation: u32,
 }
@@ -179,6 +184,7 @@ impl EventQueue {
             table: TimeTable::new(),
             lists: Vec::new(),
             spare: Vec::new(),
+            recent: (0, NO_LIST),
             generation: 0,
         }
     }
@@ -203,9 +209,15 @@ impl EventQueue {
             self.due.push(packed);
             return;
         }
-        let list = match self.table.get(time) {
-            Ok(list) => list,
-            Err(slot) => self.new_time(slot, time),
+        let list = if self.recent.0 == time {
+            self.recent.1
+        } else {
+            let list = match self.table.get(time) {
+                Ok(list) => list,
+                Err(slot) => self.new_time(slot, time),
+            };
+            self.recent = (time, list);
+            list
         };
         self.lists[list as usize].push(packed);
     }
