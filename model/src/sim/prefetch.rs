@@ -20,7 +20,6 @@
 use ofan_dataplane::lb::DestKey;
 use ofan_topology::Role;
 
-use super::forward::NodeInfo;
 use super::host::HOST_HOT_BYTES;
 use super::packet::{Packet, NO_VIA};
 use super::port::Port;
@@ -99,6 +98,10 @@ pub(super) struct Ahead {
     /// The destination host (the pacing host's cursor in its active flows).
     dst: u32,
     out: u32,
+    /// Going up: the pipe's balancer in `Sim::balancers` and the destination key it decides
+    /// on.
+    balancer: u32,
+    key: u32,
 }
 
 impl Sim<'_> {
@@ -298,6 +301,7 @@ impl Sim<'_> {
                         let pipe = ahead.in_port / self.pipe_ports;
                         let balancer = info.lb_base + u32::from(pipe);
                         prefetch_element(&self.balancers, balancer as usize);
+                        self.ahead[index].balancer = balancer;
                     }
                     Step::Place
                 }
@@ -353,8 +357,8 @@ impl Sim<'_> {
     #[inline(always)]
     fn stage_5_switch(&mut self, index: usize, ahead: Ahead) {
         let info = &self.nodes[ahead.node as usize];
-        let target = self.place_of(info, ahead.dst);
-        let out = match self.down_port(info, ahead.node, target) {
+        let target = *self.place_of(info, ahead.dst);
+        let out = match self.down_port(info, ahead.node, &target) {
             Some(out) => Some(out),
             None if ahead.packet.via != NO_VIA => Some(
                 info.up_first
@@ -373,8 +377,12 @@ impl Sim<'_> {
             record.out = out;
             record.step = Step::Output;
         } else {
-            let pipe = ahead.in_port / self.pipe_ports;
-            let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+            record.key = if info.role == Role::Edge {
+                target.edge_number
+            } else {
+                u32::from(target.pod)
+            };
+            let balancer = &self.balancers[ahead.balancer as usize];
             for address in balancer.shared_addresses() {
                 sys::prefetch(address);
             }
@@ -390,12 +398,9 @@ impl Sim<'_> {
         let ahead = self.ahead[index];
         let step = match ahead.step {
             Step::Switch => {
-                let info = &self.nodes[ahead.node as usize];
-                let pipe = ahead.in_port / self.pipe_ports;
-                let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-                let key = self.balancer_key(info, ahead.dst);
+                let balancer = &self.balancers[ahead.balancer as usize];
                 let class = Self::size_class(&ahead.packet);
-                sys::prefetch(balancer.pointer_address(DestKey(key), class));
+                sys::prefetch(balancer.pointer_address(DestKey(ahead.key), class));
                 Step::Pointer
             }
             Step::HostFlow => {
@@ -438,10 +443,8 @@ impl Sim<'_> {
             }
             None
         } else {
-            let pipe = ahead.in_port / self.pipe_ports;
-            let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-            let key = self.balancer_key(&info, ahead.dst);
-            balancer.predict(&self.northbound(&info, key, &ahead.packet))
+            let balancer = &self.balancers[ahead.balancer as usize];
+            balancer.predict(&self.northbound(&info, ahead.key, &ahead.packet))
         };
         let record = &mut self.ahead[index];
         match predicted {
@@ -472,17 +475,6 @@ impl Sim<'_> {
     fn prefetch_queue_ends(&self, port: &Port) {
         sys::prefetch(port.wire_address(&self.wires, port.sent));
         sys::prefetch(port.wire_address(&self.wires, port.wire_len()));
-    }
-
-    /// The destination key a balancer of a switch of `role` decides on for host `dst`.
-    #[inline(always)]
-    fn balancer_key(&self, info: &NodeInfo, dst: u32) -> u32 {
-        let target = self.place_of(info, dst);
-        if info.role == Role::Edge {
-            target.edge_number
-        } else {
-            u32::from(target.pod)
-        }
     }
 }
 
