@@ -69,14 +69,23 @@ impl<T: Copy + Default> Wires<T> {
         &self.slots[Self::index(handle, position)]
     }
 
-    /// Where the entry at wrapping position `position` of the ring is, for prefetching only:
-    /// computed without a bounds check (a handle may be stale, and a prefetch of any address is
-    /// harmless).
+    /// The slot of the entry at wrapping position `position` of the ring.
     #[inline]
-    pub(crate) fn address(&self, handle: RingHandle, position: u32) -> *const T {
-        self.slots
-            .as_ptr()
-            .wrapping_add(Self::index(handle, position))
+    pub(crate) fn slot(&self, handle: RingHandle, position: u32) -> usize {
+        Self::index(handle, position)
+    }
+
+    /// The entry in slot `slot`, if the slab has it (whichever ring holds it now).
+    #[inline]
+    pub(crate) fn get(&self, slot: usize) -> Option<&T> {
+        self.slots.get(slot)
+    }
+
+    /// Where slot `slot` is, for prefetching only: computed without a bounds check (a slot may
+    /// be stale, and a prefetch of any address is harmless).
+    #[inline]
+    pub(crate) fn address(&self, slot: usize) -> *const T {
+        self.slots.as_ptr().wrapping_add(slot)
     }
 
     #[inline]

@@ -111,7 +111,15 @@ impl Port {
     /// For prefetching only: the slot may hold no frame, or a stale one.
     #[inline(always)]
     pub(super) fn wire_address(&self, wires: &Wires<Flight>, index: u32) -> *const Flight {
-        wires.address(self.ring(), self.popped.wrapping_add(index))
+        wires.address(wires.slot(self.ring(), self.popped.wrapping_add(index)))
+    }
+
+    /// The slot in `wires` of the `index`-th frame from the front of the wire (as
+    /// [`Port::wire_address`], for looking ahead: it holds that frame only while the ring does
+    /// not grow).
+    #[inline(always)]
+    pub(super) fn wire_slot(&self, wires: &Wires<Flight>, index: u32) -> usize {
+        wires.slot(self.ring(), self.popped.wrapping_add(index))
     }
 
     /// Takes the frame at the front of the wire (it arrives at the peer).

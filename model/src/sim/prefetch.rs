@@ -98,6 +98,8 @@ pub(super) struct Ahead {
     /// The destination host (the pacing host's cursor in its active flows).
     dst: u32,
     out: u32,
+    /// The head frame's slot in `Sim::wires`.
+    slot: u32,
     /// Going up: the pipe's balancer in `Sim::balancers` and the destination key it decides
     /// on.
     balancer: u32,
@@ -211,10 +213,13 @@ impl Sim<'_> {
                     return;
                 }
                 // The head frame and the next one, whose arrival is scheduled when the head
-                // arrives (24-byte entries: often on the next line).
-                sys::prefetch(port.wire_address(&self.wires, 0));
-                sys::prefetch(port.wire_address(&self.wires, 1));
+                // arrives (24-byte entries: often on the next line; at the ring's end, the
+                // next is at its start, and this prefetch is wasted).
+                let head = port.wire_slot(&self.wires, 0);
+                sys::prefetch(self.wires.address(head));
+                sys::prefetch(self.wires.address(head + 1));
                 prefetch_element(&self.nodes, port.peer as usize);
+                ahead.slot = head as u32;
                 ahead.node = port.peer;
                 ahead.in_port = port.peer_port;
                 ahead.step = Step::Frame;
@@ -249,8 +254,9 @@ impl Sim<'_> {
         let ahead = &mut self.ahead[index];
         match ahead.step {
             Step::Frame => {
-                let Some(flight) = self.ports[ahead.target as usize].wire_get(&self.wires, 0)
-                else {
+                // The head frame stays where stage 2 found it unless its ring grew meanwhile
+                // (then this reads another frame, and the prefetches are wasted).
+                let Some(flight) = self.wires.get(ahead.slot as usize) else {
                     ahead.step = Step::None;
                     return;
                 };
