@@ -69,6 +69,25 @@ impl<T: Copy + Default> Wires<T> {
         &self.slots[Self::index(handle, position)]
     }
 
+    /// The slot of the entry at wrapping position `position` of the ring.
+    #[inline]
+    pub(crate) fn slot(&self, handle: RingHandle, position: u32) -> usize {
+        Self::index(handle, position)
+    }
+
+    /// The entry in slot `slot`, if the slab has it (whichever ring holds it now).
+    #[inline]
+    pub(crate) fn get(&self, slot: usize) -> Option<&T> {
+        self.slots.get(slot)
+    }
+
+    /// Where slot `slot` is, for prefetching only: computed without a bounds check (a slot may
+    /// be stale, and a prefetch of any address is harmless).
+    #[inline]
+    pub(crate) fn address(&self, slot: usize) -> *const T {
+        self.slots.as_ptr().wrapping_add(slot)
+    }
+
     #[inline]
     pub(crate) fn set(&mut self, handle: RingHandle, position: u32, value: T) {
         let index = Self::index(handle, position);

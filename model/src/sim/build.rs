@@ -492,6 +492,7 @@ impl<'a> Sim<'a> {
             port_ppm,
             link_failures,
             ahead: [Ahead::default(); AHEAD],
+            ahead_time: u32::MAX,
             cc,
             deps: None,
             #[cfg(test)]

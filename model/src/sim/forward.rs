@@ -120,30 +120,34 @@ impl Sim<'_> {
             });
         }
         let northbound = self.northbound(&info, key, packet);
-        let mut loads = [PortLoad::default(); 64];
-        let loads = if self.uses_queues {
-            let (now, propagation) = (self.now, self.propagation);
-            let first = (info.port_base + u32::from(info.up_first)) as usize;
-            for (load, port) in loads
-                .iter_mut()
-                .zip(&mut self.ports[first..first + usize::from(info.up_count)])
-            {
-                port.purge(&self.wires, now, propagation);
-                *load = PortLoad {
-                    packets: port.queued(),
-                    bytes: u32::try_from(port.bytes).unwrap_or(u32::MAX),
-                };
-            }
-            &mut loads[..usize::from(info.up_count)]
-        } else {
-            &mut []
-        };
         let pipe = in_port / self.pipe_ports;
-        let balancer = &mut self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+        let balancer = (info.lb_base + u32::from(pipe)) as usize;
         if self.arf_flow {
-            balancer.set_clock(self.now / 1000);
+            self.balancers[balancer].set_clock(self.now / 1000);
         }
-        balancer.choose(&northbound, loads).map(|port| port.0)
+        if !self.uses_queues {
+            // No loads to gather: the 512-byte array below would be zeroed for nothing.
+            return self.balancers[balancer]
+                .choose(&northbound, &mut [])
+                .map(|port| port.0);
+        }
+        let mut loads = [PortLoad::default(); 64];
+        let (now, propagation) = (self.now, self.propagation);
+        let first = (info.port_base + u32::from(info.up_first)) as usize;
+        for (load, port) in loads
+            .iter_mut()
+            .zip(&mut self.ports[first..first + usize::from(info.up_count)])
+        {
+            port.purge(&self.wires, now, propagation);
+            *load = PortLoad {
+                packets: port.queued(),
+                bytes: u32::try_from(port.bytes).unwrap_or(u32::MAX),
+            };
+        }
+        let loads = &mut loads[..usize::from(info.up_count)];
+        self.balancers[balancer]
+            .choose(&northbound, loads)
+            .map(|port| port.0)
     }
 
     /// The flow hash the balancers see for `packet`: its flow, direction (data or ACK) and

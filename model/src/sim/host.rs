@@ -262,7 +262,7 @@ impl Sim<'_> {
             return;
         };
         // A deadline already past (an RTT sample shortened the timeout) fires now: an event in
-        // the past would land in the wrong bucket of the calendar queue and fire a cycle late.
+        // the past would turn the clock back (the event queue is monotone).
         let at = deadline.max(state.due).max(now);
         if state.timer_at != NO_TIMER && state.timer_at <= at {
             return;

@@ -305,6 +305,8 @@ struct Sim<'a> {
     link_failures: Option<LinkFailures>,
     /// What the prefetch stages learnt about the events ahead, by position (`prefetch.rs`).
     ahead: [Ahead; AHEAD],
+    /// The picosecond whose events `ahead` describes ([`EventQueue::time_number`]).
+    ahead_time: u32,
     /// Congestion control, when the hosts run one (`host.rs`, `cc.rs`).
     cc: Option<Box<cc::HostCc>>,
     /// Flows that wait for a time or a trigger, when the workload has dependencies

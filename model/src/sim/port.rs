@@ -106,11 +106,20 @@ impl Port {
         (index < self.wire_len()).then(|| wires.at(self.ring(), self.popped.wrapping_add(index)))
     }
 
-    /// The wire slot the next enqueued frame goes to (unless the ring grows first), for
-    /// prefetching: its content is stale.
+    /// Where the `index`-th frame from the front of the wire is, or would go (`index` =
+    /// [`Port::wire_len`]: the slot of the next enqueued frame, unless the ring grows first).
+    /// For prefetching only: the slot may hold no frame, or a stale one.
     #[inline(always)]
-    pub(super) fn wire_next_slot<'w>(&self, wires: &'w Wires<Flight>) -> &'w Flight {
-        wires.at(self.ring(), self.pushed as u32)
+    pub(super) fn wire_address(&self, wires: &Wires<Flight>, index: u32) -> *const Flight {
+        wires.address(wires.slot(self.ring(), self.popped.wrapping_add(index)))
+    }
+
+    /// The slot in `wires` of the `index`-th frame from the front of the wire (as
+    /// [`Port::wire_address`], for looking ahead: it holds that frame only while the ring does
+    /// not grow).
+    #[inline(always)]
+    pub(super) fn wire_slot(&self, wires: &Wires<Flight>, index: u32) -> usize {
+        wires.slot(self.ring(), self.popped.wrapping_add(index))
     }
 
     /// Takes the frame at the front of the wire (it arrives at the peer).

@@ -13,12 +13,13 @@
 //! prefetches the next link. What a stage learns about an event is kept in [`Ahead`] until the
 //! next stage needs it. Nothing here changes the simulation: an event is processed from the
 //! simulator's state alone, and a stage that finds a chain broken (an event it has not seen
-//! before, a frame lost with its link) does nothing.
+//! before, a frame lost with its link) does nothing. A prefetch of any address is harmless, so
+//! what is only prefetched is addressed without a bounds check ([`prefetch_element`]); only
+//! what a stage reads is checked.
 
 use ofan_dataplane::lb::DestKey;
 use ofan_topology::Role;
 
-use super::forward::NodeInfo;
 use super::host::HOST_HOT_BYTES;
 use super::packet::{Packet, NO_VIA};
 use super::port::Port;
@@ -77,12 +78,17 @@ enum Step {
     WakeRecovery,
 }
 
-/// What the stages learnt about one event ahead.
+/// What the stages learnt about one event ahead, kept at its position among the present
+/// picosecond's events modulo [`AHEAD`].
+///
+/// Only stage 1 starts a record, for the event at its position, and the last stage (or a
+/// broken chain) ends it, 20 positions later, before stage 1 reaches the next event with the
+/// same record; every record is ended when a new picosecond begins. So a record that has a
+/// step is its position's event's. (Events whose stages are skipped — timers, the control
+/// plane, frames lost with their link do not run them — can leave a record behind: its
+/// prefetches are wasted, never wrong.)
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Ahead {
-    /// [`EventQueue::peek_due_stamped`](crate::queue::EventQueue::peek_due_stamped)'s name of
-    /// the event.
-    stamp: u64,
     step: Step,
     /// The port whose wire the frame arrives from, or the pacing host.
     target: u32,
@@ -92,6 +98,12 @@ pub(super) struct Ahead {
     /// The destination host (the pacing host's cursor in its active flows).
     dst: u32,
     out: u32,
+    /// The head frame's slot in `Sim::wires`.
+    slot: u32,
+    /// Going up: the pipe's balancer in `Sim::balancers` and the destination key it decides
+    /// on.
+    balancer: u32,
+    key: u32,
 }
 
 impl Sim<'_> {
@@ -101,7 +113,7 @@ impl Sim<'_> {
     // Always inlined: it runs for every event.
     #[inline(always)]
     pub(super) fn prefetch_ahead(&mut self) {
-        if self.queue.first_of_time() {
+        if self.queue.time_number() != self.ahead_time {
             self.prime_ahead();
         }
         self.stages(0);
@@ -144,6 +156,11 @@ impl Sim<'_> {
     #[cold]
     #[inline(never)]
     fn prime_ahead(&mut self) {
+        // The records name positions in the previous picosecond's events.
+        self.ahead_time = self.queue.time_number();
+        for record in &mut self.ahead {
+            record.step = Step::None;
+        }
         let due = self.queue.due_after_head();
         // Stage 1 reaches the events at `STAGE_1 - behind`, which must be due.
         for behind in (STAGE_1.saturating_sub(due) + 1..STAGE_1).rev() {
@@ -152,29 +169,29 @@ impl Sim<'_> {
     }
 
     /// The record of the event `distance` places ahead, if the stages have followed it since
-    /// the first.
+    /// the first (see [`Ahead`]).
     #[inline(always)]
     fn ahead_at(&self, distance: usize) -> Option<usize> {
-        let (stamp, _) = self.queue.peek_due_stamped(distance)?;
-        let index = stamp as usize & AHEAD_MASK;
-        let ahead = &self.ahead[index];
-        (ahead.stamp == stamp && ahead.step != Step::None).then_some(index)
+        let index = self.queue.position_ahead(distance) & AHEAD_MASK;
+        (self.ahead[index].step != Step::None).then_some(index)
     }
 
     #[inline(always)]
     fn stage_1(&mut self, distance: usize) {
-        let Some((stamp, event)) = self.queue.peek_due_stamped(distance) else {
+        let Some(event) = self.queue.peek_due(distance) else {
             return;
         };
-        let ahead = &mut self.ahead[stamp as usize & AHEAD_MASK];
-        ahead.stamp = stamp;
+        let ahead = &mut self.ahead[self.queue.position_ahead(distance) & AHEAD_MASK];
         ahead.target = event.target;
         ahead.step = if !event.wake {
-            sys::prefetch(&self.ports[event.target as usize]);
+            prefetch_element(&self.ports, event.target as usize);
             Step::Port
         } else if event.target & (TIMER_BIT | ARF_BIT | FAIL_BIT | START_BIT) == 0 {
-            prefetch_bytes(&self.hosts[event.target as usize], HOST_HOT_BYTES);
-            sys::prefetch(&self.nodes[event.target as usize]);
+            prefetch_bytes(
+                self.hosts.as_ptr().wrapping_add(event.target as usize),
+                HOST_HOT_BYTES,
+            );
+            prefetch_element(&self.nodes, event.target as usize);
             Step::Wake
         } else {
             Step::None
@@ -190,18 +207,19 @@ impl Sim<'_> {
         match ahead.step {
             Step::Port => {
                 let port = &self.ports[ahead.target as usize];
-                let Some(flight) = port.wire_get(&self.wires, 0) else {
+                if port.wire_len() == 0 {
                     // A frame lost with its link.
                     ahead.step = Step::None;
                     return;
-                };
-                // The head frame and the next one, whose arrival is scheduled when the head
-                // arrives (24-byte entries: often on the next line).
-                sys::prefetch(flight);
-                if let Some(next) = port.wire_get(&self.wires, 1) {
-                    sys::prefetch(next);
                 }
-                sys::prefetch(&self.nodes[port.peer as usize]);
+                // The head frame and the next one, whose arrival is scheduled when the head
+                // arrives (24-byte entries: often on the next line; at the ring's end, the
+                // next is at its start, and this prefetch is wasted).
+                let head = port.wire_slot(&self.wires, 0);
+                sys::prefetch(self.wires.address(head));
+                sys::prefetch(self.wires.address(head + 1));
+                prefetch_element(&self.nodes, port.peer as usize);
+                ahead.slot = head as u32;
                 ahead.node = port.peer;
                 ahead.in_port = port.peer_port;
                 ahead.step = Step::Frame;
@@ -209,7 +227,7 @@ impl Sim<'_> {
             Step::Wake => {
                 let host = &self.hosts[ahead.target as usize];
                 let nic = self.nodes[ahead.target as usize].port_base;
-                sys::prefetch(&self.ports[nic as usize]);
+                prefetch_element(&self.ports, nic as usize);
                 ahead.out = nic;
                 if host.active.is_empty() {
                     ahead.step = Step::None;
@@ -220,7 +238,7 @@ impl Sim<'_> {
                 } else {
                     host.cursor
                 };
-                sys::prefetch(&host.active[cursor]);
+                prefetch_element(&host.active, cursor);
                 ahead.dst = cursor as u32;
                 ahead.step = Step::WakeHost;
             }
@@ -236,13 +254,14 @@ impl Sim<'_> {
         let ahead = &mut self.ahead[index];
         match ahead.step {
             Step::Frame => {
-                let Some(flight) = self.ports[ahead.target as usize].wire_get(&self.wires, 0)
-                else {
+                // The head frame stays where stage 2 found it unless its ring grew meanwhile
+                // (then this reads another frame, and the prefetches are wasted).
+                let Some(flight) = self.wires.get(ahead.slot as usize) else {
                     ahead.step = Step::None;
                     return;
                 };
                 ahead.packet = flight.packet;
-                sys::prefetch(&self.flow_ends[flight.packet.flow as usize]);
+                prefetch_element(&self.flow_ends, flight.packet.flow as usize);
                 ahead.step = Step::Route;
             }
             Step::WakeHost => {
@@ -251,7 +270,7 @@ impl Sim<'_> {
                     ahead.step = Step::None;
                     return;
                 };
-                prefetch_bytes(&self.flows[flow as usize], 64);
+                prefetch_element(&self.flows, flow as usize);
                 ahead.packet.flow = flow;
                 ahead.step = Step::WakeFlow;
             }
@@ -272,17 +291,23 @@ impl Sim<'_> {
                 self.ahead[index].dst = dst;
                 let info = &self.nodes[ahead.node as usize];
                 if info.role == Role::Host {
-                    prefetch_bytes(&self.flows[packet.flow as usize], 64);
-                    prefetch_bytes(&self.hosts[ahead.node as usize], HOST_HOT_BYTES);
+                    prefetch_element(&self.flows, packet.flow as usize);
+                    prefetch_bytes(
+                        self.hosts.as_ptr().wrapping_add(ahead.node as usize),
+                        HOST_HOT_BYTES,
+                    );
                     if !packet.is_ack() {
-                        sys::prefetch(&self.deliveries[ahead.node as usize]);
+                        prefetch_element(&self.deliveries, ahead.node as usize);
                     }
                     Step::HostPlace
                 } else {
-                    sys::prefetch(self.place_of(info, dst));
+                    let place = u32::from(info.plane) * self.host_count + dst;
+                    prefetch_element(&self.places, place as usize);
                     if packet.via == NO_VIA && info.role != Role::Core {
                         let pipe = ahead.in_port / self.pipe_ports;
-                        sys::prefetch(&self.balancers[(info.lb_base + u32::from(pipe)) as usize]);
+                        let balancer = info.lb_base + u32::from(pipe);
+                        prefetch_element(&self.balancers, balancer as usize);
+                        self.ahead[index].balancer = balancer;
                     }
                     Step::Place
                 }
@@ -314,9 +339,9 @@ impl Sim<'_> {
                     sys::prefetch(recovery.flow_address(flow.local));
                 } else {
                     let bit = flow.delivered_base + ahead.packet.seq() as usize;
-                    sys::prefetch(&self.delivered[bit / 64]);
+                    prefetch_element(&self.delivered, bit / 64);
                     let nic = self.nodes[ahead.node as usize].port_base;
-                    sys::prefetch(&self.ports[nic as usize]);
+                    prefetch_element(&self.ports, nic as usize);
                     self.ahead[index].out = nic;
                 }
                 self.ahead[index].step = Step::HostFlow;
@@ -338,8 +363,8 @@ impl Sim<'_> {
     #[inline(always)]
     fn stage_5_switch(&mut self, index: usize, ahead: Ahead) {
         let info = &self.nodes[ahead.node as usize];
-        let target = self.place_of(info, ahead.dst);
-        let out = match self.down_port(info, ahead.node, target) {
+        let target = *self.place_of(info, ahead.dst);
+        let out = match self.down_port(info, ahead.node, &target) {
             Some(out) => Some(out),
             None if ahead.packet.via != NO_VIA => Some(
                 info.up_first
@@ -354,12 +379,16 @@ impl Sim<'_> {
         let record = &mut self.ahead[index];
         if let Some(out) = out {
             let out = info.port_base + u32::from(out);
-            sys::prefetch(&self.ports[out as usize]);
+            prefetch_element(&self.ports, out as usize);
             record.out = out;
             record.step = Step::Output;
         } else {
-            let pipe = ahead.in_port / self.pipe_ports;
-            let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
+            record.key = if info.role == Role::Edge {
+                target.edge_number
+            } else {
+                u32::from(target.pod)
+            };
+            let balancer = &self.balancers[ahead.balancer as usize];
             for address in balancer.shared_addresses() {
                 sys::prefetch(address);
             }
@@ -375,12 +404,9 @@ impl Sim<'_> {
         let ahead = self.ahead[index];
         let step = match ahead.step {
             Step::Switch => {
-                let info = &self.nodes[ahead.node as usize];
-                let pipe = ahead.in_port / self.pipe_ports;
-                let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-                let key = self.balancer_key(info, ahead.dst);
+                let balancer = &self.balancers[ahead.balancer as usize];
                 let class = Self::size_class(&ahead.packet);
-                sys::prefetch(balancer.pointer_address(DestKey(key), class));
+                sys::prefetch(balancer.pointer_address(DestKey(ahead.key), class));
                 Step::Pointer
             }
             Step::HostFlow => {
@@ -418,21 +444,19 @@ impl Sim<'_> {
         let first = (info.port_base + u32::from(info.up_first)) as usize;
         let predicted = if self.uses_queues {
             // The decision reads every up-port's queue.
-            for port in &self.ports[first..first + usize::from(info.up_count)] {
-                sys::prefetch(port);
+            for port in first..first + usize::from(info.up_count) {
+                prefetch_element(&self.ports, port);
             }
             None
         } else {
-            let pipe = ahead.in_port / self.pipe_ports;
-            let balancer = &self.balancers[(info.lb_base + u32::from(pipe)) as usize];
-            let key = self.balancer_key(&info, ahead.dst);
-            balancer.predict(&self.northbound(&info, key, &ahead.packet))
+            let balancer = &self.balancers[ahead.balancer as usize];
+            balancer.predict(&self.northbound(&info, ahead.key, &ahead.packet))
         };
         let record = &mut self.ahead[index];
         match predicted {
             Some(position) => {
                 let out = first as u32 + u32::from(position.0);
-                sys::prefetch(&self.ports[out as usize]);
+                prefetch_element(&self.ports, out as usize);
                 record.out = out;
                 record.step = Step::Output;
             }
@@ -455,28 +479,22 @@ impl Sim<'_> {
     /// wire: the queue head, which the purge reads, and the slot the frame goes to.
     #[inline(always)]
     fn prefetch_queue_ends(&self, port: &Port) {
-        if let Some(head) = port.wire_get(&self.wires, port.sent) {
-            sys::prefetch(head);
-        }
-        sys::prefetch(port.wire_next_slot(&self.wires));
-    }
-
-    /// The destination key a balancer of a switch of `role` decides on for host `dst`.
-    #[inline(always)]
-    fn balancer_key(&self, info: &NodeInfo, dst: u32) -> u32 {
-        let target = self.place_of(info, dst);
-        if info.role == Role::Edge {
-            target.edge_number
-        } else {
-            u32::from(target.pod)
-        }
+        sys::prefetch(port.wire_address(&self.wires, port.sent));
+        sys::prefetch(port.wire_address(&self.wires, port.wire_len()));
     }
 }
 
-/// Prefetches the first `bytes` of `value`, line by line.
+/// Prefetches `slice[index]`'s first line. Without a bounds check: the index may be stale (read
+/// ahead of the events that change it), and a prefetch of any address is harmless.
 #[inline(always)]
-fn prefetch_bytes<T>(value: &T, bytes: usize) {
-    let start = std::ptr::from_ref(value).cast::<u8>();
+fn prefetch_element<T>(slice: &[T], index: usize) {
+    sys::prefetch(slice.as_ptr().wrapping_add(index));
+}
+
+/// Prefetches the first `bytes` at `value`, line by line.
+#[inline(always)]
+fn prefetch_bytes<T>(value: *const T, bytes: usize) {
+    let start = value.cast::<u8>();
     let mut offset = 0;
     while offset < bytes {
         sys::prefetch(start.wrapping_add(offset));
