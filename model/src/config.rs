@@ -459,6 +459,18 @@ pub enum Failures {
     },
 }
 
+/// The most data frames one ACK may acknowledge ([`ModelConfig::ack_every`]).
+pub const MAX_ACK_EVERY: u32 = 64;
+
+const fn one_frame() -> u32 {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+const fn is_one_frame(frames: &u32) -> bool {
+    *frames == 1
+}
+
 /// Everything one run depends on. Same config → bit-identical [`crate::RunReport`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
@@ -483,6 +495,12 @@ pub struct ModelConfig {
     /// When hosts start (absent in older reports: synchronous).
     #[serde(default)]
     pub start_phase: StartPhase,
+    /// Data frames a receiver acknowledges with one ACK (absent in older reports and when 1:
+    /// one ACK per frame). Above 1, htsim's UEC sink: an ACK at once for a CE-marked frame, a
+    /// duplicate, a flow's first and last frame, otherwise once per this many frames, each
+    /// telling everything received since the sender last heard (see [`crate::sim`], "Hosts").
+    #[serde(default = "one_frame", skip_serializing_if = "is_one_frame")]
+    pub ack_every: u32,
     /// Message size of every generated flow, bytes.
     pub message_bytes: u64,
     /// The traffic matrix.
@@ -556,6 +574,7 @@ impl ModelConfig {
             pacing: Pacing::Offered,
             ack_airtime: AckAirtime::Charged,
             start_phase: StartPhase::Synchronous,
+            ack_every: 1,
             message_bytes: 1 << 20,
             workload: Workload::Permutation,
             scheme: Scheme::Switch(Algorithm::Ofan),
@@ -605,6 +624,13 @@ impl ModelConfig {
         }
         if self.link.ack_bytes == 0 {
             return invalid("ack_bytes", "0".into(), "ACKs need a size");
+        }
+        if !(1..=MAX_ACK_EVERY).contains(&self.ack_every) {
+            return invalid(
+                "ack_every",
+                self.ack_every.to_string(),
+                "expected 1 to 64 data frames per ACK",
+            );
         }
         if self.buffer_bytes < data_frame {
             return invalid(

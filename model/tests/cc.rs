@@ -86,3 +86,62 @@ fn an_incast_into_a_shallow_buffer_completes_under_every_cca() {
         assert_eq!(cc_run.config.kind, cc);
     }
 }
+
+/// `ack_every` 4 (htsim's UEC sink, one ACK per 16 KB): a receiver sends about a quarter of
+/// the ACKs, every packet is acknowledged exactly once with nothing lost, and without a CCA,
+/// where only the airtime differs, the permutation ends sooner than with one ACK per frame.
+#[test]
+fn coalesced_acks_acknowledge_every_frame_with_a_quarter_of_the_acks() {
+    for cc in [CcKind::None, CcKind::Nscc, CcKind::Mswift] {
+        let mut config = ModelConfig::paper();
+        config.topology = TopologyKind::FatTree { k: 4 };
+        config.cc = cc;
+        let every_frame = run(&config).expect("runs");
+        config.ack_every = 4;
+        let coalesced = run(&config).expect("runs");
+        let packets = &coalesced.packets;
+        assert_eq!(packets.flows_complete, 16, "{cc}: every flow completes");
+        assert_eq!(packets.retransmissions, 0, "{cc}: nothing lost, no timer");
+        assert_eq!(packets.timeouts, 0, "{cc}");
+        assert_eq!(packets.duplicate_acks, 0, "{cc}: each frame told once");
+        let frames = packets.data_delivered;
+        // One per 4 frames, plus each flow's first and last frame and its marked ones.
+        let expected = frames / 4 + 2 * 16 + packets.ecn_marks;
+        assert!(
+            packets.acks_sent >= frames / 4 && packets.acks_sent <= expected,
+            "{cc}: {} ACKs for {frames} frames",
+            packets.acks_sent
+        );
+        assert_eq!(every_frame.packets.acks_sent, frames, "{cc}");
+        if cc == CcKind::None {
+            // Without a CCA only the airtime differs (a CCA also hears later of each frame).
+            let (one, four) = (
+                every_frame.cct_ps.expect("ends"),
+                coalesced.cct_ps.expect("ends"),
+            );
+            assert!(
+                four < one,
+                "CCT {four} ps with coalesced ACKs, {one} without"
+            );
+        }
+    }
+}
+
+/// Coalesced ACKs under losses: an ACK tells everything received since the sender last heard,
+/// so the incast into a shallow buffer completes under every CCA with every packet delivered.
+#[test]
+fn an_incast_completes_with_coalesced_acks_under_every_cca() {
+    for cc in [CcKind::Dctcp, CcKind::Nscc, CcKind::Mswift] {
+        let mut config = incast(cc);
+        config.ack_every = 4;
+        let report = run(&config).expect("runs");
+        let packets = &report.packets;
+        assert!(report.drops.total > 0, "{cc}: the incast must overflow");
+        assert_eq!(packets.flows_complete, 8, "{cc}: every flow completes");
+        assert_eq!(packets.data_delivered, 8 * 256, "{cc}");
+        assert!(
+            packets.acks_sent < packets.data_delivered + packets.duplicate_data,
+            "{cc}: fewer ACKs than frames"
+        );
+    }
+}

@@ -12,6 +12,7 @@ use ofan_transport::{FlowOrder, RecoveryConfig, Reordering, SelectiveRepeat};
 
 use super::arf::{Arf, PortWindow};
 use super::cc::HostCc;
+use super::coalesce::Coalesce;
 use super::failure::LinkFailures;
 use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
@@ -360,10 +361,12 @@ impl<'a> Sim<'a> {
                 .serialization_ps(u64::from(frame) + u64::from(config.link.gap_bytes))
         };
         if config.ack_airtime == AckAirtime::Reserved {
-            reserve_ack_airtime(&mut hosts, &flows, wire(config.link.ack_bytes));
+            let per_frame = wire(config.link.ack_bytes).div_ceil(u64::from(config.ack_every));
+            reserve_ack_airtime(&mut hosts, &flows, per_frame);
         }
         let slowest_ppm = port_ppm.iter().copied().min().unwrap_or(1_000_000);
         let cc = HostCc::new(config, fat_tree, flows.len(), host_count_of(&hosts));
+        let coalesce = Coalesce::new(config.ack_every, flows.len());
         let recovery = match (&cc, config.recovery) {
             (_, Some(recovery)) => recovery,
             (Some(cc), None) => cc.recovery,
@@ -495,6 +498,8 @@ impl<'a> Sim<'a> {
             ahead_time: u32::MAX,
             cc,
             deps: None,
+            coalesce,
+            conveyed: Vec::new(),
             #[cfg(test)]
             stop_after: u64::MAX,
         })

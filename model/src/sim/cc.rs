@@ -4,11 +4,11 @@
 
 use ofan_transport::{CcConfig, CcKind, Controller, PathParams, RecoveryConfig};
 
-use super::packet::Packet;
+use super::packet::{COPY_SHIFT, ECN_FLAG, SEQ_MASK};
 use super::Sim;
 use crate::config::ModelConfig;
 use crate::report::CcRun;
-use ofan_transport::Ack;
+use ofan_transport::{Ack, ECHO_MASK};
 
 use ofan_transport::cc::{recovery_config, REORDER_WINDOW_PERMILLE};
 
@@ -120,34 +120,42 @@ impl Sim<'_> {
         lost
     }
 
-    /// An ACK reaches its sender under congestion control: recovery, the flow's controller
-    /// (ECN echo, the RTT of the copy it answers, losses the reordering window found), and a
-    /// pacer that waited for room in a window.
-    pub(super) fn ack_cc(&mut self, host: u32, packet: Packet, now: u64) {
+    /// Under congestion control: the sender of `flow` hears that the frame `seq_flags` (its
+    /// sequence and copy number, and its CE mark) arrived; its congestion control takes the
+    /// round trip of that copy if `sample_rtt`. Returns whether that completed the flow's
+    /// ACKs.
+    pub(super) fn ack_frame_cc(
+        &mut self,
+        host: u32,
+        flow: u32,
+        seq_flags: u32,
+        sample_rtt: bool,
+        now: u64,
+    ) -> bool {
         use ofan_transport::{AckEvent, CongestionControl as _};
-        let flow = &mut self.flows[packet.flow as usize];
+        let id = flow as usize;
+        let flow = &mut self.flows[id];
         let state = &mut self.hosts[host as usize];
-        let sample = state
-            .recovery
-            .on_ack_sample(flow.local, packet.seq(), packet.copy(), now);
+        let (seq, copy) = (seq_flags & SEQ_MASK, (seq_flags >> COPY_SHIFT) & ECHO_MASK);
+        let sample = state.recovery.on_ack_sample(flow.local, seq, copy, now);
         let cc = self
             .cc
             .as_deref_mut()
-            .expect("ack_cc runs under congestion control");
-        let mut sent = false;
+            .expect("ack_frame_cc runs under congestion control");
+        let mut finished = false;
         match sample.ack {
             Ack::New => {
                 flow.acked += 1;
                 if flow.acked == flow.packets {
                     flow.done_at = Some(now);
                     self.flows_done += 1;
-                    sent = true;
+                    finished = true;
                 }
-                let controller = &mut cc.flows[packet.flow as usize];
+                let controller = &mut cc.flows[id];
                 controller.on_ack(AckEvent {
                     bytes: cc.mss,
-                    ecn: packet.ecn(),
-                    rtt: sample.rtt,
+                    ecn: seq_flags & ECN_FLAG != 0,
+                    rtt: sample.rtt.filter(|_| sample_rtt),
                     now,
                 });
                 if sample.newly_lost > 0 {
@@ -157,9 +165,20 @@ impl Sim<'_> {
             Ack::Duplicate => self.counts.duplicate_acks += 1,
             Ack::OutOfRange => debug_assert!(false, "ACK of a packet never sent"),
         }
+        finished
+    }
+
+    /// Under congestion control, after an ACK of `flow`: a host that waited for its window
+    /// sends again if the window (or another flow's) has room, else re-arms its timer (a
+    /// sample may have shortened it); a flow whose every packet is ACKed may fire its trigger.
+    pub(super) fn after_ack_cc(&mut self, host: u32, flow: u32, finished: bool, now: u64) {
+        use ofan_transport::CongestionControl as _;
+        let cc = self.cc.as_deref_mut().expect("congestion control");
+        let state = &mut self.hosts[host as usize];
         if cc.blocked[host as usize] {
-            let in_flight = u64::from(state.recovery.outstanding(flow.local)) * cc.mss;
-            let room = cc.flows[packet.flow as usize].can_send(in_flight, cc.mss);
+            let local = self.flows[flow as usize].local;
+            let in_flight = u64::from(state.recovery.outstanding(local)) * cc.mss;
+            let room = cc.flows[flow as usize].can_send(in_flight, cc.mss);
             if room || self.open_window(host) {
                 let cc = self.cc.as_deref_mut().expect("congestion control");
                 cc.blocked[host as usize] = false;
@@ -174,8 +193,8 @@ impl Sim<'_> {
         } else if state.active.is_empty() && !state.recovery.complete() {
             self.arm_timer(host);
         }
-        if sent {
-            self.flow_sent(packet.flow);
+        if finished {
+            self.flow_sent(flow);
         }
     }
 

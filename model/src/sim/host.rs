@@ -7,7 +7,8 @@ use std::collections::VecDeque;
 use ofan_dataplane::lb::LbRng;
 use ofan_transport::{Ack, FlowOrder, SelectiveRepeat, ECHO_MASK};
 
-use super::packet::{Packet, ACK_FLAG, COPY_SHIFT, NO_VIA};
+use super::coalesce::Urgent;
+use super::packet::{Packet, ACK_FLAG, COPY_SHIFT, NO_VIA, SEQ_MASK};
 use super::Sim;
 use crate::config::{AckAirtime, Scheme};
 
@@ -343,6 +344,66 @@ impl Sim<'_> {
         }
     }
 
+    /// Without congestion control: the sender of `flow` hears that the frame `seq_flags` (its
+    /// sequence and copy number) arrived. Returns whether that completed the flow's ACKs.
+    fn ack_frame(&mut self, host: u32, flow: u32, seq_flags: u32, now: u64) -> bool {
+        let flow = &mut self.flows[flow as usize];
+        let state = &mut self.hosts[host as usize];
+        let (seq, copy) = (seq_flags & SEQ_MASK, (seq_flags >> COPY_SHIFT) & ECHO_MASK);
+        match state.recovery.on_ack_echo(flow.local, seq, copy, now) {
+            Ack::New => {
+                flow.acked += 1;
+                if flow.acked == flow.packets {
+                    flow.done_at = Some(now);
+                    self.flows_done += 1;
+                    return true;
+                }
+            }
+            Ack::Duplicate => self.counts.duplicate_acks += 1,
+            Ack::OutOfRange => debug_assert!(false, "ACK of a packet never sent"),
+        }
+        false
+    }
+
+    /// Without congestion control, after an ACK: once the host sends no new data its timer
+    /// decides (a sample may have shortened the RTO); a flow whose every packet is ACKed may
+    /// fire its trigger.
+    fn after_ack(&mut self, host: u32, flow: u32, finished: bool) {
+        let state = &self.hosts[host as usize];
+        if state.active.is_empty() && !state.recovery.complete() {
+            self.arm_timer(host);
+        }
+        if finished {
+            self.flow_sent(flow);
+        }
+    }
+
+    /// A coalesced ACK reached the sender: it learns every frame the receiver had got when it
+    /// sent it and the sender had not heard of, oldest first; the congestion control takes
+    /// the round trip of the frame that triggered it only (the others waited at the receiver).
+    fn coalesced_ack(&mut self, host: u32, packet: Packet, now: u64) {
+        let mut conveyed = std::mem::take(&mut self.conveyed);
+        self.coalesce
+            .as_deref_mut()
+            .expect("coalesced ACKs")
+            .on_ack(packet.flow, packet.seq_flags, &mut conveyed);
+        let mut finished = false;
+        let last = conveyed.len().wrapping_sub(1);
+        for (i, &frame) in conveyed.iter().enumerate() {
+            finished |= if self.cc.is_some() {
+                self.ack_frame_cc(host, packet.flow, frame, i == last, now)
+            } else {
+                self.ack_frame(host, packet.flow, frame, now)
+            };
+        }
+        self.conveyed = conveyed;
+        if self.cc.is_some() {
+            self.after_ack_cc(host, packet.flow, finished, now);
+        } else {
+            self.after_ack(host, packet.flow, finished);
+        }
+    }
+
     /// A frame reaches its destination host on its port `in_port` (its plane).
     pub(super) fn receive(&mut self, host: u32, in_port: u16, packet: Packet) {
         let now = self.now;
@@ -356,35 +417,14 @@ impl Sim<'_> {
             if self.planes > 1 {
                 self.plane_acked(packet.flow, in_port, packet.entropy, packet.ecn());
             }
-            let flow = &mut self.flows[packet.flow as usize];
-            let state = &mut self.hosts[host as usize];
-            if self.cc.is_some() {
-                self.ack_cc(host, packet, now);
-                return;
-            }
-            let mut sent = false;
-            match state
-                .recovery
-                .on_ack_echo(flow.local, packet.seq(), packet.copy(), now)
-            {
-                Ack::New => {
-                    flow.acked += 1;
-                    if flow.acked == flow.packets {
-                        flow.done_at = Some(now);
-                        self.flows_done += 1;
-                        sent = true;
-                    }
-                }
-                Ack::Duplicate => self.counts.duplicate_acks += 1,
-                Ack::OutOfRange => debug_assert!(false, "ACK of a packet never sent"),
-            }
-            // Once the host sends no new data its timer decides: a sample may have shortened
-            // the RTO.
-            if state.active.is_empty() && !state.recovery.complete() {
-                self.arm_timer(host);
-            }
-            if sent {
-                self.flow_sent(packet.flow);
+            if self.coalesce.is_some() {
+                self.coalesced_ack(host, packet, now);
+            } else if self.cc.is_some() {
+                let finished = self.ack_frame_cc(host, packet.flow, packet.seq_flags, true, now);
+                self.after_ack_cc(host, packet.flow, finished, now);
+            } else {
+                let finished = self.ack_frame(host, packet.flow, packet.seq_flags, now);
+                self.after_ack(host, packet.flow, finished);
             }
             return;
         }
@@ -392,7 +432,8 @@ impl Sim<'_> {
         let bit = flow.delivered_base + packet.seq() as usize;
         let (word, mask) = (&mut self.delivered[bit / 64], 1u64 << (bit % 64));
         let mut received = false;
-        if *word & mask == 0 {
+        let new = *word & mask == 0;
+        if new {
             *word |= mask;
             flow.received += 1;
             received = flow.received == flow.packets;
@@ -405,12 +446,23 @@ impl Sim<'_> {
         } else {
             self.counts.duplicate_data += 1;
         }
-        let n = flow.drb_ack;
-        flow.drb_ack = n.wrapping_add(1);
         let src = flow.src;
         let window = &mut self.deliveries[host as usize];
         window.0 = window.0.min(now);
         window.1 = now;
+        if let Some(coalesce) = self.coalesce.as_deref_mut() {
+            let urgent = Urgent {
+                marked: packet.ecn(),
+                duplicate: !new,
+                edge: new && (flow.received == 1 || received),
+            };
+            if !coalesce.on_data(packet.flow, packet.seq_flags, urgent) {
+                return;
+            }
+        }
+        let flow = &mut self.flows[packet.flow as usize];
+        let n = flow.drb_ack;
+        flow.drb_ack = n.wrapping_add(1);
         let via = if self.scheme == Scheme::Drb {
             self.drb_waypoint(host, src, n)
         } else {

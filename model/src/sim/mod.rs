@@ -16,7 +16,8 @@
 //!
 //! # Hosts
 //! A host's NIC is an output port like any other, and its link carries the host's data and the
-//! ACKs it sends (one per data frame received, at once). The pacer fixes when each data frame
+//! ACKs it sends (one per data frame received, at once; with [`ModelConfig::ack_every`] N > 1,
+//! one per N frames of a flow as htsim's UEC sink does, see `coalesce.rs`). The pacer fixes when each data frame
 //! leaves, taking the host's flows in round-robin order; `load` ρ means what it means for the
 //! lab agent (`netns-lab/agent/src/pacing.rs`): data at ρ × the reference rate, and only the
 //! ACK airtime that does not fit in the idle time this leaves pushes data back, so that at
@@ -164,6 +165,8 @@
 //! * `host.rs`: the hosts — pacer, retransmission timers, ACKs, receiving.
 //! * `planes.rs`: the hosts of a multi-plane fabric — their policy's choices, what ACKs,
 //!   losses and the edges' views tell it, the report's `planes` section.
+//! * `coalesce.rs`: coalesced ACKs — when a receiver acknowledges, what an ACK tells its
+//!   sender.
 //! * `cc.rs`: the hosts' congestion control — windows, blocked pacers, the ACK path with a
 //!   CCA, the report's `cc` section.
 //! * `prefetch.rs`: what the next events will touch, loaded ahead.
@@ -197,6 +200,7 @@
 mod arf;
 mod build;
 mod cc;
+mod coalesce;
 mod deps;
 mod failure;
 mod forward;
@@ -219,6 +223,7 @@ use crate::workload;
 use crate::wires::Wires;
 use arf::{Arf, PortWindow, ARF_BIT};
 use build::{choose_failures, host_weighted_matrix};
+use coalesce::Coalesce;
 use deps::{Deps, START_BIT};
 use failure::{LinkFailures, FAIL_BIT};
 use forward::{NodeInfo, Place};
@@ -312,6 +317,10 @@ struct Sim<'a> {
     /// Flows that wait for a time or a trigger, when the workload has dependencies
     /// (`deps.rs`).
     deps: Option<Box<Deps>>,
+    /// Coalesced ACKs, when a receiver acknowledges several frames at once (`coalesce.rs`).
+    coalesce: Option<Box<Coalesce>>,
+    /// The frames one coalesced ACK tells its sender (reused).
+    conveyed: Vec<u32>,
     /// Tests: the loop stops before the first event after this time.
     #[cfg(test)]
     stop_after: u64,

@@ -313,6 +313,12 @@ struct Common {
     /// ACK frame bytes.
     #[arg(long, default_value_t = 64)]
     ack: u32,
+    /// Data frames a receiver acknowledges with one ACK (1 to 64). Above 1, as htsim's UEC
+    /// sink with `-sack_threshold` (16 KB by default: 4 frames of 4 KB): an ACK at once for a
+    /// CE-marked frame, a duplicate, and a flow's first and last frame, otherwise one per this
+    /// many frames, telling everything received since the sender last heard.
+    #[arg(long, default_value_t = 1)]
+    ack_every: u32,
     /// Inter-frame gap + preamble bytes.
     #[arg(long, default_value_t = 20)]
     gap: u32,
@@ -555,6 +561,7 @@ impl Common {
             u32::try_from(self.payload).context("--payload must fit in 32 bits")?;
         config.link.header_bytes = self.header;
         config.link.ack_bytes = self.ack;
+        config.ack_every = self.ack_every;
         config.link.gap_bytes = self.gap;
         config.buffer_bytes = self.buffer;
         config.buffer_limit = match self.buffer_limit {
@@ -754,6 +761,7 @@ impl Common {
             // Its queues are unlimited: the report's max queues are what a buffer would hold.
             ("--buffer", self.buffer != 800_000),
             ("--ecn", self.ecn.is_some()),
+            ("--ack-every", self.ack_every != 1),
         ];
         if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
             bail!("{flag} is not modelled on a dragonfly (unlimited router queues, hosts at line rate, no failures)");
