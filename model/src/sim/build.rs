@@ -324,7 +324,7 @@ impl<'a> Sim<'a> {
                 .ok_or_else(|| ModelError::InvalidConfig {
                     field: "message_bytes",
                     value: spec.bytes.to_string(),
-                    reason: "a flow holds at most 2^23 packets",
+                    reason: "a flow holds at most 2^22 - 1 packets",
                 })?;
             let last_payload = spec.bytes - (u64::from(packets) - 1) * payload;
             let start =

@@ -4,8 +4,11 @@
 //! receiver's host link, which its own data shares; the paper's evaluation ran on such sinks.
 //!
 //! The receiver of a flow sends an ACK at once for a CE-marked frame, a duplicate, the flow's
-//! first frame and the frame that completes the flow, and otherwise when N frames have come
-//! since its last ACK. An ACK carries what the receiver has received and the sender has not
+//! first frame and the frame that completes the flow, and for a frame whose sender asked for
+//! one (htsim's "ACK request": a retransmission, the flow's last new frame, a frame that
+//! fills the flow's window — without it a sender that waits for its window would wait for
+//! its timer whenever fewer than N frames were in flight), and otherwise when N frames have
+//! come since its last ACK. An ACK carries what the receiver has received and the sender has not
 //! yet learnt, up to the frame that triggered it, like a selective ACK's bitmap: a lost ACK
 //! is made good by the next one, and an ACK that arrives after a later one tells nothing new.
 //! The simulator keeps that knowledge per flow as the frames received and not yet conveyed,
@@ -14,11 +17,11 @@
 
 use std::collections::VecDeque;
 
-use super::packet::{ACK_FLAG, ECN_FLAG};
+use super::packet::{ACK_FLAG, AR_FLAG, ECN_FLAG};
 
 /// The bits of a frame's `seq_flags` that name one transmission of one packet of a flow:
-/// sequence and copy number, without the ACK and CE flags.
-const TRANSMISSION_MASK: u32 = !(ACK_FLAG | ECN_FLAG);
+/// sequence and copy number, without the flags.
+const TRANSMISSION_MASK: u32 = !(ACK_FLAG | ECN_FLAG | AR_FLAG);
 
 /// The receivers' side and the senders' view of coalesced ACKs.
 #[derive(Debug)]
@@ -41,6 +44,8 @@ pub(super) struct Urgent {
     pub(super) duplicate: bool,
     /// The flow's first frame, or the one that completes it.
     pub(super) edge: bool,
+    /// The sender asked for it ([`AR_FLAG`]).
+    pub(super) requested: bool,
 }
 
 impl Coalesce {
@@ -62,7 +67,11 @@ impl Coalesce {
         self.pending[flow].push_back(seq_flags & !ACK_FLAG);
         let count = &mut self.since_ack[flow];
         *count += 1;
-        let now = urgent.marked || urgent.duplicate || urgent.edge || *count >= self.every;
+        let now = urgent.marked
+            || urgent.duplicate
+            || urgent.edge
+            || urgent.requested
+            || *count >= self.every;
         if now {
             *count = 0;
         }
@@ -97,6 +106,7 @@ mod tests {
         marked: false,
         duplicate: false,
         edge: false,
+        requested: false,
     };
 
     #[test]
@@ -119,6 +129,10 @@ mod tests {
                 ..CALM
             },
             Urgent { edge: true, ..CALM },
+            Urgent {
+                requested: true,
+                ..CALM
+            },
         ] {
             assert!(coalesce.on_data(0, frame(10), urgent));
         }

@@ -8,7 +8,7 @@ use ofan_dataplane::lb::LbRng;
 use ofan_transport::{Ack, FlowOrder, SelectiveRepeat, ECHO_MASK};
 
 use super::coalesce::Urgent;
-use super::packet::{Packet, ACK_FLAG, COPY_SHIFT, NO_VIA, SEQ_MASK};
+use super::packet::{Packet, ACK_FLAG, AR_FLAG, COPY_SHIFT, NO_VIA, SEQ_MASK};
 use super::Sim;
 use crate::config::{AckAirtime, Scheme};
 
@@ -201,9 +201,13 @@ impl Sim<'_> {
         }
         let more = !self.hosts[host as usize].active.is_empty();
         self.counts.data_sent += 1;
+        let mut seq_flags = seq | copy << COPY_SHIFT;
+        if self.coalesce.is_some() && self.asks_for_ack(host, flow_id, seq, lost.is_some()) {
+            seq_flags |= AR_FLAG;
+        }
         let packet = Packet {
             flow: flow_id,
-            seq_flags: seq | copy << COPY_SHIFT,
+            seq_flags,
             frame,
             entropy,
             via,
@@ -241,6 +245,23 @@ impl Sim<'_> {
             self.release_acks(host, nic, u64::MAX);
             self.arm_timer(host);
         }
+    }
+
+    /// Coalesced ACKs: whether the frame `seq` of `flow`, just handed to the NIC, asks its
+    /// receiver for an ACK at once, as htsim's UEC source does: a retransmission, the flow's
+    /// last new frame, or a frame after which the flow's window has no room (its sender will
+    /// wait for an ACK, which N frames might never make come).
+    fn asks_for_ack(&self, host: u32, flow: u32, seq: u32, retransmission: bool) -> bool {
+        use ofan_transport::CongestionControl as _;
+        let state = &self.flows[flow as usize];
+        if retransmission || seq + 1 == state.packets {
+            return true;
+        }
+        self.cc.as_deref().is_some_and(|cc| {
+            let recovery = &self.hosts[host as usize].recovery;
+            let in_flight = u64::from(recovery.outstanding(state.local)) * cc.mss;
+            !cc.flows[flow as usize].can_send(in_flight, cc.mss)
+        })
     }
 
     /// Arms `host`'s retransmission timer for its earliest deadline, but no earlier than its
@@ -455,6 +476,7 @@ impl Sim<'_> {
                 marked: packet.ecn(),
                 duplicate: !new,
                 edge: new && (flow.received == 1 || received),
+                requested: packet.seq_flags & AR_FLAG != 0,
             };
             if !coalesce.on_data(packet.flow, packet.seq_flags, urgent) {
                 return;

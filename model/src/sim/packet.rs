@@ -12,15 +12,18 @@ pub(super) const ECN_FLAG: u32 = 1 << 30;
 /// The copy number of a data frame (its transmissions before it, modulo 128; echoed by its
 /// ACK, as the lab agent's header does) in bits 23–29.
 pub(super) const COPY_SHIFT: u32 = 23;
-/// Sequence numbers use the low 23 bits.
-pub(super) const SEQ_MASK: u32 = (1 << COPY_SHIFT) - 1;
+/// A data frame whose sender asks for an ACK at once (with coalesced ACKs only: a
+/// retransmission, a flow's last new frame, a frame that fills its window), bit 22.
+pub(super) const AR_FLAG: u32 = 1 << 22;
+/// Sequence numbers use the low 22 bits.
+pub(super) const SEQ_MASK: u32 = AR_FLAG - 1;
 
 /// A frame in flight: 16 bytes, `Copy`, stored inline in the ports' wire queues.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Packet {
     pub(super) flow: u32,
-    /// Sequence number (low 23 bits), copy number ([`COPY_SHIFT`]), [`ACK_FLAG`],
-    /// [`ECN_FLAG`] (CE mark; echoed by ACKs).
+    /// Sequence number (low 22 bits), [`AR_FLAG`], copy number ([`COPY_SHIFT`]),
+    /// [`ACK_FLAG`], [`ECN_FLAG`] (CE mark; echoed by ACKs).
     pub(super) seq_flags: u32,
     /// Frame bytes (header + payload, or the ACK), without the inter-frame gap.
     pub(super) frame: u32,
