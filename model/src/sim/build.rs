@@ -491,7 +491,7 @@ impl<'a> Sim<'a> {
             arf_flow: algorithm == ofan_dataplane::lb::Algorithm::ArfFlow,
             port_ppm,
             link_failures,
-            ahead: Lookahead::new(),
+            ahead: Lookahead::new(host_count),
             cc,
             deps: None,
             #[cfg(test)]

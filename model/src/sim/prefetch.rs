@@ -22,6 +22,11 @@
 //! frame lost with its link) does nothing. A prefetch of any address is harmless, so what is
 //! only prefetched is addressed without a bounds check ([`prefetch_element`]); only what a
 //! stage reads is checked.
+//!
+//! Walking chains pays only where their links miss the caches. In a fabric small enough that
+//! the routing state stays in the L2 ([`CHAIN_HOSTS`]), the loop loads ahead only what leaves
+//! it first — the head frames of the wires and the pacing hosts' lines — in one stage without
+//! records ([`Depth`]).
 
 use ofan_dataplane::lb::DestKey;
 use ofan_topology::Role;
@@ -35,6 +40,19 @@ use crate::sys;
 /// Lookahead records kept (a power of two above the first stage's distance).
 const AHEAD: usize = 32;
 const AHEAD_MASK: usize = AHEAD - 1;
+
+/// From this many hosts on the loop walks every event's chain ([`Depth::Chains`]); below, only
+/// the wire entries and the pacing hosts ([`Depth::Wires`]). Below it the routing state (ports,
+/// nodes, places, balancers: about 200 KB at 432 hosts) stays in the L2 and the whole model in
+/// the L3, so a chain's links cost the loop little, and walking them ahead cost more than it
+/// saved: at 432 hosts the six stages took 275 of 706 instructions per event, and with them
+/// switched off the event loop was no slower (`docs/model.md`); from 1,024 hosts on, without
+/// them it took up to 1.3× as long, and 2× at 3,456. The same size as
+/// [`super::HUGE_PAGE_HOSTS`], for the same reason: what fits the caches.
+const CHAIN_HOSTS: usize = 1024;
+
+/// [`Depth::Wires`]: how many events ahead the wire entries are loaded.
+const WIRES_AHEAD: usize = 4;
 
 /// How many events ahead each stage runs (see [`Step`] for what each does).
 const STAGE_1: usize = 20;
@@ -90,6 +108,7 @@ enum Step {
 /// prefetches are wasted, never wrong.)
 #[derive(Debug)]
 pub(super) struct Lookahead {
+    depth: Depth,
     /// Per record, how far its event's chain has been walked: apart from the records, so that
     /// every stage's first test reads one byte of one line.
     steps: [Step; AHEAD],
@@ -100,9 +119,26 @@ pub(super) struct Lookahead {
     time: u32,
 }
 
+/// How much of an event the loop loads ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    /// Every link of every chain, in six stages (large fabrics).
+    Chains,
+    /// Only the head frame (and the next) of an arrival's wire and a pacing host's own lines,
+    /// [`WIRES_AHEAD`] events ahead: the state that leaves the L2 first (fabrics below
+    /// [`CHAIN_HOSTS`] hosts).
+    Wires,
+}
+
 impl Lookahead {
-    pub(super) fn new() -> Self {
+    /// The lookahead for a fabric of `hosts` hosts.
+    pub(super) fn new(hosts: usize) -> Self {
         Self {
+            depth: if hosts >= CHAIN_HOSTS {
+                Depth::Chains
+            } else {
+                Depth::Wires
+            },
             steps: [Step::None; AHEAD],
             records: [Ahead::default(); AHEAD],
             time: u32::MAX,
@@ -138,10 +174,49 @@ impl Sim<'_> {
     // Always inlined: it runs for every event.
     #[inline(always)]
     pub(super) fn prefetch_ahead(&mut self) {
+        if self.ahead.depth == Depth::Wires {
+            self.prefetch_wires();
+            return;
+        }
         if self.queue.time_number() != self.ahead.time {
             self.prime_ahead();
         }
         self.stages(0);
+    }
+
+    /// [`Depth::Wires`]: loads the wire entries of the arrival [`WIRES_AHEAD`] events ahead
+    /// (or the lines of the pacing host); at the first event of a picosecond, of every event
+    /// up to there.
+    #[inline(always)]
+    fn prefetch_wires(&mut self) {
+        if self.queue.time_number() != self.ahead.time {
+            self.ahead.time = self.queue.time_number();
+            for distance in 0..WIRES_AHEAD {
+                self.prefetch_wire(distance);
+            }
+        }
+        self.prefetch_wire(WIRES_AHEAD);
+    }
+
+    /// The head frame and the next one on the wire of the event `distance` places ahead, or
+    /// the pacing host's lines.
+    #[inline(always)]
+    fn prefetch_wire(&self, distance: usize) {
+        let Some(event) = self.queue.peek_due(distance) else {
+            return;
+        };
+        if !event.wake {
+            if let Some(port) = self.ports.get(event.target as usize) {
+                let head = port.wire_slot(&self.wires, 0);
+                sys::prefetch(self.wires.address(head));
+                sys::prefetch(self.wires.address(head + 1));
+            }
+        } else if event.target & (TIMER_BIT | ARF_BIT | FAIL_BIT | START_BIT) == 0 {
+            prefetch_bytes(
+                self.hosts.as_ptr().wrapping_add(event.target as usize),
+                HOST_HOT_BYTES,
+            );
+        }
     }
 
     /// Every stage, for the events at its distance less `behind`.
