@@ -13,6 +13,11 @@
 //!
 //! The queue stays small however many frames are in flight: it holds one event per busy output
 //! port (the next arrival off its wire) and one per sending host (its pacer).
+//!
+//! Each event carries a 32-bit *hint* beside its target, which the queue only stores: what the
+//! scheduler knew of the event for free when it pushed it (for an arrival, the frame's flow and
+//! direction). The event loop's prefetching reads it from the events ahead, so that it need not
+//! load a port and a wire entry to learn what the scheduler had in hand (`sim/prefetch.rs`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,21 +30,30 @@ const TABLE_CAPACITY: usize = 256;
 const NO_LIST: u32 = u32::MAX;
 
 /// One event: the next arrival off the wire of output port `target` (`wake == false`), or the
-/// pacer timer of host `target`.
+/// pacer timer of host `target`, with the hint it was pushed with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Event {
     pub(crate) time: u64,
     pub(crate) target: u32,
     pub(crate) wake: bool,
+    pub(crate) hint: u32,
 }
 
-/// A queued event's target, the wake flag in its top bit (its time is its list's).
+/// A queued event: its target with the wake flag in the top bit in the low half, its hint in
+/// the high half (its time is its list's).
 #[inline]
-fn unpack(time: u64, packed: u32) -> Event {
+fn pack(target: u32, wake: bool, hint: u32) -> u64 {
+    u64::from(target | if wake { WAKE_BIT } else { 0 }) | u64::from(hint) << 32
+}
+
+#[inline]
+fn unpack(time: u64, packed: u64) -> Event {
+    let low = packed as u32;
     Event {
         time,
-        target: packed & !WAKE_BIT,
-        wake: packed & WAKE_BIT != 0,
+        target: low & !WAKE_BIT,
+        wake: low & WAKE_BIT != 0,
+        hint: (packed >> 32) as u32,
     }
 }
 
@@ -152,8 +166,8 @@ impl TimeTable {
 
 #[derive(Debug)]
 pub(crate) struct EventQueue {
-    /// The packed targets of the events due at `last`, in insertion order, popped from `head`.
-    due: Vec<u32>,
+    /// The packed events due at `last`, in insertion order, popped from `head`.
+    due: Vec<u64>,
     head: usize,
     last: u64,
     len: usize,
@@ -161,8 +175,8 @@ pub(crate) struct EventQueue {
     times: BinaryHeap<Reverse<u64>>,
     /// Each of those times' list in `lists`.
     table: TimeTable,
-    /// Lists of packed targets, by index; those in `spare` are empty and unused.
-    lists: Vec<Vec<u32>>,
+    /// Lists of packed events, by index; those in `spare` are empty and unused.
+    lists: Vec<Vec<u64>>,
     spare: Vec<u32>,
     /// The time of the last push after the present, and its list: consecutive events often
     /// go to the same time (frames that leave idle ports together arrive together). A time
@@ -195,15 +209,22 @@ impl EventQueue {
         self.last
     }
 
-    /// Schedules an event at `time`, which must not be before the last popped event.
+    /// Schedules an event at `time`, which must not be before the last popped event, with hint
+    /// 0.
     ///
     /// # Panics
     /// In debug builds, if `time` is earlier than the last popped event.
     #[inline]
     pub(crate) fn push(&mut self, time: u64, target: u32, wake: bool) {
+        self.push_hinted(time, target, wake, 0);
+    }
+
+    /// Schedules an event at `time` (as [`push`](Self::push)) that carries `hint`.
+    #[inline]
+    pub(crate) fn push_hinted(&mut self, time: u64, target: u32, wake: bool, hint: u32) {
         debug_assert!(time >= self.last, "the event queue is monotone");
         debug_assert!(target & WAKE_BIT == 0, "targets use 31 bits");
-        let packed = target | if wake { WAKE_BIT } else { 0 };
+        let packed = pack(target, wake, hint);
         self.len += 1;
         if time == self.last {
             self.due.push(packed);
@@ -305,7 +326,7 @@ mod tests {
     use ofan_dataplane::lb::LbRng;
 
     /// Events pop exactly as from a binary heap ordered by (time, insertion sequence number):
-    /// ties in time pop in scheduling order.
+    /// ties in time pop in scheduling order, each with its target, wake flag and hint.
     #[test]
     fn pops_in_time_then_insertion_order() {
         let mut rng = LbRng::new(3);
@@ -323,12 +344,16 @@ mod tests {
                 };
                 order += 1;
                 let wake = rng.below(2) == 0;
-                queue.push(now + ahead, order, wake);
-                heap.push(Reverse((now + ahead, order, wake)));
+                let hint = rng.below(u32::MAX);
+                queue.push_hinted(now + ahead, order, wake, hint);
+                heap.push(Reverse((now + ahead, order, wake, hint)));
             }
             if rng.below(2) == 0 {
                 let (a, b) = (queue.pop(), heap.pop());
-                assert_eq!(a.map(|e| (e.time, e.target, e.wake)), b.map(|Reverse(e)| e));
+                assert_eq!(
+                    a.map(|e| (e.time, e.target, e.wake, e.hint)),
+                    b.map(|Reverse(e)| e)
+                );
                 if let Some(event) = a {
                     now = event.time;
                 }
@@ -336,7 +361,7 @@ mod tests {
         }
         while let Some(Reverse(b)) = heap.pop() {
             let a = queue.pop().expect("same length");
-            assert_eq!((a.time, a.target, a.wake), b);
+            assert_eq!((a.time, a.target, a.wake, a.hint), b);
         }
         assert!(queue.pop().is_none());
     }

@@ -19,7 +19,7 @@ use super::host::{Flow, Host, NO_TIMER};
 use super::packet::SEQ_MASK;
 use super::planes::Planes;
 use super::port::{Port, StageStats};
-use super::prefetch::{Ahead, AHEAD};
+use super::prefetch::Lookahead;
 use super::Sim;
 use crate::config::{AckAirtime, BufferLimit, Failures, FlowSpec, LinkDirection, ModelConfig};
 use crate::error::ModelError;
@@ -494,8 +494,7 @@ impl<'a> Sim<'a> {
             arf_flow: algorithm == ofan_dataplane::lb::Algorithm::ArfFlow,
             port_ppm,
             link_failures,
-            ahead: [Ahead::default(); AHEAD],
-            ahead_time: u32::MAX,
+            ahead: Lookahead::new(host_count),
             cc,
             deps: None,
             coalesce,

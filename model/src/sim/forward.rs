@@ -84,7 +84,7 @@ impl Sim<'_> {
                 return;
             }
         }
-        self.enqueue(port_id, packet);
+        self.enqueue_inline(port_id, packet);
     }
 
     /// Where host `dst` is attached in the plane of switch `info`.

@@ -229,7 +229,7 @@ use failure::{LinkFailures, FAIL_BIT};
 use forward::{NodeInfo, Place};
 use host::{Flow, Host, TIMER_BIT};
 use port::{Flight, Port, StageStats};
-use prefetch::{Ahead, AHEAD};
+use prefetch::Lookahead;
 
 /// Salt of the hosts' start phases.
 const PHASE_SALT: u64 = 0x0070_6861_7365;
@@ -308,10 +308,8 @@ struct Sim<'a> {
     port_ppm: Vec<u32>,
     /// Links failing during the run, and what the switches know of them (`None`: none fail).
     link_failures: Option<LinkFailures>,
-    /// What the prefetch stages learnt about the events ahead, by position (`prefetch.rs`).
-    ahead: [Ahead; AHEAD],
-    /// The picosecond whose events `ahead` describes ([`EventQueue::time_number`]).
-    ahead_time: u32,
+    /// What the prefetch stages learnt about the events ahead (`prefetch.rs`).
+    ahead: Lookahead,
     /// Congestion control, when the hosts run one (`host.rs`, `cc.rs`).
     cc: Option<Box<cc::HostCc>>,
     /// Flows that wait for a time or a trigger, when the workload has dependencies
@@ -393,6 +391,13 @@ impl Sim<'_> {
         self.queue.push(time, target, wake);
     }
 
+    /// Schedules the arrival of the frame at the head of `port`'s wire, whose
+    /// [`hint`](packet::Packet::hint) is `hint`.
+    #[inline]
+    fn push_arrival(&mut self, time: u64, port: u32, hint: u32) {
+        self.queue.push_hinted(time, port, false, hint);
+    }
+
     fn start(&mut self) {
         // Collectives are synchronous (paper §2.1): every host starts at t = 0, or within one
         // data frame time of it.
@@ -458,21 +463,23 @@ impl Sim<'_> {
                 .wire_pop(&self.wires)
                 .expect("a wire event has a frame");
             debug_assert_eq!(flight.arrival, event.time);
-            let next = port.wire_get(&self.wires, 0).map(|next| next.arrival);
+            let next = port
+                .wire_get(&self.wires, 0)
+                .map(|next| (next.arrival, next.packet.hint()));
             if port.sent > 0 {
                 port.sent -= 1;
             } else {
                 // Not purged yet: it leaves the queue now, and the next frame heads it.
                 port.bytes -= u64::from(flight.packet.frame);
                 port.data -= u32::from(!flight.packet.is_ack());
-                if let Some(next) = next {
+                if let Some((next, _)) = next {
                     port.head_finish = next - self.propagation;
                 }
             }
             let packet = flight.packet;
             let (node, in_port) = (port.peer, port.peer_port);
-            if let Some(next) = next {
-                self.push(next, event.target, false);
+            if let Some((next, hint)) = next {
+                self.push_arrival(next, event.target, hint);
             }
             if self.nodes[node as usize].role == Role::Host {
                 self.receive(node, in_port, packet);
