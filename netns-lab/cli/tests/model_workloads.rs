@@ -326,3 +326,53 @@ fn fig14_quick_runs_the_fsdp_pass_per_cca_and_model() {
     }
     assert!(stdout.contains("cut"), "{stdout}");
 }
+
+/// `--ack-every 4`: the receivers send about a quarter of the ACKs (the report's counts), and
+/// what the model cannot do is refused by name.
+#[test]
+fn ack_every_coalesces_acks_and_refuses_what_it_cannot_model() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json = dir.path().join("run.json");
+    let json = json.to_str().expect("utf-8");
+    let (ok, _, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "8",
+        "--workload",
+        "fsdp",
+        "--llama",
+        "8b",
+        "--layers",
+        "2",
+        "--cc",
+        "nscc",
+        "--ack-every",
+        "4",
+        "--json",
+        json,
+    ]);
+    assert!(ok, "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("JSON");
+    let count = |field: &str| report["packets"][field].as_u64().expect(field);
+    let (acks, frames) = (count("acks_sent"), count("data_delivered"));
+    assert_eq!(count("flows_complete"), 4 * 128, "every flow completes");
+    assert!(
+        acks >= frames / 4 && acks < frames / 3,
+        "{acks} ACKs for {frames} frames"
+    );
+    for bad in ["0", "65"] {
+        let (ok, _, stderr) = ofan_lab(&["model", "run", "--k", "4", "--ack-every", bad]);
+        assert!(!ok && stderr.contains("ack_every"), "{bad}: {stderr}");
+    }
+    let (ok, _, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--topology",
+        "dragonfly",
+        "--ack-every",
+        "4",
+    ]);
+    assert!(!ok && stderr.contains("--ack-every"), "{stderr}");
+}
