@@ -497,8 +497,10 @@ pub struct ModelConfig {
     pub start_phase: StartPhase,
     /// Data frames a receiver acknowledges with one ACK (absent in older reports and when 1:
     /// one ACK per frame). Above 1, htsim's UEC sink: an ACK at once for a CE-marked frame, a
-    /// duplicate, a flow's first and last frame, otherwise once per this many frames, each
-    /// telling everything received since the sender last heard (see [`crate::sim`], "Hosts").
+    /// duplicate, a flow's first and last frame and a frame its sender asked for (a
+    /// retransmission, the last new frame, one that fills the window), otherwise once per this
+    /// many frames, each telling everything received since the sender last heard (see
+    /// [`crate::sim`], "Hosts").
     #[serde(default = "one_frame", skip_serializing_if = "is_one_frame")]
     pub ack_every: u32,
     /// Message size of every generated flow, bytes.

@@ -316,8 +316,9 @@ struct Common {
     ack: u32,
     /// Data frames a receiver acknowledges with one ACK (1 to 64). Above 1, as htsim's UEC
     /// sink with `-sack_threshold` (16 KB by default: 4 frames of 4 KB): an ACK at once for a
-    /// CE-marked frame, a duplicate, and a flow's first and last frame, otherwise one per this
-    /// many frames, telling everything received since the sender last heard.
+    /// CE-marked frame, a duplicate, a flow's first and last frame and a frame its sender asked
+    /// for (a retransmission, the last new frame, one that fills the window), otherwise one per
+    /// this many frames, telling everything received since the sender last heard.
     #[arg(long, default_value_t = 1)]
     ack_every: u32,
     /// Inter-frame gap + preamble bytes.
