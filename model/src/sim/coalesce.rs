@@ -98,10 +98,6 @@ impl Coalesce {
 mod tests {
     use super::*;
 
-    const fn frame(seq: u32) -> u32 {
-        seq
-    }
-
     const CALM: Urgent = Urgent {
         marked: false,
         duplicate: false,
@@ -112,17 +108,15 @@ mod tests {
     #[test]
     fn one_ack_per_n_frames_unless_a_frame_is_urgent() {
         let mut coalesce = Coalesce::new(4, 1).expect("coalescing");
-        let sent: Vec<bool> = (0..8)
-            .map(|s| coalesce.on_data(0, frame(s), CALM))
-            .collect();
+        let sent: Vec<bool> = (0..8).map(|s| coalesce.on_data(0, s, CALM)).collect();
         assert_eq!(sent, [false, false, false, true, false, false, false, true]);
         let marked = Urgent {
             marked: true,
             ..CALM
         };
-        assert!(coalesce.on_data(0, frame(8) | ECN_FLAG, marked));
+        assert!(coalesce.on_data(0, 8 | ECN_FLAG, marked));
         // The count starts again after an urgent ACK.
-        assert!(!coalesce.on_data(0, frame(9), CALM));
+        assert!(!coalesce.on_data(0, 9, CALM));
         for urgent in [
             Urgent {
                 duplicate: true,
@@ -134,7 +128,7 @@ mod tests {
                 ..CALM
             },
         ] {
-            assert!(coalesce.on_data(0, frame(10), urgent));
+            assert!(coalesce.on_data(0, 10, urgent));
         }
         assert!(Coalesce::new(1, 1).is_none(), "every frame: no state");
     }
@@ -143,31 +137,27 @@ mod tests {
     fn an_ack_conveys_everything_up_to_its_trigger_once() {
         let mut coalesce = Coalesce::new(4, 2).expect("coalescing");
         for seq in 0..8 {
-            coalesce.on_data(1, frame(seq), CALM);
+            coalesce.on_data(1, seq, CALM);
         }
         let mut out = Vec::new();
         // The second ACK (trigger 7) overtakes the first (trigger 3): it tells all eight.
-        coalesce.on_ack(1, frame(7) | ACK_FLAG, &mut out);
+        coalesce.on_ack(1, 7 | ACK_FLAG, &mut out);
         assert_eq!(out, (0..8).collect::<Vec<_>>());
-        coalesce.on_ack(1, frame(3) | ACK_FLAG, &mut out);
+        coalesce.on_ack(1, 3 | ACK_FLAG, &mut out);
         assert!(out.is_empty(), "the late ACK tells nothing new");
         // A lost ACK is made good by the next; the CE flag of each frame is kept, and the
         // trigger is matched without it.
         for seq in 8..12 {
-            coalesce.on_data(1, frame(seq) | if seq == 9 { ECN_FLAG } else { 0 }, CALM);
+            coalesce.on_data(1, seq | if seq == 9 { ECN_FLAG } else { 0 }, CALM);
         }
-        coalesce.on_data(1, frame(12), CALM);
-        coalesce.on_ack(1, frame(12) | ACK_FLAG | ECN_FLAG, &mut out);
+        coalesce.on_data(1, 12, CALM);
+        coalesce.on_ack(1, 12 | ACK_FLAG | ECN_FLAG, &mut out);
         assert_eq!(out, [8, 9 | ECN_FLAG, 10, 11, 12]);
         // Another flow's frames are its own, and a copy number tells transmissions apart.
-        coalesce.on_data(0, frame(5), CALM);
-        coalesce.on_ack(
-            0,
-            frame(5) | (1 << super::super::packet::COPY_SHIFT),
-            &mut out,
-        );
+        coalesce.on_data(0, 5, CALM);
+        coalesce.on_ack(0, 5 | (1 << super::super::packet::COPY_SHIFT), &mut out);
         assert!(out.is_empty(), "another copy of the packet");
-        coalesce.on_ack(0, frame(5), &mut out);
+        coalesce.on_ack(0, 5, &mut out);
         assert_eq!(out, [5]);
     }
 }

@@ -15,6 +15,22 @@ fn ofan_lab(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// Two layers of the 8B model's FSDP pass on 128 GPUs under NSCC.
+const FSDP_PASS: [&str; 12] = [
+    "model",
+    "run",
+    "--k",
+    "8",
+    "--workload",
+    "fsdp",
+    "--llama",
+    "8b",
+    "--layers",
+    "2",
+    "--cc",
+    "nscc",
+];
+
 fn fixture(name: &str) -> String {
     format!(
         "{}/../../model/tests/fixtures/{name}",
@@ -259,20 +275,7 @@ fn fig13_takes_its_ecn_threshold_from_the_flag() {
 /// and kind, each with a flow from every GPU.
 #[test]
 fn an_fsdp_pass_reports_its_phases() {
-    let (ok, stdout, stderr) = ofan_lab(&[
-        "model",
-        "run",
-        "--k",
-        "8",
-        "--workload",
-        "fsdp",
-        "--llama",
-        "8b",
-        "--layers",
-        "2",
-        "--cc",
-        "nscc",
-    ]);
+    let (ok, stdout, stderr) = ofan_lab(&FSDP_PASS);
     assert!(ok, "{stderr}");
     for phase in [
         "all-gather 1",
@@ -334,24 +337,8 @@ fn ack_every_coalesces_acks_and_refuses_what_it_cannot_model() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let json = dir.path().join("run.json");
     let json = json.to_str().expect("utf-8");
-    let (ok, _, stderr) = ofan_lab(&[
-        "model",
-        "run",
-        "--k",
-        "8",
-        "--workload",
-        "fsdp",
-        "--llama",
-        "8b",
-        "--layers",
-        "2",
-        "--cc",
-        "nscc",
-        "--ack-every",
-        "4",
-        "--json",
-        json,
-    ]);
+    let (ok, _, stderr) =
+        ofan_lab(&[&FSDP_PASS[..], &["--ack-every", "4", "--json", json]].concat());
     assert!(ok, "{stderr}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("JSON");
