@@ -471,6 +471,11 @@ const fn is_one_frame(frames: &u32) -> bool {
     *frames == 1
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+const fn is_false(flag: &bool) -> bool {
+    !*flag
+}
+
 /// Everything one run depends on. Same config → bit-identical [`crate::RunReport`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
@@ -503,6 +508,13 @@ pub struct ModelConfig {
     /// [`crate::sim`], "Hosts").
     #[serde(default = "one_frame", skip_serializing_if = "is_one_frame")]
     pub ack_every: u32,
+    /// UEC's packet trimming (absent in older reports and when off): a switch port whose buffer
+    /// cannot take a DATA frame cuts it to its header (`link.header_bytes`) instead of dropping
+    /// it, and the receiver answers the header with a NACK at once, which makes its sender
+    /// send the packet again without waiting for a timer (see [`crate::sim`], "Loss
+    /// recovery"). No effect with unlimited buffers.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub trim: bool,
     /// Message size of every generated flow, bytes.
     pub message_bytes: u64,
     /// The traffic matrix.
@@ -577,6 +589,7 @@ impl ModelConfig {
             ack_airtime: AckAirtime::Charged,
             start_phase: StartPhase::Synchronous,
             ack_every: 1,
+            trim: false,
             message_bytes: 1 << 20,
             workload: Workload::Permutation,
             scheme: Scheme::Switch(Algorithm::Ofan),
@@ -632,6 +645,13 @@ impl ModelConfig {
                 "ack_every",
                 self.ack_every.to_string(),
                 "expected 1 to 64 data frames per ACK",
+            );
+        }
+        if self.trim && self.link.header_bytes == 0 {
+            return invalid(
+                "trim",
+                "true".into(),
+                "a trimmed frame is its header: header_bytes must be at least 1",
             );
         }
         if self.buffer_bytes < data_frame {

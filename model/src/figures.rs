@@ -336,6 +336,9 @@ fn metrics_of(report: &RunReport) -> RunMetrics {
             m.insert("reorder_losses".into(), cc.reorder_losses as f64);
             m.insert("ecn_marks".into(), report.packets.ecn_marks as f64);
         }
+        if model.config.trim {
+            m.insert("trimmed".into(), report.packets.trimmed as f64);
+        }
         // Phases of one kind (an FSDP run's `all-gather 3`, …): their mean CCT.
         let mut kinds: BTreeMap<&str, (f64, u32)> = BTreeMap::new();
         for phase in &report.phases {

@@ -126,6 +126,17 @@ pub struct PacketCounts {
     pub ecn_marks: u64,
     /// Flows whose every DATA packet was delivered and ACKed.
     pub flows_complete: u64,
+    /// DATA frames a switch cut to their header at a full buffer (`--trim`; absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trimmed: u64,
+    /// NACKs the receivers sent for trimmed frames (`--trim`; absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nacks: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+const fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// Frames lost on the way, by reason (`switch.buffer`, `xsk.rx_ring_full`, …; only reasons

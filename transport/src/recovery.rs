@@ -237,6 +237,9 @@ pub struct RecoveryStats {
     /// that left more than a smoothed RTT and the reordering window before the expiry.
     #[serde(default)]
     pub timeout_flight_losses: u64,
+    /// Packets declared lost by a NACK ([`SelectiveRepeat::on_nack`]: a switch trimmed them).
+    #[serde(default)]
+    pub nack_losses: u64,
 }
 
 /// How far out of order a host's ACKs came back, measured on every ACK that gives an RTT
@@ -670,6 +673,33 @@ impl SelectiveRepeat {
         }
     }
 
+    /// A NACK for `seq` of `flow` arrived at `now`: a switch cut that copy to its header at a
+    /// full buffer and the receiver said so (UEC's packet trimming). The packet is lost: it
+    /// leaves the flight and [`next_lost`](Self::next_lost) offers it before any timer, as a
+    /// packet the reordering window declared lost. `echo` is the copy's
+    /// [`transmissions`](Self::transmissions) before it was sent, masked with [`ECHO_MASK`]; a
+    /// NACK of an older copy than the latest, of a packet already ACKed or already declared
+    /// lost, or of no packet sent changes nothing. Returns whether it declared the packet lost.
+    pub fn on_nack(&mut self, flow: u32, seq: u32, echo: u32, now: Time) -> bool {
+        let Some(index) = self.index(flow, seq) else {
+            return false;
+        };
+        let packet = &mut self.packets[index];
+        let latest = packet.transmissions.wrapping_sub(1) & ECHO_MASK;
+        if packet.transmissions == 0 || packet.acked || !packet.counted || echo != latest {
+            return false;
+        }
+        packet.counted = false;
+        if packet.transmissions == 1 {
+            // As the reordering window marks it: the FIFO's entry no longer times it.
+            packet.timeouts = packet.timeouts.max(1);
+        }
+        self.flows[flow as usize].outstanding -= 1;
+        self.lost.push_back((flow, seq, now));
+        self.stats.nack_losses += 1;
+        true
+    }
+
     /// The ACK of a copy of `flow` sent at `sent_at` arrived at `now`: measure how far out of
     /// order it came, and apply the reordering window. Returns the packets declared lost.
     #[cold]
@@ -814,11 +844,12 @@ impl SelectiveRepeat {
         }
     }
 
-    /// Drops the heap's top entries that no longer time a retransmission.
+    /// Drops the heap's top entries that no longer time a retransmission: ACKed, sent again
+    /// since, or out of the flight (a NACK declared it lost: it waits to be sent again).
     fn skip_heap(&mut self) {
         while let Some(Reverse(timer)) = self.heap.peek() {
             let packet = &self.packets[self.flows[timer.flow as usize].first + timer.seq as usize];
-            if packet.acked || packet.transmissions != timer.generation {
+            if packet.acked || packet.transmissions != timer.generation || !packet.counted {
                 self.heap.pop();
             } else {
                 break;

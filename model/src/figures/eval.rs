@@ -291,5 +291,12 @@ pub(super) fn finish_moe(
         Some(bytes) => format!("ECN threshold {bytes} B (--ecn)"),
         None => "ECN threshold 10 packets of 64 KB (the paper's)".to_owned(),
     });
+    if settings.0.trim {
+        fig.notes.push(
+            "switches trim a DATA frame that finds the buffer full to its header; \
+             its receiver NACKs it (--trim, as htsim's switches)"
+                .to_owned(),
+        );
+    }
     fig
 }

@@ -466,6 +466,11 @@ impl<'a> Sim<'a> {
             queue: EventQueue::new(),
             data_frame,
             ack_frame: config.link.ack_bytes,
+            trim_frame: if config.trim {
+                config.link.header_bytes
+            } else {
+                0
+            },
             ser_data: wire(data_frame),
             ser_ack: wire(config.link.ack_bytes),
             rate_ppm,

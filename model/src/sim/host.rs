@@ -8,7 +8,7 @@ use ofan_dataplane::lb::LbRng;
 use ofan_transport::{Ack, FlowOrder, SelectiveRepeat, ECHO_MASK};
 
 use super::coalesce::Urgent;
-use super::packet::{Packet, ACK_FLAG, AR_FLAG, COPY_SHIFT, NO_VIA, SEQ_MASK};
+use super::packet::{Packet, ACK_FLAG, AR_FLAG, COPY_SHIFT, NACK_FLAG, NO_VIA, SEQ_MASK};
 use super::Sim;
 use crate::config::{AckAirtime, Scheme};
 
@@ -432,6 +432,10 @@ impl Sim<'_> {
         if packet.is_ack() {
             debug_assert_eq!(flow.src, host);
             self.counts.acks_delivered += 1;
+            if packet.seq_flags & NACK_FLAG != 0 {
+                self.nacked(host, packet, now);
+                return;
+            }
             if self.scheme == Scheme::Reps && !packet.ecn() {
                 flow.recycled.push_back(packet.entropy);
             }
@@ -450,6 +454,10 @@ impl Sim<'_> {
             return;
         }
         debug_assert_eq!(flow.dst, host);
+        if packet.frame == self.trim_frame {
+            self.nack(host, in_port, packet);
+            return;
+        }
         let bit = flow.delivered_base + packet.seq() as usize;
         let (word, mask) = (&mut self.delivered[bit / 64], 1u64 << (bit % 64));
         let mut received = false;
@@ -482,6 +490,17 @@ impl Sim<'_> {
                 return;
             }
         }
+        // An ACK never carries the request flag: on an ACK that bit is the NACK's.
+        let ack = self.ack_for(host, src, packet, (packet.seq_flags & !AR_FLAG) | ACK_FLAG);
+        self.send_ack(host, in_port, ack);
+        if received {
+            self.flow_received(packet.flow);
+        }
+    }
+
+    /// The ACK (or NACK) with `seq_flags` that `host` sends back to `src` for `packet`.
+    #[inline]
+    fn ack_for(&mut self, host: u32, src: u32, packet: Packet, seq_flags: u32) -> Packet {
         let flow = &mut self.flows[packet.flow as usize];
         let n = flow.drb_ack;
         flow.drb_ack = n.wrapping_add(1);
@@ -490,16 +509,50 @@ impl Sim<'_> {
         } else {
             NO_VIA
         };
-        let ack = Packet {
+        Packet {
             flow: packet.flow,
-            seq_flags: packet.seq_flags | ACK_FLAG,
+            seq_flags,
             frame: self.ack_frame,
             entropy: packet.entropy,
             via,
-        };
-        self.send_ack(host, in_port, ack);
-        if received {
-            self.flow_received(packet.flow);
+        }
+    }
+
+    /// Trimming: `host` received the header of a DATA frame a switch trimmed, and answers it
+    /// with a NACK at once (not coalesced, nothing delivered): the copy it names, its CE mark.
+    #[cold]
+    #[inline(never)]
+    fn nack(&mut self, host: u32, in_port: u16, packet: Packet) {
+        self.counts.nacks += 1;
+        let src = self.flows[packet.flow as usize].src;
+        let seq_flags = (packet.seq_flags & !AR_FLAG) | ACK_FLAG | NACK_FLAG;
+        let nack = self.ack_for(host, src, packet, seq_flags);
+        self.send_ack(host, in_port, nack);
+    }
+
+    /// Trimming: the sender `host` hears that a copy of `packet`'s frame was trimmed. The
+    /// packet is lost at once ([`SelectiveRepeat::on_nack`]; a NACK of an older copy, or of a
+    /// packet ACKed meanwhile, is ignored); its congestion control takes it as a loss (NSCC: the
+    /// window shrinks by the packet, and quick adaptation, as htsim's NSCC does on a NACK); the
+    /// host sends it again as ACKs let it: through its pacer, or its timer when it has no new
+    /// data left.
+    #[cold]
+    #[inline(never)]
+    fn nacked(&mut self, host: u32, packet: Packet, now: u64) {
+        use ofan_transport::CongestionControl as _;
+        let local = self.flows[packet.flow as usize].local;
+        let state = &mut self.hosts[host as usize];
+        if !state
+            .recovery
+            .on_nack(local, packet.seq(), packet.copy(), now)
+        {
+            return;
+        }
+        if let Some(cc) = self.cc.as_deref_mut() {
+            cc.flows[packet.flow as usize].on_loss(now, cc.mss);
+            self.after_ack_cc(host, packet.flow, false, now);
+        } else {
+            self.after_ack(host, packet.flow, false);
         }
     }
 }

@@ -56,6 +56,18 @@
 //! unacknowledged packet. Each first arrival of a first transmission feeds the report's
 //! reordering measure ([`ofan_transport::order`]: out-of-order arrivals and their distance).
 //!
+//! With [`ModelConfig::trim`] (UEC's packet trimming, on by default in htsim's switches) a
+//! switch port whose buffer cannot take a DATA frame cuts it to its header
+//! (`link.header_bytes`, with no payload: no real DATA frame is that short) and queues the
+//! header; headers and ACKs may fill the port up to three buffers (htsim keeps them in a
+//! queue of their own, twice the buffer, served first). The receiver answers a header with a
+//! NACK at once (an ACK frame with `NACK_FLAG` set, never coalesced, nothing
+//! delivered); the sender declares that copy lost
+//! ([`ofan_transport::SelectiveRepeat::on_nack`]), tells its controller as of a loss (NSCC:
+//! the window shrinks by the packet, as htsim's NSCC on a NACK) and sends it again first, as
+//! its window allows. Not modelled: htsim serves headers and ACKs with strict priority over
+//! DATA; here they wait in the same FIFO, behind at most a buffer of DATA.
+//!
 //! # Congestion control
 //! [`ModelConfig::cc`] `none` (the default) is everything above, event for event. With a CCA
 //! ([`ofan_transport::cc`]: `dctcp`, `nscc`, `mswift`) every flow has its own controller,
@@ -272,6 +284,9 @@ struct Sim<'a> {
     queue: EventQueue,
     data_frame: u32,
     ack_frame: u32,
+    /// With [`ModelConfig::trim`]: the size of a trimmed DATA frame (its header); 0 otherwise
+    /// (no frame is that short).
+    trim_frame: u32,
     ser_data: u64,
     ser_ack: u64,
     rate_ppm: u64,

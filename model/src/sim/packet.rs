@@ -15,6 +15,9 @@ pub(super) const COPY_SHIFT: u32 = 23;
 /// A data frame whose sender asks for an ACK at once (with coalesced ACKs only: a
 /// retransmission, a flow's last new frame, a frame that fills its window), bit 22.
 pub(super) const AR_FLAG: u32 = 1 << 22;
+/// On an ACK, bit 22 (a data frame's [`AR_FLAG`]) makes it a NACK: a switch trimmed the copy
+/// it names ([`crate::ModelConfig::trim`]).
+pub(super) const NACK_FLAG: u32 = AR_FLAG;
 /// Sequence numbers use the low 22 bits.
 pub(super) const SEQ_MASK: u32 = AR_FLAG - 1;
 

@@ -8,6 +8,11 @@ use super::Sim;
 use crate::report::Stage;
 use crate::wires::{RingHandle, Wires};
 
+/// With trimming ([`crate::ModelConfig::trim`]), a switch port holds frames up to this many
+/// buffers' worth, what goes beyond one buffer being trimmed headers and ACKs (htsim queues
+/// both apart from the DATA, in up to twice the buffer).
+const HEADER_ROOM: u64 = 3;
+
 /// A frame in an output port: queued, being transmitted, or propagating; it reaches the peer at
 /// `arrival` and finished transmission at `arrival − propagation`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -228,11 +233,23 @@ impl Sim<'_> {
         let data = !packet.is_ack();
         if port.stage.is_switch() {
             if port.bytes.saturating_add(frame) > self.buffer {
-                self.drops_buffer += 1;
-                if let Some(window) = self.arf_windows.get_mut(port_id) {
-                    window.drops += 1;
+                let trimming = self.trim_frame != 0;
+                if trimming && data && packet.frame != self.trim_frame {
+                    // UEC's trimming: the frame goes on as its header.
+                    self.counts.trimmed += 1;
+                    packet.frame = self.trim_frame;
+                    self.enqueue(port_id, packet);
+                    return;
                 }
-                return;
+                // Headers and ACKs are taken beyond the buffer, as into htsim's separate
+                // queue of twice the buffer for them.
+                if !trimming || port.bytes + frame > HEADER_ROOM * self.buffer {
+                    self.drops_buffer += 1;
+                    if let Some(window) = self.arf_windows.get_mut(port_id) {
+                        window.drops += 1;
+                    }
+                    return;
+                }
             }
             if data && port.bytes >= self.ecn {
                 packet.seq_flags |= ECN_FLAG;

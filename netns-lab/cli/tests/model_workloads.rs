@@ -363,3 +363,39 @@ fn ack_every_coalesces_acks_and_refuses_what_it_cannot_model() {
     ]);
     assert!(!ok && stderr.contains("--ack-every"), "{stderr}");
 }
+
+/// `--trim`: ECMP's colliding flows overflow 64 KB buffers; with trimming nothing is dropped,
+/// every trimmed frame is NACKed (the report's counts), and what the model cannot do is
+/// refused by name.
+#[test]
+fn trim_turns_drops_into_nacks_and_refuses_what_it_cannot_model() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let run = |trim: bool| {
+        let json = dir.path().join(format!("trim-{trim}.json"));
+        let json = json.to_str().expect("utf-8").to_owned();
+        let mut args = vec![
+            "model", "run", "--k", "4", "--scheme", "ecmp", "--buffer", "64K", "--cc", "nscc",
+            "--json", &json,
+        ];
+        if trim {
+            args.push("--trim");
+        }
+        let (ok, _, stderr) = ofan_lab(&args);
+        assert!(ok, "{stderr}");
+        let text = std::fs::read_to_string(&json).expect("report");
+        serde_json::from_str::<serde_json::Value>(&text).expect("JSON")
+    };
+    let (dropping, trimming) = (run(false), run(true));
+    let count = |report: &serde_json::Value, field: &str| report["packets"][field].as_u64();
+    assert!(dropping["drops"]["total"].as_u64().expect("drops") > 0);
+    assert_eq!(count(&dropping, "trimmed"), None, "absent without --trim");
+    assert_eq!(trimming["drops"]["total"].as_u64(), Some(0));
+    let trimmed = count(&trimming, "trimmed").expect("trimmed");
+    assert!(trimmed > 0);
+    assert_eq!(count(&trimming, "nacks"), Some(trimmed));
+    assert_eq!(count(&trimming, "flows_complete"), Some(16));
+    let (ok, _, stderr) = ofan_lab(&["model", "run", "--k", "4", "--header", "0", "--trim"]);
+    assert!(!ok && stderr.contains("trim"), "{stderr}");
+    let (ok, _, stderr) = ofan_lab(&["model", "run", "--topology", "dragonfly", "--trim"]);
+    assert!(!ok && stderr.contains("--trim"), "{stderr}");
+}

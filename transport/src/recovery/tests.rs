@@ -596,6 +596,40 @@ fn outstanding_counts_packets_in_flight_through_acks_and_timeouts() {
     assert_eq!(recovery.outstanding(7), 0);
 }
 
+#[test]
+fn a_nack_of_the_latest_copy_declares_the_packet_lost_before_any_timer() {
+    let mut recovery = SelectiveRepeat::new(CONFIG, &[3]);
+    send_all(&mut recovery, &[0, 1, 2]);
+    // No timer has expired at 5 (rto_initial 100), but the NACK of packet 1's first copy
+    // declares it lost at once: it leaves the flight and is offered first.
+    assert!(recovery.on_nack(0, 1, 0, 5));
+    assert_eq!(recovery.outstanding(0), 2);
+    assert_eq!(recovery.next_deadline(), Some(5));
+    assert_eq!(recovery.next_lost(5), Some((0, 1)));
+    assert_eq!(recovery.stats().nack_losses, 1);
+    assert_eq!(recovery.stats().timeouts, 0);
+    // A second NACK of that copy (it is no longer in flight) changes nothing.
+    assert!(!recovery.on_nack(0, 1, 0, 6));
+    recovery.on_send(0, 1, 7);
+    assert_eq!(recovery.outstanding(0), 3);
+    // A late NACK of the first copy says nothing about the second …
+    assert!(!recovery.on_nack(0, 1, 0, 8));
+    // … a NACK of the second does.
+    assert!(recovery.on_nack(0, 1, 1, 9));
+    // ACKed packets and packets never sent are not NACKed.
+    assert_eq!(recovery.on_ack(0, 0, 10), Ack::New);
+    assert_eq!(recovery.on_ack(0, 2, 10), Ack::New);
+    assert!(!recovery.on_nack(0, 0, 0, 11));
+    assert!(!recovery.on_nack(0, 3, 0, 11));
+    assert!(!recovery.on_nack(5, 0, 0, 11));
+    assert_eq!(recovery.stats().nack_losses, 2);
+    // The second copy waits to be sent again (a window was full): it is offered once, and
+    // the timer it had while in flight no longer fires, however long it waits.
+    assert_eq!(recovery.next_lost(5_000), Some((0, 1)));
+    assert_eq!(recovery.next_lost(5_000), None);
+    assert_eq!(recovery.stats().timeouts, 0);
+}
+
 /// Flow 0 sends packets 0–7 at 0, 10, …, 70; packet 0 is ACKed at 100 (srtt 100), the other
 /// seven are lost together; packet 8 leaves at 400. CONFIG's rto after the sample:
 /// max(10, 100 + 4·50) = 300, so packet 1's timer expires at 310.

@@ -321,6 +321,13 @@ struct Common {
     /// this many frames, telling everything received since the sender last heard.
     #[arg(long, default_value_t = 1)]
     ack_every: u32,
+    /// UEC's packet trimming, as htsim's switches do by default: a DATA frame that finds its
+    /// switch buffer full goes on as its header (`--header` bytes) instead of being dropped;
+    /// its receiver answers with a NACK at once and the sender sends it again without waiting
+    /// for a timer (NSCC also shrinks its window by the packet). Headers and ACKs may exceed
+    /// the buffer up to three times its size. No effect with unlimited buffers.
+    #[arg(long)]
+    trim: bool,
     /// Inter-frame gap + preamble bytes.
     #[arg(long, default_value_t = 20)]
     gap: u32,
@@ -564,6 +571,7 @@ impl Common {
         config.link.header_bytes = self.header;
         config.link.ack_bytes = self.ack;
         config.ack_every = self.ack_every;
+        config.trim = self.trim;
         config.link.gap_bytes = self.gap;
         config.buffer_bytes = self.buffer;
         config.buffer_limit = match self.buffer_limit {
@@ -764,6 +772,7 @@ impl Common {
             ("--buffer", self.buffer != 800_000),
             ("--ecn", self.ecn.is_some()),
             ("--ack-every", self.ack_every != 1),
+            ("--trim", self.trim),
         ];
         if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
             bail!("{flag} is not modelled on a dragonfly (unlimited router queues, hosts at line rate, no failures)");

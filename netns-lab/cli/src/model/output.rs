@@ -181,6 +181,16 @@ pub(super) fn print_reports(reports: &[RunReport]) {
                 cc.mean_final_window as f64 / 1000.0,
             );
         }
+        if model.config.trim {
+            println!(
+                "{:>10} {:>5}   trimming: {} DATA frames cut to their header at a full buffer, \
+                 {} NACKed",
+                model.config.scheme.name(),
+                model.config.seed,
+                r.packets.trimmed,
+                r.packets.nacks,
+            );
+        }
         if let Some(planes) = &model.planes {
             let list = |values: &[u64]| {
                 values
