@@ -412,6 +412,28 @@ pub enum AckAirtime {
     Reserved,
 }
 
+/// When a switch port decides a DATA frame's CE mark ([`ModelConfig::ecn_at`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnAt {
+    /// When the frame joins the queue: marked if the queue it joins already holds the
+    /// threshold (the lab's switches; RED as RFC 3168 describes it).
+    #[default]
+    Enqueue,
+    /// When the frame leaves: marked if the queue it leaves behind still holds the threshold,
+    /// as htsim's queues decide it (`decide_ECN` on dequeue) — the signal of a queue that
+    /// grew is a queue's drain time earlier. Measured when the frame reaches the next hop,
+    /// a propagation delay after it finished leaving.
+    Dequeue,
+}
+
+impl EcnAt {
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+    const fn is_enqueue(&self) -> bool {
+        matches!(self, Self::Enqueue)
+    }
+}
+
 /// When each host sends its first data frame.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -490,6 +512,9 @@ pub struct ModelConfig {
     /// A data packet is marked CE when the queue it joins already holds at least this many
     /// bytes (REPS reacts to it; every scheme counts marks).
     pub ecn_threshold_bytes: u64,
+    /// When the CE mark is decided (absent in older reports and when on enqueue).
+    #[serde(default, skip_serializing_if = "EcnAt::is_enqueue")]
+    pub ecn_at: EcnAt,
     /// Offered load as a fraction of the pacing reference, in `(0, 1]`.
     pub load: f64,
     /// The pacing reference (line rate or ρ_max).
@@ -584,6 +609,7 @@ impl ModelConfig {
             buffer_bytes: 800_000,
             buffer_limit: BufferLimit::Enforced,
             ecn_threshold_bytes: 80_000,
+            ecn_at: EcnAt::Enqueue,
             load: 1.0,
             pacing: Pacing::Offered,
             ack_airtime: AckAirtime::Charged,

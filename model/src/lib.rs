@@ -86,7 +86,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 pub use config::{
-    AckAirtime, ArfConfig, BufferLimit, DegradedLink, FailureTiming, Failures, FlowSpec,
+    AckAirtime, ArfConfig, BufferLimit, DegradedLink, EcnAt, FailureTiming, Failures, FlowSpec,
     LinkDirection, LinkFailure, ModelConfig, Pacing, Scheme, StartPhase, Workload,
     ARF_CONTROL_DELAY_PS, ARF_WINDOW_PS, FAILURE_DETECT_PS, FAILURE_REROUTE_PS,
 };

@@ -21,7 +21,9 @@ use super::planes::Planes;
 use super::port::{Port, StageStats};
 use super::prefetch::Lookahead;
 use super::Sim;
-use crate::config::{AckAirtime, BufferLimit, Failures, FlowSpec, LinkDirection, ModelConfig};
+use crate::config::{
+    AckAirtime, BufferLimit, EcnAt, Failures, FlowSpec, LinkDirection, ModelConfig,
+};
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{PacketCounts, Stage};
@@ -479,7 +481,14 @@ impl<'a> Sim<'a> {
                 BufferLimit::Enforced => config.buffer_bytes,
                 BufferLimit::Unlimited => u64::MAX,
             },
-            ecn: config.ecn_threshold_bytes,
+            ecn: match config.ecn_at {
+                EcnAt::Enqueue => config.ecn_threshold_bytes,
+                EcnAt::Dequeue => u64::MAX,
+            },
+            ecn_dequeue: match config.ecn_at {
+                EcnAt::Enqueue => u64::MAX,
+                EcnAt::Dequeue => config.ecn_threshold_bytes,
+            },
             pipe_ports: config.pipe_ports,
             counts: PacketCounts::default(),
             reordering: Reordering::default(),

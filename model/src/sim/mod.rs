@@ -292,7 +292,11 @@ struct Sim<'a> {
     rate_ppm: u64,
     propagation: u64,
     buffer: u64,
+    /// CE mark on enqueue at this many queued bytes (`u64::MAX`: never).
     ecn: u64,
+    /// CE mark on dequeue ([`EcnAt::Dequeue`]) at this many bytes left behind (`u64::MAX`:
+    /// never).
+    ecn_dequeue: u64,
     pipe_ports: u16,
     counts: PacketCounts,
     /// The receivers' arrival order ([`ofan_transport::order`]).
@@ -491,7 +495,11 @@ impl Sim<'_> {
                     port.head_finish = next - self.propagation;
                 }
             }
-            let packet = flight.packet;
+            let mut packet = flight.packet;
+            if self.ecn_dequeue != u64::MAX {
+                self.mark_on_dequeue(event.target as usize, &mut packet);
+            }
+            let port = &self.ports[event.target as usize];
             let (node, in_port) = (port.peer, port.peer_port);
             if let Some((next, hint)) = next {
                 self.push_arrival(next, event.target, hint);

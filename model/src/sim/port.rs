@@ -213,6 +213,26 @@ impl Sim<'_> {
         }
     }
 
+    /// [`EcnAt::Dequeue`]: `packet`, a frame of port `port_id` reaching the next hop now, is
+    /// marked CE if it is DATA (not a trimmed header: htsim queues those apart, unmarked) from
+    /// a switch port that still holds the threshold behind it (the queue as it is now, a
+    /// propagation delay after the frame left).
+    ///
+    /// [`EcnAt::Dequeue`]: crate::EcnAt::Dequeue
+    #[cold]
+    #[inline(never)]
+    pub(super) fn mark_on_dequeue(&mut self, port_id: usize, packet: &mut Packet) {
+        let port = &mut self.ports[port_id];
+        if packet.is_ack() || packet.frame == self.trim_frame || !port.stage.is_switch() {
+            return;
+        }
+        port.purge(&self.wires, self.now, self.propagation);
+        if port.bytes >= self.ecn_dequeue {
+            packet.seq_flags |= ECN_FLAG;
+            self.counts.ecn_marks += 1;
+        }
+    }
+
     /// Puts `packet` on output port `port_id` at the current time (or drops it).
     // Not inlined: the hosts' four callers share one copy; forwarding, which makes most of the
     // calls, has its own ([`Sim::enqueue_inline`]).
@@ -293,5 +313,80 @@ impl Sim<'_> {
         if idle {
             self.push_arrival(arrival, port_id as u32, packet.hint());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ofan_topology::{Topology, TopologyKind};
+
+    use super::super::build::{choose_failures, host_weighted_matrix};
+    use super::super::Sim;
+    use crate::config::{BufferLimit, EcnAt, FlowSpec, ModelConfig, Workload};
+
+    /// CE-marked frames that reached host 0 by `frames` frame times when hosts 1 and 2, on its
+    /// edge switch (k = 8), send it 1 MiB each: no CCA, unlimited buffers, a threshold of 20
+    /// frames, marks decided at `at`. The edge's port to host 0 is the only queue.
+    fn marks_by(at: EcnAt, frames: u64) -> u64 {
+        let mut config = ModelConfig::paper();
+        config.topology = TopologyKind::FatTree { k: 8 };
+        config.buffer_limit = BufferLimit::Unlimited;
+        let frame = u64::from(config.link.payload_bytes + config.link.header_bytes);
+        config.ecn_threshold_bytes = 20 * frame;
+        config.ecn_at = at;
+        let specs: Vec<FlowSpec> = [1, 2]
+            .into_iter()
+            .map(|src| FlowSpec {
+                src,
+                dst: 0,
+                bytes: 1 << 20,
+            })
+            .collect();
+        config.workload = Workload::Matrix {
+            flows: specs.clone(),
+        };
+        let topology = Topology::new(config.topology).expect("topology");
+        let matrix = host_weighted_matrix(&topology, &specs);
+        let (failures, _) = choose_failures(&topology, &config, &matrix).expect("no failures");
+        let mut sim = Sim::new(&topology, &config, &failures, &specs, 1.0).expect("builds");
+        sim.stop_after = frames * sim.ser_data;
+        sim.start();
+        sim.run_loop();
+        // Marked frames still on a wire (queued, or between two nodes) have not arrived.
+        let on_wires: u64 = sim
+            .ports
+            .iter()
+            .map(|port| {
+                (0..port.wire_len())
+                    .filter(|&i| port.wire_get(&sim.wires, i).is_some_and(|f| f.packet.ecn()))
+                    .count() as u64
+            })
+            .sum();
+        sim.counts.ecn_marks - on_wires
+    }
+
+    /// The destination's port grows while both hosts send. Marked on enqueue, the first marked
+    /// frame is the one that finds 20 frames queued, and it reaches host 0 only once those 20
+    /// have left; marked on dequeue (htsim's rule), it is the one that leaves 20 behind, and it
+    /// arrives at once: the receiver (and, through its ACKs, the senders) hears of the queue a
+    /// drain time earlier.
+    #[test]
+    fn marks_on_dequeue_come_a_queue_earlier_than_on_enqueue() {
+        let (enqueue, dequeue) = (marks_by(EcnAt::Enqueue, 80), marks_by(EcnAt::Dequeue, 80));
+        // Measured: 0 and 25 (the first marked frame arrives about 35 frame times earlier).
+        assert_eq!(
+            enqueue, 0,
+            "no frame marked on enqueue has left the queue yet"
+        );
+        assert!(
+            dequeue >= 10,
+            "{dequeue} marked frames arrived by 80 frame times"
+        );
+        // Over the whole run both mark the frames of the same queue: about as many.
+        let (enqueue, dequeue) = (
+            marks_by(EcnAt::Enqueue, 10_000),
+            marks_by(EcnAt::Dequeue, 10_000),
+        );
+        assert!(enqueue > 400 && dequeue > 400, "{enqueue} / {dequeue}");
     }
 }

@@ -399,3 +399,29 @@ fn trim_turns_drops_into_nacks_and_refuses_what_it_cannot_model() {
     let (ok, _, stderr) = ofan_lab(&["model", "run", "--topology", "dragonfly", "--trim"]);
     assert!(!ok && stderr.contains("--trim"), "{stderr}");
 }
+
+/// `--ecn-at dequeue`: the report's configuration says so and the frames are marked; a
+/// dragonfly refuses it by name.
+#[test]
+fn ecn_at_dequeue_marks_and_is_recorded() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json = dir.path().join("run.json");
+    let json = json.to_str().expect("utf-8");
+    let (ok, _, stderr) = ofan_lab(&[
+        "model", "run", "--k", "4", "--scheme", "ecmp", "--ecn-at", "dequeue", "--json", json,
+    ]);
+    assert!(ok, "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("JSON");
+    assert_eq!(report["config"]["ecn_at"], "dequeue", "{report}");
+    assert!(report["packets"]["ecn_marks"].as_u64().expect("marks") > 0);
+    let (ok, _, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--topology",
+        "dragonfly",
+        "--ecn-at",
+        "dequeue",
+    ]);
+    assert!(!ok && stderr.contains("--ecn-at"), "{stderr}");
+}

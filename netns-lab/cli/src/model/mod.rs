@@ -30,7 +30,7 @@ use ofan_model::fsdp::{Llama, WindowGate};
 use ofan_model::mix::{Mix, SwitchSchemes};
 use ofan_model::shard::{merge_runs, Part};
 use ofan_model::{
-    default_threads, workload, AckAirtime, BufferLimit, CcKind, DegradedLink, Failures,
+    default_threads, workload, AckAirtime, BufferLimit, CcKind, DegradedLink, EcnAt, Failures,
     LinkFailure, ModelConfig, Pacing, RunReport, Scheme, Shard, Stage, StartPhase, Workload,
 };
 use ofan_topology::{DragonflyShape, PlaneKind, TopologyKind};
@@ -177,6 +177,12 @@ enum BufferLimitArg {
 enum PacingArg {
     Offered,
     RhoMax,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum EcnAtArg {
+    Enqueue,
+    Dequeue,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -347,6 +353,11 @@ struct Common {
     /// Pacing reference: line rate, or ρ_max under the failures.
     #[arg(long, value_enum, default_value = "offered")]
     pacing: PacingArg,
+    /// When a switch decides a DATA frame's CE mark: as it joins the queue (if the queue holds
+    /// `--ecn` bytes then), or as it leaves (if the queue behind it still does), as htsim's
+    /// queues do — a queue that grew is signalled a drain time earlier.
+    #[arg(long, value_enum, default_value = "enqueue")]
+    ecn_at: EcnAtArg,
     /// Room for the host's own ACKs on its link: charged by count after each data departure
     /// (as the lab agent), or reserved on a fixed schedule (strictly periodic data).
     #[arg(long, value_enum, default_value = "charged")]
@@ -579,6 +590,10 @@ impl Common {
             BufferLimitArg::Unlimited => BufferLimit::Unlimited,
         };
         config.ecn_threshold_bytes = self.ecn.unwrap_or(self.buffer / 10);
+        config.ecn_at = match self.ecn_at {
+            EcnAtArg::Enqueue => EcnAt::Enqueue,
+            EcnAtArg::Dequeue => EcnAt::Dequeue,
+        };
         config.load = self.load;
         config.pacing = match self.pacing {
             PacingArg::Offered => Pacing::Offered,
@@ -771,6 +786,7 @@ impl Common {
             // Its queues are unlimited: the report's max queues are what a buffer would hold.
             ("--buffer", self.buffer != 800_000),
             ("--ecn", self.ecn.is_some()),
+            ("--ecn-at", matches!(self.ecn_at, EcnAtArg::Dequeue)),
             ("--ack-every", self.ack_every != 1),
             ("--trim", self.trim),
         ];
