@@ -2,6 +2,7 @@
 //! recovers an incast into a shallow buffer, with coalesced ACKs too, and UEC's packet trimming
 //! (`ModelConfig::trim`) turns that incast's losses into NACKs.
 
+use ofan_model::report::PacketCounts;
 use ofan_model::{run, BufferLimit, CcKind, FlowSpec, ModelConfig, RunReport, Workload};
 use ofan_topology::TopologyKind;
 
@@ -56,6 +57,16 @@ fn incast(cc: CcKind) -> ModelConfig {
     config
 }
 
+/// Every flow of [`incast`] completed and every packet arrived.
+fn assert_delivered(cc: CcKind, packets: &PacketCounts) {
+    assert_eq!(packets.flows_complete, 8, "{cc}: every flow completes");
+    assert_eq!(
+        packets.data_delivered,
+        8 * 256,
+        "{cc}: every packet arrives"
+    );
+}
+
 #[test]
 fn an_incast_into_a_shallow_buffer_completes_under_every_cca() {
     for cc in [CcKind::Dctcp, CcKind::Nscc, CcKind::Mswift] {
@@ -65,12 +76,7 @@ fn an_incast_into_a_shallow_buffer_completes_under_every_cca() {
             report.drops.total > 0,
             "{cc}: the incast must overflow the buffer"
         );
-        assert_eq!(packets.flows_complete, 8, "{cc}: every flow completes");
-        assert_eq!(
-            packets.data_delivered,
-            8 * 256,
-            "{cc}: every packet arrives"
-        );
+        assert_delivered(cc, packets);
         assert!(
             packets.retransmissions >= report.drops.total.min(packets.data_sent),
             "{cc}: every dropped packet was sent again"
@@ -148,8 +154,7 @@ fn an_incast_completes_with_coalesced_acks_under_every_cca() {
             packets.timeouts
         );
         assert!(report.drops.total > 0, "{cc}: the incast must overflow");
-        assert_eq!(packets.flows_complete, 8, "{cc}: every flow completes");
-        assert_eq!(packets.data_delivered, 8 * 256, "{cc}");
+        assert_delivered(cc, packets);
         assert!(
             packets.acks_sent < packets.data_delivered + packets.duplicate_data,
             "{cc}: fewer ACKs than frames"
@@ -191,12 +196,7 @@ fn trimming_turns_an_incasts_losses_into_nacks_under_every_cca() {
             packets.nacks, packets.trimmed,
             "{cc}: every header reaches its receiver and is NACKed"
         );
-        assert_eq!(packets.flows_complete, 8, "{cc}: every flow completes");
-        assert_eq!(
-            packets.data_delivered,
-            8 * 256,
-            "{cc}: every packet arrives"
-        );
+        assert_delivered(cc, packets);
         assert!(
             packets.retransmissions >= packets.trimmed.min(packets.data_sent) / 2,
             "{cc}: trimmed packets are sent again"
