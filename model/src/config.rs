@@ -540,6 +540,13 @@ pub struct ModelConfig {
     /// recovery"). No effect with unlimited buffers.
     #[serde(default, skip_serializing_if = "is_false")]
     pub trim: bool,
+    /// Receiver credits beside the CCA (absent in older reports and when off), as htsim's UEC
+    /// source runs by default: a sender sends a new packet only with credit and window; its
+    /// receiver grants one data frame of credit per PULL, at most one per data frame time of
+    /// its link (see `sim/credit.rs`). Only with a CCA: without one, no effect (a figure's
+    /// `none` points run without).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub receiver_credit: bool,
     /// Message size of every generated flow, bytes.
     pub message_bytes: u64,
     /// The traffic matrix.
@@ -616,6 +623,7 @@ impl ModelConfig {
             start_phase: StartPhase::Synchronous,
             ack_every: 1,
             trim: false,
+            receiver_credit: false,
             message_bytes: 1 << 20,
             workload: Workload::Permutation,
             scheme: Scheme::Switch(Algorithm::Ofan),

@@ -132,6 +132,10 @@ pub struct PacketCounts {
     /// NACKs the receivers sent for trimmed frames (`--trim`; absent when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub nacks: u64,
+    /// PULLs the receivers sent, one data frame of credit each (`--receiver-credit`; absent
+    /// when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pulls: u64,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference

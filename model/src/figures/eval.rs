@@ -291,6 +291,13 @@ pub(super) fn finish_moe(
         Some(bytes) => format!("ECN threshold {bytes} B (--ecn)"),
         None => "ECN threshold 10 packets of 64 KB (the paper's)".to_owned(),
     });
+    if settings.0.receiver_credit {
+        fig.notes.push(
+            "under a CCA the receivers pace new data by credits (--receiver-credit, as htsim's \
+             UEC source by default)"
+                .to_owned(),
+        );
+    }
     if settings.0.trim {
         fig.notes.push(
             "switches trim a DATA frame that finds the buffer full to its header; \

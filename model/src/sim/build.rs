@@ -13,6 +13,7 @@ use ofan_transport::{FlowOrder, RecoveryConfig, Reordering, SelectiveRepeat};
 use super::arf::{Arf, PortWindow};
 use super::cc::HostCc;
 use super::coalesce::Coalesce;
+use super::credit::Credits;
 use super::failure::LinkFailures;
 use super::forward::{NodeInfo, Place};
 use super::host::{Flow, Host, NO_TIMER};
@@ -369,6 +370,16 @@ impl<'a> Sim<'a> {
         let slowest_ppm = port_ppm.iter().copied().min().unwrap_or(1_000_000);
         let cc = HostCc::new(config, fat_tree, flows.len(), host_count_of(&hosts));
         let coalesce = Coalesce::new(config.ack_every, flows.len());
+        // A flow's initial credit is its CCA's initial window (htsim's `initRccc` speculates
+        // one window).
+        let credits = cc.as_ref().filter(|_| config.receiver_credit).map(|cc| {
+            let initial = (cc.config.initial_window / cc.mss).max(1);
+            Credits::new(
+                u32::try_from(initial).unwrap_or(u32::MAX),
+                flows.len(),
+                host_count_of(&hosts),
+            )
+        });
         let recovery = match (&cc, config.recovery) {
             (_, Some(recovery)) => recovery,
             (Some(cc), None) => cc.recovery,
@@ -512,6 +523,7 @@ impl<'a> Sim<'a> {
             cc,
             deps: None,
             coalesce,
+            credits,
             conveyed: Vec::new(),
             #[cfg(test)]
             stop_after: u64::MAX,

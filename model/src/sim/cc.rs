@@ -94,7 +94,11 @@ impl Sim<'_> {
             let flow_id = state.active[index];
             let local = self.flows[flow_id as usize].local;
             let in_flight = u64::from(state.recovery.outstanding(local)) * cc.mss;
-            if cc.flows[flow_id as usize].can_send(in_flight, cc.mss) {
+            let credit = self
+                .credits
+                .as_deref()
+                .is_none_or(|credits| credits.has_credit(flow_id));
+            if credit && cc.flows[flow_id as usize].can_send(in_flight, cc.mss) {
                 state.cursor = index;
                 return true;
             }
@@ -178,7 +182,11 @@ impl Sim<'_> {
         if cc.blocked[host as usize] {
             let local = self.flows[flow as usize].local;
             let in_flight = u64::from(state.recovery.outstanding(local)) * cc.mss;
-            let room = cc.flows[flow as usize].can_send(in_flight, cc.mss);
+            let credit = self
+                .credits
+                .as_deref()
+                .is_none_or(|credits| credits.has_credit(flow));
+            let room = credit && cc.flows[flow as usize].can_send(in_flight, cc.mss);
             if room || self.open_window(host) {
                 let cc = self.cc.as_deref_mut().expect("congestion control");
                 cc.blocked[host as usize] = false;

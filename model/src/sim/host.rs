@@ -8,7 +8,8 @@ use ofan_dataplane::lb::LbRng;
 use ofan_transport::{Ack, FlowOrder, SelectiveRepeat, ECHO_MASK};
 
 use super::coalesce::Urgent;
-use super::packet::{Packet, ACK_FLAG, AR_FLAG, COPY_SHIFT, NACK_FLAG, NO_VIA, SEQ_MASK};
+use super::credit::PULL_BIT;
+use super::packet::{Packet, ACK_FLAG, AR_FLAG, COPY_SHIFT, NACK_FLAG, NO_VIA, PULL_SEQ, SEQ_MASK};
 use super::Sim;
 use crate::config::{AckAirtime, Scheme};
 
@@ -167,6 +168,10 @@ impl Sim<'_> {
             self.arm_timer(host);
             return;
         };
+        if let Some(credits) = self.credits.as_deref_mut() {
+            credits.spend(flow_id);
+        }
+        let state = &mut self.hosts[host as usize];
         let flow = &mut self.flows[flow_id as usize];
         let frame = if seq + 1 == flow.packets {
             flow.last_frame
@@ -433,7 +438,11 @@ impl Sim<'_> {
             debug_assert_eq!(flow.src, host);
             self.counts.acks_delivered += 1;
             if packet.seq_flags & NACK_FLAG != 0 {
-                self.nacked(host, packet, now);
+                if packet.seq() == PULL_SEQ {
+                    self.pulled(host, packet.flow, now);
+                } else {
+                    self.nacked(host, packet, now);
+                }
                 return;
             }
             if self.scheme == Scheme::Reps && !packet.ecn() {
@@ -466,6 +475,14 @@ impl Sim<'_> {
             *word |= mask;
             flow.received += 1;
             received = flow.received == flow.packets;
+            if flow.received == 1 {
+                if let Some(credits) = self.credits.as_deref_mut() {
+                    if credits.first_frame(host, packet.flow) {
+                        // Its pull pacer starts now.
+                        self.queue.push(now, host | PULL_BIT, true);
+                    }
+                }
+            }
             if packet.copy() == 0 {
                 self.reordering.record(&mut flow.order, packet.seq());
             }
@@ -528,6 +545,61 @@ impl Sim<'_> {
         let seq_flags = (packet.seq_flags & !AR_FLAG) | ACK_FLAG | NACK_FLAG;
         let nack = self.ack_for(host, src, packet, seq_flags);
         self.send_ack(host, in_port, nack);
+    }
+
+    /// Receiver credits: `host`'s pull pacer fires. It sends a PULL to the next flow that
+    /// needs credit and fires again a data frame time later, or stops when no flow needs any.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn pull(&mut self, host: u32) {
+        use ofan_transport::CongestionControl as _;
+        let mut credits = self.credits.take().expect("receiver credits");
+        let cc = self
+            .cc
+            .as_deref()
+            .expect("receiver credits run beside a CCA");
+        // As htsim's pull target: the new data the sender has left, at most its window and a
+        // frame, shared among the flows its NIC serves.
+        let target = |flow: u32| {
+            let state = &self.flows[flow as usize];
+            let backlog = state.packets - state.next_seq;
+            (backlog > 0).then(|| {
+                let window = cc.flows[flow as usize].window() / cc.mss + 1;
+                let active = self.hosts[state.src as usize].active.len().max(1) as u64;
+                (u64::from(backlog).min(window) / active).max(1) as i64
+            })
+        };
+        let pulled = credits.next_pull(host, target);
+        let pacing = credits.pacing(host);
+        self.credits = Some(credits);
+        if pacing {
+            let next = self.now + self.ser_data;
+            self.push(next, host | PULL_BIT, true);
+        }
+        let Some(flow) = pulled else {
+            return;
+        };
+        let src = self.flows[flow as usize].src;
+        let entropy = self.hosts[host as usize].rng.next_u64() as u16;
+        let template = Packet {
+            flow,
+            entropy,
+            ..Packet::default()
+        };
+        let pull = self.ack_for(host, src, template, ACK_FLAG | NACK_FLAG | PULL_SEQ);
+        self.send_ack(host, 0, pull);
+    }
+
+    /// Receiver credits: a PULL for `flow` reached its sender `host`, which may send again if
+    /// it waited for credit.
+    #[cold]
+    #[inline(never)]
+    fn pulled(&mut self, host: u32, flow: u32, now: u64) {
+        self.credits
+            .as_deref_mut()
+            .expect("receiver credits")
+            .grant(flow);
+        self.after_ack_cc(host, flow, false, now);
     }
 
     /// Trimming: the sender `host` hears that a copy of `packet`'s frame was trimmed. The

@@ -181,6 +181,8 @@
 //!   sender.
 //! * `cc.rs`: the hosts' congestion control — windows, blocked pacers, the ACK path with a
 //!   CCA, the report's `cc` section.
+//! * `credit.rs`: receiver credits beside a CCA — the receivers' pull pacers, the senders'
+//!   credit.
 //! * `prefetch.rs`: what the next events will touch, loaded ahead.
 //! * `arf.rs`: the adaptive-routing framework's control plane (detectors, notifications,
 //!   tables, path-quality views).
@@ -213,6 +215,7 @@ mod arf;
 mod build;
 mod cc;
 mod coalesce;
+mod credit;
 mod deps;
 mod failure;
 mod forward;
@@ -336,6 +339,8 @@ struct Sim<'a> {
     deps: Option<Box<Deps>>,
     /// Coalesced ACKs, when a receiver acknowledges several frames at once (`coalesce.rs`).
     coalesce: Option<Box<Coalesce>>,
+    /// Receiver credits (`credit.rs`), when senders need them for new data.
+    credits: Option<Box<credit::Credits>>,
     /// The frames one coalesced ACK tells its sender (reused).
     conveyed: Vec<u32>,
     /// Tests: the loop stops before the first event after this time.
@@ -447,6 +452,12 @@ impl Sim<'_> {
                 // A flow's start time: not counted in `events` (it moves no frame).
                 self.now = event.time;
                 self.start_flow(event.target & !START_BIT);
+                continue;
+            }
+            if event.wake && event.target & credit::PULL_BIT != 0 {
+                // Not counted in `events`, as the timers.
+                self.now = event.time;
+                self.pull(event.target & !credit::PULL_BIT);
                 continue;
             }
             if event.wake && event.target & TIMER_BIT != 0 {

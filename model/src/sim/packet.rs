@@ -18,6 +18,9 @@ pub(super) const AR_FLAG: u32 = 1 << 22;
 /// On an ACK, bit 22 (a data frame's [`AR_FLAG`]) makes it a NACK: a switch trimmed the copy
 /// it names ([`crate::ModelConfig::trim`]).
 pub(super) const NACK_FLAG: u32 = AR_FLAG;
+/// A NACK whose sequence number is this (never a packet's: flows have fewer than 2^22 − 1
+/// packets) is a PULL: one data frame of credit for its flow ([`crate::ModelConfig::receiver_credit`]).
+pub(super) const PULL_SEQ: u32 = SEQ_MASK;
 /// Sequence numbers use the low 22 bits.
 pub(super) const SEQ_MASK: u32 = AR_FLAG - 1;
 

@@ -23,6 +23,7 @@ impl Sim<'_> {
     ) -> RunReport {
         let end = self.now;
         let mut cct = Some(0u64);
+        self.counts.pulls = self.credits.as_ref().map_or(0, |credits| credits.pulls);
         for host in &self.hosts {
             let stats = host.recovery.stats();
             self.counts.retransmissions += stats.retransmissions;

@@ -425,3 +425,43 @@ fn ecn_at_dequeue_marks_and_is_recorded() {
     ]);
     assert!(!ok && stderr.contains("--ecn-at"), "{stderr}");
 }
+
+/// `--receiver-credit`: PULLs in the report under a CCA; refused without one, and on a
+/// dragonfly, by name.
+#[test]
+fn receiver_credit_pulls_under_a_cca_and_refuses_without_one() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json = dir.path().join("run.json");
+    let json = json.to_str().expect("utf-8");
+    let (ok, stdout, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--k",
+        "4",
+        "--cc",
+        "nscc",
+        "--receiver-credit",
+        "--json",
+        json,
+    ]);
+    assert!(ok, "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("JSON");
+    // 256 packets a flow, 150 of them in the initial window (one BDP).
+    assert_eq!(
+        report["packets"]["pulls"].as_u64(),
+        Some(16 * (256 - 150)),
+        "{stdout}"
+    );
+    assert_eq!(report["packets"]["flows_complete"].as_u64(), Some(16));
+    let (ok, _, stderr) = ofan_lab(&["model", "run", "--k", "4", "--receiver-credit"]);
+    assert!(!ok && stderr.contains("--receiver-credit"), "{stderr}");
+    let (ok, _, stderr) = ofan_lab(&[
+        "model",
+        "run",
+        "--topology",
+        "dragonfly",
+        "--receiver-credit",
+    ]);
+    assert!(!ok && stderr.contains("--receiver-credit"), "{stderr}");
+}

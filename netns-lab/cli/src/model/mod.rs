@@ -334,6 +334,12 @@ struct Common {
     /// the buffer up to three times its size. No effect with unlimited buffers.
     #[arg(long)]
     trim: bool,
+    /// Receiver credits beside the CCA (needs `--cc`), as htsim's UEC source runs by default: a
+    /// sender sends a new packet only with credit and window; each receiver grants one data
+    /// frame of credit per PULL, round robin over its senders, at most one per data frame time
+    /// of its link; a flow starts with one window of credit.
+    #[arg(long)]
+    receiver_credit: bool,
     /// Inter-frame gap + preamble bytes.
     #[arg(long, default_value_t = 20)]
     gap: u32,
@@ -583,6 +589,7 @@ impl Common {
         config.link.ack_bytes = self.ack;
         config.ack_every = self.ack_every;
         config.trim = self.trim;
+        config.receiver_credit = self.receiver_credit;
         config.link.gap_bytes = self.gap;
         config.buffer_bytes = self.buffer;
         config.buffer_limit = match self.buffer_limit {
@@ -789,6 +796,7 @@ impl Common {
             ("--ecn-at", matches!(self.ecn_at, EcnAtArg::Dequeue)),
             ("--ack-every", self.ack_every != 1),
             ("--trim", self.trim),
+            ("--receiver-credit", self.receiver_credit),
         ];
         if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
             bail!("{flag} is not modelled on a dragonfly (unlimited router queues, hosts at line rate, no failures)");

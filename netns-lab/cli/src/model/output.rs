@@ -191,6 +191,14 @@ pub(super) fn print_reports(reports: &[RunReport]) {
                 r.packets.nacks,
             );
         }
+        if model.config.receiver_credit && model.cc.is_some() {
+            println!(
+                "{:>10} {:>5}   receiver credits: {} PULLs (one data frame each)",
+                model.config.scheme.name(),
+                model.config.seed,
+                r.packets.pulls,
+            );
+        }
         if let Some(planes) = &model.planes {
             let list = |values: &[u64]| {
                 values

@@ -18,6 +18,9 @@ pub(super) fn run_one(args: RunArgs) -> anyhow::Result<()> {
         return run_dragonfly_seeds(&args);
     }
     let mut base = args.common.config()?;
+    if base.receiver_credit && base.cc.is_none() {
+        bail!("--receiver-credit needs a CCA (--cc dctcp|nscc|mswift): the credits pace new data beside its window");
+    }
     base.seed = args.seed;
     let seeds = args.seeds.max(1);
     let configs = RunPart::configs(&base, seeds, args.shard.unwrap_or(Shard::ALL));

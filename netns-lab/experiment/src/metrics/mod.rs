@@ -682,6 +682,7 @@ fn delivery(reports: &[AgentReport]) -> (PacketCounts, Delivery) {
         // The lab's switches drop at a full queue; they do not trim.
         trimmed: 0,
         nacks: 0,
+        pulls: 0,
     };
     let delivery = Delivery {
         data_expected,
