@@ -445,6 +445,9 @@ impl<'a> Sim<'a> {
             config,
             scheme,
             uses_queues: algorithms.iter().any(|algorithm| algorithm.uses_queues()),
+            uses_flow_hash: algorithms
+                .iter()
+                .any(|algorithm| algorithm.uses_flow_hash()),
             fat_tree,
             w,
             nodes,
