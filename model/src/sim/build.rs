@@ -25,7 +25,7 @@ use crate::config::{AckAirtime, BufferLimit, Failures, FlowSpec, LinkDirection, 
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{PacketCounts, Stage};
-use crate::wires::Wires;
+use crate::wires::{Layout, Wires};
 use crate::workload;
 
 /// Salt of the per-host generators.
@@ -213,6 +213,7 @@ impl<'a> Sim<'a> {
         let mut nodes = Vec::with_capacity(topology.nodes().len());
         let port_count: usize = topology.nodes().iter().map(|node| node.ports.len()).sum();
         let mut ports = Vec::with_capacity(port_count);
+        let mut wire_layout = Layout::default();
         crate::sys::advise_huge_pages(ports.spare_capacity_mut());
         let mut port_links = Vec::new();
         let mut balancers = Vec::new();
@@ -266,7 +267,12 @@ impl<'a> Sim<'a> {
                     (Role::Aggregation, PortDirection::Down) => Stage::AggDown,
                     (Role::Core, _) => Stage::CoreDown,
                 };
-                ports.push(Port::new(ports.len(), port.peer.0, port.peer_port.0, stage));
+                ports.push(Port::new(
+                    &mut wire_layout,
+                    port.peer.0,
+                    port.peer_port.0,
+                    stage,
+                ));
                 port_links.push(port.link.0);
             }
         }
@@ -453,7 +459,7 @@ impl<'a> Sim<'a> {
             nodes,
             ports,
             stage_stats: [StageStats::default(); Stage::ALL.len()],
-            wires: Wires::new(port_count),
+            wires: Wires::new(&wire_layout),
             port_links,
             hosts,
             places,
