@@ -9,10 +9,30 @@
 //! region twice its size; the region it leaves is reused by the next ring that grows to that
 //! size.
 
-/// Ring capacity at the start, as a log of two: 64 entries, more than a busy port holds at the
-/// paper's parameters (0.5 µs of propagation is 12 DATA frame times at 800 Gb/s, about as many
-/// ACKs of the other direction's flows share the wire, and Ofan's queues stay a few frames).
+/// A switch port's ring capacity at the start, as a log of two: 64 entries, more than a busy
+/// port holds at the paper's parameters (0.5 µs of propagation is 12 DATA frame times at
+/// 800 Gb/s, about as many ACKs of the other direction's flows share the wire, and Ofan's
+/// queues stay a few frames).
 pub(crate) const INITIAL_CAPACITY_LOG: u8 = 6;
+
+/// The rings of a fresh [`Wires`], laid out one after the other in the order they are asked
+/// for, each at its own initial capacity.
+#[derive(Debug, Default)]
+pub(crate) struct Layout {
+    len: usize,
+}
+
+impl Layout {
+    /// The next ring, of `1 << capacity_log` entries.
+    pub(crate) fn ring(&mut self, capacity_log: u8) -> RingHandle {
+        let base = self.len;
+        self.len += 1 << capacity_log;
+        RingHandle {
+            base: u32::try_from(base).expect("fewer than 2^32 wire slots in all"),
+            capacity_log,
+        }
+    }
+}
 
 /// Every ring's storage.
 #[derive(Debug)]
@@ -32,11 +52,10 @@ pub(crate) struct RingHandle {
 }
 
 impl<T: Copy + Default> Wires<T> {
-    /// `rings` rings of the initial capacity; ring `r` starts at `r << INITIAL_CAPACITY_LOG`.
-    /// A quarter more is reserved (address space, not memory, until rings grow into it), so
-    /// that growing rings rarely move the slab.
-    pub(crate) fn new(rings: usize) -> Self {
-        let len = rings << INITIAL_CAPACITY_LOG;
+    /// The rings of `layout`. A quarter more is reserved (address space, not memory, until
+    /// rings grow into it), so that growing rings rarely move the slab.
+    pub(crate) fn new(layout: &Layout) -> Self {
+        let len = layout.len;
         assert!(
             u32::try_from(len).is_ok(),
             "fewer than 2^32 wire slots in all"
@@ -47,14 +66,6 @@ impl<T: Copy + Default> Wires<T> {
         Self {
             slots,
             free: Vec::new(),
-        }
-    }
-
-    /// The handle of ring `ring` as [`new`](Self::new) laid it out.
-    pub(crate) fn initial(ring: usize) -> RingHandle {
-        RingHandle {
-            base: (ring << INITIAL_CAPACITY_LOG) as u32,
-            capacity_log: INITIAL_CAPACITY_LOG,
         }
     }
 
@@ -148,9 +159,13 @@ mod tests {
     /// behave as three `VecDeque`s.
     #[test]
     fn rings_match_vec_deques() {
-        let mut wires = Wires::<u64>::new(3);
+        let mut layout = Layout::default();
         let mut rings: Vec<(RingHandle, u32, u32)> =
-            (0..3).map(|r| (Wires::<u64>::initial(r), 0, 0)).collect();
+            [INITIAL_CAPACITY_LOG, 2, INITIAL_CAPACITY_LOG]
+                .into_iter()
+                .map(|capacity_log| (layout.ring(capacity_log), 0, 0))
+                .collect();
+        let mut wires = Wires::<u64>::new(&layout);
         let mut models = vec![VecDeque::new(); 3];
         let mut next = 0u64;
         for round in 0..3000u64 {

@@ -28,7 +28,7 @@ use crate::config::{
 use crate::error::ModelError;
 use crate::queue::EventQueue;
 use crate::report::{PacketCounts, Stage};
-use crate::wires::Wires;
+use crate::wires::{Layout, Wires};
 use crate::workload;
 
 /// Salt of the per-host generators.
@@ -216,6 +216,7 @@ impl<'a> Sim<'a> {
         let mut nodes = Vec::with_capacity(topology.nodes().len());
         let port_count: usize = topology.nodes().iter().map(|node| node.ports.len()).sum();
         let mut ports = Vec::with_capacity(port_count);
+        let mut wire_layout = Layout::default();
         crate::sys::advise_huge_pages(ports.spare_capacity_mut());
         let mut port_links = Vec::new();
         let mut balancers = Vec::new();
@@ -269,7 +270,12 @@ impl<'a> Sim<'a> {
                     (Role::Aggregation, PortDirection::Down) => Stage::AggDown,
                     (Role::Core, _) => Stage::CoreDown,
                 };
-                ports.push(Port::new(ports.len(), port.peer.0, port.peer_port.0, stage));
+                ports.push(Port::new(
+                    &mut wire_layout,
+                    port.peer.0,
+                    port.peer_port.0,
+                    stage,
+                ));
                 port_links.push(port.link.0);
             }
         }
@@ -458,12 +464,15 @@ impl<'a> Sim<'a> {
             config,
             scheme,
             uses_queues: algorithms.iter().any(|algorithm| algorithm.uses_queues()),
+            uses_flow_hash: algorithms
+                .iter()
+                .any(|algorithm| algorithm.uses_flow_hash()),
             fat_tree,
             w,
             nodes,
             ports,
             stage_stats: [StageStats::default(); Stage::ALL.len()],
-            wires: Wires::new(port_count),
+            wires: Wires::new(&wire_layout),
             port_links,
             hosts,
             places,

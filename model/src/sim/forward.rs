@@ -166,7 +166,12 @@ impl Sim<'_> {
         } else {
             PortMask::all(info.up_count)
         };
-        let flow_hash = Self::flow_hash(packet);
+        // Only the algorithms that read it get it: the hash is a tenth of a decision's work.
+        let flow_hash = if self.uses_flow_hash {
+            Self::flow_hash(packet)
+        } else {
+            0
+        };
         Northbound {
             key: DestKey(key),
             class: Self::size_class(packet),

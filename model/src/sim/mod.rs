@@ -256,6 +256,10 @@ struct Sim<'a> {
     config: &'a ModelConfig,
     scheme: Scheme,
     uses_queues: bool,
+    /// Some switch's algorithm reads the flow hash ([`Algorithm::uses_flow_hash`]).
+    ///
+    /// [`Algorithm::uses_flow_hash`]: ofan_dataplane::lb::Algorithm::uses_flow_hash
+    uses_flow_hash: bool,
     fat_tree: bool,
     w: u8,
     nodes: Vec<NodeInfo>,
