@@ -330,18 +330,27 @@ fn fig14_quick_runs_the_fsdp_pass_per_cca_and_model() {
     assert!(stdout.contains("cut"), "{stdout}");
 }
 
+/// The report of `ofan-lab ARGS --json FILE` (the run must succeed).
+fn report_of(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json = dir.path().join("run.json");
+    let json = json.to_str().expect("utf-8");
+    let (ok, _, stderr) = ofan_lab(&[args, &["--json", json]].concat());
+    assert!(ok, "{args:?}: {stderr}");
+    serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("JSON")
+}
+
+/// `ofan-lab ARGS` fails, naming `name`.
+fn refused(args: &[&str], name: &str) {
+    let (ok, _, stderr) = ofan_lab(args);
+    assert!(!ok && stderr.contains(name), "{args:?}: {stderr}");
+}
+
 /// `--ack-every 4`: the receivers send about a quarter of the ACKs (the report's counts), and
 /// what the model cannot do is refused by name.
 #[test]
 fn ack_every_coalesces_acks_and_refuses_what_it_cannot_model() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json = dir.path().join("run.json");
-    let json = json.to_str().expect("utf-8");
-    let (ok, _, stderr) =
-        ofan_lab(&[&FSDP_PASS[..], &["--ack-every", "4", "--json", json]].concat());
-    assert!(ok, "{stderr}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("JSON");
+    let report = report_of(&[&FSDP_PASS[..], &["--ack-every", "4"]].concat());
     let count = |field: &str| report["packets"][field].as_u64().expect(field);
     let (acks, frames) = (count("acks_sent"), count("data_delivered"));
     assert_eq!(count("flows_complete"), 4 * 128, "every flow completes");
@@ -350,18 +359,22 @@ fn ack_every_coalesces_acks_and_refuses_what_it_cannot_model() {
         "{acks} ACKs for {frames} frames"
     );
     for bad in ["0", "65"] {
-        let (ok, _, stderr) = ofan_lab(&["model", "run", "--k", "4", "--ack-every", bad]);
-        assert!(!ok && stderr.contains("ack_every"), "{bad}: {stderr}");
+        refused(
+            &["model", "run", "--k", "4", "--ack-every", bad],
+            "ack_every",
+        );
     }
-    let (ok, _, stderr) = ofan_lab(&[
-        "model",
-        "run",
-        "--topology",
-        "dragonfly",
+    refused(
+        &[
+            "model",
+            "run",
+            "--topology",
+            "dragonfly",
+            "--ack-every",
+            "4",
+        ],
         "--ack-every",
-        "4",
-    ]);
-    assert!(!ok && stderr.contains("--ack-every"), "{stderr}");
+    );
 }
 
 /// `--trim`: ECMP's colliding flows overflow 64 KB buffers; with trimming nothing is dropped,
@@ -369,23 +382,13 @@ fn ack_every_coalesces_acks_and_refuses_what_it_cannot_model() {
 /// refused by name.
 #[test]
 fn trim_turns_drops_into_nacks_and_refuses_what_it_cannot_model() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let run = |trim: bool| {
-        let json = dir.path().join(format!("trim-{trim}.json"));
-        let json = json.to_str().expect("utf-8").to_owned();
-        let mut args = vec![
-            "model", "run", "--k", "4", "--scheme", "ecmp", "--buffer", "64K", "--cc", "nscc",
-            "--json", &json,
-        ];
-        if trim {
-            args.push("--trim");
-        }
-        let (ok, _, stderr) = ofan_lab(&args);
-        assert!(ok, "{stderr}");
-        let text = std::fs::read_to_string(&json).expect("report");
-        serde_json::from_str::<serde_json::Value>(&text).expect("JSON")
-    };
-    let (dropping, trimming) = (run(false), run(true));
+    let args = [
+        "model", "run", "--k", "4", "--scheme", "ecmp", "--buffer", "64K", "--cc", "nscc",
+    ];
+    let (dropping, trimming) = (
+        report_of(&args),
+        report_of(&[&args[..], &["--trim"]].concat()),
+    );
     let count = |report: &serde_json::Value, field: &str| report["packets"][field].as_u64();
     assert!(dropping["drops"]["total"].as_u64().expect("drops") > 0);
     assert_eq!(count(&dropping, "trimmed"), None, "absent without --trim");
@@ -394,46 +397,43 @@ fn trim_turns_drops_into_nacks_and_refuses_what_it_cannot_model() {
     assert!(trimmed > 0);
     assert_eq!(count(&trimming, "nacks"), Some(trimmed));
     assert_eq!(count(&trimming, "flows_complete"), Some(16));
-    let (ok, _, stderr) = ofan_lab(&["model", "run", "--k", "4", "--header", "0", "--trim"]);
-    assert!(!ok && stderr.contains("trim"), "{stderr}");
-    let (ok, _, stderr) = ofan_lab(&["model", "run", "--topology", "dragonfly", "--trim"]);
-    assert!(!ok && stderr.contains("--trim"), "{stderr}");
+    refused(
+        &["model", "run", "--k", "4", "--header", "0", "--trim"],
+        "trim",
+    );
+    refused(
+        &["model", "run", "--topology", "dragonfly", "--trim"],
+        "--trim",
+    );
 }
 
 /// `--ecn-at dequeue`: the report's configuration says so and the frames are marked; a
 /// dragonfly refuses it by name.
 #[test]
 fn ecn_at_dequeue_marks_and_is_recorded() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json = dir.path().join("run.json");
-    let json = json.to_str().expect("utf-8");
-    let (ok, _, stderr) = ofan_lab(&[
-        "model", "run", "--k", "4", "--scheme", "ecmp", "--ecn-at", "dequeue", "--json", json,
+    let report = report_of(&[
+        "model", "run", "--k", "4", "--scheme", "ecmp", "--ecn-at", "dequeue",
     ]);
-    assert!(ok, "{stderr}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("JSON");
     assert_eq!(report["config"]["ecn_at"], "dequeue", "{report}");
     assert!(report["packets"]["ecn_marks"].as_u64().expect("marks") > 0);
-    let (ok, _, stderr) = ofan_lab(&[
-        "model",
-        "run",
-        "--topology",
-        "dragonfly",
+    refused(
+        &[
+            "model",
+            "run",
+            "--topology",
+            "dragonfly",
+            "--ecn-at",
+            "dequeue",
+        ],
         "--ecn-at",
-        "dequeue",
-    ]);
-    assert!(!ok && stderr.contains("--ecn-at"), "{stderr}");
+    );
 }
 
 /// `--receiver-credit`: PULLs in the report under a CCA; refused without one, and on a
 /// dragonfly, by name.
 #[test]
 fn receiver_credit_pulls_under_a_cca_and_refuses_without_one() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json = dir.path().join("run.json");
-    let json = json.to_str().expect("utf-8");
-    let (ok, stdout, stderr) = ofan_lab(&[
+    let report = report_of(&[
         "model",
         "run",
         "--k",
@@ -441,27 +441,22 @@ fn receiver_credit_pulls_under_a_cca_and_refuses_without_one() {
         "--cc",
         "nscc",
         "--receiver-credit",
-        "--json",
-        json,
     ]);
-    assert!(ok, "{stderr}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("JSON");
     // 256 packets a flow, 150 of them in the initial window (one BDP).
-    assert_eq!(
-        report["packets"]["pulls"].as_u64(),
-        Some(16 * (256 - 150)),
-        "{stdout}"
-    );
+    assert_eq!(report["packets"]["pulls"].as_u64(), Some(16 * (256 - 150)));
     assert_eq!(report["packets"]["flows_complete"].as_u64(), Some(16));
-    let (ok, _, stderr) = ofan_lab(&["model", "run", "--k", "4", "--receiver-credit"]);
-    assert!(!ok && stderr.contains("--receiver-credit"), "{stderr}");
-    let (ok, _, stderr) = ofan_lab(&[
-        "model",
-        "run",
-        "--topology",
-        "dragonfly",
+    refused(
+        &["model", "run", "--k", "4", "--receiver-credit"],
         "--receiver-credit",
-    ]);
-    assert!(!ok && stderr.contains("--receiver-credit"), "{stderr}");
+    );
+    refused(
+        &[
+            "model",
+            "run",
+            "--topology",
+            "dragonfly",
+            "--receiver-credit",
+        ],
+        "--receiver-credit",
+    );
 }
