@@ -384,6 +384,7 @@ impl<'a> Sim<'a> {
                 u32::try_from(initial).unwrap_or(u32::MAX),
                 flows.len(),
                 host_count_of(&hosts),
+                cc.recovery.rto_min,
             )
         });
         let recovery = match (&cc, config.recovery) {

@@ -14,8 +14,9 @@
 //! carries them in the data frames, a one-way delay old); a retransmission is sent without
 //! waiting for credit and paid back by the next PULLs (htsim adds it to the backlog it asks
 //! credit for); a PULL is an ACK-sized control frame in the same FIFOs as the data (htsim serves
-//! control frames first); ECN stays on at the edge switches' ports to the hosts (htsim turns it
-//! off there in this mode).
+//! control frames first), taken beyond a full buffer as trimmed headers are (up to three
+//! buffers; a PULL lost even so is sent again once `lost_after` has passed); ECN stays on at
+//! the edge switches' ports to the hosts (htsim turns it off there in this mode).
 
 use std::collections::VecDeque;
 
@@ -31,6 +32,11 @@ pub(super) struct Credits {
     credit: Vec<i64>,
     /// Per flow: PULLs sent and not yet at the sender.
     in_flight: Vec<u32>,
+    /// Per flow: when its receiver last sent it a PULL.
+    last_pull: Vec<u64>,
+    /// PULLs counted on their way for longer than this are taken as lost (a full buffer or a
+    /// failing link dropped them): the receiver pulls again.
+    lost_after: u64,
     /// Per flow: in its receiver's round robin.
     listed: Vec<bool>,
     /// Per receiving host: flows it pulls for, in round-robin order.
@@ -44,10 +50,12 @@ pub(super) struct Credits {
 impl Credits {
     /// Credits for `flows` flows received by `hosts` hosts, each starting with `initial` data
     /// frames of credit.
-    pub(super) fn new(initial: u32, flows: usize, hosts: usize) -> Box<Self> {
+    pub(super) fn new(initial: u32, flows: usize, hosts: usize, lost_after: u64) -> Box<Self> {
         Box::new(Self {
             credit: vec![i64::from(initial); flows],
             in_flight: vec![0; flows],
+            last_pull: vec![0; flows],
+            lost_after,
             listed: vec![false; flows],
             round: vec![VecDeque::new(); hosts],
             pacing: vec![false; hosts],
@@ -89,10 +97,12 @@ impl Credits {
     /// `host`'s pull pacer fires: the flow it sends a PULL to now, the next in round robin
     /// whose sender holds (with the PULLs on their way) less credit than `target` says it
     /// can use; `target` is `None` for a flow with no new data left, which leaves the round.
-    /// `None` when no flow needs credit now; the pacer stops once its round is empty.
+    /// `None` when no flow needs credit now; the pacer stops once its round is empty. PULLs
+    /// still on their way `lost_after` the flow's last one are taken as lost.
     pub(super) fn next_pull(
         &mut self,
         host: u32,
+        now: u64,
         target: impl Fn(u32) -> Option<i64>,
     ) -> Option<u32> {
         let round = &mut self.round[host as usize];
@@ -106,8 +116,12 @@ impl Credits {
                 continue;
             };
             round.push_back(flow);
+            if self.in_flight[index] > 0 && now - self.last_pull[index] > self.lost_after {
+                self.in_flight[index] = 0;
+            }
             if self.credit[index] + i64::from(self.in_flight[index]) < target {
                 self.in_flight[index] += 1;
+                self.last_pull[index] = now;
                 self.pulls += 1;
                 return Some(flow);
             }
@@ -132,21 +146,31 @@ mod tests {
     fn a_receiver_pulls_round_robin_up_to_what_each_sender_can_use() {
         // Two flows into host 0, 2 frames of initial credit each; flow 0's sender could use 4
         // frames of credit, flow 1's 3.
-        let mut credits = Credits::new(2, 2, 1);
+        let mut credits = Credits::new(2, 2, 1, 100);
         assert!(credits.first_frame(0, 0), "starts the pacer");
         assert!(!credits.first_frame(0, 1), "already running");
         let targets = [Some(4), Some(3)];
         let mut order = Vec::new();
-        while let Some(flow) = credits.next_pull(0, |flow| targets[flow as usize]) {
+        while let Some(flow) = credits.next_pull(0, 10, |flow| targets[flow as usize]) {
             order.push(flow);
         }
         assert_eq!(order, [0, 1, 0], "PULLs on their way count as credit");
+        // Flow 1's PULL never arrives: 100 after it, the receiver pulls again.
+        assert_eq!(
+            credits.next_pull(0, 110, |flow| targets[flow as usize]),
+            None
+        );
+        assert_eq!(
+            credits.next_pull(0, 111, |flow| targets[flow as usize]),
+            Some(1)
+        );
+        credits.grant(1);
         assert!(
             credits.pacing(0),
             "both flows still have data: the pacer keeps running"
         );
         // New data spends credit; a retransmission runs it below zero.
-        for _ in 0..3 {
+        for _ in 0..4 {
             credits.spend(1);
         }
         assert!(!credits.has_credit(1));
@@ -155,9 +179,8 @@ mod tests {
             !credits.has_credit(1),
             "the PULL paid the retransmission back"
         );
-        assert_eq!(credits.next_pull(0, |flow| targets[flow as usize]), Some(1));
         // Flows with no new data leave the round; the pacer stops.
-        assert_eq!(credits.next_pull(0, |_| None), None);
+        assert_eq!(credits.next_pull(0, 300, |_| None), None);
         assert!(!credits.pacing(0));
     }
 }

@@ -569,7 +569,7 @@ impl Sim<'_> {
                 (u64::from(backlog).min(window) / active).max(1) as i64
             })
         };
-        let pulled = credits.next_pull(host, target);
+        let pulled = credits.next_pull(host, self.now, target);
         let pacing = credits.pacing(host);
         self.credits = Some(credits);
         if pacing {
