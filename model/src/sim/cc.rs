@@ -5,7 +5,7 @@
 use ofan_transport::{CcConfig, CcKind, Controller, PathParams, RecoveryConfig};
 
 use super::packet::{COPY_SHIFT, ECN_FLAG, SEQ_MASK};
-use super::Sim;
+use super::{credit, Sim};
 use crate::config::ModelConfig;
 use crate::report::CcRun;
 use ofan_transport::{Ack, ECHO_MASK};
@@ -94,11 +94,9 @@ impl Sim<'_> {
             let flow_id = state.active[index];
             let local = self.flows[flow_id as usize].local;
             let in_flight = u64::from(state.recovery.outstanding(local)) * cc.mss;
-            let credit = self
-                .credits
-                .as_deref()
-                .is_none_or(|credits| credits.has_credit(flow_id));
-            if credit && cc.flows[flow_id as usize].can_send(in_flight, cc.mss) {
+            if credit::allows(self.credits.as_deref(), flow_id)
+                && cc.flows[flow_id as usize].can_send(in_flight, cc.mss)
+            {
                 state.cursor = index;
                 return true;
             }
@@ -182,11 +180,8 @@ impl Sim<'_> {
         if cc.blocked[host as usize] {
             let local = self.flows[flow as usize].local;
             let in_flight = u64::from(state.recovery.outstanding(local)) * cc.mss;
-            let credit = self
-                .credits
-                .as_deref()
-                .is_none_or(|credits| credits.has_credit(flow));
-            let room = credit && cc.flows[flow as usize].can_send(in_flight, cc.mss);
+            let room = credit::allows(self.credits.as_deref(), flow)
+                && cc.flows[flow as usize].can_send(in_flight, cc.mss);
             if room || self.open_window(host) {
                 let cc = self.cc.as_deref_mut().expect("congestion control");
                 cc.blocked[host as usize] = false;

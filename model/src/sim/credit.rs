@@ -24,6 +24,12 @@ use std::collections::VecDeque;
 /// it; checked after the flows' start events, whose flow indices may have it set).
 pub(super) const PULL_BIT: u32 = 1 << 26;
 
+/// Whether `flow` may send new data as far as receiver credits go (always without them).
+#[inline]
+pub(super) fn allows(credits: Option<&Credits>, flow: u32) -> bool {
+    credits.is_none_or(|credits| credits.has_credit(flow))
+}
+
 /// The receivers' pull pacers and the senders' credit.
 #[derive(Debug)]
 pub(super) struct Credits {

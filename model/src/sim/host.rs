@@ -437,12 +437,12 @@ impl Sim<'_> {
         if packet.is_ack() {
             debug_assert_eq!(flow.src, host);
             self.counts.acks_delivered += 1;
+            if packet.is_pull() {
+                self.pulled(host, packet.flow, now);
+                return;
+            }
             if packet.seq_flags & NACK_FLAG != 0 {
-                if packet.seq() == PULL_SEQ {
-                    self.pulled(host, packet.flow, now);
-                } else {
-                    self.nacked(host, packet, now);
-                }
+                self.nacked(host, packet, now);
                 return;
             }
             if self.scheme == Scheme::Reps && !packet.ecn() {

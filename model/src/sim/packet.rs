@@ -46,6 +46,12 @@ impl Packet {
         self.seq_flags & ACK_FLAG != 0
     }
 
+    /// A PULL ([`PULL_SEQ`]): one data frame of credit for its flow.
+    #[inline]
+    pub(super) const fn is_pull(&self) -> bool {
+        self.seq_flags & (ACK_FLAG | NACK_FLAG | SEQ_MASK) == ACK_FLAG | NACK_FLAG | PULL_SEQ
+    }
+
     #[inline]
     pub(super) const fn ecn(&self) -> bool {
         self.seq_flags & ECN_FLAG != 0

@@ -3,7 +3,7 @@
 //! queue now", and the enqueue that drops at a full switch buffer, marks ECN and keeps the
 //! per-stage statistics and Ofan's edge-uplink bound.
 
-use super::packet::{Packet, ECN_FLAG, NACK_FLAG, PULL_SEQ};
+use super::packet::{Packet, ECN_FLAG};
 use super::Sim;
 use crate::report::Stage;
 use crate::wires::{Layout, RingHandle, Wires, INITIAL_CAPACITY_LOG};
@@ -279,10 +279,8 @@ impl Sim<'_> {
                 }
                 // Headers and ACKs (with trimming) and PULLs are taken beyond the buffer, as
                 // into htsim's separate queue of twice the buffer for them.
-                let pull = packet.is_ack()
-                    && packet.seq_flags & NACK_FLAG != 0
-                    && packet.seq() == PULL_SEQ;
-                if !(trimming || pull) || port.bytes + frame > HEADER_ROOM * self.buffer {
+                if !(trimming || packet.is_pull()) || port.bytes + frame > HEADER_ROOM * self.buffer
+                {
                     self.drops_buffer += 1;
                     if let Some(window) = self.arf_windows.get_mut(port_id) {
                         window.drops += 1;
